@@ -1,0 +1,93 @@
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Number of chains processed together by one task. Work over a batch of chains is split into
+/// chunks of this many consecutive chains (the last chunk may be shorter); the boundaries depend
+/// only on the number of chains, never on the number of threads, which makes every result
+/// bit-identical for any [`Par`] and pool size.
+pub const CHAIN_CHUNK: usize = 64;
+
+/// How work over chains is executed.
+///
+/// Both variants produce bit-identical results; `Rayon` runs chunks of [`CHAIN_CHUNK`] chains on
+/// the current rayon pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Par {
+    /// One thread.
+    Seq,
+    /// Chunks of chains on the rayon thread pool.
+    #[default]
+    Rayon,
+}
+
+/// Runs `f(first_chain, out_chunk, rng_chunk)` over consecutive chunks of [`CHAIN_CHUNK`]
+/// chains, where `out` holds one column of `rows` values per chain (column-major, chain `i` at
+/// `out[i * rows..(i + 1) * rows]`) and `rngs[i]` is chain `i`'s stream.
+///
+/// # Panics
+/// If `out.len() != rows * rngs.len()`.
+pub fn for_each_chain_chunk<T, R, G>(par: Par, rows: usize, out: &mut [T], rngs: &mut [R], f: G)
+where
+    T: Send,
+    R: Send,
+    G: Fn(usize, &mut [T], &mut [R]) + Sync,
+{
+    assert_eq!(
+        out.len(),
+        rows * rngs.len(),
+        "for_each_chain_chunk: buffer of {} values does not hold {} chains of {rows}",
+        out.len(),
+        rngs.len()
+    );
+    if rows == 0 {
+        // Nothing to write, but chains may still consume randomness: keep chunk semantics.
+        rngs.chunks_mut(CHAIN_CHUNK)
+            .enumerate()
+            .for_each(|(c, r)| f(c * CHAIN_CHUNK, &mut [], r));
+        return;
+    }
+    let step = rows * CHAIN_CHUNK;
+    match par {
+        Par::Seq => out
+            .chunks_mut(step)
+            .zip(rngs.chunks_mut(CHAIN_CHUNK))
+            .enumerate()
+            .for_each(|(c, (o, r))| f(c * CHAIN_CHUNK, o, r)),
+        Par::Rayon => out
+            .par_chunks_mut(step)
+            .zip(rngs.par_chunks_mut(CHAIN_CHUNK))
+            .enumerate()
+            .for_each(|(c, (o, r))| f(c * CHAIN_CHUNK, o, r)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_chain_once_in_both_modes() {
+        for par in [Par::Seq, Par::Rayon] {
+            let n = 2 * CHAIN_CHUNK + 5;
+            let mut out = vec![0usize; 3 * n];
+            let mut ids: Vec<usize> = (0..n).collect();
+            for_each_chain_chunk(par, 3, &mut out, &mut ids, |first, o, r| {
+                for (k, id) in r.iter().enumerate() {
+                    assert_eq!(*id, first + k);
+                    o[3 * k..3 * k + 3].fill(*id + 1);
+                }
+            });
+            for i in 0..n {
+                assert!(out[3 * i..3 * i + 3].iter().all(|&v| v == i + 1));
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "does not hold")]
+    fn mismatched_buffer_panics_with_message() {
+        let mut out = vec![0.0f64; 5];
+        let mut r = vec![(); 2];
+        for_each_chain_chunk(Par::Seq, 3, &mut out, &mut r, |_, _, _| {});
+    }
+}

@@ -1,0 +1,80 @@
+use crate::{Chains, Par, Scalar};
+use rand::Rng;
+
+/// A family of Boltzmann distributions \\(p_\beta(x) \propto e^{-E_\beta(x)}\\) over a state
+/// space, indexed by the inverse temperature \\(\beta\\), evaluated for a whole batch of chains.
+///
+/// For an RBM whose chains are tracked on the visible layer, \\(E_\beta\\) is the tempered
+/// free energy \\(F_\beta(v)\\) of the marginal law of \\(v\\) in the tempered joint
+/// \\(e^{-\beta E(v, h)}\\); it is *not* \\(\beta F_1(v)\\) in general. Implementations must
+/// return the energy of exactly the law their samplers sample: acceptance tests elsewhere rely
+/// on it.
+pub trait EnergyModel: Sync {
+    /// Floating-point type of the parameters and chains.
+    type Scalar: Scalar;
+    /// A batch of chains (see [`Chains`]).
+    type State: Chains;
+
+    /// Writes \\(E_\beta(x_i)\\) for every chain `i` of `x` into `out`.
+    ///
+    /// # Panics
+    /// If `out.len() != x.n_chains()` or `x` does not have the model's shape.
+    fn energies(&self, x: &Self::State, beta: f64, out: &mut [f64], par: Par);
+
+    /// A batch of `n_chains` chains in a valid initial configuration (all units in their first
+    /// state); callers draw random or exact initial states from it.
+    fn new_state(&self, n_chains: usize) -> Self::State;
+}
+
+/// Block sampling of a bipartite model: each layer given the other, for every chain, at inverse
+/// temperature \\(\beta\\). Alternating Gibbs sampling is written once on top of this trait.
+///
+/// Chain `i` consumes only `rngs[i]`.
+pub trait ConditionalSampler: EnergyModel {
+    /// Replaces the hidden layer of every chain by a draw from \\(p_\beta(h \mid v)\\).
+    ///
+    /// # Panics
+    /// If `rngs.len() != x.n_chains()`.
+    fn sample_hidden<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par);
+
+    /// Replaces the visible layer of every chain by a draw from \\(p_\beta(v \mid h)\\).
+    ///
+    /// # Panics
+    /// If `rngs.len() != x.n_chains()`.
+    fn sample_visible<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par);
+}
+
+/// A Markov transition that leaves \\(p_\beta\\) of `M` exactly invariant.
+///
+/// A kernel value holds configuration only (e.g. a number of sweeps); the chains and their RNG
+/// streams are passed in, and each step returns a small typed info value.
+pub trait Kernel<M: EnergyModel + ?Sized>: Sync {
+    /// What one step reports (acceptance rates, counts).
+    type Info: Clone + std::fmt::Debug;
+
+    /// Applies the transition once to every chain of `x`; chain `i` consumes only `rngs[i]`.
+    ///
+    /// # Panics
+    /// If `rngs.len() != x.n_chains()` or `x` does not match the model's shape.
+    fn step<R: Rng + Send>(
+        &self,
+        model: &M,
+        beta: f64,
+        x: &mut M::State,
+        rngs: &mut [R],
+        par: Par,
+    ) -> Self::Info;
+}
+
+/// A model with exact \\(\log Z_\beta\\) and exact sampling: rung 0 of annealing and of
+/// trajectory tempering, and the reference of exact tests.
+pub trait Tractable: EnergyModel {
+    /// \\(\log Z_\beta = \log \sum_x e^{-E_\beta(x)}\\) (an integral for continuous states).
+    fn log_partition(&self, beta: f64) -> f64;
+
+    /// Replaces every chain of `x` by an independent exact draw from \\(p_\beta\\).
+    ///
+    /// # Panics
+    /// If `rngs.len() != x.n_chains()`.
+    fn sample_exact<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par);
+}

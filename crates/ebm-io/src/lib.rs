@@ -1,0 +1,1 @@
+//! ebm-io (under construction).

@@ -1,0 +1,283 @@
+//! Binary unit layers: [`Bernoulli`] (\\(x \in \{0, 1\}\\)) and [`Spin`] (\\(x \in \{-1, +1\}\\)).
+
+use crate::layer::{BinaryLayer, DiscreteLayer, Layer};
+use ebm_core::numerics::{log_2cosh, sigmoid, softplus};
+use ebm_core::{Error, Scalar};
+use rand::Rng;
+
+fn fields_from_tensors<F: Scalar>(
+    kind: &str,
+    n_units: usize,
+    get: &dyn Fn(&str) -> Option<(Vec<usize>, Vec<F>)>,
+) -> ebm_core::Result<Vec<F>> {
+    let (shape, values) = get("bias").ok_or_else(|| Error::ShapeMismatch {
+        what: format!("{kind} layer"),
+        expected: "a tensor named \"bias\"".into(),
+        got: "none".into(),
+    })?;
+    if shape != [n_units] {
+        return Err(Error::ShapeMismatch {
+            what: format!("{kind} layer bias"),
+            expected: format!("[{n_units}]"),
+            got: format!("{shape:?}"),
+        });
+    }
+    Error::check_finite(&format!("{kind} layer bias"), &values.iter().map(|v| v.as_f64()).collect::<Vec<_>>())?;
+    Ok(values)
+}
+
+/// Units with values in \\(\{0, 1\}\\) and potential \\(U_i(x) = -\theta_i x\\).
+///
+/// Conditional law: \\(p_\beta(x_i = 1 \mid I_i) = \sigma(\beta(\theta_i + I_i))\\);
+/// cumulant generating function \\(\Gamma^\beta_i(I) = \operatorname{softplus}(\beta(\theta_i + I))\\).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bernoulli<F: Scalar = f64> {
+    /// Fields (biases) \\(\theta\\), one per unit.
+    pub fields: Vec<F>,
+}
+
+impl<F: Scalar> Bernoulli<F> {
+    /// A layer with the given fields.
+    pub fn new(fields: Vec<F>) -> Self {
+        Self { fields }
+    }
+
+    /// `n` units with zero fields.
+    pub fn zeros(n: usize) -> Self {
+        Self { fields: vec![F::zero(); n] }
+    }
+}
+
+/// Units with values in \\(\{-1, +1\}\\) and potential \\(U_i(x) = -\theta_i x\\).
+///
+/// Conditional law: \\(p_\beta(x_i = +1 \mid I_i) = \sigma(2\beta(\theta_i + I_i))\\);
+/// cumulant generating function \\(\Gamma^\beta_i(I) = \log 2\cosh(\beta(\theta_i + I))\\).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spin<F: Scalar = f64> {
+    /// Fields \\(\theta\\), one per unit.
+    pub fields: Vec<F>,
+}
+
+impl<F: Scalar> Spin<F> {
+    /// A layer with the given fields.
+    pub fn new(fields: Vec<F>) -> Self {
+        Self { fields }
+    }
+
+    /// `n` units with zero fields.
+    pub fn zeros(n: usize) -> Self {
+        Self { fields: vec![F::zero(); n] }
+    }
+}
+
+/// Implements the parts of `Layer` shared by both binary layers; `$lo` is the value of state 0,
+/// `$cgf` the per-unit CGF of the tempered local field, `$p1` the probability of state 1
+/// given the tempered local field, `$mean` the conditional mean given it.
+macro_rules! binary_layer {
+    ($ty:ident, $kind:literal, $lo:expr, $cgf:expr, $p1:expr, $mean:expr) => {
+        impl<F: Scalar> Layer for $ty<F> {
+            type Scalar = F;
+            const KIND: &'static str = $kind;
+
+            fn n_units(&self) -> usize {
+                self.fields.len()
+            }
+
+            fn fill_default(&self, x: &mut [F]) {
+                x.fill(F::from_f64($lo));
+            }
+
+            fn energy(&self, x: &[F]) -> f64 {
+                debug_assert_eq!(x.len(), self.fields.len());
+                -self.fields.iter().zip(x).map(|(t, v)| t.as_f64() * v.as_f64()).sum::<f64>()
+            }
+
+            fn unit_energy(&self, i: usize, x_i: &[F]) -> f64 {
+                -self.fields[i].as_f64() * x_i[0].as_f64()
+            }
+
+            fn cgf(&self, inputs: &[F], beta: f64) -> f64 {
+                debug_assert_eq!(inputs.len(), self.fields.len());
+                let cgf: fn(f64) -> f64 = $cgf;
+                self.fields
+                    .iter()
+                    .zip(inputs)
+                    .map(|(t, i)| cgf(beta * (t.as_f64() + i.as_f64())))
+                    .sum()
+            }
+
+            #[inline]
+            fn sample_in_place<R: Rng + ?Sized>(&self, inputs: &mut [F], beta: f64, rng: &mut R) {
+                debug_assert_eq!(inputs.len(), self.fields.len());
+                let b = F::from_f64(beta);
+                let p1: fn(F) -> F = $p1;
+                let lo: F = F::from_f64($lo);
+                for (x, &t) in inputs.iter_mut().zip(&self.fields) {
+                    let p = p1(b * (t + *x));
+                    *x = if F::uniform(rng) < p { F::one() } else { lo };
+                }
+            }
+
+            fn mean_in_place(&self, inputs: &mut [F], beta: f64) {
+                let b = F::from_f64(beta);
+                let mean: fn(F) -> F = $mean;
+                for (x, &t) in inputs.iter_mut().zip(&self.fields) {
+                    *x = mean(b * (t + *x));
+                }
+            }
+
+            fn tensors(&self) -> Vec<(&'static str, Vec<usize>, Vec<F>)> {
+                vec![("bias", vec![self.fields.len()], self.fields.clone())]
+            }
+
+            fn from_tensors(
+                n_units: usize,
+                get: &dyn Fn(&str) -> Option<(Vec<usize>, Vec<F>)>,
+            ) -> ebm_core::Result<Self> {
+                fields_from_tensors($kind, n_units, get).map(Self::new)
+            }
+        }
+
+        impl<F: Scalar> DiscreteLayer for $ty<F> {
+            fn unit_states(&self) -> usize {
+                2
+            }
+
+            fn write_unit_state(&self, s: usize, slot: &mut [F]) {
+                slot[0] = if s == 1 { F::one() } else { F::from_f64($lo) };
+            }
+
+            fn read_unit_state(&self, slot: &[F]) -> usize {
+                let v = slot[0];
+                if v == F::one() {
+                    1
+                } else {
+                    assert!(
+                        v == F::from_f64($lo),
+                        "{} unit holds {v}, expected {} or 1",
+                        $kind,
+                        $lo
+                    );
+                    0
+                }
+            }
+        }
+
+        impl<F: Scalar> BinaryLayer for $ty<F> {
+            const LOW: f64 = $lo;
+            fn fields(&self) -> &[F] {
+                &self.fields
+            }
+            fn with_fields(fields: Vec<F>) -> Self {
+                Self::new(fields)
+            }
+        }
+    };
+}
+
+binary_layer!(Bernoulli, "bernoulli", 0.0, softplus, sigmoid, sigmoid);
+binary_layer!(
+    Spin,
+    "spin",
+    -1.0,
+    log_2cosh,
+    |x: F| sigmoid(x + x),
+    |x: F| x.tanh()
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// Brute-force CGF of one unit: log sum over its two states of exp(beta(-U + I x)).
+    fn brute_cgf(lo: f64, theta: f64, input: f64, beta: f64) -> f64 {
+        let e = |x: f64| beta * (theta * x + input * x);
+        (e(lo).exp() + e(1.0).exp()).ln()
+    }
+
+    #[test]
+    fn cgf_and_means_match_enumeration_over_a_grid() {
+        for &theta in &[-2.0, 0.0, 0.7] {
+            for &input in &[-30.0, -1.5, 0.0, 0.4, 12.0] {
+                for &beta in &[0.0, 0.3, 1.0] {
+                    let b = Bernoulli::new(vec![theta]);
+                    let s = Spin::new(vec![theta]);
+                    assert_relative_eq!(b.cgf(&[input], beta), brute_cgf(0.0, theta, input, beta), max_relative = 1e-12);
+                    assert_relative_eq!(s.cgf(&[input], beta), brute_cgf(-1.0, theta, input, beta), max_relative = 1e-12);
+                    // Mean = d Gamma / d I / beta; compare with the enumerated expectation.
+                    let h = beta * (theta + input);
+                    let mut m = [input];
+                    b.mean_in_place(&mut m, beta);
+                    assert_relative_eq!(m[0], 1.0 / (1.0 + (-h).exp()), max_relative = 1e-12);
+                    let mut m = [input];
+                    s.mean_in_place(&mut m, beta);
+                    let (pp, pm) = (h.exp(), (-h).exp());
+                    assert_relative_eq!(m[0], (pp - pm) / (pp + pm), max_relative = 1e-12);
+                }
+            }
+        }
+        assert_relative_eq!(Bernoulli::new(vec![0.0]).cgf(&[1e4], 1.0), 1e4);
+        assert_relative_eq!(Spin::new(vec![0.0]).cgf(&[-1e4], 1.0), 1e4);
+    }
+
+    #[test]
+    fn sampling_frequencies_match_conditional_probabilities() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+        let n = 200_000;
+        for (theta, input, beta) in [(0.3f64, 0.5f64, 0.7f64), (-1.0, 0.2, 1.0)] {
+            let b = Bernoulli::new(vec![theta]);
+            let s = Spin::new(vec![theta]);
+            let (mut nb, mut ns) = (0usize, 0usize);
+            for _ in 0..n {
+                let mut x = [input];
+                b.sample_in_place(&mut x, beta, &mut rng);
+                assert!(x[0] == 0.0 || x[0] == 1.0);
+                nb += (x[0] == 1.0) as usize;
+                let mut y = [input];
+                s.sample_in_place(&mut y, beta, &mut rng);
+                assert!(y[0] == -1.0 || y[0] == 1.0);
+                ns += (y[0] == 1.0) as usize;
+            }
+            let pb = 1.0 / (1.0 + (-beta * (theta + input)).exp());
+            let ps = 1.0 / (1.0 + (-2.0 * beta * (theta + input)).exp());
+            for (count, p) in [(nb, pb), (ns, ps)] {
+                let sd = (p * (1.0 - p) / n as f64).sqrt();
+                assert!(((count as f64 / n as f64) - p).abs() < 5.0 * sd, "{count} vs {p}");
+            }
+        }
+    }
+
+    #[test]
+    fn configurations_enumerate_and_index_back() {
+        let b = Bernoulli::<f64>::zeros(3);
+        let s = Spin::<f32>::zeros(3);
+        assert_eq!(b.n_configurations(), 8);
+        let mut x = [0.0f64; 3];
+        let mut y = [0.0f32; 3];
+        for k in 0..8u128 {
+            b.write_configuration(k, &mut x);
+            s.write_configuration(k, &mut y);
+            assert_eq!(b.configuration_index(&x), k);
+            assert_eq!(s.configuration_index(&y), k);
+        }
+        s.write_configuration(5, &mut y);
+        assert_eq!(y, [1.0, -1.0, 1.0]);
+        assert_eq!(Bernoulli::<f64>::zeros(200).n_configurations(), u128::MAX);
+    }
+
+    #[test]
+    fn tensors_round_trip_and_bad_tensors_are_rejected() {
+        let b = Bernoulli::new(vec![0.5f64, -1.0]);
+        let t = b.tensors();
+        let get = |name: &str| t.iter().find(|x| x.0 == name).map(|x| (x.1.clone(), x.2.clone()));
+        assert_eq!(Bernoulli::from_tensors(2, &get).unwrap(), b);
+        assert!(Bernoulli::<f64>::from_tensors(3, &get).is_err());
+        let nan = |_: &str| Some((vec![1], vec![f64::NAN]));
+        assert!(matches!(Spin::<f64>::from_tensors(1, &nan), Err(Error::NonFinite { .. })));
+        let none = |_: &str| None;
+        assert!(Spin::<f64>::from_tensors(1, &none).is_err());
+    }
+}

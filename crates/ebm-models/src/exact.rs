@@ -1,0 +1,187 @@
+//! Exact computations on small RBMs by enumerating one discrete layer.
+//!
+//! \\[ \log Z_\beta = \log \sum_v e^{-F_\beta(v)} = \log \sum_h e^{-F_\beta(h)}, \\]
+//!
+//! summed over the configurations of whichever layer is enumerated, in batches through the
+//! same batched free-energy code as sampling (matrix products, chunks of chains in parallel).
+
+use crate::layer::{DiscreteLayer, Layer};
+use crate::rbm::{Rbm, RbmChains};
+use ebm_core::numerics::log_sum_exp;
+use ebm_core::{ConditionalSampler, EnergyModel, Error, Par, Scalar, Tractable};
+use nalgebra::DMatrix;
+use rand::Rng;
+
+/// The largest number of configurations enumerated (\\(2^{24}\\)).
+pub const MAX_ENUMERATION: u128 = 1 << 24;
+
+/// Configurations are enumerated in batches of this many columns.
+const BATCH: usize = 4096;
+
+fn check_size<L: DiscreteLayer>(layer: &L, what: &str) -> ebm_core::Result<usize> {
+    let n = layer.n_configurations();
+    if n > MAX_ENUMERATION {
+        return Err(Error::TooLarge {
+            what: what.into(),
+            states: n,
+            limit: MAX_ENUMERATION,
+        });
+    }
+    Ok(n as usize)
+}
+
+/// Calls `f(first_index, batch)` for consecutive batches of the layer's configurations, each
+/// batch a `width x len` matrix whose column `k` is configuration `first_index + k`.
+fn for_each_configuration_batch<L: DiscreteLayer>(
+    layer: &L,
+    n: usize,
+    mut f: impl FnMut(usize, &DMatrix<L::Scalar>),
+) {
+    let mut start = 0;
+    while start < n {
+        let len = BATCH.min(n - start);
+        let mut x = DMatrix::zeros(layer.width(), len);
+        for k in 0..len {
+            layer.write_configuration((start + k) as u128, x.column_mut(k).as_mut_slice());
+        }
+        f(start, &x);
+        start += len;
+    }
+}
+
+/// The tempered free energies \\(F_\beta(v)\\) of every visible configuration, in the order of
+/// [`DiscreteLayer::write_configuration`].
+///
+/// # Errors
+/// [`Error::TooLarge`] beyond [`MAX_ENUMERATION`] configurations.
+pub fn visible_free_energies<V, H>(rbm: &Rbm<V, H>, beta: f64, par: Par) -> ebm_core::Result<Vec<f64>>
+where
+    V: DiscreteLayer,
+    H: Layer<Scalar = V::Scalar>,
+{
+    let n = check_size(rbm.visible(), "the visible layer")?;
+    let mut out = vec![0.0; n];
+    for_each_configuration_batch(rbm.visible(), n, |start, x| {
+        rbm.free_energy_visible(x, beta, &mut out[start..start + x.ncols()], par);
+    });
+    Ok(out)
+}
+
+/// The tempered free energies \\(F_\beta(h)\\) of every hidden configuration.
+///
+/// # Errors
+/// [`Error::TooLarge`] beyond [`MAX_ENUMERATION`] configurations.
+pub fn hidden_free_energies<V, H>(rbm: &Rbm<V, H>, beta: f64, par: Par) -> ebm_core::Result<Vec<f64>>
+where
+    V: Layer,
+    H: DiscreteLayer<Scalar = V::Scalar>,
+{
+    let n = check_size(rbm.hidden(), "the hidden layer")?;
+    let mut out = vec![0.0; n];
+    for_each_configuration_batch(rbm.hidden(), n, |start, x| {
+        rbm.free_energy_hidden(x, beta, &mut out[start..start + x.ncols()], par);
+    });
+    Ok(out)
+}
+
+/// \\(\log Z_\beta\\) by enumerating the visible layer.
+///
+/// # Errors
+/// [`Error::TooLarge`] beyond [`MAX_ENUMERATION`] configurations.
+pub fn log_partition_by_visible<V, H>(rbm: &Rbm<V, H>, beta: f64, par: Par) -> ebm_core::Result<f64>
+where
+    V: DiscreteLayer,
+    H: Layer<Scalar = V::Scalar>,
+{
+    let f = visible_free_energies(rbm, beta, par)?;
+    Ok(log_sum_exp(&f.iter().map(|x| -x).collect::<Vec<_>>()))
+}
+
+/// \\(\log Z_\beta\\) by enumerating the hidden layer.
+///
+/// # Errors
+/// [`Error::TooLarge`] beyond [`MAX_ENUMERATION`] configurations.
+pub fn log_partition_by_hidden<V, H>(rbm: &Rbm<V, H>, beta: f64, par: Par) -> ebm_core::Result<f64>
+where
+    V: Layer,
+    H: DiscreteLayer<Scalar = V::Scalar>,
+{
+    let f = hidden_free_energies(rbm, beta, par)?;
+    Ok(log_sum_exp(&f.iter().map(|x| -x).collect::<Vec<_>>()))
+}
+
+/// The exact visible marginal \\(p_\beta(v)\\) of every configuration (summing to 1).
+///
+/// # Errors
+/// [`Error::TooLarge`] beyond [`MAX_ENUMERATION`] configurations.
+pub fn visible_probabilities<V, H>(rbm: &Rbm<V, H>, beta: f64, par: Par) -> ebm_core::Result<Vec<f64>>
+where
+    V: DiscreteLayer,
+    H: Layer<Scalar = V::Scalar>,
+{
+    let neg: Vec<f64> = visible_free_energies(rbm, beta, par)?.iter().map(|x| -x).collect();
+    let log_z = log_sum_exp(&neg);
+    Ok(neg.iter().map(|x| (x - log_z).exp()).collect())
+}
+
+/// A small RBM with an enumerable visible layer, made [`Tractable`]: exact \\(\log Z_\beta\\)
+/// and exact sampling of \\((v, h)\\) from the tempered joint (v by inversion of the enumerated
+/// marginal, then h from \\(p_\beta(h \mid v)\\)). Each call enumerates afresh, so it is meant for
+/// systems of up to about \\(2^{20}\\) visible configurations.
+#[derive(Clone, Debug)]
+pub struct Enumerated<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> {
+    rbm: Rbm<V, H>,
+}
+
+impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> Enumerated<V, H> {
+    /// Wraps `rbm`.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] if the visible layer has more than [`MAX_ENUMERATION`] configurations.
+    pub fn new(rbm: Rbm<V, H>) -> ebm_core::Result<Self> {
+        check_size(rbm.visible(), "the visible layer")?;
+        Ok(Self { rbm })
+    }
+
+    /// The wrapped model.
+    pub fn rbm(&self) -> &Rbm<V, H> {
+        &self.rbm
+    }
+}
+
+impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> EnergyModel for Enumerated<V, H> {
+    type Scalar = V::Scalar;
+    type State = RbmChains<V::Scalar>;
+
+    fn energies(&self, x: &Self::State, beta: f64, out: &mut [f64], par: Par) {
+        self.rbm.energies(x, beta, out, par);
+    }
+
+    fn new_state(&self, n_chains: usize) -> Self::State {
+        self.rbm.new_state(n_chains)
+    }
+}
+
+impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> Tractable for Enumerated<V, H> {
+    fn log_partition(&self, beta: f64) -> f64 {
+        log_partition_by_visible(&self.rbm, beta, Par::Rayon).expect("size checked in Enumerated::new")
+    }
+
+    fn sample_exact<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par) {
+        assert_eq!(rngs.len(), x.visible.ncols(), "sample_exact: one RNG per chain");
+        let p = visible_probabilities(&self.rbm, beta, par).expect("size checked in Enumerated::new");
+        let mut cdf = Vec::with_capacity(p.len());
+        let mut acc = 0.0;
+        for q in &p {
+            acc += q;
+            cdf.push(acc);
+        }
+        let w = self.rbm.visible().width();
+        for (col, rng) in x.visible.as_mut_slice().chunks_mut(w.max(1)).zip(rngs.iter_mut()) {
+            let u = f64::uniform(rng) * acc;
+            let k = cdf.partition_point(|&c| c <= u).min(p.len() - 1);
+            self.rbm.visible().write_configuration(k as u128, col);
+        }
+        self.rbm.sample_hidden(x, beta, rngs, par);
+    }
+}

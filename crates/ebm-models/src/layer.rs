@@ -1,0 +1,132 @@
+//! Unit layers: the per-unit potentials from which every RBM is built.
+//!
+//! A layer is a collection of `n_units` independent units, unit `i` occupying a slot of
+//! [`Layer::unit_width`] consecutive values in a chain's column (1 for scalar units). In an RBM
+//! with energy
+//!
+//! \\[ E(v, h) = U_V(v) + U_H(h) - v^\top W h, \\]
+//!
+//! a layer provides its potential \\(U(x) = \sum_i U_i(x_i)\\), the tempered cumulant
+//! generating function of each unit given its input \\(I_i\\) from the other layer,
+//!
+//! \\[ \Gamma^\beta_i(I) = \log \sum_{x} e^{\beta(-U_i(x) + I x)} \\]
+//!
+//! (an integral for continuous units), and exact sampling from the conditional law
+//! \\(p_\beta(x_i \mid I_i) = e^{\beta(-U_i(x_i) + I_i x_i) - \Gamma^\beta_i(I_i)}\\).
+//! Spec: `ags-barriers-analytic-models.md` §2.1–2.4.
+
+use ebm_core::Scalar;
+use rand::Rng;
+
+/// A layer of independent units with a potential, a cumulant generating function and a
+/// conditional sampler. Methods act on one chain (a contiguous slice); the RBM loops over
+/// chains, so there is no per-element dynamic dispatch.
+pub trait Layer: Clone + std::fmt::Debug + Send + Sync {
+    /// Floating-point type of the parameters.
+    type Scalar: Scalar;
+
+    /// Name used in model files (e.g. `"bernoulli"`).
+    const KIND: &'static str;
+
+    /// Number of units.
+    fn n_units(&self) -> usize;
+
+    /// Number of values per unit in a chain's column (1 for scalar units, `q` for one-hot Potts).
+    fn unit_width(&self) -> usize {
+        1
+    }
+
+    /// Number of values per chain: `n_units() * unit_width()`.
+    fn width(&self) -> usize {
+        self.n_units() * self.unit_width()
+    }
+
+    /// Writes a valid default configuration into one chain's slot (zero for real and
+    /// \\(\{0,1\}\\) units, \\(-1\\) for spins, state 0 for Potts).
+    fn fill_default(&self, x: &mut [Self::Scalar]) {
+        x.fill(Self::Scalar::from_f64(0.0));
+    }
+
+    /// The potential \\(U(x) = \sum_i U_i(x_i)\\) of one chain's configuration `x`
+    /// (untempered; the tempered potential is \\(\beta U\\)).
+    fn energy(&self, x: &[Self::Scalar]) -> f64;
+
+    /// The potential \\(U_i(x_i)\\) of unit `i` alone, given its slot `x_i`.
+    fn unit_energy(&self, i: usize, x_i: &[Self::Scalar]) -> f64;
+
+    /// \\(\sum_i \Gamma^\beta_i(I_i)\\) for one chain's inputs `inputs` (the couplings' part
+    /// only: the layer adds its own fields).
+    fn cgf(&self, inputs: &[Self::Scalar], beta: f64) -> f64;
+
+    /// Overwrites `inputs` (one chain's inputs from the other layer) with a draw from
+    /// \\(p_\beta(x \mid I)\\), consuming `rng`.
+    fn sample_in_place<R: Rng + ?Sized>(&self, inputs: &mut [Self::Scalar], beta: f64, rng: &mut R);
+
+    /// Overwrites `inputs` with the conditional mean \\(E_\beta[x \mid I]\\).
+    fn mean_in_place(&self, inputs: &mut [Self::Scalar], beta: f64);
+
+    /// The parameters as named flat tensors `(name, shape, values)`, for model files.
+    fn tensors(&self) -> Vec<(&'static str, Vec<usize>, Vec<Self::Scalar>)>;
+
+    /// Rebuilds a layer from the tensors written by [`Layer::tensors`].
+    ///
+    /// # Errors
+    /// Missing tensors, wrong shapes, non-finite or out-of-range values.
+    fn from_tensors(
+        n_units: usize,
+        get: &dyn Fn(&str) -> Option<(Vec<usize>, Vec<Self::Scalar>)>,
+    ) -> ebm_core::Result<Self>;
+}
+
+/// A layer whose units take finitely many values, which can therefore be enumerated (exact
+/// tests, exact \\(\log Z\\)) and updated one unit at a time (single-site Metropolis).
+pub trait DiscreteLayer: Layer {
+    /// Number of states of one unit (2 for binary units, `q` for Potts).
+    fn unit_states(&self) -> usize;
+
+    /// Writes state `s < unit_states()` into a unit's slot.
+    fn write_unit_state(&self, s: usize, slot: &mut [Self::Scalar]);
+
+    /// Reads the state index of a unit's slot.
+    ///
+    /// # Panics
+    /// If the slot does not hold a valid state of this layer.
+    fn read_unit_state(&self, slot: &[Self::Scalar]) -> usize;
+
+    /// Number of configurations of the whole layer, saturating at `u128::MAX`.
+    fn n_configurations(&self) -> u128 {
+        let q = self.unit_states() as u128;
+        (0..self.n_units()).fold(1u128, |acc, _| acc.saturating_mul(q))
+    }
+
+    /// Writes configuration number `index` (mixed radix, unit 0 least significant) into `x`.
+    fn write_configuration(&self, mut index: u128, x: &mut [Self::Scalar]) {
+        let q = self.unit_states() as u128;
+        let w = self.unit_width();
+        for i in 0..self.n_units() {
+            self.write_unit_state((index % q) as usize, &mut x[i * w..(i + 1) * w]);
+            index /= q;
+        }
+    }
+
+    /// The index of configuration `x` (inverse of [`DiscreteLayer::write_configuration`]).
+    fn configuration_index(&self, x: &[Self::Scalar]) -> u128 {
+        let q = self.unit_states() as u128;
+        let w = self.unit_width();
+        (0..self.n_units())
+            .rev()
+            .fold(0u128, |acc, i| acc * q + self.read_unit_state(&x[i * w..(i + 1) * w]) as u128)
+    }
+}
+
+/// A layer of binary units with one linear field per unit: \\(U_i(x) = -\theta_i x\\) with
+/// \\(x\\) in \\(\{0, 1\}\\) ([`crate::Bernoulli`]) or \\(\{-1, +1\}\\) ([`crate::Spin`]).
+/// Converting between the two parametrisations goes through these fields.
+pub trait BinaryLayer: DiscreteLayer {
+    /// The value of state 0 (0 for Bernoulli, -1 for spins); state 1 is always +1.
+    const LOW: f64;
+    /// The fields \\(\theta\\).
+    fn fields(&self) -> &[Self::Scalar];
+    /// Builds the layer from its fields.
+    fn with_fields(fields: Vec<Self::Scalar>) -> Self;
+}

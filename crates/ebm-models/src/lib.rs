@@ -1,0 +1,44 @@
+//! # ebm-models
+//!
+//! Unit layers and the generic Restricted Boltzmann Machine [`Rbm<V, H>`](Rbm).
+//!
+//! - [`Layer`]: potential, cumulant generating function, conditional sampling and means of a
+//!   layer of independent units; [`DiscreteLayer`] adds enumeration; [`BinaryLayer`] the linear
+//!   fields of binary units.
+//! - [`Bernoulli`] (\\(\{0,1\}\\)) and [`Spin`] (\\(\{-1,+1\}\\)) are distinct types; converting
+//!   between their parametrisations is the explicit [`Rbm::reparametrise`].
+//! - [`Rbm`] implements [`ebm_core::EnergyModel`] (visible free energy at \\(\beta\\)) and
+//!   [`ebm_core::ConditionalSampler`] (batched block sampling), so every sampler of the workspace
+//!   runs on it.
+//! - [`exact`]: \\(\log Z\\), marginals and exact sampling by enumeration of small layers.
+//!
+//! # Example
+//! ```
+//! use ebm_models::{Bernoulli, Rbm, exact};
+//! use ebm_core::Par;
+//! use nalgebra::DMatrix;
+//!
+//! let rbm = Rbm::new(
+//!     Bernoulli::new(vec![0.1, -0.2, 0.3]),
+//!     Bernoulli::new(vec![0.0, 0.5]),
+//!     DMatrix::from_row_slice(3, 2, &[1.0, -1.0, 0.5, 0.2, -0.3, 0.8]),
+//! )?;
+//! let by_v = exact::log_partition_by_visible(&rbm, 1.0, Par::Seq)?;
+//! let by_h = exact::log_partition_by_hidden(&rbm, 1.0, Par::Seq)?;
+//! assert!((by_v - by_h).abs() < 1e-12);
+//! # Ok::<(), ebm_core::Error>(())
+//! ```
+
+mod binary;
+pub mod exact;
+mod layer;
+mod rbm;
+
+pub use binary::{Bernoulli, Spin};
+pub use layer::{BinaryLayer, DiscreteLayer, Layer};
+pub use rbm::{Rbm, RbmChains, Reparametrised};
+
+/// An RBM with Bernoulli units on both sides.
+pub type BernoulliRbm<F = f64> = Rbm<Bernoulli<F>, Bernoulli<F>>;
+/// An RBM with spin units on both sides.
+pub type SpinRbm<F = f64> = Rbm<Spin<F>, Spin<F>>;

@@ -1,0 +1,312 @@
+//! The generic Restricted Boltzmann Machine `Rbm<V, H>`.
+
+use crate::layer::{BinaryLayer, Layer};
+use ebm_core::linalg::{MatRef, matmul};
+use ebm_core::{
+    Chains, ConditionalSampler, EnergyModel, Error, Par, Scalar, for_each_chain_chunk,
+};
+use nalgebra::DMatrix;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// A Restricted Boltzmann Machine with visible layer `V` and hidden layer `H`:
+///
+/// \\[ E(v, h) = U_V(v) + U_H(h) - v^\top W h, \qquad
+///     p_\beta(v, h) = e^{-\beta E(v, h)} / Z_\beta. \\]
+///
+/// Tracked on its visible layer, its tempered marginal is \\(p_\beta(v) \propto
+/// e^{-F_\beta(v)}\\) with the tempered free energy
+///
+/// \\[ F_\beta(v) = \beta U_V(v) - \sum_\mu \Gamma^\beta_{H,\mu}\big((W^\top v)_\mu\big), \\]
+///
+/// which is what [`EnergyModel::energies`] returns. Conditional sampling of a whole batch of
+/// chains is one matrix product per chunk of [`CHAIN_CHUNK`] chains followed by one fused pass
+/// (input, probability, sample) per layer.
+///
+/// `W` is stored as a `V::width() x H::width()` column-major matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rbm<V: Layer, H: Layer<Scalar = V::Scalar>> {
+    visible: V,
+    hidden: H,
+    weights: DMatrix<V::Scalar>,
+}
+
+/// A batch of RBM chains: one column per chain for each layer.
+///
+/// The visible layer is the tracked state; the hidden layer is auxiliary. After a Gibbs sweep
+/// (hidden, then visible) each pair of columns `(v_i, h_i)` is a draw from the joint law when
+/// the chain was in equilibrium; kernels that move only the visible layer leave `hidden` stale.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct RbmChains<F: Scalar> {
+    /// `V::width() x n_chains` visible configurations.
+    pub visible: DMatrix<F>,
+    /// `H::width() x n_chains` hidden configurations.
+    pub hidden: DMatrix<F>,
+}
+
+impl<F: Scalar> Chains for RbmChains<F> {
+    fn n_chains(&self) -> usize {
+        self.visible.ncols()
+    }
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
+    /// Builds an RBM from its layers and a `V::width() x H::width()` weight matrix.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] if the weights do not match the layers,
+    /// [`Error::NonFinite`] if a weight is NaN or infinite.
+    pub fn new(visible: V, hidden: H, weights: DMatrix<V::Scalar>) -> ebm_core::Result<Self> {
+        let expected = (visible.width(), hidden.width());
+        if weights.shape() != expected {
+            return Err(Error::ShapeMismatch {
+                what: "RBM weights".into(),
+                expected: format!("{}x{} (visible width x hidden width)", expected.0, expected.1),
+                got: format!("{}x{}", weights.nrows(), weights.ncols()),
+            });
+        }
+        let flat: Vec<f64> = weights.iter().map(|w| w.as_f64()).collect();
+        Error::check_finite("RBM weights", &flat)?;
+        Ok(Self {
+            visible,
+            hidden,
+            weights,
+        })
+    }
+
+    /// The visible layer.
+    pub fn visible(&self) -> &V {
+        &self.visible
+    }
+
+    /// The hidden layer.
+    pub fn hidden(&self) -> &H {
+        &self.hidden
+    }
+
+    /// The weights \\(W\\), `V::width() x H::width()`.
+    pub fn weights(&self) -> &DMatrix<V::Scalar> {
+        &self.weights
+    }
+
+    /// Takes the model apart into `(visible, hidden, weights)`.
+    pub fn into_parts(self) -> (V, H, DMatrix<V::Scalar>) {
+        (self.visible, self.hidden, self.weights)
+    }
+
+    /// `n_chains` chains with both layers in their default configuration
+    /// (see [`Layer::fill_default`]).
+    pub fn default_chains(&self, n_chains: usize) -> RbmChains<V::Scalar> {
+        let mut visible = DMatrix::zeros(self.visible.width(), n_chains);
+        let mut hidden = DMatrix::zeros(self.hidden.width(), n_chains);
+        for j in 0..n_chains {
+            self.visible.fill_default(visible.column_mut(j).as_mut_slice());
+            self.hidden.fill_default(hidden.column_mut(j).as_mut_slice());
+        }
+        RbmChains { visible, hidden }
+    }
+
+    /// The joint energy \\(E(v, h) = U_V(v) + U_H(h) - v^\top W h\\) of one configuration
+    /// (untempered).
+    ///
+    /// # Panics
+    /// If `v` or `h` has the wrong length.
+    pub fn joint_energy(&self, v: &[V::Scalar], h: &[V::Scalar]) -> f64 {
+        assert_eq!(v.len(), self.visible.width(), "joint_energy: visible length");
+        assert_eq!(h.len(), self.hidden.width(), "joint_energy: hidden length");
+        let mut coupling = 0.0;
+        for (mu, &hm) in h.iter().enumerate() {
+            if hm != V::Scalar::from_f64(0.0) {
+                let col = self.weights.column(mu);
+                let dot: f64 = col.iter().zip(v).map(|(w, x)| w.as_f64() * x.as_f64()).sum();
+                coupling += dot * hm.as_f64();
+            }
+        }
+        self.visible.energy(v) + self.hidden.energy(h) - coupling
+    }
+
+    /// The tempered visible free energies \\(F_\beta(v_i) = \beta U_V(v_i) -
+    /// \sum_\mu \Gamma^\beta_{H,\mu}((W^\top v_i)_\mu)\\) of every column of `v`, so that
+    /// \\(p_\beta(v) = e^{-F_\beta(v)} / Z_\beta\\).
+    ///
+    /// # Panics
+    /// If `v` does not have `V::width()` rows or `out.len() != v.ncols()`.
+    pub fn free_energy_visible(&self, v: &DMatrix<V::Scalar>, beta: f64, out: &mut [f64], par: Par) {
+        assert_eq!(v.nrows(), self.visible.width(), "free_energy_visible: visible width");
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        let mut inputs = vec![V::Scalar::from_f64(0.0); nh * v.ncols()];
+        for_each_chain_chunk(par, nh, &mut inputs, out, |first, inp, outs| {
+            let cols = outs.len();
+            let vs = &v.as_slice()[first * nv..(first + cols) * nv];
+            matmul(
+                MatRef::col_major(self.weights.as_slice(), nv, nh).t(),
+                MatRef::col_major(vs, nv, cols),
+                inp,
+            );
+            for (k, o) in outs.iter_mut().enumerate() {
+                let vk = &vs[k * nv..(k + 1) * nv];
+                *o = beta * self.visible.energy(vk) - self.hidden.cgf(&inp[k * nh..(k + 1) * nh], beta);
+            }
+        });
+    }
+
+    /// The tempered hidden free energies \\(F_\beta(h_i) = \beta U_H(h_i) -
+    /// \sum_i \Gamma^\beta_{V,i}((W h)_i)\\) of every column of `h`.
+    ///
+    /// # Panics
+    /// If `h` does not have `H::width()` rows or `out.len() != h.ncols()`.
+    pub fn free_energy_hidden(&self, h: &DMatrix<V::Scalar>, beta: f64, out: &mut [f64], par: Par) {
+        assert_eq!(h.nrows(), self.hidden.width(), "free_energy_hidden: hidden width");
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        let mut inputs = vec![V::Scalar::from_f64(0.0); nv * h.ncols()];
+        for_each_chain_chunk(par, nv, &mut inputs, out, |first, inp, outs| {
+            let cols = outs.len();
+            let hs = &h.as_slice()[first * nh..(first + cols) * nh];
+            matmul(
+                MatRef::col_major(self.weights.as_slice(), nv, nh),
+                MatRef::col_major(hs, nh, cols),
+                inp,
+            );
+            for (k, o) in outs.iter_mut().enumerate() {
+                let hk = &hs[k * nh..(k + 1) * nh];
+                *o = beta * self.hidden.energy(hk) - self.visible.cgf(&inp[k * nv..(k + 1) * nv], beta);
+            }
+        });
+    }
+
+    /// Conditional means \\(E_\beta[h \mid v]\\) for every column of `v`, written into `out`
+    /// (`H::width() x n`).
+    ///
+    /// # Panics
+    /// On shape mismatch.
+    pub fn hidden_means(&self, v: &DMatrix<V::Scalar>, beta: f64, out: &mut DMatrix<V::Scalar>, par: Par) {
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        assert_eq!(v.nrows(), nv, "hidden_means: visible width");
+        assert_eq!(out.shape(), (nh, v.ncols()), "hidden_means: output shape");
+        let mut idx = vec![(); v.ncols()];
+        for_each_chain_chunk(par, nh, out.as_mut_slice(), &mut idx, |first, o, ids| {
+            let vs = &v.as_slice()[first * nv..(first + ids.len()) * nv];
+            matmul(
+                MatRef::col_major(self.weights.as_slice(), nv, nh).t(),
+                MatRef::col_major(vs, nv, ids.len()),
+                o,
+            );
+            for col in o.chunks_mut(nh.max(1)) {
+                self.hidden.mean_in_place(col, beta);
+            }
+        });
+    }
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
+    type Scalar = V::Scalar;
+    type State = RbmChains<V::Scalar>;
+
+    fn energies(&self, x: &Self::State, beta: f64, out: &mut [f64], par: Par) {
+        self.free_energy_visible(&x.visible, beta, out, par);
+    }
+
+    fn new_state(&self, n_chains: usize) -> Self::State {
+        self.default_chains(n_chains)
+    }
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> ConditionalSampler for Rbm<V, H> {
+    fn sample_hidden<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par) {
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        assert_eq!(x.visible.nrows(), nv, "sample_hidden: visible width");
+        assert_eq!(x.hidden.shape(), (nh, x.visible.ncols()), "sample_hidden: hidden shape");
+        let vis = x.visible.as_slice();
+        for_each_chain_chunk(par, nh, x.hidden.as_mut_slice(), rngs, |first, h, r| {
+            let vs = &vis[first * nv..(first + r.len()) * nv];
+            matmul(
+                MatRef::col_major(self.weights.as_slice(), nv, nh).t(),
+                MatRef::col_major(vs, nv, r.len()),
+                h,
+            );
+            for (col, rng) in h.chunks_mut(nh.max(1)).zip(r.iter_mut()) {
+                self.hidden.sample_in_place(col, beta, rng);
+            }
+        });
+    }
+
+    fn sample_visible<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par) {
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        assert_eq!(x.hidden.nrows(), nh, "sample_visible: hidden width");
+        assert_eq!(x.visible.shape(), (nv, x.hidden.ncols()), "sample_visible: visible shape");
+        let hid = x.hidden.as_slice();
+        for_each_chain_chunk(par, nv, x.visible.as_mut_slice(), rngs, |first, v, r| {
+            let hs = &hid[first * nh..(first + r.len()) * nh];
+            matmul(
+                MatRef::col_major(self.weights.as_slice(), nv, nh),
+                MatRef::col_major(hs, nh, r.len()),
+                v,
+            );
+            for (col, rng) in v.chunks_mut(nv.max(1)).zip(r.iter_mut()) {
+                self.visible.sample_in_place(col, beta, rng);
+            }
+        });
+    }
+}
+
+/// An RBM re-expressed in another binary parametrisation, with the energy offset that relates
+/// the two: \\(E_{\text{old}}(x) = E_{\text{new}}(x') + \text{offset}\\) for corresponding
+/// configurations, hence \\(\log Z^{\text{old}}_\beta = \log Z^{\text{new}}_\beta - \beta\,
+/// \text{offset}\\) and the two laws are identical.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reparametrised<V: Layer, H: Layer<Scalar = V::Scalar>> {
+    /// The model in the new parametrisation.
+    pub rbm: Rbm<V, H>,
+    /// \\(E_{\text{old}} - E_{\text{new}}\\), the same for every configuration.
+    pub energy_offset: f64,
+}
+
+impl<V: BinaryLayer, H: BinaryLayer<Scalar = V::Scalar>> Rbm<V, H> {
+    /// Re-expresses the model with binary layers `V2` and `H2` (e.g. \\(\{0,1\}\\) to
+    /// \\(\{-1,+1\}\\)) so that it defines the same distribution.
+    ///
+    /// With the affine map of states \\(x_{\text{old}} = a x_{\text{new}} + b\\) on each side
+    /// (\\(a = 2, b = -1\\) from Bernoulli to spin, \\(a = 1/2, b = 1/2\\) back):
+    /// \\(W' = a_v a_h W\\), \\(\theta_V' = a_v(\theta_V + b_h W\mathbf 1)\\),
+    /// \\(\theta_H' = a_h(\theta_H + b_v W^\top \mathbf 1)\\), and the energy offset is
+    /// \\(-(b_v \sum\theta_V + b_h \sum\theta_H + b_v b_h \sum W)\\).
+    pub fn reparametrise<V2, H2>(&self) -> Reparametrised<V2, H2>
+    where
+        V2: BinaryLayer<Scalar = V::Scalar>,
+        H2: BinaryLayer<Scalar = V::Scalar>,
+    {
+        let affine = |lo_old: f64, lo_new: f64| {
+            let a = (1.0 - lo_old) / (1.0 - lo_new);
+            (a, lo_old - a * lo_new)
+        };
+        let (av, bv) = affine(V::LOW, V2::LOW);
+        let (ah, bh) = affine(H::LOW, H2::LOW);
+        let w = |i: usize, j: usize| self.weights[(i, j)].as_f64();
+        let (nv, nh) = self.weights.shape();
+        let fv: Vec<V::Scalar> = (0..nv)
+            .map(|i| {
+                let row: f64 = (0..nh).map(|j| w(i, j)).sum();
+                V::Scalar::from_f64(av * (self.visible.fields()[i].as_f64() + bh * row))
+            })
+            .collect();
+        let fh: Vec<V::Scalar> = (0..nh)
+            .map(|j| {
+                let col: f64 = (0..nv).map(|i| w(i, j)).sum();
+                V::Scalar::from_f64(ah * (self.hidden.fields()[j].as_f64() + bv * col))
+            })
+            .collect();
+        let weights = self.weights.map(|x| V::Scalar::from_f64(av * ah * x.as_f64()));
+        let sum = |f: &[V::Scalar]| f.iter().map(|x| x.as_f64()).sum::<f64>();
+        let sum_w: f64 = self.weights.iter().map(|x| x.as_f64()).sum();
+        let c = bv * sum(self.visible.fields()) + bh * sum(self.hidden.fields()) + bv * bh * sum_w;
+        Reparametrised {
+            rbm: Rbm {
+                visible: V2::with_fields(fv),
+                hidden: H2::with_fields(fh),
+                weights,
+            },
+            energy_offset: -c,
+        }
+    }
+}

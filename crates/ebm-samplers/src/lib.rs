@@ -1,0 +1,1 @@
+//! ebm-samplers (under construction).

@@ -1,0 +1,1 @@
+//! ebm-testkit (under construction).
