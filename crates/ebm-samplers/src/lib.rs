@@ -1,1 +1,21 @@
-//! ebm-samplers (under construction).
+//! # ebm-samplers
+//!
+//! Markov kernels and the sampling driver.
+//!
+//! - [`Gibbs`]: alternating Gibbs sampling (AGS), written once over
+//!   [`ebm_core::ConditionalSampler`]: \\(h \sim p_\beta(h \mid v)\\), then
+//!   \\(v \sim p_\beta(v \mid h)\\), for every chain (spec `ags-barriers-analytic-models.md` §4.1).
+//! - [`Metropolis`]: single-site Metropolis on the visible layer of an RBM with the exact
+//!   tempered free-energy difference as acceptance (§4.2).
+//! - [`run`]: applies a kernel repeatedly to a [`ebm_core::ChainState`], reporting to an
+//!   [`ebm_core::Observer`].
+//!
+//! Every kernel here has an exact invariance test and a detailed-balance test in the test kit.
+
+mod gibbs;
+mod metropolis;
+mod run;
+
+pub use gibbs::{Gibbs, GibbsInfo};
+pub use metropolis::{Metropolis, MetropolisInfo};
+pub use run::{StepInfo, run};

@@ -1,0 +1,151 @@
+//! Exact invariance and detailed-balance tests of the kernels, for every binary unit
+//! combination, with negative controls that the same tests must reject.
+
+use ebm_core::{ConditionalSampler, Kernel, Par, Scalar};
+use ebm_models::{Bernoulli, BinaryLayer, DiscreteLayer, Layer, Rbm, Spin, exact};
+use ebm_samplers::{Gibbs, Metropolis};
+use ebm_testkit::{
+    detailed_balance_violation, gibbs_transition_matrix, joint_invariance, single_site_transition_matrix,
+    stationarity_violation, visible_invariance,
+};
+use nalgebra::DMatrix;
+use rand::Rng;
+
+/// Draws per invariance test: with 32 visible states, a kernel that is off by a few percent in
+/// any state's mass is rejected at this size (see the negative controls).
+const DRAWS: usize = 40_000;
+/// A correct kernel's p-value is uniform: it falls below this once in 10^4 runs. Seeds are fixed,
+/// so each test is deterministic.
+const ALPHA: f64 = 1e-4;
+
+/// A 5 x 3 model with couplings of order 1 (strong enough that wrong kernels are far off).
+fn model<V: BinaryLayer, H: BinaryLayer<Scalar = V::Scalar>>() -> Rbm<V, H> {
+    let f = V::Scalar::from_f64;
+    let w: Vec<V::Scalar> = (0..15).map(|k| f(((k * 7 % 11) as f64 - 5.0) * 0.25)).collect();
+    Rbm::new(
+        V::with_fields((0..5).map(|i| f(0.3 * i as f64 - 0.6)).collect()),
+        H::with_fields(vec![f(0.4), f(-0.5), f(0.1)]),
+        DMatrix::from_vec(5, 3, w),
+    )
+    .unwrap()
+}
+
+/// Negative control: samples h at the wrong inverse temperature (then v at the right one).
+struct WrongBetaGibbs(f64);
+impl<M: ConditionalSampler> Kernel<M> for WrongBetaGibbs {
+    type Info = ();
+    fn step<R: Rng + Send>(&self, m: &M, beta: f64, x: &mut M::State, rngs: &mut [R], par: Par) {
+        m.sample_hidden(x, self.0, rngs, par);
+        m.sample_visible(x, beta, rngs, par);
+    }
+}
+
+/// Negative control: a correct kernel run at another temperature than the target's.
+struct AtBeta<K>(K, f64);
+impl<M: ebm_core::EnergyModel, K: Kernel<M>> Kernel<M> for AtBeta<K> {
+    type Info = K::Info;
+    fn step<R: Rng + Send>(&self, m: &M, _beta: f64, x: &mut M::State, rngs: &mut [R], par: Par) -> K::Info {
+        self.0.step(m, self.1, x, rngs, par)
+    }
+}
+
+fn check_all_kernels<V, H>(beta: f64, seed: u64)
+where
+    V: BinaryLayer,
+    H: BinaryLayer<Scalar = V::Scalar>,
+{
+    let rbm = model::<V, H>();
+    let name = format!("{}-{} {}", V::KIND, H::KIND, V::Scalar::NAME);
+    let g = visible_invariance(&rbm, &Gibbs::new(1), beta, DRAWS, seed);
+    assert!(g.p_value > ALPHA, "{name}: Gibbs visible invariance rejected: {g:?}");
+    let gj = joint_invariance(&rbm, &Gibbs::new(1), beta, DRAWS, seed + 1);
+    assert!(gj.p_value > ALPHA, "{name}: Gibbs joint invariance rejected: {gj:?}");
+    let m = visible_invariance(&rbm, &Metropolis::new(1), beta, DRAWS, seed + 2);
+    assert!(m.p_value > ALPHA, "{name}: Metropolis invariance rejected: {m:?}");
+
+    let bad = visible_invariance(&rbm, &WrongBetaGibbs(0.5 * beta), beta, DRAWS, seed + 3);
+    assert!(bad.p_value < 1e-12, "{name}: wrong-beta Gibbs accepted: {bad:?}");
+    let bad = visible_invariance(&rbm, &AtBeta(Metropolis::new(1), 0.5 * beta), beta, DRAWS, seed + 4);
+    assert!(bad.p_value < 1e-12, "{name}: Metropolis at the wrong beta accepted: {bad:?}");
+}
+
+#[test]
+fn kernels_leave_the_target_invariant_bernoulli_bernoulli() {
+    check_all_kernels::<Bernoulli<f64>, Bernoulli<f64>>(1.0, 10);
+    check_all_kernels::<Bernoulli<f32>, Bernoulli<f32>>(1.0, 20);
+}
+
+#[test]
+fn kernels_leave_the_target_invariant_spin_spin() {
+    check_all_kernels::<Spin<f64>, Spin<f64>>(1.0, 30);
+    check_all_kernels::<Spin<f32>, Spin<f32>>(0.7, 40);
+}
+
+#[test]
+fn kernels_leave_the_target_invariant_mixed_layers() {
+    check_all_kernels::<Bernoulli<f64>, Spin<f64>>(1.0, 50);
+    check_all_kernels::<Spin<f64>, Bernoulli<f64>>(0.8, 60);
+}
+
+#[test]
+fn gibbs_is_reversible_on_the_visible_marginal_and_the_wrong_beta_is_not() {
+    let rbm = model::<Spin<f64>, Bernoulli<f64>>();
+    for beta in [1.0, 0.4] {
+        let p = exact::visible_probabilities(&rbm, beta, Par::Seq).unwrap();
+        let t = gibbs_transition_matrix(&rbm, beta, beta);
+        assert!(detailed_balance_violation(&p, &t) < 1e-14);
+        assert!(stationarity_violation(&p, &t) < 1e-14);
+        let wrong = gibbs_transition_matrix(&rbm, 0.5 * beta, beta);
+        assert!(stationarity_violation(&p, &wrong) > 1e-3);
+        assert!(detailed_balance_violation(&p, &wrong) > 1e-4);
+    }
+}
+
+#[test]
+fn metropolis_single_site_updates_satisfy_detailed_balance() {
+    let rbm = model::<Bernoulli<f64>, Spin<f64>>();
+    let beta = 0.9;
+    let p = exact::visible_probabilities(&rbm, beta, Par::Seq).unwrap();
+    for unit in 0..rbm.visible().n_units() {
+        let t = single_site_transition_matrix(rbm.visible(), unit, |v, i, s| {
+            Metropolis::log_acceptance(&rbm, beta, v, i, s)
+        });
+        assert!(detailed_balance_violation(&p, &t) < 1e-14, "unit {unit}");
+        // Negative control: acceptance computed with the beta = 1 free energy.
+        let wrong = single_site_transition_matrix(rbm.visible(), unit, |v, i, s| {
+            Metropolis::log_acceptance(&rbm, 1.0, v, i, s)
+        });
+        assert!(detailed_balance_violation(&p, &wrong) > 1e-4, "unit {unit}");
+    }
+}
+
+#[test]
+fn metropolis_acceptance_equals_the_free_energy_difference() {
+    let rbm = model::<Spin<f64>, Spin<f64>>();
+    let beta = 0.8;
+    let n = rbm.visible().n_configurations() as usize;
+    let f = exact::visible_free_energies(&rbm, beta, Par::Seq).unwrap();
+    let mut v = vec![0.0; 5];
+    let mut w = vec![0.0; 5];
+    for a in 0..n {
+        rbm.visible().write_configuration(a as u128, &mut v);
+        for i in 0..5 {
+            w.copy_from_slice(&v);
+            w[i] = -w[i];
+            let b = rbm.visible().configuration_index(&w) as usize;
+            let la = Metropolis::log_acceptance(&rbm, beta, &v, i, (w[i] > 0.0) as usize);
+            assert!((la - (f[a] - f[b]).min(0.0)).abs() < 1e-12);
+        }
+    }
+}
+
+#[test]
+fn metropolis_reports_its_acceptance() {
+    let rbm = model::<Bernoulli<f64>, Bernoulli<f64>>();
+    let mut state = ebm_testkit::exact_chains(&rbm, 1.0, 1000, 5);
+    let info = Metropolis::new(2).step(&rbm, 1.0, &mut state.chains, state.rngs.as_mut_slice(), Par::Seq);
+    assert_eq!(info.proposals, 1000 * 2 * 5);
+    assert!(info.accepted > 0 && info.accepted < info.proposals);
+    let r = info.acceptance_rate();
+    assert!(r > 0.0 && r < 1.0);
+}
