@@ -31,8 +31,8 @@ mod scalar;
 mod traits;
 
 pub use chains::{ChainState, Chains};
-pub use num_traits;
 pub use error::{Error, Result};
+pub use num_traits;
 pub use observe::{Every, FnObserver, Observer};
 pub use par::{CHAIN_CHUNK, Par, for_each_chain_chunk};
 pub use rng::{ChainRng, RngStreams};

@@ -68,8 +68,17 @@ impl<'a, F> MatRef<'a, F> {
 /// If the inner dimensions differ or `dst` has the wrong length.
 pub fn matmul<F: Scalar>(lhs: MatRef<'_, F>, rhs: MatRef<'_, F>, dst: &mut [F]) {
     let (m, k, n) = (lhs.rows, lhs.cols, rhs.cols);
-    assert_eq!(k, rhs.rows, "matmul: inner dimensions {k} and {} differ", rhs.rows);
-    assert_eq!(dst.len(), m * n, "matmul: destination has {} values, expected {m}x{n}", dst.len());
+    assert_eq!(
+        k, rhs.rows,
+        "matmul: inner dimensions {k} and {} differ",
+        rhs.rows
+    );
+    assert_eq!(
+        dst.len(),
+        m * n,
+        "matmul: destination has {} values, expected {m}x{n}",
+        dst.len()
+    );
     if m == 0 || n == 0 {
         return;
     }
@@ -112,7 +121,8 @@ mod tests {
     use proptest::prelude::*;
 
     fn naive(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Vec<f64> {
-        let get = |m: &MatRef<'_, f64>, i: usize, j: usize| m.data[i * m.row_stride + j * m.col_stride];
+        let get =
+            |m: &MatRef<'_, f64>, i: usize, j: usize| m.data[i * m.row_stride + j * m.col_stride];
         let mut out = vec![0.0; a.rows * b.cols];
         for j in 0..b.cols {
             for i in 0..a.rows {
@@ -144,9 +154,17 @@ mod tests {
         let a = [1.0f32, 2.0, 3.0, 4.0]; // [[1, 3], [2, 4]]
         let b = [1.0f32, 1.0];
         let mut d = [0.0f32; 2];
-        matmul(MatRef::col_major(&a, 2, 2), MatRef::col_major(&b, 2, 1), &mut d);
+        matmul(
+            MatRef::col_major(&a, 2, 2),
+            MatRef::col_major(&b, 2, 1),
+            &mut d,
+        );
         assert_eq!(d, [4.0, 6.0]);
-        matmul(MatRef::col_major(&a, 2, 2).t(), MatRef::col_major(&b, 2, 1), &mut d);
+        matmul(
+            MatRef::col_major(&a, 2, 2).t(),
+            MatRef::col_major(&b, 2, 1),
+            &mut d,
+        );
         assert_eq!(d, [3.0, 7.0]);
     }
 }

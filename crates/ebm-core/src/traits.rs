@@ -35,13 +35,25 @@ pub trait ConditionalSampler: EnergyModel {
     ///
     /// # Panics
     /// If `rngs.len() != x.n_chains()`.
-    fn sample_hidden<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par);
+    fn sample_hidden<R: Rng + Send>(
+        &self,
+        x: &mut Self::State,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    );
 
     /// Replaces the visible layer of every chain by a draw from \\(p_\beta(v \mid h)\\).
     ///
     /// # Panics
     /// If `rngs.len() != x.n_chains()`.
-    fn sample_visible<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par);
+    fn sample_visible<R: Rng + Send>(
+        &self,
+        x: &mut Self::State,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    );
 }
 
 /// A Markov transition that leaves \\(p_\beta\\) of `M` exactly invariant.

@@ -1,6 +1,6 @@
 //! Binary unit layers: [`Bernoulli`] (\\(x \in \{0, 1\}\\)) and [`Spin`] (\\(x \in \{-1, +1\}\\)).
 
-use crate::layer::{BinaryLayer, DiscreteLayer, Layer};
+use crate::layer::{BinaryLayer, DiscreteLayer, Layer, NamedTensor, TensorLookup};
 use ebm_core::numerics::{log_2cosh, sigmoid, softplus};
 use ebm_core::{Error, Scalar};
 use rand::Rng;
@@ -8,7 +8,7 @@ use rand::Rng;
 fn fields_from_tensors<F: Scalar>(
     kind: &str,
     n_units: usize,
-    get: &dyn Fn(&str) -> Option<(Vec<usize>, Vec<F>)>,
+    get: TensorLookup<'_, F>,
 ) -> ebm_core::Result<Vec<F>> {
     let (shape, values) = get("bias").ok_or_else(|| Error::ShapeMismatch {
         what: format!("{kind} layer"),
@@ -22,7 +22,10 @@ fn fields_from_tensors<F: Scalar>(
             got: format!("{shape:?}"),
         });
     }
-    Error::check_finite(&format!("{kind} layer bias"), &values.iter().map(|v| v.as_f64()).collect::<Vec<_>>())?;
+    Error::check_finite(
+        &format!("{kind} layer bias"),
+        &values.iter().map(|v| v.as_f64()).collect::<Vec<_>>(),
+    )?;
     Ok(values)
 }
 
@@ -44,7 +47,9 @@ impl<F: Scalar> Bernoulli<F> {
 
     /// `n` units with zero fields.
     pub fn zeros(n: usize) -> Self {
-        Self { fields: vec![F::zero(); n] }
+        Self {
+            fields: vec![F::zero(); n],
+        }
     }
 }
 
@@ -66,7 +71,9 @@ impl<F: Scalar> Spin<F> {
 
     /// `n` units with zero fields.
     pub fn zeros(n: usize) -> Self {
-        Self { fields: vec![F::zero(); n] }
+        Self {
+            fields: vec![F::zero(); n],
+        }
     }
 }
 
@@ -89,7 +96,12 @@ macro_rules! binary_layer {
 
             fn energy(&self, x: &[F]) -> f64 {
                 debug_assert_eq!(x.len(), self.fields.len());
-                -self.fields.iter().zip(x).map(|(t, v)| t.as_f64() * v.as_f64()).sum::<f64>()
+                -self
+                    .fields
+                    .iter()
+                    .zip(x)
+                    .map(|(t, v)| t.as_f64() * v.as_f64())
+                    .sum::<f64>()
             }
 
             fn unit_energy(&self, i: usize, x_i: &[F]) -> f64 {
@@ -126,14 +138,11 @@ macro_rules! binary_layer {
                 }
             }
 
-            fn tensors(&self) -> Vec<(&'static str, Vec<usize>, Vec<F>)> {
+            fn tensors(&self) -> Vec<NamedTensor<F>> {
                 vec![("bias", vec![self.fields.len()], self.fields.clone())]
             }
 
-            fn from_tensors(
-                n_units: usize,
-                get: &dyn Fn(&str) -> Option<(Vec<usize>, Vec<F>)>,
-            ) -> ebm_core::Result<Self> {
+            fn from_tensors(n_units: usize, get: TensorLookup<'_, F>) -> ebm_core::Result<Self> {
                 fields_from_tensors($kind, n_units, get).map(Self::new)
             }
         }
@@ -205,8 +214,16 @@ mod tests {
                 for &beta in &[0.0, 0.3, 1.0] {
                     let b = Bernoulli::new(vec![theta]);
                     let s = Spin::new(vec![theta]);
-                    assert_relative_eq!(b.cgf(&[input], beta), brute_cgf(0.0, theta, input, beta), max_relative = 1e-12);
-                    assert_relative_eq!(s.cgf(&[input], beta), brute_cgf(-1.0, theta, input, beta), max_relative = 1e-12);
+                    assert_relative_eq!(
+                        b.cgf(&[input], beta),
+                        brute_cgf(0.0, theta, input, beta),
+                        max_relative = 1e-12
+                    );
+                    assert_relative_eq!(
+                        s.cgf(&[input], beta),
+                        brute_cgf(-1.0, theta, input, beta),
+                        max_relative = 1e-12
+                    );
                     // Mean = d Gamma / d I / beta; compare with the enumerated expectation.
                     let h = beta * (theta + input);
                     let mut m = [input];
@@ -245,7 +262,10 @@ mod tests {
             let ps = 1.0 / (1.0 + (-2.0 * beta * (theta + input)).exp());
             for (count, p) in [(nb, pb), (ns, ps)] {
                 let sd = (p * (1.0 - p) / n as f64).sqrt();
-                assert!(((count as f64 / n as f64) - p).abs() < 5.0 * sd, "{count} vs {p}");
+                assert!(
+                    ((count as f64 / n as f64) - p).abs() < 5.0 * sd,
+                    "{count} vs {p}"
+                );
             }
         }
     }
@@ -272,11 +292,18 @@ mod tests {
     fn tensors_round_trip_and_bad_tensors_are_rejected() {
         let b = Bernoulli::new(vec![0.5f64, -1.0]);
         let t = b.tensors();
-        let get = |name: &str| t.iter().find(|x| x.0 == name).map(|x| (x.1.clone(), x.2.clone()));
+        let get = |name: &str| {
+            t.iter()
+                .find(|x| x.0 == name)
+                .map(|x| (x.1.clone(), x.2.clone()))
+        };
         assert_eq!(Bernoulli::from_tensors(2, &get).unwrap(), b);
         assert!(Bernoulli::<f64>::from_tensors(3, &get).is_err());
         let nan = |_: &str| Some((vec![1], vec![f64::NAN]));
-        assert!(matches!(Spin::<f64>::from_tensors(1, &nan), Err(Error::NonFinite { .. })));
+        assert!(matches!(
+            Spin::<f64>::from_tensors(1, &nan),
+            Err(Error::NonFinite { .. })
+        ));
         let none = |_: &str| None;
         assert!(Spin::<f64>::from_tensors(1, &none).is_err());
     }

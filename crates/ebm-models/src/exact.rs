@@ -54,7 +54,11 @@ fn for_each_configuration_batch<L: DiscreteLayer>(
 ///
 /// # Errors
 /// [`Error::TooLarge`] beyond [`MAX_ENUMERATION`] configurations.
-pub fn visible_free_energies<V, H>(rbm: &Rbm<V, H>, beta: f64, par: Par) -> ebm_core::Result<Vec<f64>>
+pub fn visible_free_energies<V, H>(
+    rbm: &Rbm<V, H>,
+    beta: f64,
+    par: Par,
+) -> ebm_core::Result<Vec<f64>>
 where
     V: DiscreteLayer,
     H: Layer<Scalar = V::Scalar>,
@@ -71,7 +75,11 @@ where
 ///
 /// # Errors
 /// [`Error::TooLarge`] beyond [`MAX_ENUMERATION`] configurations.
-pub fn hidden_free_energies<V, H>(rbm: &Rbm<V, H>, beta: f64, par: Par) -> ebm_core::Result<Vec<f64>>
+pub fn hidden_free_energies<V, H>(
+    rbm: &Rbm<V, H>,
+    beta: f64,
+    par: Par,
+) -> ebm_core::Result<Vec<f64>>
 where
     V: Layer,
     H: DiscreteLayer<Scalar = V::Scalar>,
@@ -114,12 +122,19 @@ where
 ///
 /// # Errors
 /// [`Error::TooLarge`] beyond [`MAX_ENUMERATION`] configurations.
-pub fn visible_probabilities<V, H>(rbm: &Rbm<V, H>, beta: f64, par: Par) -> ebm_core::Result<Vec<f64>>
+pub fn visible_probabilities<V, H>(
+    rbm: &Rbm<V, H>,
+    beta: f64,
+    par: Par,
+) -> ebm_core::Result<Vec<f64>>
 where
     V: DiscreteLayer,
     H: Layer<Scalar = V::Scalar>,
 {
-    let neg: Vec<f64> = visible_free_energies(rbm, beta, par)?.iter().map(|x| -x).collect();
+    let neg: Vec<f64> = visible_free_energies(rbm, beta, par)?
+        .iter()
+        .map(|x| -x)
+        .collect();
     let log_z = log_sum_exp(&neg);
     Ok(neg.iter().map(|x| (x - log_z).exp()).collect())
 }
@@ -164,12 +179,24 @@ impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> EnergyModel for Enumerated<
 
 impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> Tractable for Enumerated<V, H> {
     fn log_partition(&self, beta: f64) -> f64 {
-        log_partition_by_visible(&self.rbm, beta, Par::Rayon).expect("size checked in Enumerated::new")
+        log_partition_by_visible(&self.rbm, beta, Par::Rayon)
+            .expect("size checked in Enumerated::new")
     }
 
-    fn sample_exact<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par) {
-        assert_eq!(rngs.len(), x.visible.ncols(), "sample_exact: one RNG per chain");
-        let p = visible_probabilities(&self.rbm, beta, par).expect("size checked in Enumerated::new");
+    fn sample_exact<R: Rng + Send>(
+        &self,
+        x: &mut Self::State,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        assert_eq!(
+            rngs.len(),
+            x.visible.ncols(),
+            "sample_exact: one RNG per chain"
+        );
+        let p =
+            visible_probabilities(&self.rbm, beta, par).expect("size checked in Enumerated::new");
         let mut cdf = Vec::with_capacity(p.len());
         let mut acc = 0.0;
         for q in &p {
@@ -177,7 +204,12 @@ impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> Tractable for Enumerated<V,
             cdf.push(acc);
         }
         let w = self.rbm.visible().width();
-        for (col, rng) in x.visible.as_mut_slice().chunks_mut(w.max(1)).zip(rngs.iter_mut()) {
+        for (col, rng) in x
+            .visible
+            .as_mut_slice()
+            .chunks_mut(w.max(1))
+            .zip(rngs.iter_mut())
+        {
             let u = f64::uniform(rng) * acc;
             let k = cdf.partition_point(|&c| c <= u).min(p.len() - 1);
             self.rbm.visible().write_configuration(k as u128, col);

@@ -18,6 +18,12 @@
 use ebm_core::Scalar;
 use rand::Rng;
 
+/// A named parameter tensor of a layer: `(name, shape, values)`, values in row-major order.
+pub type NamedTensor<F> = (&'static str, Vec<usize>, Vec<F>);
+
+/// Looks up a tensor of a layer by name, returning its shape and row-major values.
+pub type TensorLookup<'a, F> = &'a dyn Fn(&str) -> Option<(Vec<usize>, Vec<F>)>;
+
 /// A layer of independent units with a potential, a cumulant generating function and a
 /// conditional sampler. Methods act on one chain (a contiguous slice); the RBM loops over
 /// chains, so there is no per-element dynamic dispatch.
@@ -66,16 +72,13 @@ pub trait Layer: Clone + std::fmt::Debug + Send + Sync {
     fn mean_in_place(&self, inputs: &mut [Self::Scalar], beta: f64);
 
     /// The parameters as named flat tensors `(name, shape, values)`, for model files.
-    fn tensors(&self) -> Vec<(&'static str, Vec<usize>, Vec<Self::Scalar>)>;
+    fn tensors(&self) -> Vec<NamedTensor<Self::Scalar>>;
 
     /// Rebuilds a layer from the tensors written by [`Layer::tensors`].
     ///
     /// # Errors
     /// Missing tensors, wrong shapes, non-finite or out-of-range values.
-    fn from_tensors(
-        n_units: usize,
-        get: &dyn Fn(&str) -> Option<(Vec<usize>, Vec<Self::Scalar>)>,
-    ) -> ebm_core::Result<Self>;
+    fn from_tensors(n_units: usize, get: TensorLookup<'_, Self::Scalar>) -> ebm_core::Result<Self>;
 }
 
 /// A layer whose units take finitely many values, which can therefore be enumerated (exact
@@ -113,9 +116,9 @@ pub trait DiscreteLayer: Layer {
     fn configuration_index(&self, x: &[Self::Scalar]) -> u128 {
         let q = self.unit_states() as u128;
         let w = self.unit_width();
-        (0..self.n_units())
-            .rev()
-            .fold(0u128, |acc, i| acc * q + self.read_unit_state(&x[i * w..(i + 1) * w]) as u128)
+        (0..self.n_units()).rev().fold(0u128, |acc, i| {
+            acc * q + self.read_unit_state(&x[i * w..(i + 1) * w]) as u128
+        })
     }
 }
 

@@ -35,7 +35,7 @@ mod layer;
 mod rbm;
 
 pub use binary::{Bernoulli, Spin};
-pub use layer::{BinaryLayer, DiscreteLayer, Layer};
+pub use layer::{BinaryLayer, DiscreteLayer, Layer, NamedTensor, TensorLookup};
 pub use rbm::{Rbm, RbmChains, Reparametrised};
 
 /// An RBM with Bernoulli units on both sides.

@@ -2,9 +2,7 @@
 
 use crate::layer::{BinaryLayer, Layer};
 use ebm_core::linalg::{MatRef, matmul};
-use ebm_core::{
-    Chains, ConditionalSampler, EnergyModel, Error, Par, Scalar, for_each_chain_chunk,
-};
+use ebm_core::{Chains, ConditionalSampler, EnergyModel, Error, Par, Scalar, for_each_chain_chunk};
 use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -62,7 +60,10 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         if weights.shape() != expected {
             return Err(Error::ShapeMismatch {
                 what: "RBM weights".into(),
-                expected: format!("{}x{} (visible width x hidden width)", expected.0, expected.1),
+                expected: format!(
+                    "{}x{} (visible width x hidden width)",
+                    expected.0, expected.1
+                ),
                 got: format!("{}x{}", weights.nrows(), weights.ncols()),
             });
         }
@@ -101,8 +102,10 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         let mut visible = DMatrix::zeros(self.visible.width(), n_chains);
         let mut hidden = DMatrix::zeros(self.hidden.width(), n_chains);
         for j in 0..n_chains {
-            self.visible.fill_default(visible.column_mut(j).as_mut_slice());
-            self.hidden.fill_default(hidden.column_mut(j).as_mut_slice());
+            self.visible
+                .fill_default(visible.column_mut(j).as_mut_slice());
+            self.hidden
+                .fill_default(hidden.column_mut(j).as_mut_slice());
         }
         RbmChains { visible, hidden }
     }
@@ -113,13 +116,21 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
     /// # Panics
     /// If `v` or `h` has the wrong length.
     pub fn joint_energy(&self, v: &[V::Scalar], h: &[V::Scalar]) -> f64 {
-        assert_eq!(v.len(), self.visible.width(), "joint_energy: visible length");
+        assert_eq!(
+            v.len(),
+            self.visible.width(),
+            "joint_energy: visible length"
+        );
         assert_eq!(h.len(), self.hidden.width(), "joint_energy: hidden length");
         let mut coupling = 0.0;
         for (mu, &hm) in h.iter().enumerate() {
             if hm != V::Scalar::from_f64(0.0) {
                 let col = self.weights.column(mu);
-                let dot: f64 = col.iter().zip(v).map(|(w, x)| w.as_f64() * x.as_f64()).sum();
+                let dot: f64 = col
+                    .iter()
+                    .zip(v)
+                    .map(|(w, x)| w.as_f64() * x.as_f64())
+                    .sum();
                 coupling += dot * hm.as_f64();
             }
         }
@@ -132,8 +143,18 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
     ///
     /// # Panics
     /// If `v` does not have `V::width()` rows or `out.len() != v.ncols()`.
-    pub fn free_energy_visible(&self, v: &DMatrix<V::Scalar>, beta: f64, out: &mut [f64], par: Par) {
-        assert_eq!(v.nrows(), self.visible.width(), "free_energy_visible: visible width");
+    pub fn free_energy_visible(
+        &self,
+        v: &DMatrix<V::Scalar>,
+        beta: f64,
+        out: &mut [f64],
+        par: Par,
+    ) {
+        assert_eq!(
+            v.nrows(),
+            self.visible.width(),
+            "free_energy_visible: visible width"
+        );
         let (nv, nh) = (self.visible.width(), self.hidden.width());
         let mut inputs = vec![V::Scalar::from_f64(0.0); nh * v.ncols()];
         for_each_chain_chunk(par, nh, &mut inputs, out, |first, inp, outs| {
@@ -146,7 +167,8 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
             );
             for (k, o) in outs.iter_mut().enumerate() {
                 let vk = &vs[k * nv..(k + 1) * nv];
-                *o = beta * self.visible.energy(vk) - self.hidden.cgf(&inp[k * nh..(k + 1) * nh], beta);
+                *o = beta * self.visible.energy(vk)
+                    - self.hidden.cgf(&inp[k * nh..(k + 1) * nh], beta);
             }
         });
     }
@@ -157,7 +179,11 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
     /// # Panics
     /// If `h` does not have `H::width()` rows or `out.len() != h.ncols()`.
     pub fn free_energy_hidden(&self, h: &DMatrix<V::Scalar>, beta: f64, out: &mut [f64], par: Par) {
-        assert_eq!(h.nrows(), self.hidden.width(), "free_energy_hidden: hidden width");
+        assert_eq!(
+            h.nrows(),
+            self.hidden.width(),
+            "free_energy_hidden: hidden width"
+        );
         let (nv, nh) = (self.visible.width(), self.hidden.width());
         let mut inputs = vec![V::Scalar::from_f64(0.0); nv * h.ncols()];
         for_each_chain_chunk(par, nv, &mut inputs, out, |first, inp, outs| {
@@ -170,7 +196,8 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
             );
             for (k, o) in outs.iter_mut().enumerate() {
                 let hk = &hs[k * nh..(k + 1) * nh];
-                *o = beta * self.hidden.energy(hk) - self.visible.cgf(&inp[k * nv..(k + 1) * nv], beta);
+                *o = beta * self.hidden.energy(hk)
+                    - self.visible.cgf(&inp[k * nv..(k + 1) * nv], beta);
             }
         });
     }
@@ -180,7 +207,13 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
     ///
     /// # Panics
     /// On shape mismatch.
-    pub fn hidden_means(&self, v: &DMatrix<V::Scalar>, beta: f64, out: &mut DMatrix<V::Scalar>, par: Par) {
+    pub fn hidden_means(
+        &self,
+        v: &DMatrix<V::Scalar>,
+        beta: f64,
+        out: &mut DMatrix<V::Scalar>,
+        par: Par,
+    ) {
         let (nv, nh) = (self.visible.width(), self.hidden.width());
         assert_eq!(v.nrows(), nv, "hidden_means: visible width");
         assert_eq!(out.shape(), (nh, v.ncols()), "hidden_means: output shape");
@@ -213,10 +246,20 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
 }
 
 impl<V: Layer, H: Layer<Scalar = V::Scalar>> ConditionalSampler for Rbm<V, H> {
-    fn sample_hidden<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par) {
+    fn sample_hidden<R: Rng + Send>(
+        &self,
+        x: &mut Self::State,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) {
         let (nv, nh) = (self.visible.width(), self.hidden.width());
         assert_eq!(x.visible.nrows(), nv, "sample_hidden: visible width");
-        assert_eq!(x.hidden.shape(), (nh, x.visible.ncols()), "sample_hidden: hidden shape");
+        assert_eq!(
+            x.hidden.shape(),
+            (nh, x.visible.ncols()),
+            "sample_hidden: hidden shape"
+        );
         let vis = x.visible.as_slice();
         for_each_chain_chunk(par, nh, x.hidden.as_mut_slice(), rngs, |first, h, r| {
             let vs = &vis[first * nv..(first + r.len()) * nv];
@@ -231,10 +274,20 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> ConditionalSampler for Rbm<V, H> {
         });
     }
 
-    fn sample_visible<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par) {
+    fn sample_visible<R: Rng + Send>(
+        &self,
+        x: &mut Self::State,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) {
         let (nv, nh) = (self.visible.width(), self.hidden.width());
         assert_eq!(x.hidden.nrows(), nh, "sample_visible: hidden width");
-        assert_eq!(x.visible.shape(), (nv, x.hidden.ncols()), "sample_visible: visible shape");
+        assert_eq!(
+            x.visible.shape(),
+            (nv, x.hidden.ncols()),
+            "sample_visible: visible shape"
+        );
         let hid = x.hidden.as_slice();
         for_each_chain_chunk(par, nv, x.visible.as_mut_slice(), rngs, |first, v, r| {
             let hs = &hid[first * nh..(first + r.len()) * nh];
@@ -296,7 +349,9 @@ impl<V: BinaryLayer, H: BinaryLayer<Scalar = V::Scalar>> Rbm<V, H> {
                 V::Scalar::from_f64(ah * (self.hidden.fields()[j].as_f64() + bv * col))
             })
             .collect();
-        let weights = self.weights.map(|x| V::Scalar::from_f64(av * ah * x.as_f64()));
+        let weights = self
+            .weights
+            .map(|x| V::Scalar::from_f64(av * ah * x.as_f64()));
         let sum = |f: &[V::Scalar]| f.iter().map(|x| x.as_f64()).sum::<f64>();
         let sum_w: f64 = self.weights.iter().map(|x| x.as_f64()).sum();
         let c = bv * sum(self.visible.fields()) + bh * sum(self.hidden.fields()) + bv * bh * sum_w;

@@ -38,11 +38,20 @@ pub struct GibbsInfo {
 impl<M: ConditionalSampler> Kernel<M> for Gibbs {
     type Info = GibbsInfo;
 
-    fn step<R: Rng + Send>(&self, model: &M, beta: f64, x: &mut M::State, rngs: &mut [R], par: Par) -> GibbsInfo {
+    fn step<R: Rng + Send>(
+        &self,
+        model: &M,
+        beta: f64,
+        x: &mut M::State,
+        rngs: &mut [R],
+        par: Par,
+    ) -> GibbsInfo {
         for _ in 0..self.sweeps {
             model.sample_hidden(x, beta, rngs, par);
             model.sample_visible(x, beta, rngs, par);
         }
-        GibbsInfo { sweeps: self.sweeps }
+        GibbsInfo {
+            sweeps: self.sweeps,
+        }
     }
 }

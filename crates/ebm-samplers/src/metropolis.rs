@@ -85,7 +85,13 @@ impl Metropolis {
     ///
     /// # Panics
     /// If `v` has the wrong length, `i` is out of range or `new_state` is not a state.
-    pub fn log_acceptance<V, H>(rbm: &Rbm<V, H>, beta: f64, v: &[V::Scalar], i: usize, new_state: usize) -> f64
+    pub fn log_acceptance<V, H>(
+        rbm: &Rbm<V, H>,
+        beta: f64,
+        v: &[V::Scalar],
+        i: usize,
+        new_state: usize,
+    ) -> f64
     where
         V: DiscreteLayer,
         H: Layer<Scalar = V::Scalar>,
@@ -103,7 +109,17 @@ impl Metropolis {
         let mut scratch = vec![V::Scalar::zero(); nh];
         let mut slot = vec![V::Scalar::zero(); rbm.visible().unit_width()];
         let cur = rbm.hidden().cgf(&inputs, beta);
-        let (d, _) = delta_free_energy(rbm, beta, v, i, new_state, &inputs, cur, &mut scratch, &mut slot);
+        let (d, _) = delta_free_energy(
+            rbm,
+            beta,
+            v,
+            i,
+            new_state,
+            &inputs,
+            cur,
+            &mut scratch,
+            &mut slot,
+        );
         (-d).min(0.0)
     }
 }
@@ -130,7 +146,15 @@ where
     let range = i * uw..(i + 1) * uw;
     let old = &v[range.clone()];
     vis.write_unit_state(new_state, slot);
-    shifted_inputs(rbm.weights().as_slice(), vis.width(), range, slot, old, inputs, scratch);
+    shifted_inputs(
+        rbm.weights().as_slice(),
+        vis.width(),
+        range,
+        slot,
+        old,
+        inputs,
+        scratch,
+    );
     let new_cgf = rbm.hidden().cgf(scratch, beta);
     let du = vis.unit_energy(i, slot) - vis.unit_energy(i, old);
     (beta * du - (new_cgf - cur_cgf), new_cgf)
@@ -164,7 +188,10 @@ where
             let mut acc = 0u64;
             for (v, rng) in vchunk.chunks_mut(nv.max(1)).zip(r.iter_mut()) {
                 for (mu, inp) in inputs.iter_mut().enumerate() {
-                    *inp = v.iter().enumerate().fold(V::Scalar::zero(), |a, (row, &xv)| a + w[row + mu * nv] * xv);
+                    *inp = v
+                        .iter()
+                        .enumerate()
+                        .fold(V::Scalar::zero(), |a, (row, &xv)| a + w[row + mu * nv] * xv);
                 }
                 let mut cur = model.hidden().cgf(&inputs, beta);
                 for _ in 0..self.sweeps {
@@ -174,8 +201,17 @@ where
                         if s >= old_state {
                             s += 1;
                         }
-                        let (d, new_cgf) =
-                            delta_free_energy(model, beta, v, i, s, &inputs, cur, &mut scratch, &mut slot);
+                        let (d, new_cgf) = delta_free_energy(
+                            model,
+                            beta,
+                            v,
+                            i,
+                            s,
+                            &inputs,
+                            cur,
+                            &mut scratch,
+                            &mut slot,
+                        );
                         let u = f64::uniform(rng);
                         if d <= 0.0 || u < (-d).exp() {
                             v[i * uw..(i + 1) * uw].copy_from_slice(&slot);

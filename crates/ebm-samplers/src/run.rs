@@ -36,7 +36,13 @@ where
 {
     let mut last = None;
     for _ in 0..steps {
-        let info = kernel.step(model, beta, &mut state.chains, state.rngs.as_mut_slice(), par);
+        let info = kernel.step(
+            model,
+            beta,
+            &mut state.chains,
+            state.rngs.as_mut_slice(),
+            par,
+        );
         state.steps += 1;
         observer.observe(
             state.steps,

@@ -5,8 +5,8 @@ use ebm_core::{ConditionalSampler, Kernel, Par, Scalar};
 use ebm_models::{Bernoulli, BinaryLayer, DiscreteLayer, Layer, Rbm, Spin, exact};
 use ebm_samplers::{Gibbs, Metropolis};
 use ebm_testkit::{
-    detailed_balance_violation, gibbs_transition_matrix, joint_invariance, single_site_transition_matrix,
-    stationarity_violation, visible_invariance,
+    detailed_balance_violation, gibbs_transition_matrix, joint_invariance,
+    single_site_transition_matrix, stationarity_violation, visible_invariance,
 };
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -21,7 +21,9 @@ const ALPHA: f64 = 1e-4;
 /// A 5 x 3 model with couplings of order 1 (strong enough that wrong kernels are far off).
 fn model<V: BinaryLayer, H: BinaryLayer<Scalar = V::Scalar>>() -> Rbm<V, H> {
     let f = V::Scalar::from_f64;
-    let w: Vec<V::Scalar> = (0..15).map(|k| f(((k * 7 % 11) as f64 - 5.0) * 0.25)).collect();
+    let w: Vec<V::Scalar> = (0..15)
+        .map(|k| f(((k * 7 % 11) as f64 - 5.0) * 0.25))
+        .collect();
     Rbm::new(
         V::with_fields((0..5).map(|i| f(0.3 * i as f64 - 0.6)).collect()),
         H::with_fields(vec![f(0.4), f(-0.5), f(0.1)]),
@@ -44,7 +46,14 @@ impl<M: ConditionalSampler> Kernel<M> for WrongBetaGibbs {
 struct AtBeta<K>(K, f64);
 impl<M: ebm_core::EnergyModel, K: Kernel<M>> Kernel<M> for AtBeta<K> {
     type Info = K::Info;
-    fn step<R: Rng + Send>(&self, m: &M, _beta: f64, x: &mut M::State, rngs: &mut [R], par: Par) -> K::Info {
+    fn step<R: Rng + Send>(
+        &self,
+        m: &M,
+        _beta: f64,
+        x: &mut M::State,
+        rngs: &mut [R],
+        par: Par,
+    ) -> K::Info {
         self.0.step(m, self.1, x, rngs, par)
     }
 }
@@ -57,16 +66,37 @@ where
     let rbm = model::<V, H>();
     let name = format!("{}-{} {}", V::KIND, H::KIND, V::Scalar::NAME);
     let g = visible_invariance(&rbm, &Gibbs::new(1), beta, DRAWS, seed);
-    assert!(g.p_value > ALPHA, "{name}: Gibbs visible invariance rejected: {g:?}");
+    assert!(
+        g.p_value > ALPHA,
+        "{name}: Gibbs visible invariance rejected: {g:?}"
+    );
     let gj = joint_invariance(&rbm, &Gibbs::new(1), beta, DRAWS, seed + 1);
-    assert!(gj.p_value > ALPHA, "{name}: Gibbs joint invariance rejected: {gj:?}");
+    assert!(
+        gj.p_value > ALPHA,
+        "{name}: Gibbs joint invariance rejected: {gj:?}"
+    );
     let m = visible_invariance(&rbm, &Metropolis::new(1), beta, DRAWS, seed + 2);
-    assert!(m.p_value > ALPHA, "{name}: Metropolis invariance rejected: {m:?}");
+    assert!(
+        m.p_value > ALPHA,
+        "{name}: Metropolis invariance rejected: {m:?}"
+    );
 
     let bad = visible_invariance(&rbm, &WrongBetaGibbs(0.5 * beta), beta, DRAWS, seed + 3);
-    assert!(bad.p_value < 1e-12, "{name}: wrong-beta Gibbs accepted: {bad:?}");
-    let bad = visible_invariance(&rbm, &AtBeta(Metropolis::new(1), 0.5 * beta), beta, DRAWS, seed + 4);
-    assert!(bad.p_value < 1e-12, "{name}: Metropolis at the wrong beta accepted: {bad:?}");
+    assert!(
+        bad.p_value < 1e-12,
+        "{name}: wrong-beta Gibbs accepted: {bad:?}"
+    );
+    let bad = visible_invariance(
+        &rbm,
+        &AtBeta(Metropolis::new(1), 0.5 * beta),
+        beta,
+        DRAWS,
+        seed + 4,
+    );
+    assert!(
+        bad.p_value < 1e-12,
+        "{name}: Metropolis at the wrong beta accepted: {bad:?}"
+    );
 }
 
 #[test]
@@ -143,7 +173,13 @@ fn metropolis_acceptance_equals_the_free_energy_difference() {
 fn metropolis_reports_its_acceptance() {
     let rbm = model::<Bernoulli<f64>, Bernoulli<f64>>();
     let mut state = ebm_testkit::exact_chains(&rbm, 1.0, 1000, 5);
-    let info = Metropolis::new(2).step(&rbm, 1.0, &mut state.chains, state.rngs.as_mut_slice(), Par::Seq);
+    let info = Metropolis::new(2).step(
+        &rbm,
+        1.0,
+        &mut state.chains,
+        state.rngs.as_mut_slice(),
+        Par::Seq,
+    );
     assert_eq!(info.proposals, 1000 * 2 * 5);
     assert!(info.accepted > 0 && info.accepted < info.proposals);
     let r = info.acceptance_rate();

@@ -22,8 +22,12 @@ where
             prop::collection::vec(-scale..=scale, nv * nh),
         )
             .prop_map(move |(a, b, w)| {
-                Rbm::new(V::with_fields(a), H::with_fields(b), DMatrix::from_vec(nv, nh, w))
-                    .expect("shapes agree by construction")
+                Rbm::new(
+                    V::with_fields(a),
+                    H::with_fields(b),
+                    DMatrix::from_vec(nv, nh, w),
+                )
+                .expect("shapes agree by construction")
             })
     })
 }

@@ -10,18 +10,33 @@ use ebm_models::{DiscreteLayer, Layer, Rbm, RbmChains};
 ///
 /// # Panics
 /// If the visible layer cannot be enumerated.
-pub fn exact_chains<V, H>(rbm: &Rbm<V, H>, beta: f64, n: usize, seed: u64) -> ChainState<RbmChains<V::Scalar>>
+pub fn exact_chains<V, H>(
+    rbm: &Rbm<V, H>,
+    beta: f64,
+    n: usize,
+    seed: u64,
+) -> ChainState<RbmChains<V::Scalar>>
 where
     V: DiscreteLayer,
     H: Layer<Scalar = V::Scalar>,
 {
-    let exact = Enumerated::new(rbm.clone()).expect("exact_chains: visible layer too large to enumerate");
+    let exact =
+        Enumerated::new(rbm.clone()).expect("exact_chains: visible layer too large to enumerate");
     let mut state = ChainState::new(rbm.default_chains(n), seed);
-    exact.sample_exact(&mut state.chains, beta, state.rngs.as_mut_slice(), Par::Rayon);
+    exact.sample_exact(
+        &mut state.chains,
+        beta,
+        state.rngs.as_mut_slice(),
+        Par::Rayon,
+    );
     state
 }
 
-fn visible_counts<V: DiscreteLayer>(layer: &V, x: &nalgebra::DMatrix<V::Scalar>, n_configs: usize) -> Vec<u64> {
+fn visible_counts<V: DiscreteLayer>(
+    layer: &V,
+    x: &nalgebra::DMatrix<V::Scalar>,
+    n_configs: usize,
+) -> Vec<u64> {
     let mut counts = vec![0u64; n_configs];
     for col in x.column_iter() {
         counts[layer.configuration_index(col.as_slice()) as usize] += 1;
@@ -35,16 +50,31 @@ fn visible_counts<V: DiscreteLayer>(layer: &V, x: &nalgebra::DMatrix<V::Scalar>,
 ///
 /// # Panics
 /// If the visible layer cannot be enumerated.
-pub fn visible_invariance<V, H, K>(rbm: &Rbm<V, H>, kernel: &K, beta: f64, n: usize, seed: u64) -> ChiSquare
+pub fn visible_invariance<V, H, K>(
+    rbm: &Rbm<V, H>,
+    kernel: &K,
+    beta: f64,
+    n: usize,
+    seed: u64,
+) -> ChiSquare
 where
     V: DiscreteLayer,
     H: Layer<Scalar = V::Scalar>,
     K: Kernel<Rbm<V, H>>,
 {
     let mut state = exact_chains(rbm, beta, n, seed);
-    kernel.step(rbm, beta, &mut state.chains, state.rngs.as_mut_slice(), Par::Rayon);
+    kernel.step(
+        rbm,
+        beta,
+        &mut state.chains,
+        state.rngs.as_mut_slice(),
+        Par::Rayon,
+    );
     let p = visible_probabilities(rbm, beta, Par::Seq).expect("enumerable");
-    chi_square(&visible_counts(rbm.visible(), &state.chains.visible, p.len()), &p)
+    chi_square(
+        &visible_counts(rbm.visible(), &state.chains.visible, p.len()),
+        &p,
+    )
 }
 
 /// The exact joint law \\(p_\beta(v, h) = e^{-\beta E(v, h)} / Z_\beta\\) of a small RBM with
@@ -57,8 +87,14 @@ where
     V: DiscreteLayer,
     H: DiscreteLayer<Scalar = V::Scalar>,
 {
-    let (nv, nh) = (rbm.visible().n_configurations(), rbm.hidden().n_configurations());
-    assert!(nv.saturating_mul(nh) <= 1 << 24, "joint_probabilities: too many states");
+    let (nv, nh) = (
+        rbm.visible().n_configurations(),
+        rbm.hidden().n_configurations(),
+    );
+    assert!(
+        nv.saturating_mul(nh) <= 1 << 24,
+        "joint_probabilities: too many states"
+    );
     let (nv, nh) = (nv as usize, nh as usize);
     let mut v = vec![V::Scalar::zero(); rbm.visible().width()];
     let mut h = vec![V::Scalar::zero(); rbm.hidden().width()];
@@ -79,18 +115,35 @@ where
 ///
 /// # Panics
 /// If the joint state space cannot be enumerated.
-pub fn joint_invariance<V, H, K>(rbm: &Rbm<V, H>, kernel: &K, beta: f64, n: usize, seed: u64) -> ChiSquare
+pub fn joint_invariance<V, H, K>(
+    rbm: &Rbm<V, H>,
+    kernel: &K,
+    beta: f64,
+    n: usize,
+    seed: u64,
+) -> ChiSquare
 where
     V: DiscreteLayer,
     H: DiscreteLayer<Scalar = V::Scalar>,
     K: Kernel<Rbm<V, H>>,
 {
     let mut state = exact_chains(rbm, beta, n, seed);
-    kernel.step(rbm, beta, &mut state.chains, state.rngs.as_mut_slice(), Par::Rayon);
+    kernel.step(
+        rbm,
+        beta,
+        &mut state.chains,
+        state.rngs.as_mut_slice(),
+        Par::Rayon,
+    );
     let p = joint_probabilities(rbm, beta);
     let nv = rbm.visible().n_configurations() as usize;
     let mut counts = vec![0u64; p.len()];
-    for (vc, hc) in state.chains.visible.column_iter().zip(state.chains.hidden.column_iter()) {
+    for (vc, hc) in state
+        .chains
+        .visible
+        .column_iter()
+        .zip(state.chains.hidden.column_iter())
+    {
         let i = rbm.visible().configuration_index(vc.as_slice()) as usize;
         let j = rbm.hidden().configuration_index(hc.as_slice()) as usize;
         counts[i + nv * j] += 1;
@@ -104,7 +157,11 @@ where
 /// \\(T(v, v') = \sum_h p_{\beta_h}(h \mid v)\, p_{\beta_v}(v' \mid h)\\), with the
 /// conditionals computed from the joint energy. With equal betas it is reversible with respect
 /// to \\(p_\beta(v)\\); with different betas (a wrong kernel) it is not.
-pub fn gibbs_transition_matrix<V, H>(rbm: &Rbm<V, H>, beta_hidden: f64, beta_visible: f64) -> Vec<f64>
+pub fn gibbs_transition_matrix<V, H>(
+    rbm: &Rbm<V, H>,
+    beta_hidden: f64,
+    beta_visible: f64,
+) -> Vec<f64>
 where
     V: DiscreteLayer,
     H: DiscreteLayer<Scalar = V::Scalar>,

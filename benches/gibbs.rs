@@ -1,0 +1,130 @@
+//! Alternating Gibbs throughput at the papers' MNIST shape (784 x 200, 2000 chains), in f32 and
+//! f64, on 1 and 2 threads, next to the two bare GEMMs a sweep needs. See `benches/README.md`
+//! for the measured figures and the side-by-side peer comparison.
+
+// criterion's macros generate undocumented items.
+#![allow(missing_docs)]
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use ebm::core::linalg::{MatRef, matmul};
+use ebm::nalgebra::DMatrix;
+use ebm::prelude::*;
+use std::hint::black_box;
+
+const NV: usize = 784;
+const NH: usize = 200;
+const CHAINS: usize = 2000;
+
+fn model<F: Scalar>() -> Rbm<Bernoulli<F>, Bernoulli<F>> {
+    // Weights ~ 0.05 * N(0, 1)-like deterministic pattern, zero biases (as the peer script).
+    let w = DMatrix::from_fn(NV, NH, |i, j| {
+        F::from_f64(0.05 * ((((i * 7919 + j * 104_729) % 1000) as f64) / 500.0 - 1.0))
+    });
+    Rbm::new(Bernoulli::zeros(NV), Bernoulli::zeros(NH), w).unwrap()
+}
+
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
+fn bench_sweeps<F: Scalar>(c: &mut Criterion) {
+    let rbm = model::<F>();
+    let mut group = c.benchmark_group(format!(
+        "gibbs/bernoulli/{NV}x{NH}/chains={CHAINS}/{}",
+        F::NAME
+    ));
+    group.throughput(Throughput::Elements(CHAINS as u64));
+    group.sample_size(20);
+    for threads in [1, 2] {
+        let pool = pool(threads);
+        let mut state = ChainState::new(rbm.new_state(CHAINS), 1);
+        pool.install(|| run(&rbm, &Gibbs::new(2), 1.0, &mut state, 1, Par::Rayon, ()).unwrap());
+        group.bench_function(
+            BenchmarkId::new("sweep", format!("threads={threads}")),
+            |b| {
+                b.iter(|| {
+                    pool.install(|| {
+                        Gibbs::new(1).step(
+                            &rbm,
+                            1.0,
+                            &mut state.chains,
+                            state.rngs.as_mut_slice(),
+                            Par::Rayon,
+                        )
+                    })
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+/// The two products of a sweep, W^T V (NH x B) and W H (NV x B), with the same chunking and
+/// thread split as the sampler but nothing else: the floor a sweep can reach.
+fn bench_bare_gemms<F: Scalar>(c: &mut Criterion) {
+    let rbm = model::<F>();
+    let v = DMatrix::<F>::from_element(NV, CHAINS, F::one());
+    let h = DMatrix::<F>::from_element(NH, CHAINS, F::one());
+    let mut out_h = DMatrix::<F>::zeros(NH, CHAINS);
+    let mut out_v = DMatrix::<F>::zeros(NV, CHAINS);
+    let w = rbm.weights().as_slice();
+    let mut group = c.benchmark_group(format!("gemm-pair/{NV}x{NH}/chains={CHAINS}/{}", F::NAME));
+    group.throughput(Throughput::Elements(CHAINS as u64));
+    group.sample_size(20);
+    for threads in [1, 2] {
+        let pool = pool(threads);
+        let mut ids = vec![(); CHAINS];
+        group.bench_function(
+            BenchmarkId::new("two-gemms", format!("threads={threads}")),
+            |b| {
+                b.iter(|| {
+                    pool.install(|| {
+                        ebm::core::for_each_chain_chunk(
+                            Par::Rayon,
+                            NH,
+                            out_h.as_mut_slice(),
+                            &mut ids,
+                            |first, o, r| {
+                                let vs = &v.as_slice()[first * NV..(first + r.len()) * NV];
+                                matmul(
+                                    MatRef::col_major(w, NV, NH).t(),
+                                    MatRef::col_major(vs, NV, r.len()),
+                                    o,
+                                );
+                            },
+                        );
+                        ebm::core::for_each_chain_chunk(
+                            Par::Rayon,
+                            NV,
+                            out_v.as_mut_slice(),
+                            &mut ids,
+                            |first, o, r| {
+                                let hs = &h.as_slice()[first * NH..(first + r.len()) * NH];
+                                matmul(
+                                    MatRef::col_major(w, NV, NH),
+                                    MatRef::col_major(hs, NH, r.len()),
+                                    o,
+                                );
+                            },
+                        );
+                    });
+                    black_box((&out_h, &out_v));
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    bench_sweeps::<f32>(c);
+    bench_bare_gemms::<f32>(c);
+    bench_sweeps::<f64>(c);
+    bench_bare_gemms::<f64>(c);
+}
+
+criterion_group!(gibbs, benches);
+criterion_main!(gibbs);

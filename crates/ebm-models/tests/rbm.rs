@@ -1,0 +1,210 @@
+//! Exact identities of the generic RBM against brute-force enumeration.
+
+use ebm_core::numerics::log_sum_exp;
+use ebm_core::{ConditionalSampler, EnergyModel, Error, Par, Tractable};
+use ebm_models::exact::{self, Enumerated};
+use ebm_models::{Bernoulli, BinaryLayer, DiscreteLayer, Layer, Rbm, Spin};
+use ebm_testkit::strategies::binary_rbm;
+use nalgebra::DMatrix;
+use proptest::prelude::*;
+
+/// log sum_h exp(-beta E(v, h)) by enumerating h.
+fn brute_free_energy<V: DiscreteLayer<Scalar = f64>, H: DiscreteLayer<Scalar = f64>>(
+    rbm: &Rbm<V, H>,
+    v: &[f64],
+    beta: f64,
+) -> f64 {
+    let mut h = vec![0.0; rbm.hidden().width()];
+    let terms: Vec<f64> = (0..rbm.hidden().n_configurations())
+        .map(|j| {
+            rbm.hidden().write_configuration(j, &mut h);
+            -beta * rbm.joint_energy(v, &h)
+        })
+        .collect();
+    -log_sum_exp(&terms)
+}
+
+fn check_free_energies<V, H>(rbm: &Rbm<V, H>, beta: f64) -> Result<(), TestCaseError>
+where
+    V: DiscreteLayer<Scalar = f64>,
+    H: DiscreteLayer<Scalar = f64>,
+{
+    let n = rbm.visible().n_configurations() as usize;
+    let f = exact::visible_free_energies(rbm, beta, Par::Rayon).unwrap();
+    let mut v = vec![0.0; rbm.visible().width()];
+    for (k, &fk) in f.iter().enumerate().take(n) {
+        rbm.visible().write_configuration(k as u128, &mut v);
+        let b = brute_free_energy(rbm, &v, beta);
+        prop_assert!(
+            (fk - b).abs() <= 1e-10 * (1.0 + b.abs()),
+            "F({k}) = {fk}, brute force {b}"
+        );
+    }
+    let by_v = exact::log_partition_by_visible(rbm, beta, Par::Seq).unwrap();
+    let by_h = exact::log_partition_by_hidden(rbm, beta, Par::Seq).unwrap();
+    prop_assert!((by_v - by_h).abs() <= 1e-10 * (1.0 + by_v.abs()));
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn visible_free_energy_is_the_marginal_of_the_joint_bernoulli(
+        rbm in binary_rbm::<Bernoulli, Bernoulli>(1..=6, 0..=5, 2.0), beta in 0.0f64..1.5
+    ) {
+        check_free_energies(&rbm, beta)?;
+    }
+
+    #[test]
+    fn visible_free_energy_is_the_marginal_of_the_joint_spin_and_mixed(
+        a in binary_rbm::<Spin, Spin>(1..=6, 1..=5, 2.0),
+        b in binary_rbm::<Bernoulli, Spin>(1..=5, 1..=5, 2.0),
+        c in binary_rbm::<Spin, Bernoulli>(1..=5, 1..=5, 2.0),
+        beta in 0.0f64..1.5
+    ) {
+        check_free_energies(&a, beta)?;
+        check_free_energies(&b, beta)?;
+        check_free_energies(&c, beta)?;
+    }
+
+    #[test]
+    fn reparametrisation_preserves_the_law_and_shifts_log_z_by_beta_offset(
+        rbm in binary_rbm::<Bernoulli, Bernoulli>(1..=5, 1..=4, 1.5), beta in 0.1f64..1.5
+    ) {
+        let s = rbm.reparametrise::<Spin, Spin>();
+        let m = rbm.reparametrise::<Spin, Bernoulli>();
+        let back = s.rbm.reparametrise::<Bernoulli, Bernoulli>();
+        prop_assert!((s.energy_offset + back.energy_offset).abs() < 1e-10);
+        for (w0, w1) in rbm.weights().iter().zip(back.rbm.weights().iter()) {
+            prop_assert!((w0 - w1).abs() < 1e-12);
+        }
+        let p0 = exact::visible_probabilities(&rbm, beta, Par::Seq).unwrap();
+        let p1 = exact::visible_probabilities(&s.rbm, beta, Par::Seq).unwrap();
+        let p2 = exact::visible_probabilities(&m.rbm, beta, Par::Seq).unwrap();
+        // Configuration k has the same unit states (0 <-> -1, 1 <-> +1) in both conventions.
+        for k in 0..p0.len() {
+            prop_assert!((p0[k] - p1[k]).abs() < 1e-12 && (p0[k] - p2[k]).abs() < 1e-12);
+        }
+        let z0 = exact::log_partition_by_visible(&rbm, beta, Par::Seq).unwrap();
+        let z1 = exact::log_partition_by_visible(&s.rbm, beta, Par::Seq).unwrap();
+        prop_assert!((z0 - (z1 - beta * s.energy_offset)).abs() < 1e-9);
+        // Energies differ by the offset configuration by configuration.
+        let (mut v0, mut h0) = (vec![0.0; rbm.visible().width()], vec![0.0; rbm.hidden().width()]);
+        let (mut v1, mut h1) = (v0.clone(), h0.clone());
+        rbm.visible().write_configuration(1, &mut v0);
+        s.rbm.visible().write_configuration(1, &mut v1);
+        rbm.hidden().write_configuration(0, &mut h0);
+        s.rbm.hidden().write_configuration(0, &mut h1);
+        let d = rbm.joint_energy(&v0, &h0) - s.rbm.joint_energy(&v1, &h1);
+        prop_assert!((d - s.energy_offset).abs() < 1e-10);
+    }
+}
+
+#[test]
+fn construction_validates_shapes_and_values() {
+    let e = Rbm::new(
+        Bernoulli::<f64>::zeros(3),
+        Bernoulli::zeros(2),
+        DMatrix::zeros(2, 3),
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "{e}");
+    assert!(e.to_string().contains("expected 3x2"), "{e}");
+    let mut w = DMatrix::zeros(3, 2);
+    w[(1, 1)] = f64::NAN;
+    let e = Rbm::new(Bernoulli::<f64>::zeros(3), Bernoulli::zeros(2), w).unwrap_err();
+    assert!(matches!(e, Error::NonFinite { index: 4, .. }), "{e}");
+}
+
+#[test]
+fn enumeration_refuses_large_layers_with_a_typed_error() {
+    let rbm = Rbm::new(
+        Bernoulli::<f64>::zeros(30),
+        Bernoulli::zeros(2),
+        DMatrix::zeros(30, 2),
+    )
+    .unwrap();
+    assert!(matches!(
+        exact::log_partition_by_visible(&rbm, 1.0, Par::Seq),
+        Err(Error::TooLarge { .. })
+    ));
+    assert!(Enumerated::new(rbm.clone()).is_err());
+    // The small side is still fine: 2 hidden units.
+    let lz = exact::log_partition_by_hidden(&rbm, 1.0, Par::Seq).unwrap();
+    assert!((lz - 32.0 * 2f64.ln()).abs() < 1e-9);
+}
+
+#[test]
+fn hidden_means_and_batched_free_energies_match_single_chain_formulas() {
+    let rbm = Rbm::new(
+        Spin::new(vec![0.2, -0.1, 0.3, 0.0]),
+        Bernoulli::new(vec![0.5, -1.0, 0.25]),
+        DMatrix::from_fn(4, 3, |i, j| 0.3 * (i as f64) - 0.2 * (j as f64) + 0.1),
+    )
+    .unwrap();
+    let n = 150; // more than two chunks of chains
+    let mut v = DMatrix::zeros(4, n);
+    for k in 0..n {
+        rbm.visible()
+            .write_configuration((k % 16) as u128, v.column_mut(k).as_mut_slice());
+    }
+    let beta = 0.7;
+    let mut means = DMatrix::zeros(3, n);
+    rbm.hidden_means(&v, beta, &mut means, Par::Rayon);
+    let mut f = vec![0.0; n];
+    rbm.free_energy_visible(&v, beta, &mut f, Par::Rayon);
+    for k in 0..n {
+        let col = v.column(k);
+        for j in 0..3 {
+            let input: f64 = (0..4).map(|i| rbm.weights()[(i, j)] * col[i]).sum();
+            let expect = 1.0 / (1.0 + (-beta * (rbm.hidden().fields()[j] + input)).exp());
+            assert!((means[(j, k)] - expect).abs() < 1e-14);
+        }
+        let u_v = rbm.visible().energy(col.as_slice());
+        let mut inputs: Vec<f64> = (0..3)
+            .map(|j| (0..4).map(|i| rbm.weights()[(i, j)] * col[i]).sum())
+            .collect();
+        let g = rbm.hidden().cgf(&inputs, beta);
+        assert!((f[k] - (beta * u_v - g)).abs() < 1e-12);
+        inputs.clear();
+    }
+}
+
+#[test]
+fn enumerated_model_is_tractable_and_its_samples_follow_the_law() {
+    let rbm = Rbm::new(
+        Bernoulli::new(vec![0.5, -0.5, 0.0]),
+        Spin::new(vec![0.2, -0.3]),
+        DMatrix::from_row_slice(3, 2, &[1.0, -0.5, 0.3, 0.8, -1.2, 0.4]),
+    )
+    .unwrap();
+    let ex = Enumerated::new(rbm.clone()).unwrap();
+    let beta = 0.9;
+    assert!(
+        (ex.log_partition(beta) - exact::log_partition_by_hidden(&rbm, beta, Par::Seq).unwrap())
+            .abs()
+            < 1e-12
+    );
+    let n = 60_000;
+    let mut x = ex.new_state(n);
+    let mut rngs = ebm_core::RngStreams::new(3, n);
+    ex.sample_exact(&mut x, beta, rngs.as_mut_slice(), Par::Rayon);
+    let p = exact::visible_probabilities(&rbm, beta, Par::Seq).unwrap();
+    let mut counts = vec![0u64; p.len()];
+    for c in x.visible.column_iter() {
+        counts[rbm.visible().configuration_index(c.as_slice()) as usize] += 1;
+    }
+    let t = ebm_testkit::chi_square(&counts, &p);
+    assert!(t.p_value > 1e-4, "{t:?}");
+    // Hidden units were drawn from p(h | v): all are +-1.
+    assert!(x.hidden.iter().all(|&h| h == 1.0 || h == -1.0));
+    // The energies the model reports are the visible free energies.
+    let mut e = vec![0.0; n];
+    ex.energies(&x, beta, &mut e, Par::Seq);
+    let mut f = vec![0.0; n];
+    rbm.free_energy_visible(&x.visible, beta, &mut f, Par::Seq);
+    assert_eq!(e, f);
+    // And sampling hidden units directly gives the same kind of state.
+    rbm.sample_hidden(&mut x, beta, rngs.as_mut_slice(), Par::Seq);
+}

@@ -1,0 +1,46 @@
+//! # ebm
+//!
+//! Markov-chain Monte Carlo for energy-based models, centred on Restricted Boltzmann Machines.
+//!
+//! This umbrella crate re-exports the workspace's crates and offers a [`prelude`]:
+//!
+//! | Crate | Contents |
+//! |---|---|
+//! | [`core`] (`ebm-core`) | traits ([`EnergyModel`](core::EnergyModel), [`ConditionalSampler`](core::ConditionalSampler), [`Kernel`](core::Kernel), [`Tractable`](core::Tractable), [`Observer`](core::Observer)), RNG streams, [`Par`](core::Par), errors, numerics |
+//! | [`models`] (`ebm-models`) | unit layers and the generic [`Rbm<V, H>`](models::Rbm), exact enumeration |
+//! | [`samplers`] (`ebm-samplers`) | alternating Gibbs, single-site Metropolis, the sampling driver |
+//!
+//! # Example
+//! ```
+//! use ebm::prelude::*;
+//! use ebm::nalgebra::DMatrix;
+//!
+//! // A 4 x 2 Bernoulli RBM.
+//! let rbm = Rbm::new(
+//!     Bernoulli::new(vec![0.0; 4]),
+//!     Bernoulli::new(vec![0.0; 2]),
+//!     DMatrix::from_element(4, 2, 0.5),
+//! )?;
+//! // 256 chains, one RNG stream each, all derived from seed 42.
+//! let mut state = ChainState::new(rbm.new_state(256), 42);
+//! run(&rbm, &Gibbs::new(1), 1.0, &mut state, 100, Par::Rayon, ())?;
+//! assert_eq!(state.steps, 100);
+//! # Ok::<(), ebm::core::Error>(())
+//! ```
+
+pub use ebm_core as core;
+pub use ebm_models as models;
+pub use ebm_samplers as samplers;
+pub use nalgebra;
+pub use rand;
+
+/// The names most programs need.
+pub mod prelude {
+    pub use ebm_core::{
+        ChainState, Chains, ConditionalSampler, EnergyModel, Error, Every, FnObserver, Kernel,
+        Observer, Par, RngStreams, Scalar, Tractable,
+    };
+    pub use ebm_models::exact::Enumerated;
+    pub use ebm_models::{Bernoulli, BinaryLayer, DiscreteLayer, Layer, Rbm, RbmChains, Spin};
+    pub use ebm_samplers::{Gibbs, Metropolis, StepInfo, run};
+}
