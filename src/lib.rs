@@ -9,6 +9,7 @@
 //! | [`core`] (`ebm-core`) | traits ([`EnergyModel`](core::EnergyModel), [`ConditionalSampler`](core::ConditionalSampler), [`Kernel`](core::Kernel), [`Tractable`](core::Tractable), [`Observer`](core::Observer)), RNG streams, [`Par`](core::Par), errors, numerics |
 //! | [`models`] (`ebm-models`) | unit layers and the generic [`Rbm<V, H>`](models::Rbm), exact enumeration |
 //! | [`samplers`] (`ebm-samplers`) | alternating Gibbs, single-site Metropolis, the sampling driver |
+//! | [`data`] (`ebm-data`) | dataset generators and loaders, PCA, mixing and sample-quality metrics |
 //!
 //! # Example
 //! ```
@@ -29,6 +30,7 @@
 //! ```
 
 pub use ebm_core as core;
+pub use ebm_data as data;
 pub use ebm_models as models;
 pub use ebm_samplers as samplers;
 pub use nalgebra;
@@ -41,6 +43,9 @@ pub mod prelude {
         Observer, Par, RngStreams, Scalar, Tractable,
     };
     pub use ebm_models::exact::Enumerated;
-    pub use ebm_models::{Bernoulli, BinaryLayer, DiscreteLayer, Layer, Rbm, RbmChains, Spin};
+    pub use ebm_models::{
+        Bernoulli, BinaryLayer, CurieWeiss, DiscreteLayer, Hopfield, Layer, Potts, Rbm, RbmChains,
+        Spin,
+    };
     pub use ebm_samplers::{Gibbs, Metropolis, StepInfo, run};
 }

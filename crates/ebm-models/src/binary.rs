@@ -1,6 +1,6 @@
 //! Binary unit layers: [`Bernoulli`] (\\(x \in \{0, 1\}\\)) and [`Spin`] (\\(x \in \{-1, +1\}\\)).
 
-use crate::layer::{BinaryLayer, DiscreteLayer, Layer, NamedTensor, TensorLookup};
+use crate::layer::{BinaryLayer, DiscreteLayer, Layer, LinearFields, NamedTensor, TensorLookup};
 use ebm_core::numerics::{log_2cosh, sigmoid, softplus};
 use ebm_core::{Error, Scalar};
 use rand::Rng;
@@ -168,6 +168,19 @@ macro_rules! binary_layer {
                         $lo
                     );
                     0
+                }
+            }
+        }
+
+        impl<F: Scalar> LinearFields for $ty<F> {
+            fn add_to_fields(&mut self, delta: &[f64]) {
+                assert_eq!(
+                    delta.len(),
+                    self.fields.len(),
+                    "add_to_fields: one value per unit"
+                );
+                for (f, d) in self.fields.iter_mut().zip(delta) {
+                    *f = F::from_f64(f.as_f64() + d);
                 }
             }
         }

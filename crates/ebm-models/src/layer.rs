@@ -122,6 +122,19 @@ pub trait DiscreteLayer: Layer {
     }
 }
 
+/// A layer whose potential has a linear term per value of its configuration vector, so a
+/// linear field can be added to it: \\(U(x) \to U(x) - \delta^\top x\\). Gauge fixing and
+/// reparametrisations move terms of \\(v^\top W h\\) that are linear in one layer into that
+/// layer's fields through this trait.
+pub trait LinearFields: Layer {
+    /// Adds `delta[k]` to the field of value `k` of a chain's configuration vector
+    /// (`delta.len() == width()`).
+    ///
+    /// # Panics
+    /// If `delta` does not have `width()` values.
+    fn add_to_fields(&mut self, delta: &[f64]);
+}
+
 /// A layer of binary units with one linear field per unit: \\(U_i(x) = -\theta_i x\\) with
 /// \\(x\\) in \\(\{0, 1\}\\) ([`crate::Bernoulli`]) or \\(\{-1, +1\}\\) ([`crate::Spin`]).
 /// Converting between the two parametrisations goes through these fields.

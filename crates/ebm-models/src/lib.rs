@@ -29,13 +29,17 @@
 //! # Ok::<(), ebm_core::Error>(())
 //! ```
 
+pub mod analytic;
 mod binary;
 pub mod exact;
 mod layer;
+mod potts;
 mod rbm;
 
+pub use analytic::{CurieWeiss, Hopfield};
 pub use binary::{Bernoulli, Spin};
-pub use layer::{BinaryLayer, DiscreteLayer, Layer, NamedTensor, TensorLookup};
+pub use layer::{BinaryLayer, DiscreteLayer, Layer, LinearFields, NamedTensor, TensorLookup};
+pub use potts::Potts;
 pub use rbm::{Rbm, RbmChains, Reparametrised};
 
 /// An RBM with Bernoulli units on both sides.

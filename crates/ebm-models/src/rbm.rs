@@ -1,6 +1,7 @@
 //! The generic Restricted Boltzmann Machine `Rbm<V, H>`.
 
-use crate::layer::{BinaryLayer, Layer};
+use crate::layer::{BinaryLayer, Layer, LinearFields};
+use crate::potts::Potts;
 use ebm_core::linalg::{MatRef, matmul};
 use ebm_core::{Chains, ConditionalSampler, EnergyModel, Error, Par, Scalar, for_each_chain_chunk};
 use nalgebra::DMatrix;
@@ -362,6 +363,88 @@ impl<V: BinaryLayer, H: BinaryLayer<Scalar = V::Scalar>> Rbm<V, H> {
                 weights,
             },
             energy_offset: -c,
+        }
+    }
+}
+
+/// Column sums of the per-unit means of one-hot rows: for a Potts side with `q` states,
+/// `c[(i, k)] = mean_a W[(i*q + a, k)]` over the rows of unit `i`, for each column `k` of `w`
+/// (rows of `w` are the Potts side).
+fn unit_row_means<F: Scalar>(w: &DMatrix<F>, q: usize) -> DMatrix<f64> {
+    let units = w.nrows() / q;
+    DMatrix::from_fn(units, w.ncols(), |i, k| {
+        (0..q).map(|a| w[(i * q + a, k)].as_f64()).sum::<f64>() / q as f64
+    })
+}
+
+impl<F: Scalar, H: LinearFields<Scalar = F>> Rbm<Potts<F>, H> {
+    /// The zero-sum gauge of a Potts visible layer, applied to **all** parameters: each
+    /// unit's fields and each unit's weight rows (for every hidden value) are shifted to sum
+    /// to zero over the \\(q\\) states, and the part of \\(v^\top W h\\) this removes, which is
+    /// linear in \\(h\\), is moved into the hidden fields. The law is unchanged; energies change
+    /// by a constant (the returned offset). Peers shipped gauges applied to the weights only,
+    /// which changes the model (spec `peer-libraries.md`, rbms #27).
+    pub fn gauge_visible_zero_sum(&self) -> Reparametrised<Potts<F>, H> {
+        let q = self.visible.q();
+        let c = unit_row_means(&self.weights, q);
+        let mut weights = self.weights.clone();
+        for k in 0..weights.ncols() {
+            for r in 0..weights.nrows() {
+                weights[(r, k)] = F::from_f64(weights[(r, k)].as_f64() - c[(r / q, k)]);
+            }
+        }
+        let delta: Vec<f64> = (0..weights.ncols()).map(|k| c.column(k).sum()).collect();
+        let mut hidden = self.hidden.clone();
+        hidden.add_to_fields(&delta);
+        let mut visible = self.visible.clone();
+        let offset = -visible
+            .fields()
+            .chunks(q)
+            .map(|u| u.iter().map(|f| f.as_f64()).sum::<f64>() / q as f64)
+            .sum::<f64>();
+        visible.zero_sum_fields();
+        Reparametrised {
+            rbm: Rbm {
+                visible,
+                hidden,
+                weights,
+            },
+            energy_offset: offset,
+        }
+    }
+}
+
+impl<F: Scalar, V: LinearFields<Scalar = F>> Rbm<V, Potts<F>> {
+    /// The zero-sum gauge of a Potts hidden layer, applied to all parameters (the mirror of
+    /// [`Rbm::gauge_visible_zero_sum`]): hidden fields and weight columns of each hidden unit
+    /// sum to zero over its states, the removed part moves into the visible fields.
+    pub fn gauge_hidden_zero_sum(&self) -> Reparametrised<V, Potts<F>> {
+        let q = self.hidden.q();
+        let wt = self.weights.transpose();
+        let c = unit_row_means(&wt, q); // (hidden unit, visible value)
+        let mut weights = self.weights.clone();
+        for col in 0..weights.ncols() {
+            for r in 0..weights.nrows() {
+                weights[(r, col)] = F::from_f64(weights[(r, col)].as_f64() - c[(col / q, r)]);
+            }
+        }
+        let delta: Vec<f64> = (0..weights.nrows()).map(|r| c.column(r).sum()).collect();
+        let mut visible = self.visible.clone();
+        visible.add_to_fields(&delta);
+        let mut hidden = self.hidden.clone();
+        let offset = -hidden
+            .fields()
+            .chunks(q)
+            .map(|u| u.iter().map(|f| f.as_f64()).sum::<f64>() / q as f64)
+            .sum::<f64>();
+        hidden.zero_sum_fields();
+        Reparametrised {
+            rbm: Rbm {
+                visible,
+                hidden,
+                weights,
+            },
+            energy_offset: offset,
         }
     }
 }

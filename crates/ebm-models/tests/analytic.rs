@@ -1,0 +1,155 @@
+//! Curie–Weiss and Hopfield models against enumeration, the spec's reference values
+//! (`ags-barriers-analytic-models.md` §7.1, §7.10), and each other.
+
+use ebm_core::numerics::log_sum_exp;
+use ebm_core::{EnergyModel, Par, RngStreams, Tractable};
+use ebm_models::{CurieWeiss, Hopfield};
+use ebm_testkit::chi_square;
+use nalgebra::DMatrix;
+
+fn brute_log_z<M: EnergyModel<State = DMatrix<f64>>>(m: &M, n: usize, beta: f64) -> f64 {
+    let mut x = DMatrix::zeros(n, 1 << n);
+    for c in 0..1usize << n {
+        for i in 0..n {
+            x[(i, c)] = if c >> i & 1 == 1 { 1.0 } else { -1.0 };
+        }
+    }
+    let mut e = vec![0.0; 1 << n];
+    m.energies(&x, beta, &mut e, Par::Seq);
+    log_sum_exp(&e.iter().map(|v| -v).collect::<Vec<_>>())
+}
+
+#[test]
+fn curie_weiss_log_z_matches_enumeration_and_the_spec_reference() {
+    let cw = CurieWeiss::new(10, 1.2f64.powi(2), 0.0).unwrap();
+    // Spec §7.10: log sum_k C(N,k) exp(w^2 (2k-N)^2 / 2N) = 8.917079 for N = 10, w = 1.2.
+    assert!((cw.log_partition(1.0) - 8.917079).abs() < 5e-7);
+    for (h, beta) in [(0.0, 1.0), (0.3, 0.7), (-0.2, 1.6)] {
+        let cw = CurieWeiss::new(10, 1.3, h).unwrap();
+        assert!((cw.log_partition(beta) - brute_log_z(&cw, 10, beta)).abs() < 1e-11);
+    }
+}
+
+#[test]
+fn curie_weiss_free_energy_converges_to_the_mean_field_limit_as_in_the_spec() {
+    // Spec §7.10 table: -log Z / N for w = 1.2, 1.5, 0.8 at N = 10, 100, 1000, 10^4.
+    let table = [
+        (1.2, [-0.891708, -0.796823, -0.787820, -0.786934], -0.786836),
+        (1.5, [-1.214461, -1.144178, -1.137403, -1.136727], -1.136652),
+        (
+            0.8,
+            [-0.738940, -0.698181, -0.693657, -0.693198],
+            -std::f64::consts::LN_2,
+        ),
+    ];
+    for (w, values, limit) in table {
+        for (n, expect) in [10usize, 100, 1000, 10_000].into_iter().zip(values) {
+            let cw = CurieWeiss::new(n, w * w, 0.0).unwrap();
+            let got = -cw.log_partition(1.0) / n as f64;
+            assert!(
+                (got - expect).abs() < 2e-6,
+                "w = {w}, N = {n}: {got} vs {expect}"
+            );
+        }
+        let cw = CurieWeiss::new(100, w * w, 0.0).unwrap();
+        let m = cw.mean_field_magnetisation(1.0);
+        assert!((cw.mean_field_free_energy(m, 1.0) - limit).abs() < 2e-6);
+    }
+}
+
+#[test]
+fn curie_weiss_barriers_match_the_spec_table() {
+    // Spec §7.1: (w, m*, Delta f).
+    for (w, m_star, df) in [
+        (1.05, 0.508161, 0.007008),
+        (1.2, 0.833906, 0.093689),
+        (1.5, 0.975496, 0.443505),
+        (2.2, 0.999875, 1.726915),
+    ] {
+        let cw = CurieWeiss::new(100, w * w, 0.0).unwrap();
+        assert!(
+            (cw.mean_field_magnetisation(1.0) - m_star).abs() < 1e-6,
+            "w = {w}"
+        );
+        assert!((cw.barrier(1.0) - df).abs() < 1e-6, "w = {w}");
+    }
+    // No barrier above the critical temperature.
+    let cw = CurieWeiss::new(100, 0.9, 0.0).unwrap();
+    assert!(cw.barrier(1.0).abs() < 1e-9);
+}
+
+#[test]
+fn curie_weiss_exact_samples_follow_the_exact_law() {
+    let cw = CurieWeiss::new(6, 1.8, 0.1).unwrap();
+    let beta = 0.9;
+    let n = 50_000;
+    let mut x = cw.new_state(n);
+    let mut rngs = RngStreams::new(11, n);
+    cw.sample_exact(&mut x, beta, rngs.as_mut_slice(), Par::Seq);
+    // Full configurations against exp(-beta E) / Z over the 64 states.
+    let lz = cw.log_partition(beta);
+    let mut p = vec![0.0; 64];
+    let mut counts = vec![0u64; 64];
+    for (c, pc) in p.iter_mut().enumerate() {
+        let v: Vec<f64> = (0..6)
+            .map(|i| if c >> i & 1 == 1 { 1.0 } else { -1.0 })
+            .collect();
+        *pc = (-beta * cw.energy(&v) - lz).exp();
+    }
+    for col in x.column_iter() {
+        let c = (0..6).fold(0usize, |acc, i| acc | (((col[i] > 0.0) as usize) << i));
+        counts[c] += 1;
+    }
+    assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    let t = chi_square(&counts, &p);
+    assert!(t.p_value > 1e-4, "{t:?}");
+    // Negative control: the same samples do not follow the law at another temperature.
+    let lz2 = cw.log_partition(0.5 * beta);
+    let p2: Vec<f64> = (0..64)
+        .map(|c| {
+            let v: Vec<f64> = (0..6)
+                .map(|i| if c >> i & 1 == 1 { 1.0 } else { -1.0 })
+                .collect();
+            (-0.5 * beta * cw.energy(&v) - lz2).exp()
+        })
+        .collect();
+    assert!(chi_square(&counts, &p2).p_value < 1e-6);
+    // The up-count law is symmetric without a field.
+    let sym = CurieWeiss::new(9, 1.5, 0.0)
+        .unwrap()
+        .up_count_distribution(1.0);
+    for k in 0..=9 {
+        assert!((sym[k] - sym[9 - k]).abs() < 1e-15);
+    }
+}
+
+#[test]
+fn hopfield_log_z_matches_enumeration_and_reduces_to_curie_weiss() {
+    let (n, p) = (10, 3);
+    let xi = DMatrix::from_fn(
+        n,
+        p,
+        |i, mu| if (i * 7 + mu * 3) % 5 < 2 { -1.0 } else { 1.0 },
+    );
+    let fields: Vec<f64> = (0..n).map(|i| 0.05 * i as f64 - 0.2).collect();
+    let hop = Hopfield::new(xi.clone(), 1.4, fields).unwrap();
+    for beta in [0.5, 1.0] {
+        let exact = hop.log_partition_exact(beta).unwrap();
+        assert!((exact - brute_log_z(&hop, n, beta)).abs() < 1e-11);
+    }
+    // One pattern and no field: the gauge v_i -> xi_i v_i maps it onto Curie–Weiss.
+    let one = Hopfield::new(xi.columns(0, 1).clone_owned(), 1.44, vec![0.0; n]).unwrap();
+    let cw = CurieWeiss::new(n, 1.44, 0.0).unwrap();
+    assert!((one.log_partition_exact(1.0).unwrap() - cw.log_partition(1.0)).abs() < 1e-11);
+    assert!((one.mattis_overlap(1.0) - cw.mean_field_magnetisation(1.0)).abs() < 1e-15);
+    // Overlaps of a pattern with itself are 1.
+    let m = hop.overlaps(&xi.columns(1, 1).clone_owned());
+    assert!((m[(1, 0)] - 1.0).abs() < 1e-15);
+    // Validation.
+    assert!(Hopfield::new(DMatrix::from_element(3, 1, 0.5), 1.0, vec![0.0; 3]).is_err());
+    assert!(Hopfield::new(DMatrix::from_element(3, 1, 1.0), 1.0, vec![0.0; 2]).is_err());
+    let big = Hopfield::new(DMatrix::from_element(30, 1, 1.0), 1.0, vec![0.0; 30]).unwrap();
+    assert!(big.log_partition_exact(1.0).is_err());
+    assert!(CurieWeiss::new(0, 1.0, 0.0).is_err());
+    assert!(CurieWeiss::new(3, f64::NAN, 0.0).is_err());
+}
