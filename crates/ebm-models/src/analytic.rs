@@ -131,6 +131,32 @@ impl CurieWeiss {
             .collect()
     }
 
+    /// The exact probability that the magnetisation is positive, counting \\(m = 0\\) (even
+    /// \\(N\\)) as half: the weight of the \\(+\\) mode of the bimodal law. It is 1/2 without a
+    /// field and moves away from 1/2 with one, which makes the model a test case with exactly
+    /// known mode weights for samplers that must jump between modes.
+    pub fn positive_mode_weight(&self, beta: f64) -> f64 {
+        let p = self.up_count_distribution(beta);
+        let n = self.n;
+        p.iter()
+            .enumerate()
+            .map(|(k, pk)| match (2 * k).cmp(&n) {
+                std::cmp::Ordering::Greater => *pk,
+                std::cmp::Ordering::Equal => 0.5 * pk,
+                std::cmp::Ordering::Less => 0.0,
+            })
+            .sum()
+    }
+
+    /// `n_samples` independent exact samples at `beta` as an `N x n_samples` matrix of
+    /// \\(\pm 1\\) (one column per sample), from RNG streams derived from `seed`.
+    pub fn exact_samples(&self, n_samples: usize, beta: f64, seed: u64) -> DMatrix<f64> {
+        let mut x = self.new_state(n_samples);
+        let mut rngs = ebm_core::RngStreams::new(seed, n_samples);
+        self.sample_exact(&mut x, beta, rngs.as_mut_slice(), Par::Seq);
+        x
+    }
+
     /// Mean-field (large-\\(N\\)) free energy per spin in units of \\(k_B T\\):
     /// \\(f_\beta(m) = -\beta(J m^2 / 2 + h m) - \mathcal S(m)\\), so that
     /// \\(P(m) \asymp e^{-N f_\beta(m)}\\).
@@ -307,6 +333,14 @@ impl Hopfield {
     /// # Errors
     /// [`Error::TooLarge`] for \\(N >\\) [`HOPFIELD_MAX_ENUMERATION`].
     pub fn log_partition_exact(&self, beta: f64) -> ebm_core::Result<f64> {
+        let mut terms = Vec::new();
+        self.for_each_energy_batch(beta, |e| terms.extend(e.iter().map(|v| -v)))?;
+        Ok(log_sum_exp(&terms))
+    }
+
+    /// Calls `f` with the tempered energies of consecutive batches of all \\(2^N\\)
+    /// configurations, in the order of their index.
+    fn for_each_energy_batch(&self, beta: f64, mut f: impl FnMut(&[f64])) -> ebm_core::Result<()> {
         let n = self.patterns.nrows();
         if n > HOPFIELD_MAX_ENUMERATION {
             return Err(Error::TooLarge {
@@ -317,24 +351,63 @@ impl Hopfield {
         }
         let total = 1usize << n;
         let batch = 4096.min(total);
-        let mut terms = Vec::with_capacity(total);
-        let mut x = DMatrix::zeros(n, batch);
         let mut e = vec![0.0; batch];
         let mut start = 0;
         while start < total {
             let len = batch.min(total - start);
-            for k in 0..len {
-                let c = start + k;
-                for i in 0..n {
-                    x[(i, k)] = if c >> i & 1 == 1 { 1.0 } else { -1.0 };
-                }
-            }
-            let xs = x.columns(0, len).clone_owned();
-            self.energies(&xs, beta, &mut e[..len], Par::Seq);
-            terms.extend(e[..len].iter().map(|v| -v));
+            let x = DMatrix::from_fn(
+                n,
+                len,
+                |i, k| if (start + k) >> i & 1 == 1 { 1.0 } else { -1.0 },
+            );
+            self.energies(&x, beta, &mut e[..len], Par::Seq);
+            f(&e[..len]);
             start += len;
         }
-        Ok(log_sum_exp(&terms))
+        Ok(())
+    }
+
+    /// The exact probabilities of all \\(2^N\\) configurations at `beta`; configuration `c`
+    /// has \\(v_i = +1\\) where bit `i` of `c` is set.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] for \\(N >\\) [`HOPFIELD_MAX_ENUMERATION`].
+    pub fn exact_probabilities(&self, beta: f64) -> ebm_core::Result<Vec<f64>> {
+        let mut log_w = Vec::new();
+        self.for_each_energy_batch(beta, |e| log_w.extend(e.iter().map(|v| -v)))?;
+        let lz = log_sum_exp(&log_w);
+        Ok(log_w.iter().map(|l| (l - lz).exp()).collect())
+    }
+
+    /// `n_samples` independent exact samples at `beta` (by enumeration and inversion of the
+    /// cumulative distribution), as an `N x n_samples` matrix of \\(\pm1\\).
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] for \\(N >\\) [`HOPFIELD_MAX_ENUMERATION`].
+    pub fn exact_samples(
+        &self,
+        n_samples: usize,
+        beta: f64,
+        seed: u64,
+    ) -> ebm_core::Result<DMatrix<f64>> {
+        let p = self.exact_probabilities(beta)?;
+        let n = self.patterns.nrows();
+        let mut cdf = Vec::with_capacity(p.len());
+        let mut acc = 0.0;
+        for q in &p {
+            acc += q;
+            cdf.push(acc);
+        }
+        let mut rng = ebm_core::RngStreams::auxiliary(seed, 0);
+        let mut x = DMatrix::zeros(n, n_samples);
+        for mut col in x.column_iter_mut() {
+            let u = f64::uniform(&mut rng) * acc;
+            let c = cdf.partition_point(|&v| v <= u).min(p.len() - 1);
+            for i in 0..n {
+                col[i] = if c >> i & 1 == 1 { 1.0 } else { -1.0 };
+            }
+        }
+        Ok(x)
     }
 
     /// Large-\\(N\\) free energy per spin of a Mattis state with overlap \\(m\\) (in units of

@@ -153,3 +153,33 @@ fn hopfield_log_z_matches_enumeration_and_reduces_to_curie_weiss() {
     assert!(CurieWeiss::new(0, 1.0, 0.0).is_err());
     assert!(CurieWeiss::new(3, f64::NAN, 0.0).is_err());
 }
+
+#[test]
+fn mode_weights_and_exact_sample_sets() {
+    // Without a field the two modes weigh exactly 1/2; a field tilts them.
+    let sym = CurieWeiss::new(20, 1.5, 0.0).unwrap();
+    assert!((sym.positive_mode_weight(1.0) - 0.5).abs() < 1e-15);
+    let tilted = CurieWeiss::new(20, 1.5, 0.02).unwrap();
+    let w = tilted.positive_mode_weight(1.0);
+    assert!(w > 0.6 && w < 1.0, "{w}");
+    let x = tilted.exact_samples(20_000, 1.0, 4);
+    let frac = x.column_iter().filter(|c| c.sum() > 0.0).count() as f64
+        + 0.5 * x.column_iter().filter(|c| c.sum() == 0.0).count() as f64;
+    let frac = frac / 20_000.0;
+    assert!(
+        (frac - w).abs() < 4.0 * (w * (1.0 - w) / 20_000.0).sqrt(),
+        "{frac} vs {w}"
+    );
+
+    let (n, p) = (8, 2);
+    let xi = DMatrix::from_fn(n, p, |i, mu| if (i + mu) % 3 == 0 { -1.0 } else { 1.0 });
+    let hop = Hopfield::new(xi, 1.6, vec![0.0; n]).unwrap();
+    let probs = hop.exact_probabilities(1.0).unwrap();
+    assert!((probs.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    let s = hop.exact_samples(30_000, 1.0, 9).unwrap();
+    let mut counts = vec![0u64; 1 << n];
+    for c in s.column_iter() {
+        counts[(0..n).fold(0usize, |a, i| a | (((c[i] > 0.0) as usize) << i))] += 1;
+    }
+    assert!(chi_square(&counts, &probs).p_value > 1e-4);
+}
