@@ -16,7 +16,7 @@ fn model() -> Rbm<Bernoulli<f32>, Spin<f32>> {
     .unwrap()
 }
 
-/// 300 chains span five chunks of 64, so two threads really split the work.
+/// 300 chains span three chunks of `CHAIN_CHUNK` = 128, so two threads really split the work.
 const CHAINS: usize = 300;
 
 fn sample<K: Kernel<Rbm<Bernoulli<f32>, Spin<f32>>>>(

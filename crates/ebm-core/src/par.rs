@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 /// chunks of this many consecutive chains (the last chunk may be shorter); the boundaries depend
 /// only on the number of chains, never on the number of threads, which makes every result
 /// bit-identical for any [`Par`] and pool size.
-pub const CHAIN_CHUNK: usize = 64;
+pub const CHAIN_CHUNK: usize = 128;
 
 /// How work over chains is executed.
 ///

@@ -78,10 +78,11 @@ impl<F: Scalar> Spin<F> {
 }
 
 /// Implements the parts of `Layer` shared by both binary layers; `$lo` is the value of state 0,
-/// `$cgf` the per-unit CGF of the tempered local field, `$p1` the probability of state 1
-/// given the tempered local field, `$mean` the conditional mean given it.
+/// `$cgf` the per-unit CGF of the tempered local field \\(x = \beta(\theta + I)\\), `$scale`
+/// the factor such that \\(p(\text{state } 1) = \sigma(\text{scale} \cdot x)\\) (1 for
+/// \\(\{0,1\}\\), 2 for \\(\pm1\\)), `$mean` the conditional mean given \\(x\\).
 macro_rules! binary_layer {
-    ($ty:ident, $kind:literal, $lo:expr, $cgf:expr, $p1:expr, $mean:expr) => {
+    ($ty:ident, $kind:literal, $lo:expr, $cgf:expr, $scale:expr, $mean:expr) => {
         impl<F: Scalar> Layer for $ty<F> {
             type Scalar = F;
             const KIND: &'static str = $kind;
@@ -121,12 +122,28 @@ macro_rules! binary_layer {
             #[inline]
             fn sample_in_place<R: Rng + ?Sized>(&self, inputs: &mut [F], beta: f64, rng: &mut R) {
                 debug_assert_eq!(inputs.len(), self.fields.len());
-                let b = F::from_f64(beta);
-                let p1: fn(F) -> F = $p1;
+                // Fused pass in blocks: local field -> probability of state 1 (vectorised
+                // sigmoid) -> one uniform per unit, two per RNG output for f32.
+                const BLOCK: usize = 64;
+                let scale = F::from_f64($scale * beta);
                 let lo: F = F::from_f64($lo);
-                for (x, &t) in inputs.iter_mut().zip(&self.fields) {
-                    let p = p1(b * (t + *x));
-                    *x = if F::uniform(rng) < p { F::one() } else { lo };
+                let mut p = [F::zero(); BLOCK];
+                for (xs, ts) in inputs.chunks_mut(BLOCK).zip(self.fields.chunks(BLOCK)) {
+                    let p = &mut p[..xs.len()];
+                    for ((pk, &x), &t) in p.iter_mut().zip(xs.iter()).zip(ts) {
+                        *pk = scale * (t + x);
+                    }
+                    F::sigmoid_in_place(p);
+                    let mut pairs = xs.chunks_exact_mut(2).zip(p.chunks_exact(2));
+                    for (x, pk) in &mut pairs {
+                        let (u0, u1) = F::uniform_pair(rng);
+                        x[0] = if u0 < pk[0] { F::one() } else { lo };
+                        x[1] = if u1 < pk[1] { F::one() } else { lo };
+                    }
+                    if xs.len() % 2 == 1 {
+                        let k = xs.len() - 1;
+                        xs[k] = if F::uniform(rng) < p[k] { F::one() } else { lo };
+                    }
                 }
             }
 
@@ -197,15 +214,8 @@ macro_rules! binary_layer {
     };
 }
 
-binary_layer!(Bernoulli, "bernoulli", 0.0, softplus, sigmoid, sigmoid);
-binary_layer!(
-    Spin,
-    "spin",
-    -1.0,
-    log_2cosh,
-    |x: F| sigmoid(x + x),
-    |x: F| x.tanh()
-);
+binary_layer!(Bernoulli, "bernoulli", 0.0, softplus, 1.0, sigmoid);
+binary_layer!(Spin, "spin", -1.0, log_2cosh, 2.0, |x: F| x.tanh());
 
 #[cfg(test)]
 mod tests {

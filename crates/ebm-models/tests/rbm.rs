@@ -143,7 +143,7 @@ fn hidden_means_and_batched_free_energies_match_single_chain_formulas() {
         DMatrix::from_fn(4, 3, |i, j| 0.3 * (i as f64) - 0.2 * (j as f64) + 0.1),
     )
     .unwrap();
-    let n = 150; // more than two chunks of chains
+    let n = 150; // more than one chunk of chains
     let mut v = DMatrix::zeros(4, n);
     for k in 0..n {
         rbm.visible()
