@@ -9,6 +9,7 @@
 //! | [`core`] (`ebm-core`) | traits ([`EnergyModel`](core::EnergyModel), [`ConditionalSampler`](core::ConditionalSampler), [`Kernel`](core::Kernel), [`Tractable`](core::Tractable), [`Observer`](core::Observer)), RNG streams, [`Par`](core::Par), errors, numerics |
 //! | [`models`] (`ebm-models`) | unit layers and the generic [`Rbm<V, H>`](models::Rbm), exact enumeration |
 //! | [`samplers`] (`ebm-samplers`) | alternating Gibbs, single-site Metropolis, the sampling driver |
+//! | [`io`] (`ebm-io`) | RBM files: safetensors + JSON metadata, atomic writes, validated loading |
 //! | [`data`] (`ebm-data`) | dataset generators and loaders, PCA, mixing and sample-quality metrics |
 //!
 //! # Example
@@ -31,6 +32,7 @@
 
 pub use ebm_core as core;
 pub use ebm_data as data;
+pub use ebm_io as io;
 pub use ebm_models as models;
 pub use ebm_samplers as samplers;
 pub use nalgebra;
@@ -42,6 +44,7 @@ pub mod prelude {
         ChainState, Chains, ConditionalSampler, EnergyModel, Error, Every, FnObserver, Kernel,
         Observer, Par, RngStreams, Scalar, Tractable,
     };
+    pub use ebm_io::{load_rbm, read_rbm_info, save_rbm};
     pub use ebm_models::exact::Enumerated;
     pub use ebm_models::{
         Bernoulli, BinaryLayer, CurieWeiss, DiscreteLayer, Hopfield, Layer, Potts, Rbm, RbmChains,

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 /// \\[ F_\beta(v) = \beta U_V(v) - \sum_\mu \Gamma^\beta_{H,\mu}\big((W^\top v)_\mu\big), \\]
 ///
 /// which is what [`EnergyModel::energies`] returns. Conditional sampling of a whole batch of
-/// chains is one matrix product per chunk of [`CHAIN_CHUNK`] chains followed by one fused pass
+/// chains is one matrix product per chunk of [`ebm_core::CHAIN_CHUNK`] chains followed by one fused pass
 /// (input, probability, sample) per layer.
 ///
 /// `W` is stored as a `V::width() x H::width()` column-major matrix.
