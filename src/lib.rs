@@ -52,3 +52,8 @@ pub mod prelude {
     };
     pub use ebm_samplers::{Gibbs, Metropolis, StepInfo, run};
 }
+
+/// The README's code examples, compiled and run as doctests so they cannot drift.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
