@@ -28,6 +28,7 @@ mod observe;
 mod par;
 mod rng;
 mod scalar;
+pub mod special;
 mod traits;
 
 pub use chains::{ChainState, Chains};

@@ -6,6 +6,7 @@
 //! energies. Their RBM representations (spin visibles, Gaussian hidden units) are given by
 //! `to_rbm` and tested as identities.
 
+use crate::{Gaussian, Rbm, Spin};
 use ebm_core::linalg::{MatRef, matmul};
 use ebm_core::numerics::log_sum_exp;
 use ebm_core::{EnergyModel, Error, Par, Scalar, Tractable};
@@ -167,6 +168,32 @@ impl CurieWeiss {
     /// The positive mean-field magnetisation \\(m^* = \tanh(\beta(J m^* + h))\\).
     pub fn mean_field_magnetisation(&self, beta: f64) -> f64 {
         mean_field_magnetisation(beta * self.coupling, beta * self.field)
+    }
+
+    /// The RBM representation (spec §3.1, Eq. 10): \\(N\\) spin visibles with fields \\(h\\), one
+    /// Gaussian hidden unit (\\(\gamma = 1, \theta = 0\\)) and weights \\(W_{i1} = \sqrt{J/N}\\).
+    /// Summing out the hidden unit gives \\(F_\beta(v) = \beta E(v) - \frac12 \log\frac{2\pi}{\beta}\\),
+    /// so both define the same law and \\(\log Z^{\rm RBM}_\beta = \log Z_\beta +
+    /// \frac12\log\frac{2\pi}{\beta}\\). Requires \\(J \ge 0\\).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a negative coupling (no real weights represent it).
+    pub fn to_rbm(&self) -> ebm_core::Result<Rbm<Spin<f64>, Gaussian<f64>>> {
+        if self.coupling < 0.0 {
+            return Err(Error::InvalidParameter {
+                name: "coupling".into(),
+                reason: format!(
+                    "the Gaussian-hidden RBM form needs J >= 0, got {}",
+                    self.coupling
+                ),
+            });
+        }
+        let w = (self.coupling / self.n as f64).sqrt();
+        Rbm::new(
+            Spin::new(vec![self.field; self.n]),
+            Gaussian::standard(1),
+            DMatrix::from_element(self.n, 1, w),
+        )
     }
 
     /// The free-energy barrier per spin between the modes, \\(\Delta f = f(0) - f(m^*)\\)
@@ -408,6 +435,31 @@ impl Hopfield {
             }
         }
         Ok(x)
+    }
+
+    /// The RBM representation with "aligned" weights (spec §3.2, Eq. 31): spin visibles with
+    /// the model's fields, \\(P\\) standard Gaussian hidden units and
+    /// \\(W_{i\mu} = \sqrt{J/N}\,\xi^\mu_i\\); \\(F_\beta(v) = \beta E(v) - \frac P2\log\frac{2\pi}{\beta}\\).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a negative coupling.
+    pub fn to_rbm(&self) -> ebm_core::Result<Rbm<Spin<f64>, Gaussian<f64>>> {
+        if self.coupling < 0.0 {
+            return Err(Error::InvalidParameter {
+                name: "coupling".into(),
+                reason: format!(
+                    "the Gaussian-hidden RBM form needs J >= 0, got {}",
+                    self.coupling
+                ),
+            });
+        }
+        let (n, p) = self.patterns.shape();
+        let scale = (self.coupling / n as f64).sqrt();
+        Rbm::new(
+            Spin::new(self.fields.clone()),
+            Gaussian::standard(p),
+            &self.patterns * scale,
+        )
     }
 
     /// Large-\\(N\\) free energy per spin of a Mattis state with overlap \\(m\\) (in units of

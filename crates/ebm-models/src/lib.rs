@@ -31,6 +31,7 @@
 
 pub mod analytic;
 mod binary;
+mod continuous;
 pub mod exact;
 mod layer;
 mod potts;
@@ -38,6 +39,7 @@ mod rbm;
 
 pub use analytic::{CurieWeiss, Hopfield};
 pub use binary::{Bernoulli, Spin};
+pub use continuous::{DReLU, Gaussian, ReLU};
 pub use layer::{BinaryLayer, DiscreteLayer, Layer, LinearFields, NamedTensor, TensorLookup};
 pub use potts::Potts;
 pub use rbm::{Rbm, RbmChains, Reparametrised};

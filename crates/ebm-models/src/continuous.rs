@@ -1,0 +1,522 @@
+//! Real-valued hidden units: [`Gaussian`], [`ReLU`] and double-ReLU ([`DReLU`]).
+//!
+//! Potentials use the same sign convention as the binary layers, the field entering as
+//! \\(\theta + I\\): \\(U(h) = \frac{\gamma}{2}h^2 - \theta h\\) on the unit's support. Tempering
+//! multiplies the whole exponent, \\(p_\beta(h \mid I) \propto e^{\beta(-U(h) + I h)}\\), so each
+//! conditional is a (possibly truncated) Gaussian with precision \\(s = \beta\gamma\\) and mode
+//! \\(m = (\theta + I)/\gamma\\). Their cumulant generating functions diverge at \\(\beta = 0\\):
+//! these layers require \\(\beta > 0\\) (debug builds assert it).
+//!
+//! Everything is evaluated in `f64` with the stable forms of spec
+//! `ags-barriers-analytic-models.md` §2.4 (scaled complementary error function, no cancellation
+//! for large \\(|I|\\)), and truncated normals are sampled exactly far in the tails
+//! ([`ebm_core::special::sample_truncated_normal_above`]).
+
+use crate::layer::{Layer, LinearFields, NamedTensor, TensorLookup};
+use ebm_core::numerics::log_add_exp;
+use ebm_core::special::{
+    inverse_mills, log_half_gaussian, sample_truncated_normal_above, truncated_normal_variance,
+};
+use ebm_core::{Error, Scalar};
+use rand::Rng;
+use rand_distr::{Distribution, StandardNormal};
+
+const LOG_2PI: f64 = 1.837_877_066_409_345_5;
+
+fn check_params<F: Scalar>(
+    kind: &str,
+    name: &str,
+    values: &[F],
+    n: usize,
+    positive: bool,
+) -> ebm_core::Result<()> {
+    Error::check_len(&format!("{kind} layer {name}"), n, values.len())?;
+    let v: Vec<f64> = values.iter().map(|x| x.as_f64()).collect();
+    Error::check_finite(&format!("{kind} layer {name}"), &v)?;
+    if positive && let Some(k) = v.iter().position(|&x| x <= 0.0) {
+        return Err(Error::InvalidParameter {
+            name: format!("{kind} layer {name}[{k}]"),
+            reason: format!("must be > 0 (a precision), got {}", v[k]),
+        });
+    }
+    Ok(())
+}
+
+fn tensor<F: Scalar>(
+    kind: &str,
+    get: TensorLookup<'_, F>,
+    name: &str,
+    n: usize,
+) -> ebm_core::Result<Vec<F>> {
+    let (shape, values) = get(name).ok_or_else(|| Error::ShapeMismatch {
+        what: format!("{kind} layer"),
+        expected: format!("a tensor named \"{name}\""),
+        got: "none".into(),
+    })?;
+    if shape != [n] {
+        return Err(Error::ShapeMismatch {
+            what: format!("{kind} layer {name}"),
+            expected: format!("[{n}]"),
+            got: format!("{shape:?}"),
+        });
+    }
+    Ok(values)
+}
+
+/// Precision \\(s = \beta\gamma\\) and mode \\(m = (\theta + I)/\gamma\\) of a tempered unit.
+#[inline]
+fn precision_and_mode(gamma: f64, theta: f64, input: f64, beta: f64) -> (f64, f64) {
+    debug_assert!(
+        beta > 0.0,
+        "real-valued units need beta > 0 (their CGF diverges at beta = 0)"
+    );
+    (beta * gamma, (theta + input) / gamma)
+}
+
+/// \\(\log \int_0^\infty e^{\beta(-\gamma h^2/2 + (\theta + I) h)} dh\\) for precision `s`, mode `m`.
+#[inline]
+fn half_line_log_mass(s: f64, m: f64) -> f64 {
+    0.5 * (LOG_2PI - s.ln()) + log_half_gaussian(m * s.sqrt())
+}
+
+/// Mean and variance of \\(h \ge 0\\) with density \\(\propto e^{-s(h - m)^2/2}\\).
+#[inline]
+fn half_line_moments(s: f64, m: f64) -> (f64, f64) {
+    let r = s.sqrt();
+    let z = m * r;
+    (
+        (z + inverse_mills(z)) / r,
+        truncated_normal_variance(-z) / s,
+    )
+}
+
+/// Gaussian units: \\(U(h) = \frac{\gamma}{2}h^2 - \theta h\\), \\(h \in \mathbb R\\).
+///
+/// \\(p_\beta(h \mid I) = \mathcal N\big(\frac{\theta + I}{\gamma}, \frac{1}{\beta\gamma}\big)\\),
+/// \\(\Gamma^\beta(I) = \frac{\beta(\theta + I)^2}{2\gamma} + \frac12\log\frac{2\pi}{\beta\gamma}\\)
+/// (spec §2.3). With \\(\gamma = 1, \theta = 0\\) and spin visibles the RBM is a Hopfield
+/// (one unit: Curie–Weiss) model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gaussian<F: Scalar = f64> {
+    gamma: Vec<F>,
+    theta: Vec<F>,
+}
+
+impl<F: Scalar> Gaussian<F> {
+    /// A layer with precisions `gamma` (> 0) and fields `theta`.
+    ///
+    /// # Errors
+    /// Lengths differ, a value is not finite, or a precision is not positive.
+    pub fn new(gamma: Vec<F>, theta: Vec<F>) -> ebm_core::Result<Self> {
+        check_params("gaussian", "gamma", &gamma, gamma.len(), true)?;
+        check_params("gaussian", "theta", &theta, gamma.len(), false)?;
+        Ok(Self { gamma, theta })
+    }
+
+    /// `n` units with \\(\gamma = 1\\), \\(\theta = 0\\).
+    pub fn standard(n: usize) -> Self {
+        Self {
+            gamma: vec![F::one(); n],
+            theta: vec![F::zero(); n],
+        }
+    }
+
+    /// Precisions \\(\gamma\\).
+    pub fn gamma(&self) -> &[F] {
+        &self.gamma
+    }
+
+    /// Fields \\(\theta\\).
+    pub fn theta(&self) -> &[F] {
+        &self.theta
+    }
+
+    /// Conditional mean and variance of unit `i` given its input at `beta`.
+    pub fn mean_and_variance(&self, i: usize, input: f64, beta: f64) -> (f64, f64) {
+        let (s, m) =
+            precision_and_mode(self.gamma[i].as_f64(), self.theta[i].as_f64(), input, beta);
+        (m, 1.0 / s)
+    }
+}
+
+/// ReLU units (Tubiana et al.): \\(U(h) = \frac{\gamma}{2}h^2 - \theta h\\) for \\(h \ge 0\\),
+/// \\(+\infty\\) for \\(h < 0\\).
+///
+/// \\(p_\beta(h \mid I)\\) is \\(\mathcal N(m, 1/s)\\) truncated to \\(h \ge 0\\), and with
+/// \\(z = m\sqrt s\\): \\(\Gamma^\beta(I) = \frac12\log\frac{2\pi}{s} + \frac{z^2}{2} + \log\Phi(z)\\),
+/// evaluated as \\(\log(\operatorname{erfcx}(-z/\sqrt2)/2)\\) for \\(z < 0\\) (spec §2.3–2.4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReLU<F: Scalar = f64> {
+    gamma: Vec<F>,
+    theta: Vec<F>,
+}
+
+impl<F: Scalar> ReLU<F> {
+    /// A layer with precisions `gamma` (> 0) and fields `theta`.
+    ///
+    /// # Errors
+    /// Lengths differ, a value is not finite, or a precision is not positive.
+    pub fn new(gamma: Vec<F>, theta: Vec<F>) -> ebm_core::Result<Self> {
+        check_params("relu", "gamma", &gamma, gamma.len(), true)?;
+        check_params("relu", "theta", &theta, gamma.len(), false)?;
+        Ok(Self { gamma, theta })
+    }
+
+    /// `n` units with \\(\gamma = 1\\), \\(\theta = 0\\).
+    pub fn standard(n: usize) -> Self {
+        Self {
+            gamma: vec![F::one(); n],
+            theta: vec![F::zero(); n],
+        }
+    }
+
+    /// Precisions \\(\gamma\\).
+    pub fn gamma(&self) -> &[F] {
+        &self.gamma
+    }
+
+    /// Fields \\(\theta\\).
+    pub fn theta(&self) -> &[F] {
+        &self.theta
+    }
+
+    /// Conditional mean \\(\frac{z + \lambda(z)}{\sqrt s}\\) and variance
+    /// \\(\frac{1 - z\lambda - \lambda^2}{s}\\) (\\(\lambda = \varphi(z)/\Phi(z)\\)) of unit `i`,
+    /// the variance from an asymptotic series where that formula cancels.
+    pub fn mean_and_variance(&self, i: usize, input: f64, beta: f64) -> (f64, f64) {
+        let (s, m) =
+            precision_and_mode(self.gamma[i].as_f64(), self.theta[i].as_f64(), input, beta);
+        half_line_moments(s, m)
+    }
+}
+
+/// Double-ReLU units (Tubiana et al.): two half-Gaussians joined at 0,
+/// \\(U(h) = \frac{\gamma_+}{2}h^2 - \theta_+ h\\) for \\(h \ge 0\\) and
+/// \\(U(h) = \frac{\gamma_-}{2}h^2 - \theta_- h\\) for \\(h < 0\\).
+///
+/// (Tubiana et al. write \\(+\theta_\pm h_\pm\\); here the fields enter as \\(\theta_\pm + I\\) like
+/// every other layer of the workspace, i.e. their \\(\theta_\pm\\) is our \\(-\theta_\pm\\).)
+/// \\(\Gamma^\beta = \log(e^{L_+} + e^{L_-})\\) with \\(L_\pm\\) the stable log-masses of the two
+/// half-lines; sampling picks a side with its exact probability, then a truncated normal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DReLU<F: Scalar = f64> {
+    gamma_plus: Vec<F>,
+    gamma_minus: Vec<F>,
+    theta_plus: Vec<F>,
+    theta_minus: Vec<F>,
+}
+
+/// Precisions, modes and log-masses of the two sides of a dReLU unit.
+struct Sides {
+    s_plus: f64,
+    m_plus: f64,
+    s_minus: f64,
+    m_minus: f64,
+    log_plus: f64,
+    log_minus: f64,
+}
+
+impl<F: Scalar> DReLU<F> {
+    /// A layer from its four parameter vectors (precisions > 0).
+    ///
+    /// # Errors
+    /// Lengths differ, a value is not finite, or a precision is not positive.
+    pub fn new(
+        gamma_plus: Vec<F>,
+        gamma_minus: Vec<F>,
+        theta_plus: Vec<F>,
+        theta_minus: Vec<F>,
+    ) -> ebm_core::Result<Self> {
+        let n = gamma_plus.len();
+        check_params("drelu", "gamma_plus", &gamma_plus, n, true)?;
+        check_params("drelu", "gamma_minus", &gamma_minus, n, true)?;
+        check_params("drelu", "theta_plus", &theta_plus, n, false)?;
+        check_params("drelu", "theta_minus", &theta_minus, n, false)?;
+        Ok(Self {
+            gamma_plus,
+            gamma_minus,
+            theta_plus,
+            theta_minus,
+        })
+    }
+
+    /// `n` units with \\(\gamma_\pm = 1\\), \\(\theta_\pm = 0\\) (a standard Gaussian).
+    pub fn standard(n: usize) -> Self {
+        Self {
+            gamma_plus: vec![F::one(); n],
+            gamma_minus: vec![F::one(); n],
+            theta_plus: vec![F::zero(); n],
+            theta_minus: vec![F::zero(); n],
+        }
+    }
+
+    /// The parameters `(gamma_plus, gamma_minus, theta_plus, theta_minus)`.
+    pub fn parameters(&self) -> (&[F], &[F], &[F], &[F]) {
+        (
+            &self.gamma_plus,
+            &self.gamma_minus,
+            &self.theta_plus,
+            &self.theta_minus,
+        )
+    }
+
+    fn sides(&self, i: usize, input: f64, beta: f64) -> Sides {
+        let (s_plus, m_plus) = precision_and_mode(
+            self.gamma_plus[i].as_f64(),
+            self.theta_plus[i].as_f64(),
+            input,
+            beta,
+        );
+        let (s_minus, m_minus) = precision_and_mode(
+            self.gamma_minus[i].as_f64(),
+            self.theta_minus[i].as_f64(),
+            input,
+            beta,
+        );
+        Sides {
+            s_plus,
+            m_plus,
+            s_minus,
+            m_minus,
+            log_plus: half_line_log_mass(s_plus, m_plus),
+            // h < 0: reflect, h' = -h >= 0 has mode -m_minus.
+            log_minus: half_line_log_mass(s_minus, -m_minus),
+        }
+    }
+
+    /// Conditional mean and variance of unit `i` (law of total variance over the two sides).
+    pub fn mean_and_variance(&self, i: usize, input: f64, beta: f64) -> (f64, f64) {
+        let sd = self.sides(i, input, beta);
+        let g = log_add_exp(sd.log_plus, sd.log_minus);
+        let (p_plus, p_minus) = ((sd.log_plus - g).exp(), (sd.log_minus - g).exp());
+        let (mp, vp) = half_line_moments(sd.s_plus, sd.m_plus);
+        let (mm, vm) = half_line_moments(sd.s_minus, -sd.m_minus);
+        let (mm, vm) = (-mm, vm);
+        let mean = p_plus * mp + p_minus * mm;
+        let var = p_plus * vp + p_minus * vm + p_plus * p_minus * (mp - mm) * (mp - mm);
+        (mean, var)
+    }
+}
+
+macro_rules! real_layer_common {
+    () => {
+        type Scalar = F;
+
+        fn n_units(&self) -> usize {
+            self.theta_len()
+        }
+
+        fn energy(&self, x: &[F]) -> f64 {
+            (0..x.len())
+                .map(|i| self.unit_energy(i, &x[i..i + 1]))
+                .sum()
+        }
+
+        fn cgf(&self, inputs: &[F], beta: f64) -> f64 {
+            (0..inputs.len())
+                .map(|i| self.unit_cgf(i, inputs[i].as_f64(), beta))
+                .sum()
+        }
+
+        fn mean_in_place(&self, inputs: &mut [F], beta: f64) {
+            for (i, x) in inputs.iter_mut().enumerate() {
+                *x = F::from_f64(self.mean_and_variance(i, x.as_f64(), beta).0);
+            }
+        }
+    };
+}
+
+impl<F: Scalar> Gaussian<F> {
+    fn theta_len(&self) -> usize {
+        self.theta.len()
+    }
+    fn unit_cgf(&self, i: usize, input: f64, beta: f64) -> f64 {
+        let (s, m) =
+            precision_and_mode(self.gamma[i].as_f64(), self.theta[i].as_f64(), input, beta);
+        0.5 * s * m * m + 0.5 * (LOG_2PI - s.ln())
+    }
+}
+
+impl<F: Scalar> ReLU<F> {
+    fn theta_len(&self) -> usize {
+        self.theta.len()
+    }
+    fn unit_cgf(&self, i: usize, input: f64, beta: f64) -> f64 {
+        let (s, m) =
+            precision_and_mode(self.gamma[i].as_f64(), self.theta[i].as_f64(), input, beta);
+        half_line_log_mass(s, m)
+    }
+}
+
+impl<F: Scalar> DReLU<F> {
+    fn theta_len(&self) -> usize {
+        self.theta_plus.len()
+    }
+    fn unit_cgf(&self, i: usize, input: f64, beta: f64) -> f64 {
+        let sd = self.sides(i, input, beta);
+        log_add_exp(sd.log_plus, sd.log_minus)
+    }
+}
+
+impl<F: Scalar> Layer for Gaussian<F> {
+    real_layer_common!();
+    const KIND: &'static str = "gaussian";
+
+    fn unit_energy(&self, i: usize, x_i: &[F]) -> f64 {
+        let h = x_i[0].as_f64();
+        0.5 * self.gamma[i].as_f64() * h * h - self.theta[i].as_f64() * h
+    }
+
+    fn sample_in_place<R: Rng + ?Sized>(&self, inputs: &mut [F], beta: f64, rng: &mut R) {
+        for (i, x) in inputs.iter_mut().enumerate() {
+            let (s, m) = precision_and_mode(
+                self.gamma[i].as_f64(),
+                self.theta[i].as_f64(),
+                x.as_f64(),
+                beta,
+            );
+            let z: f64 = StandardNormal.sample(rng);
+            *x = F::from_f64(m + z / s.sqrt());
+        }
+    }
+
+    fn tensors(&self) -> Vec<NamedTensor<F>> {
+        let n = self.theta.len();
+        vec![
+            ("gamma", vec![n], self.gamma.clone()),
+            ("theta", vec![n], self.theta.clone()),
+        ]
+    }
+
+    fn from_tensors(n_units: usize, get: TensorLookup<'_, F>) -> ebm_core::Result<Self> {
+        Self::new(
+            tensor("gaussian", get, "gamma", n_units)?,
+            tensor("gaussian", get, "theta", n_units)?,
+        )
+    }
+}
+
+impl<F: Scalar> Layer for ReLU<F> {
+    real_layer_common!();
+    const KIND: &'static str = "relu";
+
+    fn unit_energy(&self, i: usize, x_i: &[F]) -> f64 {
+        let h = x_i[0].as_f64();
+        if h < 0.0 {
+            return f64::INFINITY;
+        }
+        0.5 * self.gamma[i].as_f64() * h * h - self.theta[i].as_f64() * h
+    }
+
+    fn sample_in_place<R: Rng + ?Sized>(&self, inputs: &mut [F], beta: f64, rng: &mut R) {
+        for (i, x) in inputs.iter_mut().enumerate() {
+            let (s, m) = precision_and_mode(
+                self.gamma[i].as_f64(),
+                self.theta[i].as_f64(),
+                x.as_f64(),
+                beta,
+            );
+            let r = s.sqrt();
+            let t = sample_truncated_normal_above(-m * r, rng);
+            // h = m + t / r >= 0; written as (z + t) / r to avoid cancellation when m << 0.
+            *x = F::from_f64(((m * r + t) / r).max(0.0));
+        }
+    }
+
+    fn tensors(&self) -> Vec<NamedTensor<F>> {
+        let n = self.theta.len();
+        vec![
+            ("gamma", vec![n], self.gamma.clone()),
+            ("theta", vec![n], self.theta.clone()),
+        ]
+    }
+
+    fn from_tensors(n_units: usize, get: TensorLookup<'_, F>) -> ebm_core::Result<Self> {
+        Self::new(
+            tensor("relu", get, "gamma", n_units)?,
+            tensor("relu", get, "theta", n_units)?,
+        )
+    }
+}
+
+impl<F: Scalar> Layer for DReLU<F> {
+    real_layer_common!();
+    const KIND: &'static str = "drelu";
+
+    fn unit_energy(&self, i: usize, x_i: &[F]) -> f64 {
+        let h = x_i[0].as_f64();
+        if h >= 0.0 {
+            0.5 * self.gamma_plus[i].as_f64() * h * h - self.theta_plus[i].as_f64() * h
+        } else {
+            0.5 * self.gamma_minus[i].as_f64() * h * h - self.theta_minus[i].as_f64() * h
+        }
+    }
+
+    fn sample_in_place<R: Rng + ?Sized>(&self, inputs: &mut [F], beta: f64, rng: &mut R) {
+        for (i, x) in inputs.iter_mut().enumerate() {
+            let sd = self.sides(i, x.as_f64(), beta);
+            let p_plus = (sd.log_plus - log_add_exp(sd.log_plus, sd.log_minus)).exp();
+            let u: f64 = rng.random();
+            let h = if u < p_plus {
+                let r = sd.s_plus.sqrt();
+                ((sd.m_plus * r + sample_truncated_normal_above(-sd.m_plus * r, rng)) / r).max(0.0)
+            } else {
+                let r = sd.s_minus.sqrt();
+                // h' = -h >= 0 has mode -m_minus.
+                -((-sd.m_minus * r + sample_truncated_normal_above(sd.m_minus * r, rng)) / r)
+                    .max(0.0)
+            };
+            *x = F::from_f64(h);
+        }
+    }
+
+    fn tensors(&self) -> Vec<NamedTensor<F>> {
+        let n = self.theta_plus.len();
+        vec![
+            ("gamma_plus", vec![n], self.gamma_plus.clone()),
+            ("gamma_minus", vec![n], self.gamma_minus.clone()),
+            ("theta_plus", vec![n], self.theta_plus.clone()),
+            ("theta_minus", vec![n], self.theta_minus.clone()),
+        ]
+    }
+
+    fn from_tensors(n_units: usize, get: TensorLookup<'_, F>) -> ebm_core::Result<Self> {
+        Self::new(
+            tensor("drelu", get, "gamma_plus", n_units)?,
+            tensor("drelu", get, "gamma_minus", n_units)?,
+            tensor("drelu", get, "theta_plus", n_units)?,
+            tensor("drelu", get, "theta_minus", n_units)?,
+        )
+    }
+}
+
+fn add_fields<F: Scalar>(theta: &mut [F], delta: &[f64]) {
+    assert_eq!(
+        delta.len(),
+        theta.len(),
+        "add_to_fields: one value per unit"
+    );
+    for (t, d) in theta.iter_mut().zip(delta) {
+        *t = F::from_f64(t.as_f64() + d);
+    }
+}
+
+impl<F: Scalar> LinearFields for Gaussian<F> {
+    fn add_to_fields(&mut self, delta: &[f64]) {
+        add_fields(&mut self.theta, delta);
+    }
+}
+
+impl<F: Scalar> LinearFields for ReLU<F> {
+    fn add_to_fields(&mut self, delta: &[f64]) {
+        add_fields(&mut self.theta, delta);
+    }
+}
+
+impl<F: Scalar> LinearFields for DReLU<F> {
+    /// A linear term \\(\delta h\\) shifts both \\(\theta_+\\) and \\(\theta_-\\).
+    fn add_to_fields(&mut self, delta: &[f64]) {
+        add_fields(&mut self.theta_plus, delta);
+        add_fields(&mut self.theta_minus, delta);
+    }
+}
