@@ -119,7 +119,38 @@ fn bench_bare_gemms<F: Scalar>(c: &mut Criterion) {
     group.finish();
 }
 
+/// Potts visible layer of the protein-sequence shape (100 sites, q = 21, one-hot: 2100 values
+/// per chain) with 200 Bernoulli hidden units, 2000 chains, f32, 2 threads.
+fn bench_potts(c: &mut Criterion) {
+    let (sites, q, nh) = (100, 21, 200);
+    let w = DMatrix::from_fn(sites * q, nh, |i, j| {
+        0.05 * ((((i * 7919 + j * 104_729) % 1000) as f32) / 500.0 - 1.0)
+    });
+    let rbm = Rbm::new(Potts::<f32>::zeros(sites, q), Bernoulli::zeros(nh), w).unwrap();
+    let mut group = c.benchmark_group(format!("gibbs/potts-q{q}-{sites}x{nh}/chains={CHAINS}/f32"));
+    group.throughput(Throughput::Elements(CHAINS as u64));
+    group.sample_size(10);
+    let pool = pool(2);
+    let mut state = ChainState::new(rbm.new_state(CHAINS), 1);
+    pool.install(|| run(&rbm, &Gibbs::new(2), 1.0, &mut state, 1, Par::Rayon, ()).unwrap());
+    group.bench_function(BenchmarkId::new("sweep", "threads=2"), |b| {
+        b.iter(|| {
+            pool.install(|| {
+                Gibbs::new(1).step(
+                    &rbm,
+                    1.0,
+                    &mut state.chains,
+                    state.rngs.as_mut_slice(),
+                    Par::Rayon,
+                )
+            })
+        })
+    });
+    group.finish();
+}
+
 fn benches(c: &mut Criterion) {
+    bench_potts(c);
     bench_sweeps::<f32>(c);
     bench_bare_gemms::<f32>(c);
     bench_sweeps::<f64>(c);

@@ -68,8 +68,9 @@ pub fn log_half_gaussian(x: f64) -> f64 {
 }
 
 /// The inverse Mills ratio \\(\lambda(x) = \varphi(x) / \Phi(x) = \sqrt{2/\pi} /
-/// \operatorname{erfcx}(-x/\sqrt2)\\): the mean of \\(t \sim N(0,1)\\) conditioned on
-/// \\(t \ge -x\\) is \\(\lambda(x) - x\\)... more usefully, \\(E[t \mid t \ge a] = \lambda(-a)\\).
+/// \operatorname{erfcx}(-x/\sqrt2)\\), finite for every \\(x\\) (it tends to 0 as
+/// \\(x \to \infty\\) and behaves as \\(-x\\) as \\(x \to -\infty\\)). For \\(t \sim N(0, 1)\\),
+/// \\(E[t \mid t \ge a] = \lambda(-a)\\).
 pub fn inverse_mills(x: f64) -> f64 {
     (2.0 / std::f64::consts::PI).sqrt() / erfcx(-x / std::f64::consts::SQRT_2)
 }
