@@ -149,7 +149,38 @@ fn bench_potts(c: &mut Criterion) {
     group.finish();
 }
 
+/// Bernoulli visible layer (784) with 200 Gaussian hidden units, 2000 chains, f32, 2 threads.
+fn bench_gaussian_hidden(c: &mut Criterion) {
+    let w = DMatrix::from_fn(NV, NH, |i, j| {
+        0.05 * ((((i * 7919 + j * 104_729) % 1000) as f32) / 500.0 - 1.0)
+    });
+    let rbm = Rbm::new(Bernoulli::<f32>::zeros(NV), Gaussian::standard(NH), w).unwrap();
+    let mut group = c.benchmark_group(format!(
+        "gibbs/bernoulli-gaussian/{NV}x{NH}/chains={CHAINS}/f32"
+    ));
+    group.throughput(Throughput::Elements(CHAINS as u64));
+    group.sample_size(10);
+    let pool = pool(2);
+    let mut state = ChainState::new(rbm.new_state(CHAINS), 1);
+    pool.install(|| run(&rbm, &Gibbs::new(2), 1.0, &mut state, 1, Par::Rayon, ()).unwrap());
+    group.bench_function(BenchmarkId::new("sweep", "threads=2"), |b| {
+        b.iter(|| {
+            pool.install(|| {
+                Gibbs::new(1).step(
+                    &rbm,
+                    1.0,
+                    &mut state.chains,
+                    state.rngs.as_mut_slice(),
+                    Par::Rayon,
+                )
+            })
+        })
+    });
+    group.finish();
+}
+
 fn benches(c: &mut Criterion) {
+    bench_gaussian_hidden(c);
     bench_potts(c);
     bench_sweeps::<f32>(c);
     bench_bare_gemms::<f32>(c);

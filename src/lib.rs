@@ -47,8 +47,8 @@ pub mod prelude {
     pub use ebm_io::{load_rbm, read_rbm_info, save_rbm};
     pub use ebm_models::exact::Enumerated;
     pub use ebm_models::{
-        Bernoulli, BinaryLayer, CurieWeiss, DiscreteLayer, Hopfield, Layer, Potts, Rbm, RbmChains,
-        Spin,
+        Bernoulli, BinaryLayer, CurieWeiss, DReLU, DiscreteLayer, Gaussian, Hopfield, Layer, Potts,
+        Rbm, RbmChains, ReLU, Spin,
     };
     pub use ebm_samplers::{Gibbs, Metropolis, StepInfo, run};
 }

@@ -539,3 +539,88 @@ fn real_layers_stay_finite_for_huge_inputs_in_f32() {
     let cw = CurieWeiss::new(6, 1.0, 0.0).unwrap();
     assert!(cw.log_partition(1.0).is_finite());
 }
+
+/// Gaussian visible units with discrete hidden units: the visible law is a mixture of
+/// Gaussians indexed by h, whose exact weights come from enumerating the hidden layer. Chains
+/// started exactly and advanced by Gibbs sweeps must keep the exact first and second moments.
+#[test]
+fn gaussian_visible_layer_keeps_exact_moments_under_gibbs() {
+    let (nv, beta) = (4usize, 0.8);
+    let gamma = vec![1.0, 2.0, 0.5, 1.5];
+    let theta = vec![0.2, -0.4, 0.0, 0.6];
+    let w = DMatrix::from_fn(nv, 3, |i, j| ((i * 5 + j * 3) % 7) as f64 * 0.3 - 0.9);
+    let rbm = Rbm::new(
+        Gaussian::new(gamma.clone(), theta.clone()).unwrap(),
+        Bernoulli::new(vec![0.3, -0.2, 0.1]),
+        w.clone(),
+    )
+    .unwrap();
+    // Exact mixture: p(h) from the hidden free energies, v | h ~ N((theta + W h) / gamma, 1 / (beta gamma)).
+    let fh = exact::hidden_free_energies(&rbm, beta, Par::Seq).unwrap();
+    let lz = ebm_core::numerics::log_sum_exp(&fh.iter().map(|f| -f).collect::<Vec<_>>());
+    let (mut mean, mut second) = (vec![0.0; nv], vec![0.0; nv]);
+    let mut h = vec![0.0; 3];
+    for (k, f) in fh.iter().enumerate() {
+        let p = (-f - lz).exp();
+        rbm.hidden().write_configuration(k as u128, &mut h);
+        for i in 0..nv {
+            let mu = (theta[i] + (0..3).map(|j| w[(i, j)] * h[j]).sum::<f64>()) / gamma[i];
+            mean[i] += p * mu;
+            second[i] += p * (mu * mu + 1.0 / (beta * gamma[i]));
+        }
+    }
+    let n = 40_000;
+    let run = |hidden_beta: f64| {
+        let mut x = rbm.default_chains(n);
+        let mut rngs = RngStreams::new(8, n);
+        // Exact start: h from p(h), then v | h.
+        let mut cdf = Vec::new();
+        let mut acc = 0.0;
+        for f in &fh {
+            acc += (-f - lz).exp();
+            cdf.push(acc);
+        }
+        for (mut col, rng) in x
+            .hidden
+            .column_iter_mut()
+            .zip(rngs.as_mut_slice().iter_mut())
+        {
+            let u: f64 = rand::Rng::random(rng);
+            let k = cdf.partition_point(|&c| c <= u * acc).min(cdf.len() - 1);
+            rbm.hidden()
+                .write_configuration(k as u128, col.as_mut_slice());
+        }
+        rbm.sample_visible(&mut x, beta, rngs.as_mut_slice(), Par::Rayon);
+        for _ in 0..3 {
+            rbm.sample_hidden(&mut x, hidden_beta, rngs.as_mut_slice(), Par::Rayon);
+            rbm.sample_visible(&mut x, beta, rngs.as_mut_slice(), Par::Rayon);
+        }
+        x
+    };
+    let x = run(beta);
+    let mut worst: f64 = 0.0;
+    for i in 0..nv {
+        let row = x.visible.row(i);
+        let m = row.iter().sum::<f64>() / n as f64;
+        let m2 = row.iter().map(|v| v * v).sum::<f64>() / n as f64;
+        let sd = (second[i] - mean[i] * mean[i]).sqrt();
+        // Chains are independent: standard errors of the mean and of the second moment.
+        worst = worst.max((m - mean[i]).abs() / (sd / (n as f64).sqrt()));
+        let sd2 = (row.iter().map(|v| (v * v - m2).powi(2)).sum::<f64>() / n as f64).sqrt();
+        worst = worst.max((m2 - second[i]).abs() / (sd2 / (n as f64).sqrt()));
+    }
+    assert!(worst < 5.0, "largest z-score {worst}");
+    // Negative control: hidden units sampled at the wrong temperature drift off.
+    let y = run(0.2 * beta);
+    let drift = (0..nv)
+        .map(|i| {
+            let m = y.visible.row(i).iter().sum::<f64>() / n as f64;
+            let sd = (second[i] - mean[i] * mean[i]).sqrt();
+            (m - mean[i]).abs() / (sd / (n as f64).sqrt())
+        })
+        .fold(0.0, f64::max);
+    assert!(
+        drift > 10.0,
+        "wrong kernel not detected: largest z-score {drift}"
+    );
+}

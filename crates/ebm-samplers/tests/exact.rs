@@ -234,3 +234,52 @@ fn metropolis_reports_its_acceptance() {
     let r = info.acceptance_rate();
     assert!(r > 0.0 && r < 1.0);
 }
+
+/// Both kernels on RBMs with real-valued hidden units (the visible layer is enumerated).
+#[test]
+fn kernels_leave_the_target_invariant_with_real_hidden_units() {
+    use ebm_models::{DReLU, Gaussian, ReLU};
+    let w = |nv: usize, nh: usize| {
+        DMatrix::from_fn(nv, nh, |i, j| ((i * 3 + j * 7) % 5) as f64 * 0.45 - 0.8)
+    };
+    let spin = || Spin::new(vec![0.1, -0.2, 0.3, 0.0, 0.15]);
+    let g = Rbm::new(
+        spin(),
+        Gaussian::new(vec![0.8, 1.5], vec![0.1, -0.3]).unwrap(),
+        w(5, 2),
+    )
+    .unwrap();
+    let r = Rbm::new(
+        Potts::new(3, vec![0.1, -0.2, 0.0, 0.3, 0.2, -0.1, 0.0, 0.4, -0.3]).unwrap(),
+        ReLU::new(vec![1.0, 0.6], vec![0.5, -0.2]).unwrap(),
+        w(9, 2),
+    )
+    .unwrap();
+    let d = Rbm::new(
+        spin(),
+        DReLU::new(
+            vec![1.2, 0.7],
+            vec![0.5, 2.0],
+            vec![0.4, 0.0],
+            vec![-0.6, 0.3],
+        )
+        .unwrap(),
+        w(5, 2),
+    )
+    .unwrap();
+    for (k, p) in [
+        visible_invariance(&g, &Gibbs::new(1), 0.9, DRAWS, 101),
+        visible_invariance(&g, &Metropolis::new(1), 0.9, DRAWS, 102),
+        visible_invariance(&r, &Gibbs::new(1), 1.0, DRAWS, 103),
+        visible_invariance(&r, &Metropolis::new(1), 1.0, DRAWS, 104),
+        visible_invariance(&d, &Gibbs::new(1), 0.8, DRAWS, 105),
+        visible_invariance(&d, &Metropolis::new(1), 0.8, DRAWS, 106),
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(p.p_value > ALPHA, "case {k}: {p:?}");
+    }
+    let bad = visible_invariance(&g, &AtBeta(Metropolis::new(1), 0.3), 0.9, DRAWS, 107);
+    assert!(bad.p_value < REJECT, "{bad:?}");
+}
