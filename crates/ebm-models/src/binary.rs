@@ -155,6 +155,30 @@ macro_rules! binary_layer {
                 }
             }
 
+            fn variance_in_place(&self, inputs: &mut [F], beta: f64) {
+                let lo = $lo;
+                self.mean_in_place(inputs, beta);
+                // x in {lo, 1}: Var = (1 - mean)(mean - lo).
+                for x in inputs.iter_mut() {
+                    let m = x.as_f64();
+                    *x = F::from_f64((1.0 - m) * (m - lo));
+                }
+            }
+
+            fn energy_gradient(&self, x: &[F], out: &mut [f64]) {
+                for (o, v) in out.iter_mut().zip(x) {
+                    *o = -v.as_f64();
+                }
+            }
+
+            fn expected_energy_gradient(&self, inputs: &[F], beta: f64, out: &mut [f64]) {
+                let b = F::from_f64(beta);
+                let mean: fn(F) -> F = $mean;
+                for ((o, &i), &t) in out.iter_mut().zip(inputs).zip(&self.fields) {
+                    *o = -mean(b * (t + i)).as_f64();
+                }
+            }
+
             fn tensors(&self) -> Vec<NamedTensor<F>> {
                 vec![("bias", vec![self.fields.len()], self.fields.clone())]
             }

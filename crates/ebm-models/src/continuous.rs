@@ -323,6 +323,12 @@ macro_rules! real_layer_common {
                 *x = F::from_f64(self.mean_and_variance(i, x.as_f64(), beta).0);
             }
         }
+
+        fn variance_in_place(&self, inputs: &mut [F], beta: f64) {
+            for (i, x) in inputs.iter_mut().enumerate() {
+                *x = F::from_f64(self.mean_and_variance(i, x.as_f64(), beta).1);
+            }
+        }
     };
 }
 
@@ -362,6 +368,24 @@ impl<F: Scalar> Layer for Gaussian<F> {
     real_layer_common!();
     const KIND: &'static str = "gaussian";
 
+    fn energy_gradient(&self, x: &[F], out: &mut [f64]) {
+        let n = x.len();
+        for (i, v) in x.iter().enumerate() {
+            let h = v.as_f64();
+            out[i] = 0.5 * h * h;
+            out[n + i] = -h;
+        }
+    }
+
+    fn expected_energy_gradient(&self, inputs: &[F], beta: f64, out: &mut [f64]) {
+        let n = inputs.len();
+        for (i, v) in inputs.iter().enumerate() {
+            let (m, var) = self.mean_and_variance(i, v.as_f64(), beta);
+            out[i] = 0.5 * (var + m * m);
+            out[n + i] = -m;
+        }
+    }
+
     fn unit_energy(&self, i: usize, x_i: &[F]) -> f64 {
         let h = x_i[0].as_f64();
         0.5 * self.gamma[i].as_f64() * h * h - self.theta[i].as_f64() * h
@@ -399,6 +423,24 @@ impl<F: Scalar> Layer for Gaussian<F> {
 impl<F: Scalar> Layer for ReLU<F> {
     real_layer_common!();
     const KIND: &'static str = "relu";
+
+    fn energy_gradient(&self, x: &[F], out: &mut [f64]) {
+        let n = x.len();
+        for (i, v) in x.iter().enumerate() {
+            let h = v.as_f64();
+            out[i] = 0.5 * h * h;
+            out[n + i] = -h;
+        }
+    }
+
+    fn expected_energy_gradient(&self, inputs: &[F], beta: f64, out: &mut [f64]) {
+        let n = inputs.len();
+        for (i, v) in inputs.iter().enumerate() {
+            let (m, var) = self.mean_and_variance(i, v.as_f64(), beta);
+            out[i] = 0.5 * (var + m * m);
+            out[n + i] = -m;
+        }
+    }
 
     fn unit_energy(&self, i: usize, x_i: &[F]) -> f64 {
         let h = x_i[0].as_f64();
@@ -442,6 +484,37 @@ impl<F: Scalar> Layer for ReLU<F> {
 impl<F: Scalar> Layer for DReLU<F> {
     real_layer_common!();
     const KIND: &'static str = "drelu";
+
+    /// Parameters in the order `gamma_plus, gamma_minus, theta_plus, theta_minus`.
+    fn energy_gradient(&self, x: &[F], out: &mut [f64]) {
+        let n = x.len();
+        out.fill(0.0);
+        for (i, v) in x.iter().enumerate() {
+            let h = v.as_f64();
+            if h >= 0.0 {
+                out[i] = 0.5 * h * h;
+                out[2 * n + i] = -h;
+            } else {
+                out[n + i] = 0.5 * h * h;
+                out[3 * n + i] = -h;
+            }
+        }
+    }
+
+    fn expected_energy_gradient(&self, inputs: &[F], beta: f64, out: &mut [f64]) {
+        let n = inputs.len();
+        for (i, v) in inputs.iter().enumerate() {
+            let sd = self.sides(i, v.as_f64(), beta);
+            let g = log_add_exp(sd.log_plus, sd.log_minus);
+            let (p_plus, p_minus) = ((sd.log_plus - g).exp(), (sd.log_minus - g).exp());
+            let (mp, vp) = half_line_moments(sd.s_plus, sd.m_plus);
+            let (mm, vm) = half_line_moments(sd.s_minus, -sd.m_minus); // moments of -h on h < 0
+            out[i] = 0.5 * p_plus * (vp + mp * mp);
+            out[n + i] = 0.5 * p_minus * (vm + mm * mm);
+            out[2 * n + i] = -p_plus * mp;
+            out[3 * n + i] = p_minus * mm;
+        }
+    }
 
     fn unit_energy(&self, i: usize, x_i: &[F]) -> f64 {
         let h = x_i[0].as_f64();

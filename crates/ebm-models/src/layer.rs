@@ -71,6 +71,26 @@ pub trait Layer: Clone + std::fmt::Debug + Send + Sync {
     /// Overwrites `inputs` with the conditional mean \\(E_\beta[x \mid I]\\).
     fn mean_in_place(&self, inputs: &mut [Self::Scalar], beta: f64);
 
+    /// Overwrites `inputs` with the conditional variance \\(\operatorname{Var}_\beta[x \mid I]\\)
+    /// of each value (for one-hot Potts slots, the variance of each indicator).
+    fn variance_in_place(&self, inputs: &mut [Self::Scalar], beta: f64);
+
+    /// Number of parameters: the total size of [`Layer::tensors`].
+    fn n_parameters(&self) -> usize {
+        self.tensors().iter().map(|t| t.2.len()).sum()
+    }
+
+    /// Writes \\(\partial U(x) / \partial \phi_k\\) for every parameter \\(\phi_k\\) (in the order
+    /// of [`Layer::tensors`], flattened) into `out` (length [`Layer::n_parameters`]): the
+    /// sufficient statistics of the layer for log-likelihood gradients of a visible layer.
+    fn energy_gradient(&self, x: &[Self::Scalar], out: &mut [f64]);
+
+    /// Writes \\(E_\beta[\partial U / \partial \phi_k \mid I]\\) into `out`: the statistics of a
+    /// hidden layer given its inputs. They satisfy
+    /// \\(\partial \Gamma^\beta(I) / \partial \phi_k = -\beta\, E_\beta[\partial U / \partial \phi_k \mid I]\\),
+    /// which the tests check by finite differences.
+    fn expected_energy_gradient(&self, inputs: &[Self::Scalar], beta: f64, out: &mut [f64]);
+
     /// The parameters as named flat tensors `(name, shape, values)`, for model files.
     fn tensors(&self) -> Vec<NamedTensor<Self::Scalar>>;
 

@@ -191,6 +191,42 @@ impl<F: Scalar> Layer for Potts<F> {
         }
     }
 
+    fn variance_in_place(&self, inputs: &mut [F], beta: f64) {
+        self.mean_in_place(inputs, beta);
+        for x in inputs.iter_mut() {
+            *x = *x * (F::one() - *x);
+        }
+    }
+
+    fn energy_gradient(&self, x: &[F], out: &mut [f64]) {
+        for (o, v) in out.iter_mut().zip(x) {
+            *o = -v.as_f64();
+        }
+    }
+
+    fn expected_energy_gradient(&self, inputs: &[F], beta: f64, out: &mut [f64]) {
+        let q = self.q;
+        for ((o, inp), th) in out
+            .chunks_mut(q)
+            .zip(inputs.chunks(q))
+            .zip(self.fields.chunks(q))
+        {
+            let m = inp
+                .iter()
+                .zip(th)
+                .map(|(i, t)| beta * (t.as_f64() + i.as_f64()))
+                .fold(f64::NEG_INFINITY, f64::max);
+            let mut total = 0.0;
+            for ((ok, i), t) in o.iter_mut().zip(inp).zip(th) {
+                *ok = (beta * (t.as_f64() + i.as_f64()) - m).exp();
+                total += *ok;
+            }
+            for ok in o.iter_mut() {
+                *ok = -*ok / total;
+            }
+        }
+    }
+
     fn tensors(&self) -> Vec<NamedTensor<F>> {
         vec![("fields", vec![self.n_units(), self.q], self.fields.clone())]
     }
