@@ -34,7 +34,6 @@ mod linalg;
 pub mod loaders;
 pub mod metrics;
 pub mod pca;
-pub mod stats;
 
 use std::path::{Path, PathBuf};
 

@@ -60,6 +60,28 @@ fn round_trips_are_bit_exact_for_every_binary_combination_and_dtype() {
     .unwrap();
     save_rbm(&potts, &p).unwrap();
     assert_eq!(load_rbm::<Potts<f64>, Bernoulli<f64>>(&p).unwrap(), potts);
+    let gauss = ebm_models::CurieWeiss::new(6, 1.3, 0.1)
+        .unwrap()
+        .to_rbm()
+        .unwrap();
+    save_rbm(&gauss, &p).unwrap();
+    assert_eq!(
+        load_rbm::<Spin<f64>, ebm_models::Gaussian<f64>>(&p).unwrap(),
+        gauss
+    );
+    let drelu = Rbm::new(
+        Spin::<f32>::new(vec![0.1, 0.2]),
+        ebm_models::DReLU::new(vec![1.0f32], vec![2.0], vec![0.5], vec![-0.5]).unwrap(),
+        DMatrix::from_row_slice(2, 1, &[0.3f32, -0.7]),
+    )
+    .unwrap();
+    save_rbm(&drelu, &p).unwrap();
+    assert_eq!(
+        load_rbm::<Spin<f32>, ebm_models::DReLU<f32>>(&p).unwrap(),
+        drelu
+    );
+    // A non-positive precision in a file is rejected by the layer, naming the side.
+    assert!(load_rbm::<Spin<f32>, ebm_models::ReLU<f32>>(&p).is_err());
 }
 
 #[test]

@@ -103,34 +103,6 @@ pub struct Gaussian<F: Scalar = f64> {
 }
 
 impl<F: Scalar> Gaussian<F> {
-    /// A layer with precisions `gamma` (> 0) and fields `theta`.
-    ///
-    /// # Errors
-    /// Lengths differ, a value is not finite, or a precision is not positive.
-    pub fn new(gamma: Vec<F>, theta: Vec<F>) -> ebm_core::Result<Self> {
-        check_params("gaussian", "gamma", &gamma, gamma.len(), true)?;
-        check_params("gaussian", "theta", &theta, gamma.len(), false)?;
-        Ok(Self { gamma, theta })
-    }
-
-    /// `n` units with \\(\gamma = 1\\), \\(\theta = 0\\).
-    pub fn standard(n: usize) -> Self {
-        Self {
-            gamma: vec![F::one(); n],
-            theta: vec![F::zero(); n],
-        }
-    }
-
-    /// Precisions \\(\gamma\\).
-    pub fn gamma(&self) -> &[F] {
-        &self.gamma
-    }
-
-    /// Fields \\(\theta\\).
-    pub fn theta(&self) -> &[F] {
-        &self.theta
-    }
-
     /// Conditional mean and variance of unit `i` given its input at `beta`.
     pub fn mean_and_variance(&self, i: usize, input: f64, beta: f64) -> (f64, f64) {
         let (s, m) =
@@ -152,34 +124,6 @@ pub struct ReLU<F: Scalar = f64> {
 }
 
 impl<F: Scalar> ReLU<F> {
-    /// A layer with precisions `gamma` (> 0) and fields `theta`.
-    ///
-    /// # Errors
-    /// Lengths differ, a value is not finite, or a precision is not positive.
-    pub fn new(gamma: Vec<F>, theta: Vec<F>) -> ebm_core::Result<Self> {
-        check_params("relu", "gamma", &gamma, gamma.len(), true)?;
-        check_params("relu", "theta", &theta, gamma.len(), false)?;
-        Ok(Self { gamma, theta })
-    }
-
-    /// `n` units with \\(\gamma = 1\\), \\(\theta = 0\\).
-    pub fn standard(n: usize) -> Self {
-        Self {
-            gamma: vec![F::one(); n],
-            theta: vec![F::zero(); n],
-        }
-    }
-
-    /// Precisions \\(\gamma\\).
-    pub fn gamma(&self) -> &[F] {
-        &self.gamma
-    }
-
-    /// Fields \\(\theta\\).
-    pub fn theta(&self) -> &[F] {
-        &self.theta
-    }
-
     /// Conditional mean \\(\frac{z + \lambda(z)}{\sqrt s}\\) and variance
     /// \\(\frac{1 - z\lambda - \lambda^2}{s}\\) (\\(\lambda = \varphi(z)/\Phi(z)\\)) of unit `i`,
     /// the variance from an asymptotic series where that formula cancels.
@@ -189,6 +133,93 @@ impl<F: Scalar> ReLU<F> {
         half_line_moments(s, m)
     }
 }
+
+/// Constructors, accessors, parameter tensors and field shifts shared by the two layers with
+/// one precision \\(\gamma\\) and one field \\(\theta\\) per unit.
+macro_rules! gamma_theta_layer {
+    ($ty:ident, $kind:literal) => {
+        impl<F: Scalar> $ty<F> {
+            /// A layer with precisions `gamma` (> 0) and fields `theta`.
+            ///
+            /// # Errors
+            /// Lengths differ, a value is not finite, or a precision is not positive.
+            pub fn new(gamma: Vec<F>, theta: Vec<F>) -> ebm_core::Result<Self> {
+                check_params($kind, "gamma", &gamma, gamma.len(), true)?;
+                check_params($kind, "theta", &theta, gamma.len(), false)?;
+                Ok(Self { gamma, theta })
+            }
+
+            /// `n` units with \\(\gamma = 1\\), \\(\theta = 0\\).
+            pub fn standard(n: usize) -> Self {
+                Self {
+                    gamma: vec![F::one(); n],
+                    theta: vec![F::zero(); n],
+                }
+            }
+
+            /// Precisions \\(\gamma\\).
+            pub fn gamma(&self) -> &[F] {
+                &self.gamma
+            }
+
+            /// Fields \\(\theta\\).
+            pub fn theta(&self) -> &[F] {
+                &self.theta
+            }
+
+            fn theta_len(&self) -> usize {
+                self.theta.len()
+            }
+
+            fn gamma_theta_tensors(&self) -> Vec<NamedTensor<F>> {
+                let n = self.theta.len();
+                vec![
+                    ("gamma", vec![n], self.gamma.clone()),
+                    ("theta", vec![n], self.theta.clone()),
+                ]
+            }
+
+            fn from_gamma_theta_tensors(
+                n_units: usize,
+                get: TensorLookup<'_, F>,
+            ) -> ebm_core::Result<Self> {
+                Self::new(
+                    tensor($kind, get, "gamma", n_units)?,
+                    tensor($kind, get, "theta", n_units)?,
+                )
+            }
+
+            /// \\(\partial U / \partial(\gamma, \theta) = (h^2/2, -h)\\).
+            fn gamma_theta_energy_gradient(&self, x: &[F], out: &mut [f64]) {
+                let n = x.len();
+                for (i, v) in x.iter().enumerate() {
+                    let h = v.as_f64();
+                    out[i] = 0.5 * h * h;
+                    out[n + i] = -h;
+                }
+            }
+
+            /// \\(E[(h^2/2, -h) \mid I]\\) from the conditional mean and variance.
+            fn gamma_theta_expected_gradient(&self, inputs: &[F], beta: f64, out: &mut [f64]) {
+                let n = inputs.len();
+                for (i, v) in inputs.iter().enumerate() {
+                    let (m, var) = self.mean_and_variance(i, v.as_f64(), beta);
+                    out[i] = 0.5 * (var + m * m);
+                    out[n + i] = -m;
+                }
+            }
+        }
+
+        impl<F: Scalar> LinearFields for $ty<F> {
+            fn add_to_fields(&mut self, delta: &[f64]) {
+                add_fields(&mut self.theta, delta);
+            }
+        }
+    };
+}
+
+gamma_theta_layer!(Gaussian, "gaussian");
+gamma_theta_layer!(ReLU, "relu");
 
 /// Double-ReLU units (Tubiana et al.): two half-Gaussians joined at 0,
 /// \\(U(h) = \frac{\gamma_+}{2}h^2 - \theta_+ h\\) for \\(h \ge 0\\) and
@@ -333,9 +364,6 @@ macro_rules! real_layer_common {
 }
 
 impl<F: Scalar> Gaussian<F> {
-    fn theta_len(&self) -> usize {
-        self.theta.len()
-    }
     fn unit_cgf(&self, i: usize, input: f64, beta: f64) -> f64 {
         let (s, m) =
             precision_and_mode(self.gamma[i].as_f64(), self.theta[i].as_f64(), input, beta);
@@ -344,9 +372,6 @@ impl<F: Scalar> Gaussian<F> {
 }
 
 impl<F: Scalar> ReLU<F> {
-    fn theta_len(&self) -> usize {
-        self.theta.len()
-    }
     fn unit_cgf(&self, i: usize, input: f64, beta: f64) -> f64 {
         let (s, m) =
             precision_and_mode(self.gamma[i].as_f64(), self.theta[i].as_f64(), input, beta);
@@ -369,21 +394,11 @@ impl<F: Scalar> Layer for Gaussian<F> {
     const KIND: &'static str = "gaussian";
 
     fn energy_gradient(&self, x: &[F], out: &mut [f64]) {
-        let n = x.len();
-        for (i, v) in x.iter().enumerate() {
-            let h = v.as_f64();
-            out[i] = 0.5 * h * h;
-            out[n + i] = -h;
-        }
+        self.gamma_theta_energy_gradient(x, out);
     }
 
     fn expected_energy_gradient(&self, inputs: &[F], beta: f64, out: &mut [f64]) {
-        let n = inputs.len();
-        for (i, v) in inputs.iter().enumerate() {
-            let (m, var) = self.mean_and_variance(i, v.as_f64(), beta);
-            out[i] = 0.5 * (var + m * m);
-            out[n + i] = -m;
-        }
+        self.gamma_theta_expected_gradient(inputs, beta, out);
     }
 
     fn unit_energy(&self, i: usize, x_i: &[F]) -> f64 {
@@ -405,18 +420,11 @@ impl<F: Scalar> Layer for Gaussian<F> {
     }
 
     fn tensors(&self) -> Vec<NamedTensor<F>> {
-        let n = self.theta.len();
-        vec![
-            ("gamma", vec![n], self.gamma.clone()),
-            ("theta", vec![n], self.theta.clone()),
-        ]
+        self.gamma_theta_tensors()
     }
 
     fn from_tensors(n_units: usize, get: TensorLookup<'_, F>) -> ebm_core::Result<Self> {
-        Self::new(
-            tensor("gaussian", get, "gamma", n_units)?,
-            tensor("gaussian", get, "theta", n_units)?,
-        )
+        Self::from_gamma_theta_tensors(n_units, get)
     }
 }
 
@@ -425,21 +433,11 @@ impl<F: Scalar> Layer for ReLU<F> {
     const KIND: &'static str = "relu";
 
     fn energy_gradient(&self, x: &[F], out: &mut [f64]) {
-        let n = x.len();
-        for (i, v) in x.iter().enumerate() {
-            let h = v.as_f64();
-            out[i] = 0.5 * h * h;
-            out[n + i] = -h;
-        }
+        self.gamma_theta_energy_gradient(x, out);
     }
 
     fn expected_energy_gradient(&self, inputs: &[F], beta: f64, out: &mut [f64]) {
-        let n = inputs.len();
-        for (i, v) in inputs.iter().enumerate() {
-            let (m, var) = self.mean_and_variance(i, v.as_f64(), beta);
-            out[i] = 0.5 * (var + m * m);
-            out[n + i] = -m;
-        }
+        self.gamma_theta_expected_gradient(inputs, beta, out);
     }
 
     fn unit_energy(&self, i: usize, x_i: &[F]) -> f64 {
@@ -466,18 +464,11 @@ impl<F: Scalar> Layer for ReLU<F> {
     }
 
     fn tensors(&self) -> Vec<NamedTensor<F>> {
-        let n = self.theta.len();
-        vec![
-            ("gamma", vec![n], self.gamma.clone()),
-            ("theta", vec![n], self.theta.clone()),
-        ]
+        self.gamma_theta_tensors()
     }
 
     fn from_tensors(n_units: usize, get: TensorLookup<'_, F>) -> ebm_core::Result<Self> {
-        Self::new(
-            tensor("relu", get, "gamma", n_units)?,
-            tensor("relu", get, "theta", n_units)?,
-        )
+        Self::from_gamma_theta_tensors(n_units, get)
     }
 }
 
@@ -571,18 +562,6 @@ fn add_fields<F: Scalar>(theta: &mut [F], delta: &[f64]) {
     );
     for (t, d) in theta.iter_mut().zip(delta) {
         *t = F::from_f64(t.as_f64() + d);
-    }
-}
-
-impl<F: Scalar> LinearFields for Gaussian<F> {
-    fn add_to_fields(&mut self, delta: &[f64]) {
-        add_fields(&mut self.theta, delta);
-    }
-}
-
-impl<F: Scalar> LinearFields for ReLU<F> {
-    fn add_to_fields(&mut self, delta: &[f64]) {
-        add_fields(&mut self.theta, delta);
     }
 }
 

@@ -92,6 +92,16 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         &self.weights
     }
 
+    /// The same model with the roles of the layers exchanged (\\(W \to W^\top\\)): the joint
+    /// energy is unchanged, \\(E'(h, v) = E(v, h)\\).
+    pub fn transposed(&self) -> Rbm<H, V> {
+        Rbm {
+            visible: self.hidden.clone(),
+            hidden: self.visible.clone(),
+            weights: self.weights.transpose(),
+        }
+    }
+
     /// Takes the model apart into `(visible, hidden, weights)`.
     pub fn into_parts(self) -> (V, H, DMatrix<V::Scalar>) {
         (self.visible, self.hidden, self.weights)
@@ -415,36 +425,13 @@ impl<F: Scalar, H: LinearFields<Scalar = F>> Rbm<Potts<F>, H> {
 }
 
 impl<F: Scalar, V: LinearFields<Scalar = F>> Rbm<V, Potts<F>> {
-    /// The zero-sum gauge of a Potts hidden layer, applied to all parameters (the mirror of
-    /// [`Rbm::gauge_visible_zero_sum`]): hidden fields and weight columns of each hidden unit
-    /// sum to zero over its states, the removed part moves into the visible fields.
+    /// The zero-sum gauge of a Potts hidden layer, applied to all parameters: the mirror of
+    /// [`Rbm::gauge_visible_zero_sum`], computed on the [transposed](Rbm::transposed) model.
     pub fn gauge_hidden_zero_sum(&self) -> Reparametrised<V, Potts<F>> {
-        let q = self.hidden.q();
-        let wt = self.weights.transpose();
-        let c = unit_row_means(&wt, q); // (hidden unit, visible value)
-        let mut weights = self.weights.clone();
-        for col in 0..weights.ncols() {
-            for r in 0..weights.nrows() {
-                weights[(r, col)] = F::from_f64(weights[(r, col)].as_f64() - c[(col / q, r)]);
-            }
-        }
-        let delta: Vec<f64> = (0..weights.nrows()).map(|r| c.column(r).sum()).collect();
-        let mut visible = self.visible.clone();
-        visible.add_to_fields(&delta);
-        let mut hidden = self.hidden.clone();
-        let offset = -hidden
-            .fields()
-            .chunks(q)
-            .map(|u| u.iter().map(|f| f.as_f64()).sum::<f64>() / q as f64)
-            .sum::<f64>();
-        hidden.zero_sum_fields();
+        let g = self.transposed().gauge_visible_zero_sum();
         Reparametrised {
-            rbm: Rbm {
-                visible,
-                hidden,
-                weights,
-            },
-            energy_offset: offset,
+            rbm: g.rbm.transposed(),
+            energy_offset: g.energy_offset,
         }
     }
 }

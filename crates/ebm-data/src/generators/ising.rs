@@ -298,7 +298,7 @@ pub fn ising_exact(l: usize, beta: f64) -> Result<IsingExact> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::chi_square_test;
+    use ebm_testkit::chi_square;
 
     fn histogram(values: &[f64], support: &[(f64, f64)]) -> (Vec<u64>, Vec<f64>) {
         let mut counts = vec![0u64; support.len()];
@@ -332,8 +332,8 @@ mod tests {
             let (e, m) = sample_stats(beta, seed);
             let (ce, pe) = histogram(&e, &exact.energy);
             let (cm, pm) = histogram(&m, &exact.abs_magnetisation);
-            let te = chi_square_test(&ce, &pe, 10.0);
-            let tm = chi_square_test(&cm, &pm, 10.0);
+            let te = chi_square(&ce, &pe);
+            let tm = chi_square(&cm, &pm);
             assert!(te.p_value > 1e-4, "beta {beta}: energy {te:?}");
             assert!(tm.p_value > 1e-4, "beta {beta}: |M| {tm:?}");
         }
@@ -346,7 +346,7 @@ mod tests {
         let exact = ising_exact(4, 0.44).unwrap();
         let (e, _) = sample_stats(0.40, 4);
         let (ce, pe) = histogram(&e, &exact.energy);
-        assert!(chi_square_test(&ce, &pe, 10.0).p_value < 1e-6);
+        assert!(chi_square(&ce, &pe).p_value < 1e-6);
     }
 
     #[test]
