@@ -229,3 +229,50 @@ fn zero_sum_gauge_fixes_every_parameter_and_preserves_the_law() {
     let pd1 = exact::visible_probabilities(&gd.rbm, beta, Par::Seq).unwrap();
     assert_close(&pd1, &pd0, 1e-12);
 }
+
+mod random_models {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Random Potts-visible RBMs with Bernoulli or Potts hidden layers.
+    fn potts_rbm_strategy()
+    -> impl Strategy<Value = (usize, usize, usize, Vec<f64>, Vec<f64>, Vec<f64>)> {
+        (2usize..=3, 1usize..=3, 1usize..=3).prop_flat_map(|(q, n, nh)| {
+            (
+                Just(q),
+                Just(n),
+                Just(nh),
+                prop::collection::vec(-2.0f64..2.0, n * q),
+                prop::collection::vec(-2.0f64..2.0, nh),
+                prop::collection::vec(-2.0f64..2.0, n * q * nh),
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        #[test]
+        fn free_energies_and_log_z_agree_with_brute_force((q, n, nh, a, b, w) in potts_rbm_strategy(), beta in 0.1f64..1.5) {
+            let rbm = Rbm::new(Potts::new(q, a).unwrap(), Bernoulli::new(b.clone()), DMatrix::from_vec(n * q, nh, w.clone())).unwrap();
+            let f = exact::visible_free_energies(&rbm, beta, Par::Seq).unwrap();
+            let brute_f = brute(&rbm, beta);
+            for (x, y) in f.iter().zip(&brute_f) {
+                prop_assert!((x - y).abs() <= 1e-10 * (1.0 + y.abs()));
+            }
+            let by_v = exact::log_partition_by_visible(&rbm, beta, Par::Seq).unwrap();
+            let by_h = exact::log_partition_by_hidden(&rbm, beta, Par::Seq).unwrap();
+            prop_assert!((by_v - by_h).abs() <= 1e-10 * (1.0 + by_v.abs()));
+            // The zero-sum gauge preserves every probability of random models too.
+            let g = rbm.gauge_visible_zero_sum();
+            let p0 = exact::visible_probabilities(&rbm, beta, Par::Seq).unwrap();
+            let p1 = exact::visible_probabilities(&g.rbm, beta, Par::Seq).unwrap();
+            for (x, y) in p0.iter().zip(&p1) {
+                prop_assert!((x - y).abs() < 1e-12);
+            }
+            // And the transposed model (Bernoulli visible, Potts hidden) has the same log Z.
+            let t = rbm.transposed();
+            let lz_t = exact::log_partition_by_visible(&t, beta, Par::Seq).unwrap();
+            prop_assert!((lz_t - by_v).abs() <= 1e-10 * (1.0 + by_v.abs()));
+        }
+    }
+}
