@@ -119,25 +119,23 @@ fn bench_bare_gemms<F: Scalar>(c: &mut Criterion) {
     group.finish();
 }
 
-/// Potts visible layer of the protein-sequence shape (100 sites, q = 21, one-hot: 2100 values
-/// per chain) with 200 Bernoulli hidden units, 2000 chains, f32, 2 threads.
-fn bench_potts(c: &mut Criterion) {
-    let (sites, q, nh) = (100, 21, 200);
-    let w = DMatrix::from_fn(sites * q, nh, |i, j| {
-        0.05 * ((((i * 7919 + j * 104_729) % 1000) as f32) / 500.0 - 1.0)
-    });
-    let rbm = Rbm::new(Potts::<f32>::zeros(sites, q), Bernoulli::zeros(nh), w).unwrap();
-    let mut group = c.benchmark_group(format!("gibbs/potts-q{q}-{sites}x{nh}/chains={CHAINS}/f32"));
+/// One sweep of `rbm` with 2000 chains on 2 threads, as its own benchmark group.
+fn bench_model<V: Layer<Scalar = f32>, H: Layer<Scalar = f32>>(
+    c: &mut Criterion,
+    name: &str,
+    rbm: &Rbm<V, H>,
+) {
+    let mut group = c.benchmark_group(format!("gibbs/{name}/chains={CHAINS}/f32"));
     group.throughput(Throughput::Elements(CHAINS as u64));
     group.sample_size(10);
     let pool = pool(2);
     let mut state = ChainState::new(rbm.new_state(CHAINS), 1);
-    pool.install(|| run(&rbm, &Gibbs::new(2), 1.0, &mut state, 1, Par::Rayon, ()).unwrap());
+    pool.install(|| run(rbm, &Gibbs::new(2), 1.0, &mut state, 1, Par::Rayon, ()).unwrap());
     group.bench_function(BenchmarkId::new("sweep", "threads=2"), |b| {
         b.iter(|| {
             pool.install(|| {
                 Gibbs::new(1).step(
-                    &rbm,
+                    rbm,
                     1.0,
                     &mut state.chains,
                     state.rngs.as_mut_slice(),
@@ -149,39 +147,34 @@ fn bench_potts(c: &mut Criterion) {
     group.finish();
 }
 
-/// Bernoulli visible layer (784) with 200 Gaussian hidden units, 2000 chains, f32, 2 threads.
-fn bench_gaussian_hidden(c: &mut Criterion) {
-    let w = DMatrix::from_fn(NV, NH, |i, j| {
+fn weights_f32(rows: usize, cols: usize) -> DMatrix<f32> {
+    DMatrix::from_fn(rows, cols, |i, j| {
         0.05 * ((((i * 7919 + j * 104_729) % 1000) as f32) / 500.0 - 1.0)
-    });
-    let rbm = Rbm::new(Bernoulli::<f32>::zeros(NV), Gaussian::standard(NH), w).unwrap();
-    let mut group = c.benchmark_group(format!(
-        "gibbs/bernoulli-gaussian/{NV}x{NH}/chains={CHAINS}/f32"
-    ));
-    group.throughput(Throughput::Elements(CHAINS as u64));
-    group.sample_size(10);
-    let pool = pool(2);
-    let mut state = ChainState::new(rbm.new_state(CHAINS), 1);
-    pool.install(|| run(&rbm, &Gibbs::new(2), 1.0, &mut state, 1, Par::Rayon, ()).unwrap());
-    group.bench_function(BenchmarkId::new("sweep", "threads=2"), |b| {
-        b.iter(|| {
-            pool.install(|| {
-                Gibbs::new(1).step(
-                    &rbm,
-                    1.0,
-                    &mut state.chains,
-                    state.rngs.as_mut_slice(),
-                    Par::Rayon,
-                )
-            })
-        })
-    });
-    group.finish();
+    })
+}
+
+/// Bernoulli visible layer (784) with 200 Gaussian hidden units; a Potts visible layer of the
+/// protein-sequence shape (100 sites, q = 21: 2100 one-hot values) with 200 Bernoulli units.
+fn bench_other_units(c: &mut Criterion) {
+    let gaussian = Rbm::new(
+        Bernoulli::<f32>::zeros(NV),
+        Gaussian::standard(NH),
+        weights_f32(NV, NH),
+    )
+    .unwrap();
+    bench_model(c, &format!("bernoulli-gaussian/{NV}x{NH}"), &gaussian);
+    let (sites, q) = (100, 21);
+    let potts = Rbm::new(
+        Potts::<f32>::zeros(sites, q),
+        Bernoulli::zeros(NH),
+        weights_f32(sites * q, NH),
+    )
+    .unwrap();
+    bench_model(c, &format!("potts-q{q}-{sites}x{NH}"), &potts);
 }
 
 fn benches(c: &mut Criterion) {
-    bench_gaussian_hidden(c);
-    bench_potts(c);
+    bench_other_units(c);
     bench_sweeps::<f32>(c);
     bench_bare_gemms::<f32>(c);
     bench_sweeps::<f64>(c);

@@ -87,6 +87,23 @@ impl<F: Scalar> Potts<F> {
     }
 }
 
+/// Overwrites one unit's inputs `slot` by \\(e^{\beta(\theta_a + I_a) - \max}\\) and returns
+/// their sum (the max-shifted softmax numerators and normaliser).
+#[inline]
+fn unnormalised_softmax<F: Scalar>(slot: &mut [F], fields: &[F], beta: F) -> F {
+    let mut m = F::neg_infinity();
+    for (x, &t) in slot.iter_mut().zip(fields) {
+        *x = beta * (t + *x);
+        m = m.max(*x);
+    }
+    let mut total = F::from_f64(0.0);
+    for x in slot.iter_mut() {
+        *x = (*x - m).exp();
+        total = total + *x;
+    }
+    total
+}
+
 impl<F: Scalar> Layer for Potts<F> {
     type Scalar = F;
     const KIND: &'static str = "potts";
@@ -146,17 +163,7 @@ impl<F: Scalar> Layer for Potts<F> {
     fn sample_in_place<R: Rng + ?Sized>(&self, inputs: &mut [F], beta: f64, rng: &mut R) {
         let b = F::from_f64(beta);
         for (slot, th) in inputs.chunks_mut(self.q).zip(self.fields.chunks(self.q)) {
-            // Unnormalised probabilities, max-shifted, written in place.
-            let mut m = F::neg_infinity();
-            for (x, &t) in slot.iter_mut().zip(th) {
-                *x = b * (t + *x);
-                m = m.max(*x);
-            }
-            let mut total = F::from_f64(0.0);
-            for x in slot.iter_mut() {
-                *x = (*x - m).exp();
-                total = total + *x;
-            }
+            let total = unnormalised_softmax(slot, th, b);
             let u = F::uniform(rng) * total;
             let mut acc = F::from_f64(0.0);
             let mut chosen = slot.len() - 1;
@@ -175,16 +182,7 @@ impl<F: Scalar> Layer for Potts<F> {
     fn mean_in_place(&self, inputs: &mut [F], beta: f64) {
         let b = F::from_f64(beta);
         for (slot, th) in inputs.chunks_mut(self.q).zip(self.fields.chunks(self.q)) {
-            let mut m = F::neg_infinity();
-            for (x, &t) in slot.iter_mut().zip(th) {
-                *x = b * (t + *x);
-                m = m.max(*x);
-            }
-            let mut total = F::from_f64(0.0);
-            for x in slot.iter_mut() {
-                *x = (*x - m).exp();
-                total = total + *x;
-            }
+            let total = unnormalised_softmax(slot, th, b);
             for x in slot.iter_mut() {
                 *x = *x / total;
             }

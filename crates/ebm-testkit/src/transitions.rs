@@ -32,6 +32,30 @@ where
     state
 }
 
+/// `n` exact draws from \\(p_\beta\\) after one step of `kernel`.
+fn one_step_from_exact<V, H, K>(
+    rbm: &Rbm<V, H>,
+    kernel: &K,
+    beta: f64,
+    n: usize,
+    seed: u64,
+) -> ChainState<RbmChains<V::Scalar>>
+where
+    V: DiscreteLayer,
+    H: Layer<Scalar = V::Scalar>,
+    K: Kernel<Rbm<V, H>>,
+{
+    let mut state = exact_chains(rbm, beta, n, seed);
+    kernel.step(
+        rbm,
+        beta,
+        &mut state.chains,
+        state.rngs.as_mut_slice(),
+        Par::Rayon,
+    );
+    state
+}
+
 fn visible_counts<V: DiscreteLayer>(
     layer: &V,
     x: &nalgebra::DMatrix<V::Scalar>,
@@ -62,14 +86,7 @@ where
     H: Layer<Scalar = V::Scalar>,
     K: Kernel<Rbm<V, H>>,
 {
-    let mut state = exact_chains(rbm, beta, n, seed);
-    kernel.step(
-        rbm,
-        beta,
-        &mut state.chains,
-        state.rngs.as_mut_slice(),
-        Par::Rayon,
-    );
+    let state = one_step_from_exact(rbm, kernel, beta, n, seed);
     let p = visible_probabilities(rbm, beta, Par::Seq).expect("enumerable");
     chi_square(
         &visible_counts(rbm.visible(), &state.chains.visible, p.len()),
@@ -127,14 +144,7 @@ where
     H: DiscreteLayer<Scalar = V::Scalar>,
     K: Kernel<Rbm<V, H>>,
 {
-    let mut state = exact_chains(rbm, beta, n, seed);
-    kernel.step(
-        rbm,
-        beta,
-        &mut state.chains,
-        state.rngs.as_mut_slice(),
-        Par::Rayon,
-    );
+    let state = one_step_from_exact(rbm, kernel, beta, n, seed);
     let p = joint_probabilities(rbm, beta);
     let nv = rbm.visible().n_configurations() as usize;
     let mut counts = vec![0u64; p.len()];
