@@ -9,11 +9,29 @@ use serde::{Deserialize, Serialize};
 pub trait Chains: Clone + Send + Sync {
     /// Number of chains in the batch.
     fn n_chains(&self) -> usize;
+
+    /// Exchanges chain `i` of `self` with chain `i` of `other` (the replica-exchange move).
+    ///
+    /// # Panics
+    /// If `i` is out of range or the two batches differ in shape.
+    fn swap_chain(&mut self, other: &mut Self, i: usize);
+}
+
+/// Swaps column `i` of two matrices of the same shape.
+pub fn swap_columns<F: Scalar>(a: &mut DMatrix<F>, b: &mut DMatrix<F>, i: usize) {
+    assert_eq!(a.shape(), b.shape(), "swap_chain: batches differ in shape");
+    let rows = a.nrows();
+    a.as_mut_slice()[i * rows..(i + 1) * rows]
+        .swap_with_slice(&mut b.as_mut_slice()[i * rows..(i + 1) * rows]);
 }
 
 impl<F: Scalar> Chains for DMatrix<F> {
     fn n_chains(&self) -> usize {
         self.ncols()
+    }
+
+    fn swap_chain(&mut self, other: &mut Self, i: usize) {
+        swap_columns(self, other, i);
     }
 }
 

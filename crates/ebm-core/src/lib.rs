@@ -31,7 +31,7 @@ mod scalar;
 pub mod special;
 mod traits;
 
-pub use chains::{ChainState, Chains};
+pub use chains::{ChainState, Chains, swap_columns};
 pub use error::{Error, Result};
 pub use num_traits;
 pub use observe::{Every, FnObserver, Observer};

@@ -48,6 +48,12 @@ impl<F: Scalar> Chains for RbmChains<F> {
     fn n_chains(&self) -> usize {
         self.visible.ncols()
     }
+
+    /// Exchanges both layers of chain `i`.
+    fn swap_chain(&mut self, other: &mut Self, i: usize) {
+        ebm_core::swap_columns(&mut self.visible, &mut other.visible, i);
+        ebm_core::swap_columns(&mut self.hidden, &mut other.hidden, i);
+    }
 }
 
 impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {

@@ -10,11 +10,15 @@
 //! - [`run`]: applies a kernel repeatedly to a [`ebm_core::ChainState`], reporting to an
 //!   [`ebm_core::Observer`].
 //!
+//! - [`tempering`]: ladders, the [`tempering::Exchange`] move and [`tempering::ParallelTempering`]
+//!   with stochastic even/odd, deterministic even/odd and random-pair schedules.
+//!
 //! Every kernel here has an exact invariance test and a detailed-balance test in the test kit.
 
 mod gibbs;
 mod metropolis;
 mod run;
+pub mod tempering;
 
 pub use gibbs::{Gibbs, GibbsInfo};
 pub use metropolis::{Metropolis, MetropolisInfo};

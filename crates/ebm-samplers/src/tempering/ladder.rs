@@ -1,0 +1,177 @@
+use ebm_core::{Chains, EnergyModel, Error, Par};
+
+/// One distribution of a ladder: a model at an inverse temperature, \\(p_\beta \propto
+/// e^{-E_\beta}\\) with \\(E_\beta\\) as returned by [`EnergyModel::energies`].
+#[derive(Debug)]
+pub struct Rung<'a, M> {
+    /// The model.
+    pub model: &'a M,
+    /// The inverse temperature at which it is evaluated and sampled.
+    pub beta: f64,
+}
+
+/// An ordered family of distributions on one state space: rung 0 is the easy end, the last
+/// rung the target.
+pub trait Ladder: Sync {
+    /// The model type of every rung.
+    type Model: EnergyModel;
+
+    /// Number of rungs (at least 1).
+    fn n_rungs(&self) -> usize;
+
+    /// Rung `k`.
+    ///
+    /// # Panics
+    /// If `k >= n_rungs()`.
+    fn rung(&self, k: usize) -> Rung<'_, Self::Model>;
+}
+
+/// What parallel tempering needs from a family of distributions: the log acceptance of
+/// exchanging the states of two neighbouring rungs, and the exchange itself.
+///
+/// Every [`Ladder`] implements it by swapping whole chains, with the exact Metropolis ratio of
+/// the product target \\(\prod_k p_k\\):
+///
+/// \\[ \log\alpha = E_k(x_k) + E_{k+1}(x_{k+1}) - E_k(x_{k+1}) - E_{k+1}(x_k), \\]
+///
+/// where \\(E_k\\) is rung \\(k\\)'s energy **at its own inverse temperature** (for an RBM the
+/// tempered free energy \\(F_{\beta_k}\\), not \\(\beta_k F_1\\)). Models of other structure (a
+/// stack of RBMs) implement it by hand.
+pub trait Exchange: Sync {
+    /// The state of one rung (a batch of chains).
+    type State: Chains;
+
+    /// Number of rungs.
+    fn n_exchange_rungs(&self) -> usize;
+
+    /// Writes the log acceptance of exchanging chain `i` of rung `k` (`lo`) with chain `i` of
+    /// rung `k + 1` (`hi`) into `out[i]`, for every chain.
+    fn log_accept(&self, k: usize, lo: &Self::State, hi: &Self::State, out: &mut [f64], par: Par);
+
+    /// Performs the exchange of chain `i` between rungs `k` and `k + 1` wherever `accept[i]`.
+    fn exchange(&self, k: usize, lo: &mut Self::State, hi: &mut Self::State, accept: &[bool]);
+}
+
+impl<L: Ladder> Exchange for L {
+    type State = <L::Model as EnergyModel>::State;
+
+    fn n_exchange_rungs(&self) -> usize {
+        self.n_rungs()
+    }
+
+    fn log_accept(&self, k: usize, lo: &Self::State, hi: &Self::State, out: &mut [f64], par: Par) {
+        let (a, b) = (self.rung(k), self.rung(k + 1));
+        let n = lo.n_chains();
+        let mut e = vec![0.0; 4 * n];
+        let (e_lo_lo, rest) = e.split_at_mut(n);
+        let (e_hi_hi, rest) = rest.split_at_mut(n);
+        let (e_lo_hi, e_hi_lo) = rest.split_at_mut(n);
+        a.model.energies(lo, a.beta, e_lo_lo, par);
+        b.model.energies(hi, b.beta, e_hi_hi, par);
+        a.model.energies(hi, a.beta, e_lo_hi, par);
+        b.model.energies(lo, b.beta, e_hi_lo, par);
+        for i in 0..n {
+            out[i] = e_lo_lo[i] + e_hi_hi[i] - e_lo_hi[i] - e_hi_lo[i];
+        }
+    }
+
+    fn exchange(&self, _k: usize, lo: &mut Self::State, hi: &mut Self::State, accept: &[bool]) {
+        for (i, &a) in accept.iter().enumerate() {
+            if a {
+                lo.swap_chain(hi, i);
+            }
+        }
+    }
+}
+
+/// One model at increasing inverse temperatures \\(0 \le \beta_0 < \dots < \beta_K = 1\\).
+#[derive(Clone, Debug)]
+pub struct TemperatureLadder<M> {
+    model: M,
+    betas: Vec<f64>,
+}
+
+impl<M: EnergyModel> TemperatureLadder<M> {
+    /// A ladder of `model` at `betas`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] unless `betas` is non-empty, strictly increasing, within
+    /// \\([0, 1]\\) and ends at exactly 1 (the target).
+    pub fn new(model: M, betas: Vec<f64>) -> ebm_core::Result<Self> {
+        let bad = |reason: String| Error::InvalidParameter {
+            name: "betas".into(),
+            reason,
+        };
+        if betas.is_empty() {
+            return Err(bad("a ladder needs at least one inverse temperature".into()));
+        }
+        if let Some(k) = betas.iter().position(|b| !(0.0..=1.0).contains(b)) {
+            return Err(bad(format!("beta[{k}] = {} is outside [0, 1]", betas[k])));
+        }
+        if let Some(k) = betas.windows(2).position(|w| w[0] >= w[1]) {
+            return Err(bad(format!(
+                "betas must increase strictly: beta[{k}] = {} >= beta[{}] = {}",
+                betas[k],
+                k + 1,
+                betas[k + 1]
+            )));
+        }
+        if *betas.last().expect("non-empty") != 1.0 {
+            return Err(bad(format!(
+                "the last beta is the target and must be 1, got {}",
+                betas[betas.len() - 1]
+            )));
+        }
+        Ok(Self { model, betas })
+    }
+
+    /// \\(K + 1\\) inverse temperatures spaced geometrically from `beta_min` (> 0) to 1,
+    /// \\(\beta_k = \beta_{\min}^{1 - k/K}\\) (the spacing of spec `lifted-deo-pt.md` §2.2).
+    ///
+    /// # Errors
+    /// As [`TemperatureLadder::new`], or `beta_min` not in \\((0, 1)\\) with `n_rungs >= 2`.
+    pub fn geometric(model: M, beta_min: f64, n_rungs: usize) -> ebm_core::Result<Self> {
+        if n_rungs >= 2 && !(beta_min > 0.0 && beta_min < 1.0) {
+            return Err(Error::InvalidParameter {
+                name: "beta_min".into(),
+                reason: format!("a geometric ladder needs 0 < beta_min < 1, got {beta_min}"),
+            });
+        }
+        let k = n_rungs.saturating_sub(1).max(1) as f64;
+        let betas = (0..n_rungs)
+            .map(|i| {
+                if i + 1 == n_rungs {
+                    1.0
+                } else {
+                    beta_min.powf(1.0 - i as f64 / k)
+                }
+            })
+            .collect();
+        Self::new(model, betas)
+    }
+
+    /// The inverse temperatures.
+    pub fn betas(&self) -> &[f64] {
+        &self.betas
+    }
+
+    /// The model.
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+}
+
+impl<M: EnergyModel> Ladder for TemperatureLadder<M> {
+    type Model = M;
+
+    fn n_rungs(&self) -> usize {
+        self.betas.len()
+    }
+
+    fn rung(&self, k: usize) -> Rung<'_, M> {
+        Rung {
+            model: &self.model,
+            beta: self.betas[k],
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Parallel tempering: ladders of distributions on one state space, the replica-exchange move
+//! written once over the [`Exchange`] trait, and the PT loop with its swap schedules
+//! (spec `lifted-deo-pt.md` §2, `ptt-trais-rcm.md` PT sections).
+
+mod ladder;
+mod pt;
+
+pub use ladder::{Exchange, Ladder, Rung, TemperatureLadder};
+pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};

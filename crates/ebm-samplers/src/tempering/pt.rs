@@ -1,0 +1,190 @@
+use super::ladder::{Exchange, Ladder};
+use ebm_core::{Chains, EnergyModel, Error, Kernel, Par, RngStreams, Scalar};
+use rand::{Rng, RngCore};
+use serde::{Deserialize, Serialize};
+
+/// Which neighbouring pairs \\((k, k+1)\\) are proposed for exchange after each exploration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SwapSchedule {
+    /// Stochastic even/odd (SEO): each round, independently for each system of replicas, all
+    /// even pairs or all odd pairs with probability 1/2 each. Reversible.
+    StochasticEvenOdd,
+    /// Deterministic even/odd (DEO, non-reversible): even pairs on even rounds, odd pairs on
+    /// odd rounds (spec `lifted-deo-pt.md` §2.8). Each half leaves the product target
+    /// invariant; their alternation is not reversible and moves replicas ballistically.
+    DeterministicEvenOdd,
+    /// One uniformly random adjacent pair per round and system. Reversible.
+    RandomPair,
+}
+
+/// Parallel tempering: explore every rung with `kernel`, then propose exchanges between
+/// neighbouring rungs according to `schedule`, each accepted with the exact Metropolis ratio of
+/// the product target ([`Exchange::log_accept`]).
+///
+/// The chains of a [`PtState`] form `n` independent systems of replicas: chain `i` of every rung
+/// belongs to system `i`, and exchanges happen within a system.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParallelTempering<K> {
+    /// The kernel that explores each rung at its own inverse temperature.
+    pub kernel: K,
+    /// The swap schedule.
+    pub schedule: SwapSchedule,
+}
+
+/// The state of a PT run: the chains of every rung, their RNG streams, which replica sits where,
+/// and the round counter. Serialisable: a checkpoint resumes exactly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PtState<S> {
+    /// `rungs[k]` holds the chains of rung `k` (chain `i` belongs to system `i`).
+    pub rungs: Vec<S>,
+    /// Streams of all chains: rung `k`, chain `i` uses stream `k * n_chains + i`. The swap
+    /// uniform of pair `(k, k+1)` comes from the lower rung's stream; the schedule's per-system
+    /// choices from rung 0's.
+    pub rngs: RngStreams,
+    /// `replica[k][i]`: the index of the replica (its starting rung) now at rung `k` of system `i`.
+    pub replica: Vec<Vec<u32>>,
+    /// Number of rounds done.
+    pub round: u64,
+}
+
+impl<S: Chains> PtState<S> {
+    /// A state from the initial chains of every rung (all with the same number of chains), with
+    /// streams derived from `seed` and replica `k` at rung `k`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for no rungs; [`Error::ShapeMismatch`] if rungs differ in
+    /// their number of chains.
+    pub fn new(rungs: Vec<S>, seed: u64) -> ebm_core::Result<Self> {
+        let n = rungs
+            .first()
+            .map(|r| r.n_chains())
+            .ok_or_else(|| Error::InvalidParameter {
+                name: "rungs".into(),
+                reason: "parallel tempering needs at least one rung".into(),
+            })?;
+        for r in &rungs {
+            Error::check_len("chains per rung", n, r.n_chains())?;
+        }
+        let k = rungs.len();
+        Ok(Self {
+            replica: (0..k).map(|r| vec![r as u32; n]).collect(),
+            rngs: RngStreams::new(seed, k * n),
+            rungs,
+            round: 0,
+        })
+    }
+
+    /// Number of chains (systems of replicas).
+    pub fn n_chains(&self) -> usize {
+        self.rungs[0].n_chains()
+    }
+}
+
+/// What one PT round did: per neighbouring pair \\((k, k+1)\\), how many exchanges were proposed
+/// and accepted over all systems, and the sum of acceptance probabilities (a lower-variance
+/// estimate of the acceptance rate).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PtInfo {
+    /// Exchanges proposed, per pair.
+    pub proposed: Vec<u64>,
+    /// Exchanges accepted, per pair.
+    pub accepted: Vec<u64>,
+    /// Sum over proposals of \\(\min(1, \alpha)\\), per pair.
+    pub acceptance_probability_sum: Vec<f64>,
+}
+
+impl<K> ParallelTempering<K> {
+    /// PT with the given exploration kernel and schedule.
+    pub fn new(kernel: K, schedule: SwapSchedule) -> Self {
+        Self { kernel, schedule }
+    }
+
+    /// One round: exploration of every rung, then the exchanges of the schedule.
+    ///
+    /// # Panics
+    /// If the state does not have one batch per rung of `ladder`.
+    pub fn step<L>(
+        &self,
+        ladder: &L,
+        state: &mut PtState<<L::Model as EnergyModel>::State>,
+        par: Par,
+    ) -> PtInfo
+    where
+        L: Ladder,
+        K: Kernel<L::Model>,
+    {
+        let n_rungs = ladder.n_rungs();
+        assert_eq!(
+            state.rungs.len(),
+            n_rungs,
+            "PtState has {} rungs, the ladder {n_rungs}",
+            state.rungs.len()
+        );
+        let n = state.n_chains();
+        let mut streams: Vec<&mut [ebm_core::ChainRng]> =
+            state.rngs.as_mut_slice().chunks_mut(n.max(1)).collect();
+        for (k, x) in state.rungs.iter_mut().enumerate() {
+            let rung = ladder.rung(k);
+            self.kernel.step(rung.model, rung.beta, x, streams[k], par);
+        }
+        let n_pairs = n_rungs.saturating_sub(1);
+        let mut info = PtInfo {
+            proposed: vec![0; n_pairs],
+            accepted: vec![0; n_pairs],
+            acceptance_probability_sum: vec![0.0; n_pairs],
+        };
+        if n_pairs == 0 {
+            state.round += 1;
+            return info;
+        }
+        // Which pair parity (or which single pair) each system proposes this round.
+        let choice: Vec<usize> = match self.schedule {
+            SwapSchedule::DeterministicEvenOdd => vec![(state.round % 2) as usize; n],
+            SwapSchedule::StochasticEvenOdd => streams[0]
+                .iter_mut()
+                .map(|r| (r.next_u32() >> 31) as usize)
+                .collect(),
+            SwapSchedule::RandomPair => streams[0]
+                .iter_mut()
+                .map(|r| r.random_range(0..n_pairs))
+                .collect(),
+        };
+        let mut log_alpha = vec![0.0; n];
+        let mut accept = vec![false; n];
+        for k in 0..n_pairs {
+            let proposed: Vec<bool> = choice
+                .iter()
+                .map(|&c| match self.schedule {
+                    SwapSchedule::RandomPair => c == k,
+                    _ => k % 2 == c,
+                })
+                .collect();
+            if !proposed.iter().any(|&p| p) {
+                continue;
+            }
+            let (lower, upper) = state.rungs.split_at_mut(k + 1);
+            let (lo, hi) = (&mut lower[k], &mut upper[0]);
+            ladder.log_accept(k, lo, hi, &mut log_alpha, par);
+            for i in 0..n {
+                accept[i] = false;
+                if proposed[i] {
+                    let a = log_alpha[i].min(0.0);
+                    let u = f64::uniform(&mut streams[k][i]);
+                    accept[i] = u.ln() < a;
+                    info.proposed[k] += 1;
+                    info.accepted[k] += accept[i] as u64;
+                    info.acceptance_probability_sum[k] += a.exp();
+                }
+            }
+            ladder.exchange(k, lo, hi, &accept);
+            let (rl, ru) = state.replica.split_at_mut(k + 1);
+            for i in 0..n {
+                if accept[i] {
+                    std::mem::swap(&mut rl[k][i], &mut ru[0][i]);
+                }
+            }
+        }
+        state.round += 1;
+        info
+    }
+}
