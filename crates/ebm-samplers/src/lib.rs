@@ -7,6 +7,7 @@
 //!   \\(v \sim p_\beta(v \mid h)\\), for every chain (spec `ags-barriers-analytic-models.md` §4.1).
 //! - [`Metropolis`]: single-site Metropolis on the visible layer of an RBM with the exact
 //!   tempered free-energy difference as acceptance (§4.2).
+//! - [`ExactRefresh`]: independent exact draws for [`ebm_core::Tractable`] models.
 //! - [`run`]: applies a kernel repeatedly to a [`ebm_core::ChainState`], reporting to an
 //!   [`ebm_core::Observer`].
 //!
@@ -17,9 +18,11 @@
 
 mod gibbs;
 mod metropolis;
+mod refresh;
 mod run;
 pub mod tempering;
 
 pub use gibbs::{Gibbs, GibbsInfo};
 pub use metropolis::{Metropolis, MetropolisInfo};
+pub use refresh::ExactRefresh;
 pub use run::{StepInfo, run};

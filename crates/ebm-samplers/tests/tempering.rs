@@ -273,3 +273,66 @@ fn pt_recovers_exact_mode_weights_where_gibbs_is_stuck() {
         "PT + mode weight {w}, exact {exact_plus}"
     );
 }
+
+/// With exploration that redraws every rung exactly, the round-trip rates of DEO and SEO are
+/// exactly 1/(2 + 2S) and 1/(2K + 2S), S = sum_k r_k / (1 - r_k), with the rejection rates r_k
+/// computed by enumeration (spec `lifted-deo-pt.md` §5.2, §7.1 test 9).
+#[test]
+fn round_trip_rates_match_the_theory_under_exact_refresh() {
+    use ebm_models::exact::Enumerated;
+    use ebm_samplers::ExactRefresh;
+    let rbm = model();
+    let betas = vec![0.1, 0.4, 0.7, 1.0];
+    let f: Vec<Vec<f64>> = betas
+        .iter()
+        .map(|&b| exact::visible_free_energies(&rbm, b, Par::Seq).unwrap())
+        .collect();
+    let p: Vec<Vec<f64>> = betas
+        .iter()
+        .map(|&b| exact::visible_probabilities(&rbm, b, Par::Seq).unwrap())
+        .collect();
+    let mut s = 0.0;
+    for k in 0..betas.len() - 1 {
+        let mut acc = 0.0;
+        for x in 0..8 {
+            for y in 0..8 {
+                let log_alpha = f[k][x] + f[k + 1][y] - f[k][y] - f[k + 1][x];
+                acc += p[k][x] * p[k + 1][y] * log_alpha.min(0.0).exp();
+            }
+        }
+        let r = 1.0 - acc;
+        s += r / (1.0 - r);
+    }
+    let n_pairs = (betas.len() - 1) as f64;
+    let ladder =
+        TemperatureLadder::new(Enumerated::new(rbm.clone()).unwrap(), betas.clone()).unwrap();
+    let (systems, rounds) = (400, 1500);
+    for (schedule, theory) in [
+        (SwapSchedule::DeterministicEvenOdd, 1.0 / (2.0 + 2.0 * s)),
+        (
+            SwapSchedule::StochasticEvenOdd,
+            1.0 / (2.0 * n_pairs + 2.0 * s),
+        ),
+    ] {
+        let pt = ParallelTempering::new(ExactRefresh, schedule);
+        let mut state = PtState::new(
+            (0..betas.len()).map(|_| rbm.new_state(systems)).collect(),
+            8,
+        )
+        .unwrap();
+        for _ in 0..200 {
+            pt.step(&ladder, &mut state, Par::Rayon);
+        }
+        let before = state.round_trips;
+        for _ in 0..rounds {
+            pt.step(&ladder, &mut state, Par::Rayon);
+        }
+        let rate = (state.round_trips - before) as f64 / (rounds * systems) as f64;
+        // 0.85e5 to 2e5 round trips: relative standard error below 0.5 %. (Measured with 3000
+        // rounds: DEO 0.33092 vs 0.33071, SEO 0.14235 vs 0.14237.)
+        assert!(
+            (rate / theory - 1.0).abs() < 0.02,
+            "{schedule:?}: rate {rate}, theory {theory}"
+        );
+    }
+}

@@ -43,6 +43,11 @@ pub struct PtState<S> {
     pub rngs: RngStreams,
     /// `replica[k][i]`: the index of the replica (its starting rung) now at rung `k` of system `i`.
     pub replica: Vec<Vec<u32>>,
+    /// `last_end[i][r]`: which end of the ladder replica `r` of system `i` visited last
+    /// (`None` before it reached either; `Some(false)` rung 0, `Some(true)` the last rung).
+    pub last_end: Vec<Vec<Option<bool>>>,
+    /// Round trips completed so far, summed over systems and replicas (see [`PtInfo`]).
+    pub round_trips: u64,
     /// Number of rounds done.
     pub round: u64,
 }
@@ -68,6 +73,17 @@ impl<S: Chains> PtState<S> {
         let k = rungs.len();
         Ok(Self {
             replica: (0..k).map(|r| vec![r as u32; n]).collect(),
+            last_end: vec![
+                (0..k)
+                    .map(|r| match r {
+                        0 => Some(false),
+                        r if r == k - 1 => Some(true),
+                        _ => None,
+                    })
+                    .collect();
+                n
+            ],
+            round_trips: 0,
             rngs: RngStreams::new(seed, k * n),
             rungs,
             round: 0,
@@ -82,9 +98,18 @@ impl<S: Chains> PtState<S> {
 
 /// What one PT round did: per neighbouring pair \\((k, k+1)\\), how many exchanges were proposed
 /// and accepted over all systems, and the sum of acceptance probabilities (a lower-variance
-/// estimate of the acceptance rate).
+/// estimate of the acceptance rate); and the round trips completed.
+///
+/// A round trip is counted each time a replica reaches the target (last rung) having last
+/// visited rung 0: once per rung 0 -> target -> rung 0 cycle (the first crossing of a replica
+/// counts too, which does not change the long-run rate). The round-trip rate per
+/// system and round is \\(1/(2 + 2\sum_k r_k/(1 - r_k))\\) for DEO and
+/// \\(1/(2K + 2\sum_k r_k/(1-r_k))\\) for SEO with \\(K\\) pairs and rejection rates \\(r_k\\), when
+/// exploration refreshes each rung exactly (spec `lifted-deo-pt.md` §5.2); a test checks both.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PtInfo {
+    /// Round trips completed during this round, summed over systems.
+    pub round_trips: u64,
     /// Exchanges proposed, per pair.
     pub proposed: Vec<u64>,
     /// Exchanges accepted, per pair.
@@ -129,6 +154,7 @@ impl<K> ParallelTempering<K> {
         }
         let n_pairs = n_rungs.saturating_sub(1);
         let mut info = PtInfo {
+            round_trips: 0,
             proposed: vec![0; n_pairs],
             accepted: vec![0; n_pairs],
             acceptance_probability_sum: vec![0.0; n_pairs],
@@ -184,7 +210,25 @@ impl<K> ParallelTempering<K> {
                 }
             }
         }
+        info.round_trips += update_round_trips(&state.replica, &mut state.last_end);
+        state.round_trips += info.round_trips;
         state.round += 1;
         info
     }
+}
+
+/// Records which end of the ladder each replica at rung 0 or at the last rung has reached, and
+/// returns the number of replicas that arrived at the last rung having last visited rung 0.
+fn update_round_trips(replica: &[Vec<u32>], last_end: &mut [Vec<Option<bool>>]) -> u64 {
+    let top = replica.len() - 1;
+    let mut trips = 0;
+    for (i, ends) in last_end.iter_mut().enumerate() {
+        ends[replica[0][i] as usize] = Some(false);
+        let last = &mut ends[replica[top][i] as usize];
+        if *last == Some(false) {
+            trips += 1;
+        }
+        *last = Some(true);
+    }
+    trips
 }

@@ -1,0 +1,24 @@
+use ebm_core::{Kernel, Par, Tractable};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// Replaces every chain by an independent exact draw from \\(p_\beta\\) of a [`Tractable`]
+/// model: trivially invariant. Used to refresh the reference rung of a ladder, and as the
+/// "perfect explorer" under which the round-trip theory of tempering is exact.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExactRefresh;
+
+impl<M: Tractable> Kernel<M> for ExactRefresh {
+    type Info = ();
+
+    fn step<R: Rng + Send>(
+        &self,
+        model: &M,
+        beta: f64,
+        x: &mut M::State,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        model.sample_exact(x, beta, rngs, par);
+    }
+}
