@@ -336,3 +336,77 @@ fn round_trip_rates_match_the_theory_under_exact_refresh() {
         );
     }
 }
+
+/// Lifted PT leaves the product target times the uniform law on the lifting variables
+/// (eta, direction) invariant: draw both exactly, apply one round, test jointly. The beta * F_1
+/// acceptance is rejected under lifting too.
+#[test]
+fn lifted_pt_leaves_the_lifted_target_invariant() {
+    let rbm = model();
+    let n_rungs = BETAS.len();
+    // The 2N lifting states: (eta, up) with eta in 0..=N, except (0, down) and (N, up).
+    let lifts: Vec<(u32, bool)> = (0..n_rungs as u32)
+        .flat_map(|eta| [(eta, false), (eta, true)])
+        .filter(|&(eta, up)| !(eta == 0 && !up) && !(eta == n_rungs as u32 - 1 && up))
+        .collect();
+    assert_eq!(lifts.len(), 2 * (n_rungs - 1));
+    let p: Vec<Vec<f64>> = BETAS
+        .iter()
+        .map(|&b| exact::visible_probabilities(&rbm, b, Par::Seq).unwrap())
+        .collect();
+    let bins = 512 * lifts.len();
+    let mut target = vec![0.0; bins];
+    for (c, t) in target.iter_mut().enumerate() {
+        let x = c % 512;
+        *t = p[0][x % 8] * p[1][(x / 8) % 8] * p[2][x / 64] / lifts.len() as f64;
+    }
+    let run = |ladder_is_wrong: bool, kernel_sweeps: usize, seed: u64| {
+        let rungs: Vec<RbmChains<f64>> = BETAS
+            .iter()
+            .enumerate()
+            .map(|(k, &b)| exact_chains(&rbm, b, DRAWS, seed + k as u64).chains)
+            .collect();
+        let mut state = PtState::new(rungs, seed + 10).unwrap();
+        let mut pick = ebm_core::RngStreams::auxiliary(seed, 3);
+        for l in state.lifted.iter_mut() {
+            *l = lifts[pick.random_range(0..lifts.len())];
+        }
+        let pt = ParallelTempering::new(Gibbs::new(kernel_sweeps), SwapSchedule::Lifted);
+        if ladder_is_wrong {
+            pt.step(
+                &TemperatureLadder::new(BetaTimesF1(rbm.clone()), BETAS.to_vec()).unwrap(),
+                &mut state,
+                Par::Rayon,
+            );
+        } else {
+            pt.step(
+                &TemperatureLadder::new(rbm.clone(), BETAS.to_vec()).unwrap(),
+                &mut state,
+                Par::Rayon,
+            );
+        }
+        let mut counts = vec![0u64; bins];
+        for i in 0..DRAWS {
+            let idx = |k: usize| {
+                rbm.visible()
+                    .configuration_index(state.rungs[k].visible.column(i).as_slice())
+                    as usize
+            };
+            let l = lifts
+                .iter()
+                .position(|&l| l == state.lifted[i])
+                .expect("lifting state stays in X");
+            counts[idx(0) + 8 * idx(1) + 64 * idx(2) + 512 * l] += 1;
+        }
+        chi_square(&counts, &target).p_value
+    };
+    let p_ok = run(false, 0, 300);
+    assert!(p_ok > 1e-4, "lifted swaps: p = {p_ok}");
+    let p_full = run(false, 1, 400);
+    assert!(p_full > 1e-4, "lifted full round: p = {p_full}");
+    let p_bad = run(true, 0, 500);
+    assert!(
+        p_bad < 1e-6,
+        "lifted with beta * F_1 acceptance accepted: p = {p_bad}"
+    );
+}

@@ -15,6 +15,14 @@ pub enum SwapSchedule {
     DeterministicEvenOdd,
     /// One uniformly random adjacent pair per round and system. Reversible.
     RandomPair,
+    /// Lifted PT (spec `lifted-deo-pt.md` §2.7, with the corrected involution): each system
+    /// carries one lifted replica at rung \\(\eta\\) with a direction \\(\varepsilon = \pm1\\)
+    /// ([`PtState::lifted`]); each round proposes the single exchange \\((\eta, \eta +
+    /// \varepsilon)\\). On acceptance the lifted replica moves and keeps its direction (reversing
+    /// it when it lands on an end); on rejection the direction reverses at interior rungs and is
+    /// kept at the ends. Leaves \\(\tilde P \times \mathrm{Unif}(\mathcal X)\\) invariant,
+    /// non-reversibly.
+    Lifted,
 }
 
 /// Parallel tempering: explore every rung with `kernel`, then propose exchanges between
@@ -48,6 +56,9 @@ pub struct PtState<S> {
     pub last_end: Vec<Vec<Option<bool>>>,
     /// Round trips completed so far, summed over systems and replicas (see [`PtInfo`]).
     pub round_trips: u64,
+    /// Lifted PT only: per system, the rung \\(\eta\\) of the lifted replica and its direction
+    /// (`true` = towards the last rung). Starts at rung 0 moving up.
+    pub lifted: Vec<(u32, bool)>,
     /// Number of rounds done.
     pub round: u64,
 }
@@ -84,6 +95,7 @@ impl<S: Chains> PtState<S> {
                 n
             ],
             round_trips: 0,
+            lifted: vec![(0, true); n],
             rngs: RngStreams::new(seed, k * n),
             rungs,
             round: 0,
@@ -174,6 +186,12 @@ impl<K> ParallelTempering<K> {
                 .iter_mut()
                 .map(|r| r.random_range(0..n_pairs))
                 .collect(),
+            // The pair (eta, eta + eps) is indexed by its lower rung.
+            SwapSchedule::Lifted => state
+                .lifted
+                .iter()
+                .map(|&(eta, up)| if up { eta as usize } else { eta as usize - 1 })
+                .collect(),
         };
         let mut log_alpha = vec![0.0; n];
         let mut accept = vec![false; n];
@@ -181,7 +199,7 @@ impl<K> ParallelTempering<K> {
             let proposed: Vec<bool> = choice
                 .iter()
                 .map(|&c| match self.schedule {
-                    SwapSchedule::RandomPair => c == k,
+                    SwapSchedule::RandomPair | SwapSchedule::Lifted => c == k,
                     _ => k % 2 == c,
                 })
                 .collect();
@@ -209,11 +227,32 @@ impl<K> ParallelTempering<K> {
                     std::mem::swap(&mut rl[k][i], &mut ru[0][i]);
                 }
             }
+            if self.schedule == SwapSchedule::Lifted {
+                for i in (0..n).filter(|&i| proposed[i]) {
+                    state.lifted[i] = lifted_update(state.lifted[i], accept[i], n_rungs);
+                }
+            }
         }
         info.round_trips += update_round_trips(&state.replica, &mut state.last_end);
         state.round_trips += info.round_trips;
         state.round += 1;
         info
+    }
+}
+
+/// The lifted replica's move: \\(\phi\\) on acceptance (move, bounce on landing at an end),
+/// the corrected involution \\(S\\) on rejection (reverse at interior rungs, identity at the
+/// ends).
+fn lifted_update((eta, up): (u32, bool), accepted: bool, n_rungs: usize) -> (u32, bool) {
+    let last = (n_rungs - 1) as u32;
+    if accepted {
+        let eta = if up { eta + 1 } else { eta - 1 };
+        let up = if eta == 0 || eta == last { !up } else { up };
+        (eta, up)
+    } else if eta == 0 || eta == last {
+        (eta, up)
+    } else {
+        (eta, !up)
     }
 }
 
@@ -231,4 +270,23 @@ fn update_round_trips(replica: &[Vec<u32>], last_end: &mut [Vec<Option<bool>>]) 
         *last = Some(true);
     }
     trips
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lifted_update;
+
+    #[test]
+    fn lifted_moves_follow_phi_on_acceptance_and_the_corrected_involution_on_rejection() {
+        // 4 rungs: ends 0 and 3.
+        assert_eq!(lifted_update((1, true), true, 4), (2, true)); // keep momentum
+        assert_eq!(lifted_update((2, true), true, 4), (3, false)); // land on the end: bounce
+        assert_eq!(lifted_update((1, false), true, 4), (0, true)); // land on the other end
+        assert_eq!(lifted_update((2, true), false, 4), (2, false)); // interior reject: reverse
+        assert_eq!(lifted_update((1, false), false, 4), (1, true)); // (1, -1) reverses too
+        assert_eq!(lifted_update((0, true), false, 4), (0, true)); // end reject: identity
+        assert_eq!(lifted_update((3, false), false, 4), (3, false));
+        // Two rungs: every accepted move lands on an end.
+        assert_eq!(lifted_update((0, true), true, 2), (1, false));
+    }
 }
