@@ -347,7 +347,7 @@ fn lifted_pt_leaves_the_lifted_target_invariant() {
     // The 2N lifting states: (eta, up) with eta in 0..=N, except (0, down) and (N, up).
     let lifts: Vec<(u32, bool)> = (0..n_rungs as u32)
         .flat_map(|eta| [(eta, false), (eta, true)])
-        .filter(|&(eta, up)| !(eta == 0 && !up) && !(eta == n_rungs as u32 - 1 && up))
+        .filter(|&(eta, up)| (eta != 0 || up) && (eta != n_rungs as u32 - 1 || !up))
         .collect();
     assert_eq!(lifts.len(), 2 * (n_rungs - 1));
     let p: Vec<Vec<f64>> = BETAS
