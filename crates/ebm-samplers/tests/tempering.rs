@@ -410,3 +410,77 @@ fn lifted_pt_leaves_the_lifted_target_invariant() {
         "lifted with beta * F_1 acceptance accepted: p = {p_bad}"
     );
 }
+
+/// PT on a trajectory of models (all at beta = 1) and on a temperature ladder concatenated
+/// below it leaves the product of the rungs' exact laws invariant.
+#[test]
+fn trajectory_and_concatenated_ladders_keep_the_product_target() {
+    use ebm_samplers::tempering::{Concat, Ladder, TrajectoryLadder};
+    let base = model();
+    let scaled = |s: f64| {
+        let (v, h, w) = base.clone().into_parts();
+        Rbm::new(v, h, w * s).unwrap()
+    };
+    let traj = TrajectoryLadder::new(vec![scaled(0.3), scaled(0.7), base.clone()]).unwrap();
+    let ladder = Concat(
+        TemperatureLadder::new(scaled(0.3), vec![0.5, 1.0]).unwrap(),
+        traj.clone(),
+    );
+    // Rung k: (model, beta) pairs, and the exact law of each.
+    let rungs: Vec<(Rbm<Bernoulli, Bernoulli>, f64)> = (0..ladder.n_rungs())
+        .map(|k| (ladder.rung(k).model.clone(), ladder.rung(k).beta))
+        .collect();
+    assert_eq!(rungs.len(), 5);
+    assert_eq!(rungs[1].1, 1.0);
+    // Test the three trajectory rungs jointly (8^3 states) under DEO swaps on both parities.
+    for round in [0u64, 1] {
+        let chains: Vec<RbmChains<f64>> = traj
+            .models()
+            .iter()
+            .enumerate()
+            .map(|(k, m)| exact_chains(m, 1.0, DRAWS, 700 + 10 * round + k as u64).chains)
+            .collect();
+        let mut state = PtState::new(chains, 77 + round).unwrap();
+        state.round = round;
+        ParallelTempering::new(Gibbs::new(0), SwapSchedule::DeterministicEvenOdd).step(
+            &traj,
+            &mut state,
+            Par::Rayon,
+        );
+        let p: Vec<Vec<f64>> = traj
+            .models()
+            .iter()
+            .map(|m| exact::visible_probabilities(m, 1.0, Par::Seq).unwrap())
+            .collect();
+        let mut joint = vec![0.0; 512];
+        for (c, pc) in joint.iter_mut().enumerate() {
+            *pc = p[0][c % 8] * p[1][(c / 8) % 8] * p[2][c / 64];
+        }
+        let mut counts = vec![0u64; 512];
+        for i in 0..DRAWS {
+            let idx = |k: usize| {
+                base.visible()
+                    .configuration_index(state.rungs[k].visible.column(i).as_slice())
+                    as usize
+            };
+            counts[idx(0) + 8 * idx(1) + 64 * idx(2)] += 1;
+        }
+        let t = chi_square(&counts, &joint);
+        assert!(t.p_value > 1e-4, "trajectory ladder, round {round}: {t:?}");
+        let moved = state
+            .replica
+            .iter()
+            .enumerate()
+            .any(|(k, ids)| ids.iter().any(|&r| r as usize != k));
+        assert!(moved, "no exchange happened");
+    }
+    // Validation.
+    assert!(TrajectoryLadder::<Rbm<Bernoulli, Bernoulli>>::new(vec![]).is_err());
+    let other = Rbm::new(
+        Bernoulli::new(vec![0.0; 2]),
+        Bernoulli::new(vec![0.0; 4]),
+        DMatrix::zeros(2, 4),
+    )
+    .unwrap();
+    assert!(TrajectoryLadder::new(vec![base.clone(), other]).is_err());
+}

@@ -175,3 +175,84 @@ impl<M: EnergyModel> Ladder for TemperatureLadder<M> {
         }
     }
 }
+
+/// A sequence of models of the same shape, all at \\(\beta = 1\\): for instance the checkpoints of
+/// a training run, rung 0 the earliest (easiest) and the last the trained model. Parallel
+/// trajectory tempering (PTT) is parallel tempering on this ladder.
+#[derive(Clone, Debug)]
+pub struct TrajectoryLadder<M> {
+    models: Vec<M>,
+}
+
+impl<V, H> TrajectoryLadder<ebm_models::Rbm<V, H>>
+where
+    V: ebm_models::Layer,
+    H: ebm_models::Layer<Scalar = V::Scalar>,
+{
+    /// A ladder through `models` in order.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for no models; [`Error::ShapeMismatch`] if a model's layers
+    /// differ in size from the first one's.
+    pub fn new(models: Vec<ebm_models::Rbm<V, H>>) -> ebm_core::Result<Self> {
+        let first = models.first().ok_or_else(|| Error::InvalidParameter {
+            name: "models".into(),
+            reason: "a trajectory ladder needs at least one model".into(),
+        })?;
+        let shape = first.weights().shape();
+        for (k, m) in models.iter().enumerate() {
+            if m.weights().shape() != shape {
+                return Err(Error::ShapeMismatch {
+                    what: format!("trajectory model {k}"),
+                    expected: format!("{}x{}", shape.0, shape.1),
+                    got: format!("{}x{}", m.weights().nrows(), m.weights().ncols()),
+                });
+            }
+        }
+        Ok(Self { models })
+    }
+}
+
+impl<M> TrajectoryLadder<M> {
+    /// The models, in ladder order.
+    pub fn models(&self) -> &[M] {
+        &self.models
+    }
+}
+
+impl<M: EnergyModel> Ladder for TrajectoryLadder<M> {
+    type Model = M;
+
+    fn n_rungs(&self) -> usize {
+        self.models.len()
+    }
+
+    fn rung(&self, k: usize) -> Rung<'_, M> {
+        Rung {
+            model: &self.models[k],
+            beta: 1.0,
+        }
+    }
+}
+
+/// The rungs of `A` followed by those of `B` (e.g. a temperature ladder of the first checkpoint
+/// below a trajectory ladder).
+#[derive(Clone, Debug)]
+pub struct Concat<A, B>(pub A, pub B);
+
+impl<A: Ladder, B: Ladder<Model = A::Model>> Ladder for Concat<A, B> {
+    type Model = A::Model;
+
+    fn n_rungs(&self) -> usize {
+        self.0.n_rungs() + self.1.n_rungs()
+    }
+
+    fn rung(&self, k: usize) -> Rung<'_, A::Model> {
+        let n = self.0.n_rungs();
+        if k < n {
+            self.0.rung(k)
+        } else {
+            self.1.rung(k - n)
+        }
+    }
+}

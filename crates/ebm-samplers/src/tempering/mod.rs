@@ -5,5 +5,5 @@
 mod ladder;
 mod pt;
 
-pub use ladder::{Exchange, Ladder, Rung, TemperatureLadder};
+pub use ladder::{Concat, Exchange, Ladder, Rung, TemperatureLadder, TrajectoryLadder};
 pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
