@@ -8,7 +8,7 @@
 
 use ebm::prelude::*;
 use ebm::samplers::tempering::{
-    Ladder, ParallelTempering, PtState, SwapSchedule, TemperatureLadder,
+    Ladder, ParallelTempering, PtDiagnostics, PtState, SwapSchedule, TemperatureLadder,
 };
 
 fn main() -> Result<(), Error> {
@@ -85,14 +85,9 @@ fn main() -> Result<(), Error> {
         .collect();
     let mut pt_state = PtState::new(rungs, 2)?;
     let (mut plus, mut total) = (0usize, 0usize);
-    let mut accepted = vec![0u64; ladder.n_rungs() - 1];
-    let mut proposed = vec![0u64; ladder.n_rungs() - 1];
+    let mut diagnostics = PtDiagnostics::new(systems);
     for round in 0..rounds {
-        let info = pt.step(&ladder, &mut pt_state, Par::Rayon);
-        for k in 0..accepted.len() {
-            accepted[k] += info.accepted[k];
-            proposed[k] += info.proposed[k];
-        }
+        diagnostics.record(&pt.step(&ladder, &mut pt_state, Par::Rayon));
         if round >= burn_in {
             let target = pt_state.rungs.last().expect("at least one rung");
             plus += target
@@ -108,12 +103,18 @@ fn main() -> Result<(), Error> {
         "parallel tempering, {} rungs (beta from 0.3 to 1), DEO swaps, {systems} systems x {rounds} rounds:",
         ladder.n_rungs()
     );
-    let rates: Vec<String> = accepted
+    let rates: Vec<String> = diagnostics
+        .acceptance_rates()
         .iter()
-        .zip(&proposed)
-        .map(|(a, p)| format!("{:.2}", *a as f64 / *p as f64))
+        .map(|a| format!("{a:.2}"))
         .collect();
     println!("swap acceptance per pair: [{}]", rates.join(", "));
+    println!(
+        "communication barrier {:.2}; round trips per system and round {:.3} (ideal DEO with these rates: {:.3})",
+        diagnostics.communication_barrier(),
+        diagnostics.round_trip_rate(),
+        diagnostics.ideal_deo_round_trip_rate()
+    );
     println!("weight of the + mode at beta = 1: {w:.3} (exact {exact_plus:.3}; Gibbs: 1.000)");
     Ok(())
 }

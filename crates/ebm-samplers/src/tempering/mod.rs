@@ -2,8 +2,10 @@
 //! written once over the [`Exchange`] trait, and the PT loop with its swap schedules
 //! (spec `lifted-deo-pt.md` §2, `ptt-trais-rcm.md` PT sections).
 
+mod diagnostics;
 mod ladder;
 mod pt;
 
+pub use diagnostics::PtDiagnostics;
 pub use ladder::{Concat, Exchange, Ladder, Rung, TemperatureLadder, TrajectoryLadder};
 pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
