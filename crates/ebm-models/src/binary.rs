@@ -51,6 +51,23 @@ impl<F: Scalar> Bernoulli<F> {
             fields: vec![F::zero(); n],
         }
     }
+
+    /// Independent units with the given means \\(m_i = P(x_i = 1)\\):
+    /// \\(\theta_i = \operatorname{logit}(m_i)\\), with \\(m_i\\) clipped to
+    /// \\([\epsilon, 1 - \epsilon]\\), \\(\epsilon = 10^{-6}\\), so that constant sites stay finite.
+    /// With zero weights this is the independent-site reference fitted to the data (its means
+    /// are the data frequencies).
+    pub fn from_means(means: &[f64]) -> Self {
+        Self::new(
+            means
+                .iter()
+                .map(|&m| {
+                    let m = m.clamp(1e-6, 1.0 - 1e-6);
+                    F::from_f64((m / (1.0 - m)).ln())
+                })
+                .collect(),
+        )
+    }
 }
 
 /// Units with values in \\(\{-1, +1\}\\) and potential \\(U_i(x) = -\theta_i x\\).
@@ -74,6 +91,18 @@ impl<F: Scalar> Spin<F> {
         Self {
             fields: vec![F::zero(); n],
         }
+    }
+
+    /// Independent spins with the given magnetisations \\(m_i = E[x_i]\\):
+    /// \\(\theta_i = \operatorname{artanh}(m_i)\\), with \\(m_i\\) clipped to
+    /// \\([-1 + \epsilon, 1 - \epsilon]\\), \\(\epsilon = 2 \cdot 10^{-6}\\).
+    pub fn from_means(means: &[f64]) -> Self {
+        Self::new(
+            means
+                .iter()
+                .map(|&m| F::from_f64(m.clamp(-1.0 + 2e-6, 1.0 - 2e-6).atanh()))
+                .collect(),
+        )
     }
 }
 
@@ -315,6 +344,18 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn independent_layers_from_means_reproduce_the_means() {
+        let b = Bernoulli::<f64>::from_means(&[0.2, 0.0, 1.0]);
+        let mut m = [0.0; 3];
+        b.mean_in_place(&mut m, 1.0);
+        assert!((m[0] - 0.2).abs() < 1e-12 && m[1] < 2e-6 && m[2] > 1.0 - 2e-6);
+        let s = Spin::<f64>::from_means(&[-0.4, 0.9]);
+        let mut m = [0.0; 2];
+        s.mean_in_place(&mut m, 1.0);
+        assert!((m[0] + 0.4).abs() < 1e-12 && (m[1] - 0.9).abs() < 1e-12);
     }
 
     #[test]

@@ -108,6 +108,60 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         }
     }
 
+    /// The linear interpolation \\(\Theta_t = t\,\Theta + (1 - t)\,\Theta_{\text{other}}\\) of every
+    /// parameter (weights and every layer tensor). Since the energy is linear in the
+    /// parameters, \\(E_{\Theta_t} = t E_\Theta + (1 - t) E_{\Theta_{\text{other}}}\\): at
+    /// \\(t = \beta\\) with a reference model this is the bridge \\(p_{\text{ref}}^{1-\beta} e^{-\beta E}\\)
+    /// of AIS and PT with reference (spec `ptt-trais-rcm.md` §2.5, §2.9).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] if the models differ in shape; a layer's error if an
+    /// interpolated parameter is invalid (impossible for convex combinations of valid layers of
+    /// this workspace).
+    pub fn interpolate(&self, other: &Self, t: f64) -> ebm_core::Result<Self> {
+        if self.weights.shape() != other.weights.shape() {
+            return Err(Error::ShapeMismatch {
+                what: "interpolated RBMs".into(),
+                expected: format!("{}x{}", self.weights.nrows(), self.weights.ncols()),
+                got: format!("{}x{}", other.weights.nrows(), other.weights.ncols()),
+            });
+        }
+        fn mix<L: Layer>(a: &L, b: &L, t: f64) -> ebm_core::Result<L> {
+            let tb = b.tensors();
+            let mixed: Vec<_> = a
+                .tensors()
+                .into_iter()
+                .map(|(name, shape, va)| {
+                    let vb = tb.iter().find(|x| x.0 == name).map(|x| &x.2);
+                    let values = va
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| {
+                            let y = vb.map_or(x.as_f64(), |v| v[i].as_f64());
+                            L::Scalar::from_f64(t * x.as_f64() + (1.0 - t) * y)
+                        })
+                        .collect::<Vec<_>>();
+                    (name, shape, values)
+                })
+                .collect();
+            let get = |name: &str| {
+                mixed
+                    .iter()
+                    .find(|x| x.0 == name)
+                    .map(|x| (x.1.clone(), x.2.clone()))
+            };
+            L::from_tensors(a.n_units(), &get)
+        }
+        let weights = self.weights.zip_map(&other.weights, |x, y| {
+            V::Scalar::from_f64(t * x.as_f64() + (1.0 - t) * y.as_f64())
+        });
+        Rbm::new(
+            mix(&self.visible, &other.visible, t)?,
+            mix(&self.hidden, &other.hidden, t)?,
+            weights,
+        )
+    }
+
     /// Takes the model apart into `(visible, hidden, weights)`.
     pub fn into_parts(self) -> (V, H, DMatrix<V::Scalar>) {
         (self.visible, self.hidden, self.weights)

@@ -497,3 +497,78 @@ fn trajectory_and_concatenated_ladders_keep_the_product_target() {
     .unwrap();
     assert!(TrajectoryLadder::new(vec![base.clone(), other]).is_err());
 }
+
+/// The reference ladder: endpoints are exactly the reference and the model, the interpolated
+/// energies are linear in beta, and DEO exchanges on it keep the product of the rungs' laws.
+#[test]
+fn reference_ladder_bridges_an_independent_site_reference_to_the_model() {
+    use ebm_samplers::tempering::{Ladder, ReferenceLadder};
+    let rbm = model();
+    let reference = Rbm::new(
+        Bernoulli::from_means(&[0.2, 0.9, 0.5]),
+        Bernoulli::zeros(4),
+        DMatrix::zeros(3, 4),
+    )
+    .unwrap();
+    // The reference's visible law is the independent one with those means.
+    let p_ref = exact::visible_probabilities(&reference, 1.0, Par::Seq).unwrap();
+    assert!((p_ref[0] - 0.8 * 0.1 * 0.5).abs() < 1e-9);
+    let betas = vec![0.0, 0.35, 0.7, 1.0];
+    let ladder = ReferenceLadder::new(&rbm, &reference, betas.clone()).unwrap();
+    assert_eq!(ladder.n_rungs(), 4);
+    assert_eq!(ladder.models()[3], rbm);
+    assert_eq!(ladder.models()[0], reference);
+    // Linearity of the joint energy in the parameters.
+    let (v, h) = ([1.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]);
+    let e = |m: &Rbm<Bernoulli, Bernoulli>| m.joint_energy(&v, &h);
+    assert!((e(&ladder.models()[1]) - (0.35 * e(&rbm) + 0.65 * e(&reference))).abs() < 1e-12);
+
+    let (lo, hi) = (1usize, 3usize); // test rungs 1..=3 jointly
+    for round in [0u64, 1] {
+        let chains: Vec<RbmChains<f64>> = ladder
+            .models()
+            .iter()
+            .enumerate()
+            .map(|(k, m)| exact_chains(m, 1.0, DRAWS, 800 + 10 * round + k as u64).chains)
+            .collect();
+        let mut state = PtState::new(chains, 88 + round).unwrap();
+        state.round = round;
+        ParallelTempering::new(Gibbs::new(0), SwapSchedule::DeterministicEvenOdd).step(
+            &ladder,
+            &mut state,
+            Par::Rayon,
+        );
+        let p: Vec<Vec<f64>> = ladder
+            .models()
+            .iter()
+            .map(|m| exact::visible_probabilities(m, 1.0, Par::Seq).unwrap())
+            .collect();
+        // Joint law of rungs 1..=3 (rung 0 is tested through its pair with rung 1 on even rounds
+        // only as a marginal; these three rungs cover both parities).
+        let mut joint = vec![0.0; 512];
+        for (c, pc) in joint.iter_mut().enumerate() {
+            *pc = p[lo][c % 8] * p[lo + 1][(c / 8) % 8] * p[hi][c / 64];
+        }
+        let mut counts = vec![0u64; 512];
+        for i in 0..DRAWS {
+            let idx = |k: usize| {
+                rbm.visible()
+                    .configuration_index(state.rungs[k].visible.column(i).as_slice())
+                    as usize
+            };
+            counts[idx(lo) + 8 * idx(lo + 1) + 64 * idx(hi)] += 1;
+        }
+        let t = chi_square(&counts, &joint);
+        assert!(t.p_value > 1e-4, "reference ladder, round {round}: {t:?}");
+    }
+    // Validation: a reference with couplings, a bad ladder, a shape mismatch.
+    assert!(ReferenceLadder::new(&rbm, &rbm, betas.clone()).is_err());
+    assert!(ReferenceLadder::new(&rbm, &reference, vec![0.5, 0.2, 1.0]).is_err());
+    let small = Rbm::new(
+        Bernoulli::zeros(2),
+        Bernoulli::zeros(4),
+        DMatrix::zeros(2, 4),
+    )
+    .unwrap();
+    assert!(ReferenceLadder::new(&rbm, &small, betas).is_err());
+}

@@ -91,6 +91,35 @@ pub struct TemperatureLadder<M> {
     betas: Vec<f64>,
 }
 
+/// Checks that `betas` is non-empty, strictly increasing, within \\([0, 1]\\) and ends at 1.
+fn validate_betas(betas: &[f64]) -> ebm_core::Result<()> {
+    let bad = |reason: String| Error::InvalidParameter {
+        name: "betas".into(),
+        reason,
+    };
+    if betas.is_empty() {
+        return Err(bad("a ladder needs at least one inverse temperature".into()));
+    }
+    if let Some(k) = betas.iter().position(|b| !(0.0..=1.0).contains(b)) {
+        return Err(bad(format!("beta[{k}] = {} is outside [0, 1]", betas[k])));
+    }
+    if let Some(k) = betas.windows(2).position(|w| w[0] >= w[1]) {
+        return Err(bad(format!(
+            "betas must increase strictly: beta[{k}] = {} >= beta[{}] = {}",
+            betas[k],
+            k + 1,
+            betas[k + 1]
+        )));
+    }
+    if *betas.last().expect("non-empty") != 1.0 {
+        return Err(bad(format!(
+            "the last beta is the target and must be 1, got {}",
+            betas[betas.len() - 1]
+        )));
+    }
+    Ok(())
+}
+
 impl<M: EnergyModel> TemperatureLadder<M> {
     /// A ladder of `model` at `betas`.
     ///
@@ -98,30 +127,7 @@ impl<M: EnergyModel> TemperatureLadder<M> {
     /// [`Error::InvalidParameter`] unless `betas` is non-empty, strictly increasing, within
     /// \\([0, 1]\\) and ends at exactly 1 (the target).
     pub fn new(model: M, betas: Vec<f64>) -> ebm_core::Result<Self> {
-        let bad = |reason: String| Error::InvalidParameter {
-            name: "betas".into(),
-            reason,
-        };
-        if betas.is_empty() {
-            return Err(bad("a ladder needs at least one inverse temperature".into()));
-        }
-        if let Some(k) = betas.iter().position(|b| !(0.0..=1.0).contains(b)) {
-            return Err(bad(format!("beta[{k}] = {} is outside [0, 1]", betas[k])));
-        }
-        if let Some(k) = betas.windows(2).position(|w| w[0] >= w[1]) {
-            return Err(bad(format!(
-                "betas must increase strictly: beta[{k}] = {} >= beta[{}] = {}",
-                betas[k],
-                k + 1,
-                betas[k + 1]
-            )));
-        }
-        if *betas.last().expect("non-empty") != 1.0 {
-            return Err(bad(format!(
-                "the last beta is the target and must be 1, got {}",
-                betas[betas.len() - 1]
-            )));
-        }
+        validate_betas(&betas)?;
         Ok(Self { model, betas })
     }
 
@@ -253,6 +259,81 @@ impl<A: Ladder, B: Ladder<Model = A::Model>> Ladder for Concat<A, B> {
             self.0.rung(k)
         } else {
             self.1.rung(k - n)
+        }
+    }
+}
+
+/// The bridge from a tractable independent-site reference to the model:
+/// \\(p_\beta \propto p_{\text{ref}}^{1-\beta} e^{-\beta E}\\), realised as the RBM with
+/// interpolated parameters \\(\Theta_\beta = \beta\Theta + (1 - \beta)\Theta_{\text{ref}}\\)
+/// ([`ebm_models::Rbm::interpolate`]) at temperature 1, for
+/// \\(0 \le \beta_0 < \dots < \beta_K = 1\\) (spec `ptt-trais-rcm.md` §2.5, §2.9). The reference
+/// is an RBM with zero weights (independent sites), e.g. visible fields from the data
+/// frequencies ([`ebm_models::Bernoulli::from_means`]) and neutral hidden units; rung 0 at
+/// \\(\beta_0 = 0\\) is the reference itself. The interpolated models are built once.
+#[derive(Clone, Debug)]
+pub struct ReferenceLadder<M> {
+    models: Vec<M>,
+    betas: Vec<f64>,
+}
+
+impl<V, H> ReferenceLadder<ebm_models::Rbm<V, H>>
+where
+    V: ebm_models::Layer,
+    H: ebm_models::Layer<Scalar = V::Scalar>,
+{
+    /// The ladder from `reference` to `model` at `betas`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for betas that are not a valid ladder (as
+    /// [`TemperatureLadder::new`]) or a reference with non-zero weights;
+    /// [`Error::ShapeMismatch`] if the two models differ in shape.
+    pub fn new(
+        model: &ebm_models::Rbm<V, H>,
+        reference: &ebm_models::Rbm<V, H>,
+        betas: Vec<f64>,
+    ) -> ebm_core::Result<Self> {
+        use ebm_core::Scalar;
+        validate_betas(&betas)?;
+        if let Some(k) = reference.weights().iter().position(|w| w.as_f64() != 0.0) {
+            return Err(Error::InvalidParameter {
+                name: "reference".into(),
+                reason: format!(
+                    "the reference must have zero weights (independent sites); weight {k} is not zero"
+                ),
+            });
+        }
+        let models = betas
+            .iter()
+            .map(|&b| model.interpolate(reference, b))
+            .collect::<ebm_core::Result<Vec<_>>>()?;
+        Ok(Self { models, betas })
+    }
+}
+
+impl<M> ReferenceLadder<M> {
+    /// The interpolation coefficients \\(\beta_k\\).
+    pub fn betas(&self) -> &[f64] {
+        &self.betas
+    }
+
+    /// The interpolated models, rung by rung.
+    pub fn models(&self) -> &[M] {
+        &self.models
+    }
+}
+
+impl<M: EnergyModel> Ladder for ReferenceLadder<M> {
+    type Model = M;
+
+    fn n_rungs(&self) -> usize {
+        self.models.len()
+    }
+
+    fn rung(&self, k: usize) -> Rung<'_, M> {
+        Rung {
+            model: &self.models[k],
+            beta: 1.0,
         }
     }
 }

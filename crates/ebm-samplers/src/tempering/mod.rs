@@ -7,5 +7,7 @@ mod ladder;
 mod pt;
 
 pub use diagnostics::PtDiagnostics;
-pub use ladder::{Concat, Exchange, Ladder, Rung, TemperatureLadder, TrajectoryLadder};
+pub use ladder::{
+    Concat, Exchange, Ladder, ReferenceLadder, Rung, TemperatureLadder, TrajectoryLadder,
+};
 pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
