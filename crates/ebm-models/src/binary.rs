@@ -93,7 +93,7 @@ impl<F: Scalar> Spin<F> {
         }
     }
 
-    /// Independent spins with the given magnetisations \\(m_i = E[x_i]\\):
+    /// Independent spins with the given magnetisations \\(m_i = \mathbb{E}\,x_i\\):
     /// \\(\theta_i = \operatorname{artanh}(m_i)\\), with \\(m_i\\) clipped to
     /// \\([-1 + \epsilon, 1 - \epsilon]\\), \\(\epsilon = 2 \cdot 10^{-6}\\).
     pub fn from_means(means: &[f64]) -> Self {
