@@ -424,6 +424,51 @@ fn lifted_pt_leaves_the_lifted_target_invariant() {
     );
 }
 
+/// Draws every rung of `ladder` exactly from its own law, applies one DEO exchange step (no
+/// exploration) on the parity of `round`, and tests the rungs `tested` jointly against the
+/// product of their exact laws. Returns the p-value and whether any replica moved.
+fn deo_swap_p_value<L>(ladder: &L, tested: [usize; 3], round: u64, seed: u64) -> (f64, bool)
+where
+    L: ebm_samplers::tempering::Ladder<Model = Rbm<Bernoulli, Bernoulli>>,
+{
+    let rung = |k: usize| ladder.rung(k);
+    let chains: Vec<RbmChains<f64>> = (0..ladder.n_rungs())
+        .map(|k| exact_chains(rung(k).model, rung(k).beta, DRAWS, seed + k as u64).chains)
+        .collect();
+    let mut state = PtState::new(chains, seed + 100).unwrap();
+    state.round = round;
+    ParallelTempering::new(Gibbs::new(0), SwapSchedule::DeterministicEvenOdd).step(
+        ladder,
+        &mut state,
+        Par::Rayon,
+    );
+    let p: Vec<Vec<f64>> = tested
+        .iter()
+        .map(|&k| exact::visible_probabilities(rung(k).model, rung(k).beta, Par::Seq).unwrap())
+        .collect();
+    let mut joint = vec![0.0; 512];
+    for (c, pc) in joint.iter_mut().enumerate() {
+        *pc = p[0][c % 8] * p[1][(c / 8) % 8] * p[2][c / 64];
+    }
+    let visible = model();
+    let mut counts = vec![0u64; 512];
+    for i in 0..DRAWS {
+        let idx = |j: usize| {
+            visible
+                .visible()
+                .configuration_index(state.rungs[tested[j]].visible.column(i).as_slice())
+                as usize
+        };
+        counts[idx(0) + 8 * idx(1) + 64 * idx(2)] += 1;
+    }
+    let moved = state
+        .replica
+        .iter()
+        .enumerate()
+        .any(|(k, ids)| ids.iter().any(|&r| r as usize != k));
+    (chi_square(&counts, &joint).p_value, moved)
+}
+
 /// PT on a trajectory of models (all at beta = 1) and on a temperature ladder concatenated
 /// below it leaves the product of the rungs' exact laws invariant.
 #[test]
@@ -445,47 +490,14 @@ fn trajectory_and_concatenated_ladders_keep_the_product_target() {
         .collect();
     assert_eq!(rungs.len(), 5);
     assert_eq!(rungs[1].1, 1.0);
-    // Test the three trajectory rungs jointly (8^3 states) under DEO swaps on both parities.
+    // The three trajectory rungs (8^3 joint states), DEO swaps on both parities.
     for round in [0u64, 1] {
-        let chains: Vec<RbmChains<f64>> = traj
-            .models()
-            .iter()
-            .enumerate()
-            .map(|(k, m)| exact_chains(m, 1.0, DRAWS, 700 + 10 * round + k as u64).chains)
-            .collect();
-        let mut state = PtState::new(chains, 77 + round).unwrap();
-        state.round = round;
-        ParallelTempering::new(Gibbs::new(0), SwapSchedule::DeterministicEvenOdd).step(
-            &traj,
-            &mut state,
-            Par::Rayon,
-        );
-        let p: Vec<Vec<f64>> = traj
-            .models()
-            .iter()
-            .map(|m| exact::visible_probabilities(m, 1.0, Par::Seq).unwrap())
-            .collect();
-        let mut joint = vec![0.0; 512];
-        for (c, pc) in joint.iter_mut().enumerate() {
-            *pc = p[0][c % 8] * p[1][(c / 8) % 8] * p[2][c / 64];
-        }
-        let mut counts = vec![0u64; 512];
-        for i in 0..DRAWS {
-            let idx = |k: usize| {
-                base.visible()
-                    .configuration_index(state.rungs[k].visible.column(i).as_slice())
-                    as usize
-            };
-            counts[idx(0) + 8 * idx(1) + 64 * idx(2)] += 1;
-        }
-        let t = chi_square(&counts, &joint);
-        assert!(t.p_value > 1e-4, "trajectory ladder, round {round}: {t:?}");
-        let moved = state
-            .replica
-            .iter()
-            .enumerate()
-            .any(|(k, ids)| ids.iter().any(|&r| r as usize != k));
+        let (p, moved) = deo_swap_p_value(&traj, [0, 1, 2], round, 700 + 10 * round);
+        assert!(p > 1e-4, "trajectory ladder, round {round}: p = {p}");
         assert!(moved, "no exchange happened");
+        // And the concatenated ladder, on its temperature rung and the first trajectory rungs.
+        let (p, _) = deo_swap_p_value(&ladder, [1, 2, 3], round, 750 + 10 * round);
+        assert!(p > 1e-4, "concatenated ladder, round {round}: p = {p}");
     }
     // Validation.
     assert!(TrajectoryLadder::<Rbm<Bernoulli, Bernoulli>>::new(vec![]).is_err());
@@ -523,43 +535,15 @@ fn reference_ladder_bridges_an_independent_site_reference_to_the_model() {
     let e = |m: &Rbm<Bernoulli, Bernoulli>| m.joint_energy(&v, &h);
     assert!((e(&ladder.models()[1]) - (0.35 * e(&rbm) + 0.65 * e(&reference))).abs() < 1e-12);
 
-    let (lo, hi) = (1usize, 3usize); // test rungs 1..=3 jointly
     for round in [0u64, 1] {
-        let chains: Vec<RbmChains<f64>> = ladder
-            .models()
-            .iter()
-            .enumerate()
-            .map(|(k, m)| exact_chains(m, 1.0, DRAWS, 800 + 10 * round + k as u64).chains)
-            .collect();
-        let mut state = PtState::new(chains, 88 + round).unwrap();
-        state.round = round;
-        ParallelTempering::new(Gibbs::new(0), SwapSchedule::DeterministicEvenOdd).step(
-            &ladder,
-            &mut state,
-            Par::Rayon,
-        );
-        let p: Vec<Vec<f64>> = ladder
-            .models()
-            .iter()
-            .map(|m| exact::visible_probabilities(m, 1.0, Par::Seq).unwrap())
-            .collect();
-        // Joint law of rungs 1..=3 (rung 0 is tested through its pair with rung 1 on even rounds
-        // only as a marginal; these three rungs cover both parities).
-        let mut joint = vec![0.0; 512];
-        for (c, pc) in joint.iter_mut().enumerate() {
-            *pc = p[lo][c % 8] * p[lo + 1][(c / 8) % 8] * p[hi][c / 64];
+        for tested in [[0, 1, 2], [1, 2, 3]] {
+            let (p, _) =
+                deo_swap_p_value(&ladder, tested, round, 800 + 10 * round + tested[0] as u64);
+            assert!(
+                p > 1e-4,
+                "reference ladder, round {round}, rungs {tested:?}: p = {p}"
+            );
         }
-        let mut counts = vec![0u64; 512];
-        for i in 0..DRAWS {
-            let idx = |k: usize| {
-                rbm.visible()
-                    .configuration_index(state.rungs[k].visible.column(i).as_slice())
-                    as usize
-            };
-            counts[idx(lo) + 8 * idx(lo + 1) + 64 * idx(hi)] += 1;
-        }
-        let t = chi_square(&counts, &joint);
-        assert!(t.p_value > 1e-4, "reference ladder, round {round}: {t:?}");
     }
     // Validation: a reference with couplings, a bad ladder, a shape mismatch.
     assert!(ReferenceLadder::new(&rbm, &rbm, betas.clone()).is_err());
