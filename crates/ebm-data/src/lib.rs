@@ -68,6 +68,37 @@ pub enum GeneratorSpec {
     Preset(ClusterPreset),
     /// The embedded binarised digits (the seed is ignored), [`Domain::Binary01`].
     Digits,
+    /// Exact samples of the Curie–Weiss model ([`ebm_models::CurieWeiss`]) at inverse
+    /// temperature `beta`, [`Domain::Spin`]: bimodal data whose mode weights are known exactly
+    /// (`CurieWeiss::positive_mode_weight`). Labels: 1 for positive magnetisation, 0 otherwise.
+    CurieWeiss {
+        /// Number of spins.
+        n: usize,
+        /// Coupling \\(J\\).
+        coupling: f64,
+        /// Field \\(h\\).
+        field: f64,
+        /// Inverse temperature.
+        beta: f64,
+        /// Number of samples.
+        n_samples: usize,
+    },
+    /// Exact samples (by enumeration, `n <= 24`) of a Hopfield model
+    /// ([`ebm_models::Hopfield`]) with `n_patterns` random \\(\pm1\\) patterns drawn from the seed,
+    /// no field, [`Domain::Spin`]. Labels: the index of the pattern with the largest overlap in
+    /// absolute value.
+    Hopfield {
+        /// Number of spins (at most 24).
+        n: usize,
+        /// Number of patterns.
+        n_patterns: usize,
+        /// Coupling \\(J\\).
+        coupling: f64,
+        /// Inverse temperature.
+        beta: f64,
+        /// Number of samples.
+        n_samples: usize,
+    },
 }
 
 /// Generates a dataset; deterministic given `seed`.
@@ -85,7 +116,54 @@ pub fn generate(spec: &GeneratorSpec, seed: u64) -> Result<Dataset> {
         GeneratorSpec::Clusters(cfg) => Ok(clustered(cfg, seed)?.dataset),
         GeneratorSpec::Preset(p) => Ok(clustered(&p.config(), seed)?.dataset),
         GeneratorSpec::Digits => Ok(loaders::digits()),
+        GeneratorSpec::CurieWeiss {
+            n,
+            coupling,
+            field,
+            beta,
+            n_samples,
+        } => {
+            let cw = ebm_models::CurieWeiss::new(*n, *coupling, *field).map_err(model_error)?;
+            let x = cw.exact_samples(*n_samples, *beta, seed);
+            let labels = x.column_iter().map(|c| (c.sum() > 0.0) as u32).collect();
+            Dataset::new(x, Domain::Spin)?.with_labels(labels)
+        }
+        GeneratorSpec::Hopfield {
+            n,
+            n_patterns,
+            coupling,
+            beta,
+            n_samples,
+        } => {
+            use rand::{Rng, SeedableRng};
+            let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+            let patterns = nalgebra::DMatrix::from_fn(*n, *n_patterns, |_, _| {
+                if rng.random::<bool>() { 1.0 } else { -1.0 }
+            });
+            let hop = ebm_models::Hopfield::new(patterns, *coupling, vec![0.0; *n])
+                .map_err(model_error)?;
+            let x = hop
+                .exact_samples(*n_samples, *beta, seed.wrapping_add(1))
+                .map_err(model_error)?;
+            let m = hop.overlaps(&x);
+            let labels = m
+                .column_iter()
+                .map(|c| {
+                    c.iter()
+                        .enumerate()
+                        .fold((0, -1.0), |best, (k, v)| {
+                            if v.abs() > best.1 { (k, v.abs()) } else { best }
+                        })
+                        .0 as u32
+                })
+                .collect();
+            Dataset::new(x, Domain::Spin)?.with_labels(labels)
+        }
     }
+}
+
+fn model_error(e: ebm_core::Error) -> Error {
+    Error::InvalidArgument(e.to_string())
 }
 
 /// File formats understood by [`load`].
