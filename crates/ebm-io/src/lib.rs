@@ -9,18 +9,35 @@
 //!   leaves any previous file untouched and no temporary file behind.
 //! - [`load_rbm`] validates everything and never panics on arbitrary bytes: unreadable,
 //!   truncated or non-safetensors files, wrong format or version, unit types other than the ones
-//!   requested, missing tensors, wrong shapes and non-finite values are typed errors naming the
-//!   file and the tensor or byte offset.
-//! - [`read_rbm_info`] reads the metadata alone, so a program can dispatch on the unit types.
+//!   requested, missing, unexpected or misshapen tensors and non-finite values are typed errors
+//!   naming the file and the byte offset or tensor.
+//! - [`read_rbm_info`] reads the header alone (not the tensor data), so a program can dispatch
+//!   on the unit types before choosing the types to load with.
 //!
-//! Tensors are stored in row-major order: `weights` has shape `[visible width, hidden width]`
-//! with element `(i, j)` = \\(W_{ij}\\); layer tensors are named `visible.<name>` and
-//! `hidden.<name>` after [`ebm_models::Layer::tensors`]. Files written in `f32` load as `f64`
-//! models and vice versa (an explicit, documented conversion).
+//! # File layout (format `ebm-rbm`, version 1)
+//!
+//! Tensors, all of one dtype (`F32` or `F64`, little-endian, row-major as safetensors requires):
+//!
+//! | Tensor | Shape | Content |
+//! |---|---|---|
+//! | `weights` | `[visible width, hidden width]` | element `(i, j)` is \\(W_{ij}\\) |
+//! | `visible.<name>` | per layer | every tensor of [`ebm_models::Layer::tensors`] of the visible layer |
+//! | `hidden.<name>` | per layer | the same for the hidden layer |
+//!
+//! The `__metadata__` string map holds `format` (`"ebm-rbm"`), `format_version` (`"1"`),
+//! `visible` and `hidden` ([`ebm_models::Layer::KIND`]), `visible_units` and `hidden_units`,
+//! `dtype` (`"f32"` or `"f64"`), `convention` ([`CONVENTION`]) and any free-form entries passed
+//! to [`save_rbm_with_metadata`].
+//!
+//! # Float types
+//!
+//! A file written in `f32` loads as an `f64` model exactly (widening), and an `f64` file loads
+//! as an `f32` model by rounding to nearest; a value that overflows `f32` is an error, never a
+//! silent infinity. [`RbmFileInfo::dtype`] tells which type a file was written in.
 //!
 //! # Example
 //! ```
-//! use ebm_io::{load_rbm, save_rbm};
+//! use ebm_io::{load_rbm, read_rbm_info, save_rbm};
 //! use ebm_models::{Bernoulli, Rbm, Spin};
 //! use nalgebra::DMatrix;
 //!
@@ -32,6 +49,9 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("model.safetensors");
 //! save_rbm(&rbm, &path)?;
+//!
+//! let info = read_rbm_info(&path)?;
+//! assert_eq!((info.visible.as_str(), info.hidden.as_str()), ("bernoulli", "spin"));
 //! let back: Rbm<Bernoulli, Spin> = load_rbm(&path)?;
 //! assert_eq!(back, rbm);
 //! // Asking for other unit types is a clear error, not a silent reinterpretation.
@@ -42,60 +62,125 @@
 use ebm_core::{Error, Result, Scalar};
 use ebm_models::{Layer, Rbm};
 use nalgebra::DMatrix;
-use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+use safetensors::tensor::{Dtype, Metadata, TensorView};
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The value of the `format` metadata key of RBM files.
 pub const RBM_FORMAT: &str = "ebm-rbm";
 /// The version of the RBM file format written by this crate (and the only one it reads).
 pub const RBM_FORMAT_VERSION: u32 = 1;
-/// The energy convention recorded in every file.
+/// The energy convention recorded in every file (metadata key `convention`).
 pub const CONVENTION: &str = "E(v,h) = U_V(v) + U_H(h) - v^T W h; bernoulli units in {0,1}, spin units in {-1,+1}, \
 potts units one-hot; weights[i][j] = W_ij, row-major";
 
+/// Metadata keys written by the format itself, which [`save_rbm_with_metadata`] refuses as
+/// free-form entries.
+pub const RESERVED_METADATA_KEYS: [&str; 8] = [
+    "format",
+    "format_version",
+    "visible",
+    "hidden",
+    "visible_units",
+    "hidden_units",
+    "dtype",
+    "convention",
+];
+
+/// Length of the little-endian `u64` header-length prefix of a safetensors file.
+const PREFIX: usize = 8;
+/// Largest JSON header accepted (the limit of the safetensors crate).
+const MAX_HEADER: u64 = 100_000_000;
+
+fn io_error(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn format_error(path: &Path, location: impl Into<String>, reason: impl Into<String>) -> Error {
+    Error::Format {
+        path: path.to_path_buf(),
+        location: location.into(),
+        reason: reason.into(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------------
+
 /// Writes a file atomically: `write` fills a temporary file created in `path`'s directory,
-/// which is flushed to disk and then renamed to `path`. If `write` or any step fails, `path`
-/// keeps its previous content (or stays absent) and the temporary file is removed.
+/// which is flushed and synced to disk and then renamed over `path`. If `write` or any step
+/// fails, `path` keeps its previous content (or stays absent) and the temporary file is
+/// removed.
+///
+/// The new file keeps the permissions of the file it replaces; a new file gets the usual
+/// `0o666` minus the process umask on Unix. After the rename the directory is synced too (best
+/// effort: a failure there is ignored, since the new content is already in place).
+///
+/// This is the building block of every file this workspace writes (models, trajectories,
+/// chain checkpoints).
 ///
 /// # Errors
 /// [`Error::Io`] naming `path` for any failure, including the one `write` returns.
+///
+/// # Example
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("notes.txt");
+/// ebm_io::write_atomically(&path, |w| w.write_all(b"hello"))?;
+/// assert_eq!(std::fs::read(&path).unwrap(), b"hello");
+/// # Ok::<(), ebm_core::Error>(())
+/// ```
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = io_error(path);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ebm-tmp-")
-        .tempfile_in(&dir)
-        .map_err(io)?;
+    let prefix = match path.file_name() {
+        Some(name) => format!(".{}.", name.to_string_lossy()),
+        None => ".ebm.".to_string(),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    let permissions = match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Some(m.permissions()),
+        _ => default_permissions(),
+    };
+    if let Some(p) = permissions {
+        builder.permissions(p);
+    }
+    // From here on, dropping `tmp` (on any early return) deletes the temporary file.
+    let mut tmp = builder.tempfile_in(&dir).map_err(&io)?;
     {
         let mut w = std::io::BufWriter::new(tmp.as_file_mut());
-        write(&mut w).map_err(io)?;
-        w.flush().map_err(io)?;
+        write(&mut w).map_err(&io)?;
+        w.flush().map_err(&io)?;
     }
-    tmp.as_file().sync_all().map_err(io)?;
+    tmp.as_file().sync_all().map_err(&io)?;
     tmp.persist(path).map_err(|e| io(e.error))?;
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
     Ok(())
 }
 
-/// Saves `rbm` to `path` (safetensors with metadata), atomically.
-///
-/// # Errors
-/// [`Error::Io`] if the file cannot be written.
-pub fn save_rbm<V: Layer, H: Layer<Scalar = V::Scalar>>(
-    rbm: &Rbm<V, H>,
-    path: &Path,
-) -> Result<()> {
-    save_rbm_with_metadata(rbm, path, &BTreeMap::new())
+#[cfg(unix)]
+fn default_permissions() -> Option<std::fs::Permissions> {
+    use std::os::unix::fs::PermissionsExt;
+    Some(std::fs::Permissions::from_mode(0o666))
+}
+
+#[cfg(not(unix))]
+fn default_permissions() -> Option<std::fs::Permissions> {
+    None
 }
 
 fn dtype_of<F: Scalar>() -> Dtype {
@@ -106,10 +191,12 @@ fn dtype_of<F: Scalar>() -> Dtype {
     }
 }
 
+/// Little-endian bytes of `values` in the on-disk width of `F`.
 fn to_le_bytes<F: Scalar>(values: &[F]) -> Vec<u8> {
     let mut out = Vec::with_capacity(std::mem::size_of_val(values));
     for v in values {
         if F::NAME == "f32" {
+            // Exact: `v` is an f32 widened to f64.
             out.extend_from_slice(&(v.as_f64() as f32).to_le_bytes());
         } else {
             out.extend_from_slice(&v.as_f64().to_le_bytes());
@@ -118,38 +205,70 @@ fn to_le_bytes<F: Scalar>(values: &[F]) -> Vec<u8> {
     out
 }
 
+/// Saves `rbm` to `path` (safetensors with metadata, see the [crate docs](crate)),
+/// atomically.
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be written (any previous file at `path` is then
+/// untouched).
+pub fn save_rbm<V: Layer, H: Layer<Scalar = V::Scalar>>(
+    rbm: &Rbm<V, H>,
+    path: &Path,
+) -> Result<()> {
+    save_rbm_with_metadata(rbm, path, &BTreeMap::new())
+}
+
 /// Saves `rbm` like [`save_rbm`], adding the free-form `extra` entries to the metadata
-/// (e.g. a description, the training step). Keys of the format itself (`format`,
-/// `format_version`, `visible`, `hidden`, `visible_units`, `hidden_units`, `dtype`,
-/// `convention`) cannot be overridden.
+/// (e.g. a `description`, the training step). They come back in [`RbmFileInfo::extra`]. Keys
+/// of the format itself ([`RESERVED_METADATA_KEYS`]) cannot be overridden.
 ///
 /// # Errors
 /// [`Error::Io`] if the file cannot be written; [`Error::InvalidParameter`] if `extra` uses a
-/// reserved key.
+/// reserved key (nothing is written then).
 pub fn save_rbm_with_metadata<V: Layer, H: Layer<Scalar = V::Scalar>>(
     rbm: &Rbm<V, H>,
     path: &Path,
     extra: &BTreeMap<String, String>,
 ) -> Result<()> {
-    let info = RbmFileInfo {
-        format_version: RBM_FORMAT_VERSION,
-        visible: V::KIND.to_string(),
-        hidden: H::KIND.to_string(),
-        visible_units: rbm.visible().n_units(),
-        hidden_units: rbm.hidden().n_units(),
-        dtype: V::Scalar::NAME.to_string(),
-        extra: extra.clone(),
-    };
-    let metadata = info.to_metadata()?;
-    let (nv, nh) = rbm.weights().shape();
-    let weights: Vec<V::Scalar> = rbm.weights().transpose().as_slice().to_vec(); // row-major
-    let mut owned: Vec<(String, Vec<usize>, Vec<u8>)> =
-        vec![("weights".into(), vec![nv, nh], to_le_bytes(&weights))];
-    for (name, shape, values) in rbm.visible().tensors() {
-        owned.push((format!("visible.{name}"), shape, to_le_bytes(&values)));
+    if let Some(k) = extra
+        .keys()
+        .find(|k| RESERVED_METADATA_KEYS.contains(&k.as_str()))
+    {
+        return Err(Error::InvalidParameter {
+            name: k.clone(),
+            reason: format!("\"{k}\" is a reserved metadata key of the {RBM_FORMAT} format"),
+        });
     }
-    for (name, shape, values) in rbm.hidden().tensors() {
-        owned.push((format!("hidden.{name}"), shape, to_le_bytes(&values)));
+    let mut metadata: HashMap<String, String> =
+        extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for (k, v) in [
+        ("format", RBM_FORMAT.to_string()),
+        ("format_version", RBM_FORMAT_VERSION.to_string()),
+        ("visible", V::KIND.to_string()),
+        ("hidden", H::KIND.to_string()),
+        ("visible_units", rbm.visible().n_units().to_string()),
+        ("hidden_units", rbm.hidden().n_units().to_string()),
+        ("dtype", V::Scalar::NAME.to_string()),
+        ("convention", CONVENTION.to_string()),
+    ] {
+        metadata.insert(k.to_string(), v);
+    }
+
+    let (nv, nh) = rbm.weights().shape();
+    // nalgebra is column-major: the transpose's storage is W in row-major order.
+    let weights = rbm.weights().transpose();
+    let mut owned: Vec<(String, Vec<usize>, Vec<u8>)> = vec![(
+        "weights".into(),
+        vec![nv, nh],
+        to_le_bytes(weights.as_slice()),
+    )];
+    for (side, tensors) in [
+        ("visible", rbm.visible().tensors()),
+        ("hidden", rbm.hidden().tensors()),
+    ] {
+        for (name, shape, values) in tensors {
+            owned.push((format!("{side}.{name}"), shape, to_le_bytes(&values)));
+        }
     }
     let dtype = dtype_of::<V::Scalar>();
     let views = owned
@@ -159,7 +278,7 @@ pub fn save_rbm_with_metadata<V: Layer, H: Layer<Scalar = V::Scalar>>(
                 .map(|v| (name.clone(), v))
                 .map_err(|e| Error::InvalidParameter {
                     name: name.clone(),
-                    reason: format!("cannot describe tensor: {e}"),
+                    reason: format!("tensor does not match its declared shape: {e}"),
                 })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -172,8 +291,13 @@ pub fn save_rbm_with_metadata<V: Layer, H: Layer<Scalar = V::Scalar>>(
     write_atomically(path, |w| w.write_all(&bytes))
 }
 
-/// The metadata of an RBM file.
-#[derive(Clone, Debug, PartialEq, Eq)]
+// ---------------------------------------------------------------------------------------------
+// Reading
+// ---------------------------------------------------------------------------------------------
+
+/// The metadata of an RBM file, as read by [`read_rbm_info`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct RbmFileInfo {
     /// Format version (see [`RBM_FORMAT_VERSION`]).
     pub format_version: u32,
@@ -185,60 +309,32 @@ pub struct RbmFileInfo {
     pub visible_units: usize,
     /// Number of hidden units.
     pub hidden_units: usize,
-    /// `"f32"` or `"f64"`.
+    /// The float type the file was written in: `"f32"` or `"f64"`.
     pub dtype: String,
-    /// Free-form entries added by the writer.
+    /// The energy convention recorded in the file (see [`CONVENTION`]).
+    pub convention: String,
+    /// Shape of every tensor, by name (`weights`, `visible.<name>`, `hidden.<name>`).
+    pub tensors: BTreeMap<String, Vec<usize>>,
+    /// Free-form entries added by the writer ([`save_rbm_with_metadata`]).
     pub extra: BTreeMap<String, String>,
 }
 
-const RESERVED: [&str; 8] = [
-    "format",
-    "format_version",
-    "visible",
-    "hidden",
-    "visible_units",
-    "hidden_units",
-    "dtype",
-    "convention",
-];
-
 impl RbmFileInfo {
-    fn to_metadata(&self) -> Result<HashMap<String, String>> {
-        if let Some(k) = self.extra.keys().find(|k| RESERVED.contains(&k.as_str())) {
-            return Err(Error::InvalidParameter {
-                name: k.clone(),
-                reason: "reserved metadata key of the ebm-rbm format".into(),
-            });
-        }
-        let mut m: HashMap<String, String> = self
-            .extra
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        m.insert("format".into(), RBM_FORMAT.into());
-        m.insert("format_version".into(), self.format_version.to_string());
-        m.insert("visible".into(), self.visible.clone());
-        m.insert("hidden".into(), self.hidden.clone());
-        m.insert("visible_units".into(), self.visible_units.to_string());
-        m.insert("hidden_units".into(), self.hidden_units.to_string());
-        m.insert("dtype".into(), self.dtype.clone());
-        m.insert("convention".into(), CONVENTION.into());
-        Ok(m)
+    /// `"<visible>-<hidden>"`, e.g. `"bernoulli-spin"`.
+    pub fn kinds(&self) -> String {
+        format!("{}-{}", self.visible, self.hidden)
     }
 
-    fn from_metadata(path: &Path, meta: &Option<HashMap<String, String>>) -> Result<Self> {
-        let bad = |reason: String| Error::Format {
-            path: path.to_path_buf(),
-            location: "metadata".into(),
-            reason,
-        };
-        let meta = meta
+    fn from_header(path: &Path, header: &Metadata) -> Result<Self> {
+        let bad = |reason: String| format_error(path, "metadata", reason);
+        let meta = header
+            .metadata()
             .as_ref()
             .ok_or_else(|| bad("no __metadata__ section; not an ebm RBM file".into()))?;
         let get = |k: &str| {
             meta.get(k)
                 .cloned()
-                .ok_or_else(|| bad(format!("missing key \"{k}\"")))
+                .ok_or_else(|| bad(format!("missing key \"{k}\"; not an ebm RBM file?")))
         };
         let format = get("format")?;
         if format != RBM_FORMAT {
@@ -252,23 +348,47 @@ impl RbmFileInfo {
             .map_err(|_| bad(format!("format_version \"{version}\" is not a number")))?;
         if format_version != RBM_FORMAT_VERSION {
             return Err(bad(format!(
-                "format_version {format_version} is not supported (this build reads version {RBM_FORMAT_VERSION})"
+                "format_version {format_version} is not supported (this build reads version \
+                 {RBM_FORMAT_VERSION}{})",
+                if format_version > RBM_FORMAT_VERSION {
+                    "; the file was written by a newer ebm"
+                } else {
+                    ""
+                }
             )));
         }
         let units = |k: &str| -> Result<usize> {
             let s = get(k)?;
             s.parse()
-                .map_err(|_| bad(format!("{k} \"{s}\" is not a count")))
+                .map_err(|_| bad(format!("{k} \"{s}\" is not a number of units")))
         };
         let dtype = get("dtype")?;
-        if dtype != "f32" && dtype != "f64" {
-            return Err(bad(format!(
-                "dtype \"{dtype}\", expected \"f32\" or \"f64\""
-            )));
+        let expected_dtype = match dtype.as_str() {
+            "f32" => Dtype::F32,
+            "f64" => Dtype::F64,
+            _ => {
+                return Err(bad(format!(
+                    "dtype \"{dtype}\", expected \"f32\" or \"f64\""
+                )));
+            }
+        };
+        let mut tensors = BTreeMap::new();
+        for (name, info) in header.tensors() {
+            if info.dtype != expected_dtype {
+                return Err(format_error(
+                    path,
+                    format!("tensor \"{name}\""),
+                    format!(
+                        "dtype {:?} disagrees with the file's metadata dtype \"{dtype}\"",
+                        info.dtype
+                    ),
+                ));
+            }
+            tensors.insert(name, info.shape.clone());
         }
         let extra = meta
             .iter()
-            .filter(|(k, _)| !RESERVED.contains(&k.as_str()))
+            .filter(|(k, _)| !RESERVED_METADATA_KEYS.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         Ok(Self {
@@ -278,141 +398,261 @@ impl RbmFileInfo {
             visible_units: units("visible_units")?,
             hidden_units: units("hidden_units")?,
             dtype,
+            convention: meta.get("convention").cloned().unwrap_or_default(),
+            tensors,
             extra,
         })
     }
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// Parses the safetensors container, returning the tensors and the header's metadata map.
-fn parse<'a>(
-    path: &Path,
-    bytes: &'a [u8],
-) -> Result<(SafeTensors<'a>, Option<HashMap<String, String>>)> {
-    let bad = |e: safetensors::SafeTensorError| Error::Format {
-        path: path.to_path_buf(),
-        location: format!("header (file of {} bytes)", bytes.len()),
-        reason: format!("not a valid safetensors file: {e}"),
+/// Checks the 8-byte header-length prefix against the file length; returns the JSON header's
+/// length.
+fn header_len(path: &Path, prefix: &[u8], file_len: u64) -> Result<usize> {
+    let Some(prefix) = prefix.get(..PREFIX) else {
+        return Err(format_error(
+            path,
+            "byte 0",
+            format!(
+                "not a valid safetensors file: the file is {file_len} bytes, shorter than the \
+                 {PREFIX}-byte header length"
+            ),
+        ));
     };
-    let (_, meta) = SafeTensors::read_metadata(bytes).map_err(bad)?;
-    let st = SafeTensors::deserialize(bytes).map_err(bad)?;
-    Ok((st, meta.metadata().clone()))
+    let mut le = [0u8; PREFIX];
+    le.copy_from_slice(prefix);
+    let n = u64::from_le_bytes(le);
+    if n > MAX_HEADER {
+        return Err(format_error(
+            path,
+            "byte 0 (header length)",
+            format!(
+                "not a valid safetensors file: header length {n} exceeds the limit of \
+                 {MAX_HEADER} bytes"
+            ),
+        ));
+    }
+    if n > file_len.saturating_sub(PREFIX as u64) {
+        return Err(format_error(
+            path,
+            "byte 0 (header length)",
+            format!(
+                "not a valid safetensors file: header length {n} runs past the end of the \
+                 {file_len}-byte file (truncated?)"
+            ),
+        ));
+    }
+    // n <= MAX_HEADER fits in usize on every supported target.
+    Ok(n as usize)
 }
 
-/// Reads the metadata of an RBM file without building the model.
+/// Byte offset of serde_json's (line, column) position in `json`.
+fn json_offset(json: &[u8], line: usize, column: usize) -> usize {
+    let mut offset = 0;
+    for _ in 1..line {
+        match json[offset..].iter().position(|&b| b == b'\n') {
+            Some(p) => offset += p + 1,
+            None => break,
+        }
+    }
+    (offset + column.saturating_sub(1)).min(json.len())
+}
+
+/// Parses the JSON header (which starts at byte 8) and checks that the data section it
+/// describes is exactly the rest of the file.
+fn parse_header(path: &Path, json: &[u8], file_len: u64) -> Result<Metadata> {
+    let text = std::str::from_utf8(json).map_err(|e| {
+        format_error(
+            path,
+            format!("byte {}", PREFIX + e.valid_up_to()),
+            "not a valid safetensors file: header is not UTF-8",
+        )
+    })?;
+    // Deserialising `Metadata` also checks that tensor offsets are contiguous and match
+    // shapes and dtypes, with overflow checks.
+    let header: Metadata = serde_json::from_str(text).map_err(|e| {
+        format_error(
+            path,
+            format!("byte {}", PREFIX + json_offset(json, e.line(), e.column())),
+            format!("not a valid safetensors file: bad JSON header: {e}"),
+        )
+    })?;
+    let data_start = (PREFIX + json.len()) as u64;
+    let declared = header.data_len() as u64;
+    let actual = file_len.saturating_sub(data_start);
+    if declared != actual {
+        return Err(format_error(
+            path,
+            format!("byte {data_start} (tensor data)"),
+            format!(
+                "not a valid safetensors file: the header declares {declared} bytes of tensor \
+                 data, the file has {actual}{}",
+                if declared > actual {
+                    " (truncated?)"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    Ok(header)
+}
+
+/// Reads the metadata of an RBM file without reading its tensor data: only the header
+/// (a few hundred bytes) is read, and the file length is checked against it.
+///
+/// Use it to dispatch on [`RbmFileInfo::visible`] and [`RbmFileInfo::hidden`] before calling
+/// [`load_rbm`] with the matching layer types.
 ///
 /// # Errors
 /// [`Error::Io`] if the file cannot be read; [`Error::Format`] if it is not an ebm RBM file of
 /// a supported version.
 pub fn read_rbm_info(path: &Path) -> Result<RbmFileInfo> {
-    let bytes = read_file(path)?;
-    let (_, meta) = parse(path, &bytes)?;
-    RbmFileInfo::from_metadata(path, &meta)
+    let io = io_error(path);
+    let mut file = std::fs::File::open(path).map_err(&io)?;
+    let file_len = file.metadata().map_err(&io)?.len();
+    let mut prefix = Vec::with_capacity(PREFIX);
+    (&mut file)
+        .take(PREFIX as u64)
+        .read_to_end(&mut prefix)
+        .map_err(&io)?;
+    let n = header_len(path, &prefix, file_len)?;
+    let mut json = vec![0u8; n];
+    file.read_exact(&mut json).map_err(&io)?;
+    let header = parse_header(path, &json, file_len)?;
+    RbmFileInfo::from_header(path, &header)
 }
 
-/// Decodes one tensor to `F` (from either float dtype), checking finiteness.
+/// A fully read and validated safetensors file.
+struct Container<'a> {
+    header: Metadata,
+    data: &'a [u8],
+}
+
+fn parse_container<'a>(path: &Path, bytes: &'a [u8]) -> Result<Container<'a>> {
+    let file_len = bytes.len() as u64;
+    let n = header_len(path, bytes, file_len)?;
+    let header = parse_header(path, &bytes[PREFIX..PREFIX + n], file_len)?;
+    Ok(Container {
+        header,
+        data: &bytes[PREFIX + n..],
+    })
+}
+
+/// Decodes tensor `name` to `F` (from either float dtype), checking finiteness before and
+/// after conversion. `Ok(None)` if the file has no such tensor.
 fn decode<F: Scalar>(
     path: &Path,
-    st: &SafeTensors<'_>,
+    c: &Container<'_>,
     name: &str,
 ) -> Result<Option<(Vec<usize>, Vec<F>)>> {
-    let view = match st.tensor(name) {
-        Ok(v) => v,
-        Err(_) => return Ok(None),
+    let Some(info) = c.header.info(name) else {
+        return Ok(None);
     };
-    let bad = |reason: String| Error::Format {
-        path: path.to_path_buf(),
-        location: format!("tensor \"{name}\""),
-        reason,
-    };
-    let shape = view.shape().to_vec();
-    let n: usize = shape.iter().product();
-    let data = view.data();
-    let values: Vec<f64> = match view.dtype() {
-        Dtype::F32 if data.len() == 4 * n => data
+    let bad = |reason: String| format_error(path, format!("tensor \"{name}\""), reason);
+    let (start, end) = info.data_offsets;
+    let data = c.data.get(start..end).ok_or_else(|| {
+        bad(format!(
+            "data offsets [{start}, {end}) out of the data section"
+        ))
+    })?;
+    let shape = info.shape.clone();
+    let n = shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
+    let values: Vec<f64> = match (info.dtype, n) {
+        (Dtype::F32, Some(n)) if Some(data.len()) == n.checked_mul(4) => data
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
             .collect(),
-        Dtype::F64 if data.len() == 8 * n => data
+        (Dtype::F64, Some(n)) if Some(data.len()) == n.checked_mul(8) => data
             .chunks_exact(8)
             .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
             .collect(),
-        Dtype::F32 | Dtype::F64 => {
+        (Dtype::F32 | Dtype::F64, _) => {
             return Err(bad(format!("{} bytes for shape {shape:?}", data.len())));
         }
-        other => return Err(bad(format!("dtype {other:?}, expected F32 or F64"))),
+        (other, _) => return Err(bad(format!("dtype {other:?}, expected F32 or F64"))),
+    };
+    let what = || {
+        format!(
+            "tensor \"{name}\" (row-major, shape {shape:?}) of {}",
+            path.display()
+        )
     };
     if let Some(index) = values.iter().position(|v| !v.is_finite()) {
         return Err(Error::NonFinite {
-            what: format!("{}: tensor \"{name}\"", path.display()),
+            what: what(),
             index,
             value: values[index],
         });
     }
-    Ok(Some((shape, values.into_iter().map(F::from_f64).collect())))
+    let converted: Vec<F> = values.iter().map(|&v| F::from_f64(v)).collect();
+    if let Some(index) = converted.iter().position(|v| !v.is_finite()) {
+        return Err(Error::InvalidParameter {
+            name: what(),
+            reason: format!(
+                "value {} at index {index} overflows {}",
+                values[index],
+                F::NAME
+            ),
+        });
+    }
+    Ok(Some((shape, converted)))
 }
 
 /// Loads an RBM with visible layer `V` and hidden layer `H` from `path`.
 ///
-/// A file written with the other float type is converted (f64 to f32 rounds to nearest).
+/// The file must be an `ebm-rbm` file of version [`RBM_FORMAT_VERSION`] whose unit kinds are
+/// exactly `V::KIND` and `H::KIND` (use [`read_rbm_info`] to find them first). A file written
+/// with the other float type is converted: `f32` to `f64` exactly, `f64` to `f32` by rounding
+/// to nearest. Every tensor the layers expect must be present with the right shape, and no
+/// other tensor may be.
 ///
 /// # Errors
 /// - [`Error::Io`]: the file cannot be read;
-/// - [`Error::Format`]: not safetensors, truncated, not an ebm RBM file, unsupported version,
-///   other unit types than `V` and `H`, a missing tensor or one of the wrong shape;
-/// - [`Error::NonFinite`]: a NaN or infinite parameter (named by tensor and index);
-/// - [`Error::InvalidParameter`] / [`Error::ShapeMismatch`]: parameters a layer rejects.
+/// - [`Error::Format`]: not safetensors, truncated (with the byte offset), not an ebm RBM
+///   file, unsupported version, other unit kinds than `V` and `H` (naming both), a missing,
+///   unexpected or misshapen tensor (naming it), or parameters a layer rejects;
+/// - [`Error::NonFinite`]: a NaN or infinite parameter, naming the tensor and flat row-major
+///   index;
+/// - [`Error::InvalidParameter`]: an `f64` value too large for the requested `f32`.
 pub fn load_rbm<V: Layer, H: Layer<Scalar = V::Scalar>>(path: &Path) -> Result<Rbm<V, H>> {
-    let bytes = read_file(path)?;
-    let (st, meta) = parse(path, &bytes)?;
-    let info = RbmFileInfo::from_metadata(path, &meta)?;
+    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let container = parse_container(path, &bytes)?;
+    let info = RbmFileInfo::from_header(path, &container.header)?;
     if info.visible != V::KIND || info.hidden != H::KIND {
-        return Err(Error::Format {
-            path: path.to_path_buf(),
-            location: "metadata".into(),
-            reason: format!(
-                "file holds a {}-{} RBM, requested {}-{}",
-                info.visible,
-                info.hidden,
+        return Err(format_error(
+            path,
+            "metadata",
+            format!(
+                "file holds a {} RBM, requested {}-{}",
+                info.kinds(),
                 V::KIND,
                 H::KIND
             ),
-        });
+        ));
     }
-    let missing = |name: &str| Error::Format {
-        path: path.to_path_buf(),
-        location: format!("tensor \"{name}\""),
-        reason: "missing".into(),
-    };
-    // Decode every layer tensor up front so that errors carry the file name.
+    let missing = |name: &str| format_error(path, format!("tensor \"{name}\""), "missing");
+
+    // Decode every layer tensor up front so that errors carry the file and tensor names.
     let mut layer_tensors: HashMap<String, (Vec<usize>, Vec<V::Scalar>)> = HashMap::new();
-    for name in st.names() {
+    for name in info.tensors.keys() {
         if name.starts_with("visible.") || name.starts_with("hidden.") {
-            let t = decode::<V::Scalar>(path, &st, name)?.ok_or_else(|| missing(name))?;
-            layer_tensors.insert(name.to_string(), t);
+            let t = decode::<V::Scalar>(path, &container, name)?.ok_or_else(|| missing(name))?;
+            layer_tensors.insert(name.clone(), t);
         }
     }
-    let with_path = |side: &str, e: Error| match e {
+    let in_file = |side: &str, e: Error| match e {
         Error::ShapeMismatch {
             what,
             expected,
             got,
-        } => Error::Format {
-            path: path.to_path_buf(),
-            location: format!("{side} ({what})"),
-            reason: format!("expected {expected}, got {got}"),
-        },
-        Error::InvalidParameter { name, reason } => Error::Format {
-            path: path.to_path_buf(),
-            location: format!("{side} ({name})"),
-            reason,
-        },
+        } => format_error(
+            path,
+            format!("{side} ({what})"),
+            format!("expected {expected}, got {got}"),
+        ),
+        Error::InvalidParameter { name, reason } => {
+            format_error(path, format!("{side} ({name})"), reason)
+        }
         other => other,
     };
     let lookup = |prefix: &'static str| {
@@ -420,21 +660,85 @@ pub fn load_rbm<V: Layer, H: Layer<Scalar = V::Scalar>>(path: &Path) -> Result<R
         move |name: &str| t.get(&format!("{prefix}.{name}")).cloned()
     };
     let visible = V::from_tensors(info.visible_units, &lookup("visible"))
-        .map_err(|e| with_path("visible layer", e))?;
+        .map_err(|e| in_file("visible layer", e))?;
     let hidden = H::from_tensors(info.hidden_units, &lookup("hidden"))
-        .map_err(|e| with_path("hidden layer", e))?;
-    let (shape, w) =
-        decode::<V::Scalar>(path, &st, "weights")?.ok_or_else(|| missing("weights"))?;
-    let expected = [visible.width(), hidden.width()];
-    if shape != expected {
-        return Err(Error::Format {
-            path: path.to_path_buf(),
-            location: "tensor \"weights\"".into(),
-            reason: format!(
-                "shape {shape:?}, expected {expected:?} (visible width x hidden width)"
-            ),
-        });
+        .map_err(|e| in_file("hidden layer", e))?;
+    for (side, layer_units, declared) in [
+        ("visible", visible.n_units(), info.visible_units),
+        ("hidden", hidden.n_units(), info.hidden_units),
+    ] {
+        if layer_units != declared {
+            return Err(format_error(
+                path,
+                format!("{side} layer"),
+                format!("{layer_units} units in the tensors, {declared} in the metadata"),
+            ));
+        }
     }
-    let weights = DMatrix::from_row_slice(expected[0], expected[1], &w);
-    Rbm::new(visible, hidden, weights).map_err(|e| with_path("model", e))
+
+    // Every tensor of the file must be one the model consumes.
+    let mut expected: Vec<String> = vec!["weights".into()];
+    expected.extend(
+        visible
+            .tensors()
+            .into_iter()
+            .map(|t| format!("visible.{}", t.0)),
+    );
+    expected.extend(
+        hidden
+            .tensors()
+            .into_iter()
+            .map(|t| format!("hidden.{}", t.0)),
+    );
+    if let Some(name) = info.tensors.keys().find(|n| !expected.contains(n)) {
+        return Err(format_error(
+            path,
+            format!("tensor \"{name}\""),
+            format!(
+                "unexpected in a {} RBM file, whose tensors are {expected:?}",
+                info.kinds()
+            ),
+        ));
+    }
+
+    let (shape, w) =
+        decode::<V::Scalar>(path, &container, "weights")?.ok_or_else(|| missing("weights"))?;
+    let expected_shape = [visible.width(), hidden.width()];
+    if shape != expected_shape {
+        return Err(format_error(
+            path,
+            "tensor \"weights\"",
+            format!("shape {shape:?}, expected {expected_shape:?} (visible width x hidden width)"),
+        ));
+    }
+    let weights = DMatrix::from_row_slice(expected_shape[0], expected_shape[1], &w);
+    Rbm::new(visible, hidden, weights).map_err(|e| in_file("model", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_offsets_follow_lines_and_columns() {
+        let json = b"{\n  \"a\": x\n}";
+        assert_eq!(json_offset(json, 1, 1), 0);
+        assert_eq!(json_offset(json, 2, 8), 9);
+        assert_eq!(json[9], b'x');
+        // Out-of-range positions are clamped, never a panic.
+        assert_eq!(json_offset(json, 9, 99), json.len());
+    }
+
+    #[test]
+    fn header_length_is_checked_before_anything_is_allocated() {
+        let p = Path::new("x.safetensors");
+        assert!(header_len(p, &[1, 2, 3], 3).is_err());
+        let mut bytes = 1000u64.to_le_bytes().to_vec();
+        bytes.extend_from_slice(b"{}");
+        let e = header_len(p, &bytes, bytes.len() as u64).unwrap_err();
+        assert!(e.to_string().contains("runs past the end"), "{e}");
+        let e = header_len(p, &u64::MAX.to_le_bytes(), 8).unwrap_err();
+        assert!(e.to_string().contains("exceeds the limit"), "{e}");
+        assert_eq!(header_len(p, &bytes[..8], 1008).unwrap(), 1000);
+    }
 }
