@@ -1,8 +1,15 @@
-//! Real-valued layers against numerical quadrature and exact distribution functions; RBMs with
-//! real hidden units against brute force; exact invariance of Gibbs sampling on them; the RBM
-//! forms of the Curie–Weiss and Hopfield models.
+//! Real-valued layers ([`Gaussian`], [`ReLU`], [`DReLU`]) against numerical quadrature and exact
+//! distribution functions; RBMs with real hidden units against brute-force marginalisation;
+//! exact invariance of one Gibbs sweep on them; the RBM forms of the Curie–Weiss and Hopfield
+//! models; Gaussian visible units.
+//!
+//! The quadrature and the exact distribution functions use only the documented potentials
+//! (through `Layer::unit_energy`) and the parametrisation of each side of the support as a
+//! Gaussian piece of precision \\(\beta\gamma\\) and mode \\((\theta + I)/\gamma\\); they never call
+//! the layers' own CGF, moments or special-function code paths (except `erfcx`/`ndtr` for
+//! the closed-form truncated-normal CDF, which are tested against 50-digit values in ebm-core).
 
-use ebm_core::special::erfcx;
+use ebm_core::special::{erfcx, ndtr};
 use ebm_core::{ConditionalSampler, Par, RngStreams, Tractable};
 use ebm_models::{
     Bernoulli, CurieWeiss, DReLU, DiscreteLayer, Gaussian, Hopfield, Layer, Rbm, ReLU, Spin, exact,
@@ -12,10 +19,14 @@ use nalgebra::DMatrix;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-/// Composite Simpson quadrature of `f` on `[a, b]` with 2 x 10 000 panels: the integrands
-/// here are smooth bells or exponential decays spanning the interval, for which this is
-/// accurate to about 1e-14 relative.
-fn simpson(f: &dyn Fn(f64) -> f64, a: f64, b: f64) -> f64 {
+// ----------------------------------------------------------------------------------------------
+// Quadrature
+// ----------------------------------------------------------------------------------------------
+
+/// Composite Simpson quadrature of `f` on `[a, b]` with 2 x 10 000 panels. The integrands here
+/// are Gaussian bells or exponential decays spanning the interval (at least 60 e-folds), for
+/// which this is accurate to about 1e-13 relative.
+fn simpson(f: impl Fn(f64) -> f64, a: f64, b: f64) -> f64 {
     let n = 20_000;
     let h = (b - a) / n as f64;
     let mut sum = f(a) + f(b);
@@ -25,148 +36,276 @@ fn simpson(f: &dyn Fn(f64) -> f64, a: f64, b: f64) -> f64 {
     sum * h / 3.0
 }
 
-/// Integrates exp(beta(-U(h) + I h) - shift) h^k over one side of 0 for k = 0, 1, 2, on a range
-/// that covers the integrand (mode `m`, precision `s`): returns the three integrals.
-fn side_moments(e: &dyn Fn(f64) -> f64, shift: f64, s: f64, m: f64, positive: bool) -> [f64; 3] {
-    let w = 40.0 / s.sqrt();
-    // On h >= 0 (after reflection for the negative side) the mode is `m`.
-    let (lo, hi) = if m > 0.0 {
-        ((m - w).max(0.0), m + w)
-    } else {
-        (0.0, w.min(60.0 / (s * -m).max(1e-300)))
-    };
-    let sign = if positive { 1.0 } else { -1.0 };
-    let mut out = [0.0; 3];
-    for (k, o) in out.iter_mut().enumerate() {
-        *o = simpson(
-            &|u: f64| (e(sign * u) - shift).exp() * (sign * u).powi(k as i32),
-            lo,
-            hi,
-        );
+/// One side of the support, \\(h = \text{sign}\cdot u\\) with \\(u \ge 0\\), on which the tempered
+/// exponent is \\(-s(u - m)^2/2\\) up to a constant. Used to choose integration ranges and for
+/// the closed-form CDF of each side; the quadrature integrand itself comes from `unit_energy`.
+#[derive(Clone, Copy, Debug)]
+struct Side {
+    s: f64,
+    m: f64,
+    sign: f64,
+}
+
+impl Side {
+    fn plus(gamma: f64, theta: f64, input: f64, beta: f64) -> Self {
+        Self {
+            s: beta * gamma,
+            m: (theta + input) / gamma,
+            sign: 1.0,
+        }
     }
-    out
-}
-
-struct Case {
-    gamma: f64,
-    theta: f64,
-}
-
-fn check_against_quadrature<L: Layer<Scalar = f64>>(
-    layer: &L,
-    sides: &[(Case, bool)],
-    mv: &dyn Fn(f64, f64) -> (f64, f64),
-) {
-    for &input in &[-1e3, -50.0, -5.0, -0.3, 0.0, 0.8, 6.0, 60.0, 1e3] {
-        for &beta in &[0.2, 1.0, 1.7] {
-            let e = |h: f64| -beta * (layer.unit_energy(0, &[h]) - input * h);
-            // Shift by the largest exponent over the modes of the sides and 0.
-            let mut shift = e(0.0);
-            let mut pieces = Vec::new();
-            for (c, positive) in sides {
-                let s = beta * c.gamma;
-                let m = if *positive {
-                    (c.theta + input) / c.gamma
-                } else {
-                    -(c.theta + input) / c.gamma
-                };
-                if m > 0.0 {
-                    shift = shift.max(e(if *positive { m } else { -m }));
-                }
-                pieces.push((s, m, *positive));
-            }
-            let mut tot = [0.0; 3];
-            for (s, m, positive) in pieces {
-                let p = side_moments(&e, shift, s, m, positive);
-                for k in 0..3 {
-                    tot[k] += p[k];
-                }
-            }
-            let gamma_q = tot[0].ln() + shift;
-            let got = layer.cgf(&[input], beta);
-            let what = format!("{} at I = {input}, beta = {beta}", L::KIND);
-            assert!(
-                (got - gamma_q).abs() <= 1e-9 * (1.0 + gamma_q.abs()),
-                "{what}: Gamma {got} vs {gamma_q}"
-            );
-            let (mean_q, var_q) = (tot[1] / tot[0], tot[2] / tot[0] - (tot[1] / tot[0]).powi(2));
-            let (mean, var) = mv(input, beta);
-            assert!(
-                (mean - mean_q).abs() <= 1e-7 * (mean_q.abs() + var_q.sqrt()),
-                "{what}: mean {mean} vs {mean_q}"
-            );
-            // The quadrature variance cancels when the mean is large: compare on its own scale.
-            let var_tol = 1e-6 * var_q + 1e-12 * mean_q * mean_q;
-            assert!(
-                (var - var_q).abs() <= var_tol,
-                "{what}: variance {var} vs {var_q}"
-            );
-            let mut m = [input];
-            layer.mean_in_place(&mut m, beta);
-            assert_eq!(m[0], mean);
+    fn minus(gamma: f64, theta: f64, input: f64, beta: f64) -> Self {
+        Self {
+            s: beta * gamma,
+            m: -(theta + input) / gamma,
+            sign: -1.0,
+        }
+    }
+    /// Standardised truncation point: \\(u\sqrt s = t - a\\), \\(t \sim N(0,1) \mid t \ge a\\).
+    fn a(&self) -> f64 {
+        -self.m * self.s.sqrt()
+    }
+    /// A range of \\(u\\) outside which the integrand is below \\(e^{-60}\\) of its maximum.
+    fn range(&self) -> (f64, f64) {
+        let w = 40.0 / self.s.sqrt();
+        if self.m > 0.0 {
+            ((self.m - w).max(0.0), self.m + w)
+        } else {
+            (0.0, w.min(60.0 / (self.s * -self.m).max(1e-300)))
         }
     }
 }
 
+/// The law of unit `mu` of `layer` by quadrature of \\(e^{\beta(-U(h) + I h)}\\) over `sides`.
+#[derive(Debug)]
+struct Quadrature {
+    /// \\(\Gamma^\beta(I)\\).
+    cgf: f64,
+    mean: f64,
+    var: f64,
+    /// The largest exponent (the integrand is shifted by it); rounding of the exponents
+    /// themselves limits the attainable relative accuracy to about `1e-16 * |shift|`.
+    shift: f64,
+    /// Probability of each side.
+    p_sides: Vec<f64>,
+}
+
+fn quadrature<L: Layer<Scalar = f64>>(
+    layer: &L,
+    mu: usize,
+    input: f64,
+    beta: f64,
+    sides: &[Side],
+) -> Quadrature {
+    let e = |h: f64| -beta * (layer.unit_energy(mu, &[h]) - input * h);
+    let shift = sides
+        .iter()
+        .map(|sd| e(sd.sign * sd.m.max(0.0)))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let side_integral = |sd: &Side, g: &dyn Fn(f64) -> f64| {
+        let (lo, hi) = sd.range();
+        simpson(
+            |u| {
+                let h = sd.sign * u;
+                (e(h) - shift).exp() * g(h)
+            },
+            lo,
+            hi,
+        )
+    };
+    let masses: Vec<f64> = sides.iter().map(|sd| side_integral(sd, &|_| 1.0)).collect();
+    let z: f64 = masses.iter().sum();
+    let mean = sides
+        .iter()
+        .map(|sd| side_integral(sd, &|h| h))
+        .sum::<f64>()
+        / z;
+    let var = sides
+        .iter()
+        .map(|sd| side_integral(sd, &|h| (h - mean) * (h - mean)))
+        .sum::<f64>()
+        / z;
+    Quadrature {
+        cgf: z.ln() + shift,
+        mean,
+        var,
+        shift,
+        p_sides: masses.iter().map(|m| m / z).collect(),
+    }
+}
+
+/// A layer of one unit under test with the sides of its support at a given input and beta.
+type SidesFn<'a> = &'a dyn Fn(f64, f64) -> Vec<Side>;
+
+fn gaussian_sides(gamma: f64, theta: f64) -> impl Fn(f64, f64) -> Vec<Side> {
+    move |i, b| {
+        vec![
+            Side::plus(gamma, theta, i, b),
+            Side::minus(gamma, theta, i, b),
+        ]
+    }
+}
+
+fn relu_sides(gamma: f64, theta: f64) -> impl Fn(f64, f64) -> Vec<Side> {
+    move |i, b| vec![Side::plus(gamma, theta, i, b)]
+}
+
+fn drelu_sides(gp: f64, gm: f64, tp: f64, tm: f64) -> impl Fn(f64, f64) -> Vec<Side> {
+    move |i, b| vec![Side::plus(gp, tp, i, b), Side::minus(gm, tm, i, b)]
+}
+
+/// Worst errors relative to the tolerance unit \\(\epsilon_q = 10^{-12} + 10^{-15}|\text{shift}|\\).
+#[derive(Default, Debug)]
+struct Worst {
+    cgf: f64,
+    mean: f64,
+    var: f64,
+}
+
+/// Compares CGF, mean_and_variance, mean_in_place and variance_in_place of unit 0 with quadrature
+/// over a grid of inputs and inverse temperatures; returns the worst relative errors.
+fn check_against_quadrature<L: Layer<Scalar = f64>>(
+    layer: &L,
+    sides: SidesFn<'_>,
+    mean_and_variance: &dyn Fn(f64, f64) -> (f64, f64),
+    inputs: &[f64],
+    tol: f64,
+) -> Worst {
+    let mut worst = Worst::default();
+    for &input in inputs {
+        for &beta in &[0.05, 0.5, 1.0, 1.7, 2.0] {
+            let q = quadrature(layer, 0, input, beta, &sides(input, beta));
+            // Rounding of exponents of size |shift| limits what quadrature can deliver.
+            let t = tol + 2e-16 * q.shift.abs();
+            let what = format!("{} at I = {input}, beta = {beta}", L::KIND);
+            let got = layer.cgf(&[input], beta);
+            let (mean, var) = mean_and_variance(input, beta);
+            let sd = q.var.sqrt();
+            let (ec, em, ev) = (
+                (got - q.cgf).abs() / (1.0 + q.cgf.abs()),
+                (mean - q.mean).abs() / (q.mean.abs() + sd),
+                (var - q.var).abs() / q.var,
+            );
+            assert!(ec <= t, "{what}: Gamma {got} vs {} ({ec:e})", q.cgf);
+            assert!(em <= t, "{what}: mean {mean} vs {} ({em:e})", q.mean);
+            assert!(
+                ev <= 10.0 * t,
+                "{what}: variance {var} vs {} ({ev:e})",
+                q.var
+            );
+            worst.cgf = worst.cgf.max(ec);
+            worst.mean = worst.mean.max(em);
+            worst.var = worst.var.max(ev);
+            let mut m = [input];
+            layer.mean_in_place(&mut m, beta);
+            assert_eq!(m[0], mean, "{what}: mean_in_place");
+            let mut v = [input];
+            layer.variance_in_place(&mut v, beta);
+            assert_eq!(v[0], var, "{what}: variance_in_place");
+        }
+    }
+    worst
+}
+
+const INPUTS: [f64; 13] = [
+    -1e3, -200.0, -30.0, -5.0, -1.0, -0.3, 0.0, 0.8, 2.0, 6.0, 40.0, 300.0, 1e3,
+];
+
 #[test]
 fn cgf_mean_and_variance_match_quadrature_over_extreme_inputs() {
-    let g = Gaussian::new(vec![0.7], vec![0.3]).unwrap();
-    check_against_quadrature(
-        &g,
-        &[
-            (
-                Case {
-                    gamma: 0.7,
-                    theta: 0.3,
-                },
-                true,
-            ),
-            (
-                Case {
-                    gamma: 0.7,
-                    theta: 0.3,
-                },
-                false,
-            ),
-        ],
-        &|i, b| g.mean_and_variance(0, i, b),
-    );
-    let r = ReLU::new(vec![1.3], vec![-0.4]).unwrap();
+    let tol = 1e-9;
+    let mut report = Vec::new();
+    for &(gamma, theta) in &[(1.0, 0.0), (0.7, 0.3), (3.5, -1.2)] {
+        let g = Gaussian::new(vec![gamma], vec![theta]).unwrap();
+        let w = check_against_quadrature(
+            &g,
+            &gaussian_sides(gamma, theta),
+            &|i, b| g.mean_and_variance(0, i, b),
+            &INPUTS,
+            tol,
+        );
+        report.push(("gaussian", w));
+        let r = ReLU::new(vec![gamma], vec![theta]).unwrap();
+        let w = check_against_quadrature(
+            &r,
+            &relu_sides(gamma, theta),
+            &|i, b| r.mean_and_variance(0, i, b),
+            &INPUTS,
+            tol,
+        );
+        report.push(("relu", w));
+    }
+    for &(gp, gm, tp, tm) in &[
+        (1.5, 0.6, 0.2, -0.8),
+        (0.4, 3.0, -2.0, 1.5),
+        (1.0, 1.0, 0.0, 0.0),
+    ] {
+        let d = DReLU::new(vec![gp], vec![gm], vec![tp], vec![tm]).unwrap();
+        let w = check_against_quadrature(
+            &d,
+            &drelu_sides(gp, gm, tp, tm),
+            &|i, b| d.mean_and_variance(0, i, b),
+            &INPUTS,
+            tol,
+        );
+        report.push(("drelu", w));
+    }
+    for (kind, w) in &report {
+        eprintln!("{kind}: worst relative errors {w:?}");
+    }
+}
+
+#[test]
+fn extreme_inputs_beyond_1e3_stay_finite_and_match_quadrature() {
+    // |I| up to 1e6: exponents of size 1e12 limit quadrature to ~1e-16 * 1e12 relative on Gamma
+    // (the tolerance scales with them); the layers' closed forms stay finite and accurate.
+    let inputs = [-1e6, -1e5, -1e4, 1e4, 1e5, 1e6];
+    let r = ReLU::new(vec![0.8], vec![0.1]).unwrap();
     check_against_quadrature(
         &r,
-        &[(
-            Case {
-                gamma: 1.3,
-                theta: -0.4,
-            },
-            true,
-        )],
+        &relu_sides(0.8, 0.1),
         &|i, b| r.mean_and_variance(0, i, b),
+        &inputs,
+        1e-9,
     );
     let d = DReLU::new(vec![1.5], vec![0.6], vec![0.2], vec![-0.8]).unwrap();
     check_against_quadrature(
         &d,
-        &[
-            (
-                Case {
-                    gamma: 1.5,
-                    theta: 0.2,
-                },
-                true,
-            ),
-            (
-                Case {
-                    gamma: 0.6,
-                    theta: -0.8,
-                },
-                false,
-            ),
-        ],
+        &drelu_sides(1.5, 0.6, 0.2, -0.8),
         &|i, b| d.mean_and_variance(0, i, b),
+        &inputs,
+        1e-9,
     );
+    // Far below the support the ReLU law is exponential with rate beta |theta + I|: mean and
+    // standard deviation 1 / (beta |theta + I|), up to relative corrections O(gamma / (beta I^2)).
+    let (mean, var) = r.mean_and_variance(0, -1e12, 0.5);
+    let rate = 0.5 * (1e12 - 0.1);
+    assert!((mean * rate - 1.0).abs() < 1e-15, "{mean}");
+    assert!((var * rate * rate - 1.0).abs() < 1e-15, "{var}");
+    assert!(r.cgf(&[-1e200], 1.0).is_finite() && r.cgf(&[1e150], 1.0).is_finite());
 }
 
-/// Kolmogorov–Smirnov p-value (asymptotic) of samples already mapped through their CDF.
+#[test]
+fn drelu_with_equal_sides_is_exactly_gaussian() {
+    let g = Gaussian::new(vec![0.7], vec![0.3]).unwrap();
+    let d = DReLU::new(vec![0.7], vec![0.7], vec![0.3], vec![0.3]).unwrap();
+    for &input in &[-50.0, -2.0, 0.0, 0.4, 7.0, 80.0] {
+        for &beta in &[0.3, 1.0, 1.9] {
+            let (gc, dc) = (g.cgf(&[input], beta), d.cgf(&[input], beta));
+            assert!((gc - dc).abs() < 1e-13 * (1.0 + gc.abs()), "{gc} vs {dc}");
+            let (gm, gv) = g.mean_and_variance(0, input, beta);
+            let (dm, dv) = d.mean_and_variance(0, input, beta);
+            assert!((gm - dm).abs() < 1e-12 * (1.0 + gm.abs()), "{gm} vs {dm}");
+            assert!((gv - dv).abs() < 1e-11 * gv, "{gv} vs {dv}");
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Sampling
+// ----------------------------------------------------------------------------------------------
+
+/// Asymptotic Kolmogorov–Smirnov p-value of samples already mapped through their exact CDF.
 fn ks_p_value(mut u: Vec<f64>) -> f64 {
     u.sort_by(f64::total_cmp);
     let n = u.len() as f64;
@@ -176,321 +315,415 @@ fn ks_p_value(mut u: Vec<f64>) -> f64 {
         .map(|(k, &x)| (x - k as f64 / n).max((k + 1) as f64 / n - x))
         .fold(0.0, f64::max);
     let x = d * n.sqrt();
-    let p: f64 = (1..100)
+    if x < 0.3 {
+        return 1.0;
+    }
+    let p: f64 = (1..200)
         .map(|k| 2.0 * (-1f64).powi(k - 1) * (-2.0 * (k * k) as f64 * x * x).exp())
         .sum();
     p.clamp(0.0, 1.0)
 }
 
-/// P(T <= a + d | T >= a) for a standard normal T, stable for any a.
-fn truncated_cdf(a: f64, d: f64) -> f64 {
-    let sqrt2 = std::f64::consts::SQRT_2;
-    1.0 - (-d * (2.0 * a + d) / 2.0).exp() * erfcx((a + d) / sqrt2) / erfcx(a / sqrt2)
+/// \\(P(t - a \le d \mid t \ge a)\\) for a standard normal \\(t\\) and \\(d \ge 0\\), stable for any
+/// \\(a\\): \\(1 - e^{-d(2a + d)/2}\operatorname{erfcx}((a + d)/\sqrt2)/\operatorname{erfcx}(a/\sqrt2)\\)
+/// for \\(a > 0\\), \\((\Phi(a + d) - \Phi(a))/\Phi(-a)\\) otherwise.
+fn excess_cdf(a: f64, d: f64) -> f64 {
+    let r = std::f64::consts::FRAC_1_SQRT_2;
+    if a > 0.0 {
+        -(-0.5 * d * (2.0 * a + d) + (erfcx((a + d) * r) / erfcx(a * r)).ln()).exp_m1()
+    } else {
+        (ndtr(a + d) - ndtr(a)) / ndtr(-a)
+    }
 }
 
-fn draws<L: Layer<Scalar = f64>>(
-    layer: &L,
-    input: f64,
-    beta: f64,
-    n: usize,
-    seed: u64,
-) -> Vec<f64> {
+/// The exact CDF of a unit whose support is the given sides, with side probabilities `p`.
+fn sides_cdf(sides: &[Side], p: &[f64], h: f64) -> f64 {
+    let mut c = 0.0;
+    for (sd, &pk) in sides.iter().zip(p) {
+        let u = sd.sign * h;
+        let below = if u >= 0.0 {
+            excess_cdf(sd.a(), u * sd.s.sqrt())
+        } else {
+            0.0
+        };
+        // + side: P(h' <= h) = G(h). - side (h' = -u'): P(h' <= h) = 1 - G(-h), which is 1 for
+        // h > 0 (there `below` is 0).
+        c += pk * if sd.sign > 0.0 { below } else { 1.0 - below };
+    }
+    c.clamp(0.0, 1.0)
+}
+
+/// Draws `n` samples of unit 0 of `layer` at `input` and `beta`, as f64.
+fn draws<L: Layer>(layer: &L, input: f64, beta: f64, n: usize, seed: u64) -> Vec<f64> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut x = [<L::Scalar as ebm_core::Scalar>::from_f64(0.0)];
     (0..n)
         .map(|_| {
-            let mut x = [input];
+            x[0] = <L::Scalar as ebm_core::Scalar>::from_f64(input);
             layer.sample_in_place(&mut x, beta, &mut rng);
-            x[0]
+            ebm_core::Scalar::as_f64(x[0])
         })
         .collect()
 }
 
+/// KS p-value of `h` against the law given by `sides` (side probabilities by quadrature of the
+/// potential of `reference`), and z-scores of the sample mean and variance against `(mean, var)`.
+fn law_test<L: Layer<Scalar = f64>>(
+    reference: &L,
+    sides: &[Side],
+    input: f64,
+    beta: f64,
+    h: &[f64],
+    (mean, var): (f64, f64),
+) -> (f64, f64, f64) {
+    let q = quadrature(reference, 0, input, beta, sides);
+    let p = ks_p_value(h.iter().map(|&x| sides_cdf(sides, &q.p_sides, x)).collect());
+    let n = h.len() as f64;
+    let m = h.iter().sum::<f64>() / n;
+    let v = h.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
+    let m4 = h.iter().map(|x| (x - m).powi(4)).sum::<f64>() / n;
+    let z_mean = (m - mean) / (var / n).sqrt();
+    let z_var = (v - var) / ((m4 - v * v).max(1e-300) / n).sqrt();
+    (p, z_mean, z_var)
+}
+
+/// One sampling case: the layer, its law's sides, a deliberately wrong layer (same modes, 1.3
+/// times the precision, i.e. wrong variance), the input and beta.
+fn check_sampling<L: Layer<Scalar = f64>>(
+    layer: &L,
+    wrong: &L,
+    sides: &[Side],
+    mv: (f64, f64),
+    input: f64,
+    beta: f64,
+    seed: u64,
+) {
+    let n = 100_000;
+    let what = format!("{} at I = {input}, beta = {beta}", L::KIND);
+    let h = draws(layer, input, beta, n, seed);
+    assert!(h.iter().all(|x| x.is_finite()), "{what}: non-finite draw");
+    let (p, zm, zv) = law_test(layer, sides, input, beta, &h, mv);
+    eprintln!("{what}: KS p = {p:.3}, mean z = {zm:.2}, variance z = {zv:.2}");
+    assert!(p > 1e-4, "{what}: KS p = {p}");
+    assert!(
+        zm.abs() < 5.0 && zv.abs() < 5.0,
+        "{what}: z-scores {zm}, {zv}"
+    );
+    // Negative control: the same test rejects draws with the wrong variance.
+    let bad = draws(wrong, 1.3 * input, beta, n, seed + 1000);
+    let (pb, _, _) = law_test(layer, sides, input, beta, &bad, mv);
+    assert!(pb < 1e-6, "{what}: wrong sampler accepted, KS p = {pb}");
+}
+
 #[test]
-fn relu_samples_follow_the_truncated_normal_law_far_in_the_tails() {
-    let layer = ReLU::new(vec![1.0], vec![0.0]).unwrap();
-    let wrong = ReLU::new(vec![1.3], vec![0.0]).unwrap();
-    let n = 20_000;
-    for (k, &z) in [-1e3, -30.0, -2.0, 0.0, 1.5].iter().enumerate() {
-        // gamma = beta = 1: s = 1, m = z, truncation point a = -z.
-        let a = -z;
-        let h = draws(&layer, z, 1.0, n, 10 + k as u64);
-        assert!(h.iter().all(|&x| x >= 0.0 && x.is_finite()));
-        let p = ks_p_value(h.iter().map(|&x| truncated_cdf(a, x)).collect());
-        assert!(p > 1e-4, "z = {z}: KS p = {p}");
-        let (mean, var) = layer.mean_and_variance(0, z, 1.0);
-        let m = h.iter().sum::<f64>() / n as f64;
-        assert!(
-            (m - mean).abs() < 5.0 * (var / n as f64).sqrt(),
-            "z = {z}: mean {m} vs {mean}"
-        );
-        // Negative control: draws with the wrong precision are rejected by the same test.
-        let bad = draws(&wrong, z * 1.3, 1.0, n, 20 + k as u64);
-        let pb = ks_p_value(bad.iter().map(|&x| truncated_cdf(a, x)).collect());
-        assert!(pb < 1e-6, "z = {z}: wrong sampler accepted, p = {pb}");
+fn samples_follow_the_exact_laws_even_far_in_the_tails() {
+    // Gaussian.
+    for (k, &(gamma, theta, input, beta)) in [(0.5, 0.2, 0.7, 1.6), (2.0, -0.3, 1e3, 0.3)]
+        .iter()
+        .enumerate()
+    {
+        let g = Gaussian::new(vec![gamma], vec![theta]).unwrap();
+        let wrong = Gaussian::new(vec![1.3 * gamma], vec![1.3 * theta]).unwrap();
+        let sides = gaussian_sides(gamma, theta)(input, beta);
+        let mv = g.mean_and_variance(0, input, beta);
+        check_sampling(&g, &wrong, &sides, mv, input, beta, k as u64);
+    }
+    // ReLU: truncation points a = -z from -1.5 (body) to 30 and 1e3 standard deviations,
+    // where naive rejection never accepts and a non-complemented inverse CDF returns inf/NaN.
+    for (k, &(gamma, theta, input, beta)) in [
+        (1.0, 0.0, 1.5, 1.0),
+        (1.0, 0.0, 0.0, 1.0),
+        (2.5, -0.4, 0.9, 0.7),
+        (1.0, 0.0, -2.0, 1.0),
+        (1.0, 0.0, -30.0, 1.0),
+        (1.0, 0.0, -1e3, 1.0),
+        (0.5, 1.0, -3e3, 0.2),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let r = ReLU::new(vec![gamma], vec![theta]).unwrap();
+        let wrong = ReLU::new(vec![1.3 * gamma], vec![1.3 * theta]).unwrap();
+        let sides = relu_sides(gamma, theta)(input, beta);
+        let mv = r.mean_and_variance(0, input, beta);
+        check_sampling(&r, &wrong, &sides, mv, input, beta, 10 + k as u64);
+    }
+    // dReLU: body cases, then both sides far in their tails (a = 30 / 45 and a = 1e3 / 500,
+    // side probabilities close to 1/2 so both tails are exercised).
+    for (k, &(gp, gm, tp, tm, input, beta)) in [
+        (1.5, 0.6, 0.2, -0.8, -3.0, 1.0),
+        (1.5, 0.6, 0.2, -0.8, 0.1, 1.0),
+        (1.5, 0.6, 0.2, -0.8, 2.5, 1.3),
+        (1.0, 1.0, -30.0, 45.0, 0.0, 1.0),
+        (1.0, 4.0, -1e3, 1e3, 0.0, 1.0),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let d = DReLU::new(vec![gp], vec![gm], vec![tp], vec![tm]).unwrap();
+        let wrong = DReLU::new(
+            vec![1.3 * gp],
+            vec![1.3 * gm],
+            vec![1.3 * tp],
+            vec![1.3 * tm],
+        )
+        .unwrap();
+        let sides = drelu_sides(gp, gm, tp, tm)(input, beta);
+        let mv = d.mean_and_variance(0, input, beta);
+        check_sampling(&d, &wrong, &sides, mv, input, beta, 20 + k as u64);
     }
 }
 
 #[test]
-fn gaussian_and_drelu_samples_follow_their_laws() {
-    let n = 20_000;
-    let g = Gaussian::new(vec![0.5], vec![0.2]).unwrap();
-    let (input, beta) = (0.7, 1.6);
-    let (mean, var) = g.mean_and_variance(0, input, beta);
-    let h = draws(&g, input, beta, n, 3);
-    let ncdf = |x: f64| 0.5 * ebm_core::special::erfc(-x / std::f64::consts::SQRT_2);
-    assert!(ks_p_value(h.iter().map(|&x| ncdf((x - mean) / var.sqrt())).collect()) > 1e-4);
-    assert!(
-        ks_p_value(
-            h.iter()
-                .map(|&x| ncdf((x - mean) / (1.2 * var.sqrt())))
-                .collect()
-        ) < 1e-6
+fn f32_layers_sample_the_exact_law_in_the_far_tail() {
+    let n = 100_000;
+    // ReLU<f32> at a = 30: draws are O(1/30), stored in f32.
+    let r32 = ReLU::<f32>::new(vec![1.0], vec![0.0]).unwrap();
+    let r64 = ReLU::<f64>::new(vec![1.0], vec![0.0]).unwrap();
+    let sides = relu_sides(1.0, 0.0)(-30.0, 1.0);
+    let h = draws(&r32, -30.0, 1.0, n, 77);
+    assert!(h.iter().all(|&x| x.is_finite() && x >= 0.0));
+    let (p, zm, zv) = law_test(
+        &r64,
+        &sides,
+        -30.0,
+        1.0,
+        &h,
+        r32.mean_and_variance(0, -30.0, 1.0),
     );
+    assert!(
+        p > 1e-4 && zm.abs() < 5.0 && zv.abs() < 5.0,
+        "f32 ReLU: {p} {zm} {zv}"
+    );
+    // DReLU<f32>: CGF and moments are computed in f64 and agree with the f64 layer exactly
+    // when the parameters are representable.
+    let d32 = DReLU::<f32>::new(vec![1.5], vec![0.5], vec![0.25], vec![-0.75]).unwrap();
+    let d64 = DReLU::<f64>::new(vec![1.5], vec![0.5], vec![0.25], vec![-0.75]).unwrap();
+    assert_eq!(d32.cgf(&[3.0f32], 0.8), d64.cgf(&[3.0], 0.8));
+    assert_eq!(
+        d32.mean_and_variance(0, 3.0, 0.8),
+        d64.mean_and_variance(0, 3.0, 0.8)
+    );
+}
 
-    // dReLU: the side is chosen with its exact probability, and each side is a truncated normal.
-    let d = DReLU::new(vec![1.5], vec![0.6], vec![0.2], vec![-0.8]).unwrap();
-    for (k, &input) in [-3.0, 0.1, 2.5].iter().enumerate() {
-        let beta = 1.0;
-        let lp = Layer::cgf(&ReLU::new(vec![1.5], vec![0.2]).unwrap(), &[input], beta);
-        let lm = Layer::cgf(&ReLU::new(vec![0.6], vec![0.8]).unwrap(), &[-input], beta);
-        let p_plus = 1.0 / (1.0 + (lm - lp).exp());
-        let h = draws(&d, input, beta, n, 40 + k as u64);
-        let frac = h.iter().filter(|&&x| x >= 0.0).count() as f64 / n as f64;
-        assert!(
-            (frac - p_plus).abs() < 5.0 * (p_plus * (1.0 - p_plus) / n as f64).sqrt(),
-            "I = {input}: {frac} vs {p_plus}"
-        );
-        // Positive side: s = 1.5, m = (0.2 + I) / 1.5.
-        let (s, m) = (1.5f64, (0.2 + input) / 1.5);
-        let pos: Vec<f64> = h
-            .iter()
-            .filter(|&&x| x >= 0.0)
-            .map(|&x| truncated_cdf(-m * s.sqrt(), x * s.sqrt()))
-            .collect();
-        if pos.len() > 500 {
-            assert!(ks_p_value(pos) > 1e-4, "I = {input}: positive side");
-        }
-        // Negative side, reflected: h' = -h >= 0 with s = 0.6, mode -(-0.8 + I) / 0.6.
-        let (s, m) = (0.6f64, -(-0.8 + input) / 0.6);
-        let neg: Vec<f64> = h
-            .iter()
-            .filter(|&&x| x < 0.0)
-            .map(|&x| truncated_cdf(-m * s.sqrt(), -x * s.sqrt()))
-            .collect();
-        if neg.len() > 500 {
-            assert!(ks_p_value(neg) > 1e-4, "I = {input}: negative side");
-        }
-        let (mean, var) = d.mean_and_variance(0, input, beta);
-        let mh = h.iter().sum::<f64>() / n as f64;
-        assert!(
-            (mh - mean).abs() < 5.0 * (var / n as f64).sqrt(),
-            "I = {input}: mean {mh} vs {mean}"
-        );
-    }
+#[test]
+#[should_panic(expected = "beta > 0")]
+fn real_layers_refuse_beta_zero() {
+    ReLU::<f64>::standard(1).cgf(&[0.5], 0.0);
 }
 
 #[test]
 fn parameters_are_validated() {
-    assert!(Gaussian::<f64>::new(vec![0.0], vec![0.0]).is_err());
-    assert!(ReLU::<f64>::new(vec![1.0, 1.0], vec![0.0]).is_err());
-    assert!(DReLU::<f64>::new(vec![1.0], vec![-1.0], vec![0.0], vec![0.0]).is_err());
-    assert!(Gaussian::<f64>::new(vec![1.0], vec![f64::NAN]).is_err());
+    use ebm_core::Error;
+    assert!(matches!(
+        Gaussian::<f64>::new(vec![0.0], vec![0.0]),
+        Err(Error::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        ReLU::<f64>::new(vec![1.0, 1.0], vec![0.0]),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    assert!(matches!(
+        DReLU::<f64>::new(vec![1.0], vec![-1.0], vec![0.0], vec![0.0]),
+        Err(Error::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        Gaussian::<f64>::new(vec![1.0], vec![f64::NAN]),
+        Err(Error::NonFinite { .. })
+    ));
+    assert!(matches!(
+        ReLU::<f64>::new(vec![f64::INFINITY], vec![0.0]),
+        Err(Error::NonFinite { .. })
+    ));
     let g = Gaussian::<f32>::standard(3);
+    assert_eq!(g.gamma(), &[1.0; 3]);
+    assert_eq!(g.theta(), &[0.0; 3]);
     let t = g.tensors();
+    assert_eq!(
+        t.iter().map(|x| (x.0, x.1.clone())).collect::<Vec<_>>(),
+        vec![("gamma", vec![3]), ("theta", vec![3])]
+    );
     let get = |name: &str| {
         t.iter()
             .find(|x| x.0 == name)
             .map(|x| (x.1.clone(), x.2.clone()))
     };
     assert_eq!(Gaussian::from_tensors(3, &get).unwrap(), g);
-    assert!(Gaussian::<f32>::from_tensors(2, &get).is_err());
-    let d = DReLU::<f64>::standard(2);
+    assert!(matches!(
+        Gaussian::<f32>::from_tensors(2, &get),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    let bad_gamma = |name: &str| Some((vec![1], vec![if name == "gamma" { -1.0 } else { 0.0 }]));
+    assert!(matches!(
+        ReLU::<f64>::from_tensors(1, &bad_gamma),
+        Err(Error::InvalidParameter { .. })
+    ));
+    let d = DReLU::<f64>::new(
+        vec![1.0, 2.0],
+        vec![0.5, 1.0],
+        vec![0.1, 0.2],
+        vec![-0.3, 0.4],
+    )
+    .unwrap();
     let t = d.tensors();
+    assert_eq!(
+        t.iter().map(|x| x.0).collect::<Vec<_>>(),
+        vec!["gamma_plus", "gamma_minus", "theta_plus", "theta_minus"]
+    );
     let get = |name: &str| {
         t.iter()
             .find(|x| x.0 == name)
             .map(|x| (x.1.clone(), x.2.clone()))
     };
     assert_eq!(DReLU::from_tensors(2, &get).unwrap(), d);
+    let missing = |name: &str| {
+        if name == "theta_minus" {
+            None
+        } else {
+            get(name)
+        }
+    };
+    assert!(DReLU::<f64>::from_tensors(2, &missing).is_err());
+    let mut x = [7.0f64, -7.0];
+    d.fill_default(&mut x);
+    assert_eq!(x, [0.0, 0.0]);
+    assert_eq!(d.unit_width(), 1);
+    assert_eq!(<DReLU<f64> as Layer>::KIND, "drelu");
 }
 
-/// -log of the integral over h of exp(-beta E(v, h)), per unit by quadrature (it factorises).
+// ----------------------------------------------------------------------------------------------
+// RBMs with real hidden units
+// ----------------------------------------------------------------------------------------------
+
+/// \\(-\log \int e^{-\beta E(v, h)} dh\\) by quadrature; the integral factorises over hidden units,
+/// so it is a sum of one-dimensional quadratures.
 fn brute_free_energy<V: DiscreteLayer<Scalar = f64>, H: Layer<Scalar = f64>>(
     rbm: &Rbm<V, H>,
     v: &[f64],
     beta: f64,
-    modes: &dyn Fn(usize, f64) -> Vec<(f64, f64, bool)>,
+    sides: &dyn Fn(usize, f64) -> Vec<Side>,
 ) -> f64 {
     let mut total = beta * rbm.visible().energy(v);
     for mu in 0..rbm.hidden().n_units() {
         let input: f64 = (0..v.len()).map(|i| rbm.weights()[(i, mu)] * v[i]).sum();
-        let e = |h: f64| -beta * (rbm.hidden().unit_energy(mu, &[h]) - input * h);
-        let mut shift = e(0.0);
-        for &(s, m, positive) in &modes(mu, input) {
-            if m > 0.0 {
-                shift = shift.max(e(if positive { m } else { -m }));
-            }
-            let _ = s;
-        }
-        let mass: f64 = modes(mu, input)
-            .iter()
-            .map(|&(s, m, p)| side_moments(&e, shift, s, m, p)[0])
-            .sum();
-        total -= mass.ln() + shift;
+        total -= quadrature(rbm.hidden(), mu, input, beta, &sides(mu, input)).cgf;
     }
     total
 }
 
-fn check_rbm<H: Layer<Scalar = f64>>(
-    rbm: &Rbm<Spin<f64>, H>,
+/// One Gibbs sweep (hidden given visible at `hidden_beta`, then visible given hidden at `beta`)
+/// from exact visible samples; returns the chi-square p-value of the visible configurations.
+fn gibbs_sweep_p_value<V: DiscreteLayer<Scalar = f64>, H: Layer<Scalar = f64>>(
+    rbm: &Rbm<V, H>,
     beta: f64,
-    modes: &dyn Fn(usize, f64) -> Vec<(f64, f64, bool)>,
+    hidden_beta: f64,
     seed: u64,
-) {
-    let f = exact::visible_free_energies(rbm, beta, Par::Seq).unwrap();
-    let mut v = vec![0.0; rbm.visible().width()];
-    for (k, fk) in f.iter().enumerate() {
-        rbm.visible().write_configuration(k as u128, &mut v);
-        let b = brute_free_energy(rbm, &v, beta, modes);
-        assert!(
-            (fk - b).abs() < 1e-8 * (1.0 + b.abs()),
-            "{}: F({k}) = {fk} vs {b}",
-            H::KIND
-        );
-    }
-    // Exact invariance of one Gibbs sweep, and its negative control.
+) -> f64 {
     let p = exact::visible_probabilities(rbm, beta, Par::Seq).unwrap();
-    for (hidden_beta, expect_ok) in [(beta, true), (0.3 * beta, false)] {
-        let mut state = ebm_testkit::exact_chains(rbm, beta, 40_000, seed);
-        rbm.sample_hidden(
-            &mut state.chains,
-            hidden_beta,
-            state.rngs.as_mut_slice(),
-            Par::Rayon,
-        );
-        rbm.sample_visible(
-            &mut state.chains,
-            beta,
-            state.rngs.as_mut_slice(),
-            Par::Rayon,
-        );
-        let mut counts = vec![0u64; p.len()];
-        for c in state.chains.visible.column_iter() {
-            counts[rbm.visible().configuration_index(c.as_slice()) as usize] += 1;
-        }
-        let t = chi_square(&counts, &p);
-        if expect_ok {
-            assert!(
-                t.p_value > 1e-4,
-                "{}: Gibbs invariance rejected {t:?}",
-                H::KIND
-            );
-        } else {
-            assert!(
-                t.p_value < 1e-6,
-                "{}: wrong-beta Gibbs accepted {t:?}",
-                H::KIND
-            );
-        }
-    }
-}
-
-fn weights() -> DMatrix<f64> {
-    DMatrix::from_fn(5, 2, |i, j| ((i * 3 + j * 7) % 5) as f64 * 0.45 - 0.8)
-}
-
-#[test]
-fn rbms_with_real_hidden_units_match_brute_force_and_gibbs_is_exact() {
-    let beta = 0.9;
-    let vis = Spin::new(vec![0.1, -0.2, 0.3, 0.0, 0.15]);
-    let g = Rbm::new(
-        vis.clone(),
-        Gaussian::new(vec![0.8, 1.5], vec![0.1, -0.3]).unwrap(),
-        weights(),
-    )
-    .unwrap();
-    check_rbm(
-        &g,
-        beta,
-        &|mu, i| {
-            let (gm, th) = ([0.8, 1.5][mu], [0.1, -0.3][mu]);
-            vec![
-                (beta * gm, (th + i) / gm, true),
-                (beta * gm, -(th + i) / gm, false),
-            ]
-        },
-        1,
-    );
-    let r = Rbm::new(
-        vis.clone(),
-        ReLU::new(vec![1.0, 0.6], vec![0.5, -0.2]).unwrap(),
-        weights(),
-    )
-    .unwrap();
-    check_rbm(
-        &r,
-        beta,
-        &|mu, i| {
-            let (gm, th) = ([1.0, 0.6][mu], [0.5, -0.2][mu]);
-            vec![(beta * gm, (th + i) / gm, true)]
-        },
-        2,
-    );
-    let d = Rbm::new(
-        vis,
-        DReLU::new(
-            vec![1.2, 0.7],
-            vec![0.5, 2.0],
-            vec![0.4, 0.0],
-            vec![-0.6, 0.3],
-        )
-        .unwrap(),
-        weights(),
-    )
-    .unwrap();
-    check_rbm(
-        &d,
-        beta,
-        &|mu, i| {
-            let (gp, gm, tp, tm) = (
-                [1.2, 0.7][mu],
-                [0.5, 2.0][mu],
-                [0.4, 0.0][mu],
-                [-0.6, 0.3][mu],
-            );
-            vec![
-                (beta * gp, (tp + i) / gp, true),
-                (beta * gm, -(tm + i) / gm, false),
-            ]
-        },
-        3,
-    );
-    // Bernoulli visibles with ReLU hidden units: Gibbs invariance (free energy shares the code).
-    let b = Rbm::new(
-        Bernoulli::new(vec![0.2, -0.1, 0.0, 0.3, -0.4]),
-        ReLU::standard(2),
-        weights(),
-    )
-    .unwrap();
-    let p = exact::visible_probabilities(&b, 1.0, Par::Seq).unwrap();
-    let mut state = ebm_testkit::exact_chains(&b, 1.0, 40_000, 4);
-    b.sample_hidden(
+    let mut state = ebm_testkit::exact_chains(rbm, beta, 100_000, seed);
+    rbm.sample_hidden(
         &mut state.chains,
-        1.0,
+        hidden_beta,
         state.rngs.as_mut_slice(),
         Par::Rayon,
     );
-    b.sample_visible(
+    rbm.sample_visible(
         &mut state.chains,
-        1.0,
+        beta,
         state.rngs.as_mut_slice(),
         Par::Rayon,
     );
     let mut counts = vec![0u64; p.len()];
     for c in state.chains.visible.column_iter() {
-        counts[b.visible().configuration_index(c.as_slice()) as usize] += 1;
+        counts[rbm.visible().configuration_index(c.as_slice()) as usize] += 1;
     }
-    assert!(chi_square(&counts, &p).p_value > 1e-4);
+    chi_square(&counts, &p).p_value
+}
+
+fn check_rbm<V: DiscreteLayer<Scalar = f64>, H: Layer<Scalar = f64>>(
+    rbm: &Rbm<V, H>,
+    beta: f64,
+    sides: &dyn Fn(usize, f64) -> Vec<Side>,
+    seed: u64,
+) {
+    let what = format!("Rbm<{}, {}>", V::KIND, H::KIND);
+    let f = exact::visible_free_energies(rbm, beta, Par::Seq).unwrap();
+    let mut v = vec![0.0; rbm.visible().width()];
+    for (k, fk) in f.iter().enumerate() {
+        rbm.visible().write_configuration(k as u128, &mut v);
+        let b = brute_free_energy(rbm, &v, beta, sides);
+        assert!(
+            (fk - b).abs() < 1e-10 * (1.0 + b.abs()),
+            "{what}: F({k}) = {fk} vs {b}"
+        );
+    }
+    let p = gibbs_sweep_p_value(rbm, beta, beta, seed);
+    assert!(p > 1e-4, "{what}: Gibbs invariance rejected, p = {p}");
+    let p_bad = gibbs_sweep_p_value(rbm, beta, 0.3 * beta, seed + 1);
+    assert!(
+        p_bad < 1e-12,
+        "{what}: wrong-beta Gibbs accepted, p = {p_bad}"
+    );
+    eprintln!("{what}: Gibbs p = {p:.3}, wrong-beta p = {p_bad:e}");
+}
+
+fn weights(nv: usize, nh: usize) -> DMatrix<f64> {
+    DMatrix::from_fn(nv, nh, |i, j| ((i * 3 + j * 7) % 5) as f64 * 0.45 - 0.8)
+}
+
+#[test]
+fn rbms_with_real_hidden_units_match_brute_force_and_gibbs_is_exact() {
+    let beta = 0.9;
+    // Spin visibles, 2 Gaussian hidden units.
+    let (gm, th) = ([0.8, 1.5], [0.1, -0.3]);
+    let g = Rbm::new(
+        Spin::new(vec![0.1, -0.2, 0.3, 0.0, 0.15]),
+        Gaussian::new(gm.to_vec(), th.to_vec()).unwrap(),
+        weights(5, 2),
+    )
+    .unwrap();
+    check_rbm(
+        &g,
+        beta,
+        &|mu, i| gaussian_sides(gm[mu], th[mu])(i, beta),
+        1,
+    );
+    // Bernoulli visibles, 3 ReLU hidden units.
+    let (gm, th) = ([1.0, 0.6, 2.0], [0.5, -0.2, -1.0]);
+    let r = Rbm::new(
+        Bernoulli::new(vec![0.2, -0.1, 0.0, 0.3, -0.4, 0.1]),
+        ReLU::new(gm.to_vec(), th.to_vec()).unwrap(),
+        weights(6, 3) * 1.5,
+    )
+    .unwrap();
+    check_rbm(&r, beta, &|mu, i| relu_sides(gm[mu], th[mu])(i, beta), 2);
+    // Spin visibles, 2 dReLU hidden units.
+    let (gp, gn, tp, tn) = ([1.2, 0.7], [0.5, 2.0], [0.4, 0.0], [-0.6, 0.3]);
+    let d = Rbm::new(
+        Spin::new(vec![0.1, -0.2, 0.3, 0.0]),
+        DReLU::new(gp.to_vec(), gn.to_vec(), tp.to_vec(), tn.to_vec()).unwrap(),
+        weights(4, 2),
+    )
+    .unwrap();
+    check_rbm(
+        &d,
+        beta,
+        &|mu, i| drelu_sides(gp[mu], gn[mu], tp[mu], tn[mu])(i, beta),
+        3,
+    );
+    // Bernoulli visibles, dReLU hidden units at beta = 1.6.
+    let d2 = Rbm::new(
+        Bernoulli::new(vec![0.3, -0.5, 0.2, 0.1, 0.0]),
+        DReLU::new(gp.to_vec(), gn.to_vec(), tp.to_vec(), tn.to_vec()).unwrap(),
+        weights(5, 2),
+    )
+    .unwrap();
+    check_rbm(
+        &d2,
+        1.6,
+        &|mu, i| drelu_sides(gp[mu], gn[mu], tp[mu], tn[mu])(i, 1.6),
+        4,
+    );
 }
 
 #[test]
