@@ -177,6 +177,33 @@ impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> EnergyModel for Enumerated<
     }
 }
 
+/// Block sampling delegates to the wrapped RBM, so the usual kernels (Gibbs) run on an
+/// enumerated model too: a ladder of `Enumerated` models can be explored by Gibbs and refreshed
+/// exactly by [`Tractable::sample_exact`] in the same run.
+impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> ConditionalSampler
+    for Enumerated<V, H>
+{
+    fn sample_hidden<R: Rng + Send>(
+        &self,
+        x: &mut Self::State,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        self.rbm.sample_hidden(x, beta, rngs, par);
+    }
+
+    fn sample_visible<R: Rng + Send>(
+        &self,
+        x: &mut Self::State,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        self.rbm.sample_visible(x, beta, rngs, par);
+    }
+}
+
 impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> Tractable for Enumerated<V, H> {
     fn log_partition(&self, beta: f64) -> f64 {
         log_partition_by_visible(&self.rbm, beta, Par::Rayon)

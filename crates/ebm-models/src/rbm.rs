@@ -23,11 +23,80 @@ use serde::{Deserialize, Serialize};
 /// (input, probability, sample) per layer.
 ///
 /// `W` is stored as a `V::width() x H::width()` column-major matrix.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// An RBM serialises with serde (unit kinds, layer tensors and weights; used by trainer and
+/// sampler checkpoints); deserialisation validates like [`Rbm::new`] and the layers'
+/// [`Layer::from_tensors`]. Model files for users are written by `ebm-io` (safetensors).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    bound = "",
+    into = "RbmRepr<V::Scalar>",
+    try_from = "RbmRepr<V::Scalar>"
+)]
 pub struct Rbm<V: Layer, H: Layer<Scalar = V::Scalar>> {
     visible: V,
     hidden: H,
     weights: DMatrix<V::Scalar>,
+}
+
+/// The serde form of an [`Rbm`]: unit kinds, sizes, each layer's named tensors and the weights.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(bound = "")]
+struct RbmRepr<F: Scalar> {
+    visible_kind: String,
+    hidden_kind: String,
+    visible_units: usize,
+    hidden_units: usize,
+    visible: Vec<(String, Vec<usize>, Vec<F>)>,
+    hidden: Vec<(String, Vec<usize>, Vec<F>)>,
+    weights: DMatrix<F>,
+}
+
+fn named<F: Scalar>(t: Vec<crate::layer::NamedTensor<F>>) -> Vec<(String, Vec<usize>, Vec<F>)> {
+    t.into_iter()
+        .map(|(name, shape, data)| (name.to_string(), shape, data))
+        .collect()
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> From<Rbm<V, H>> for RbmRepr<V::Scalar> {
+    fn from(rbm: Rbm<V, H>) -> Self {
+        Self {
+            visible_kind: V::KIND.into(),
+            hidden_kind: H::KIND.into(),
+            visible_units: rbm.visible.n_units(),
+            hidden_units: rbm.hidden.n_units(),
+            visible: named(rbm.visible.tensors()),
+            hidden: named(rbm.hidden.tensors()),
+            weights: rbm.weights,
+        }
+    }
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> TryFrom<RbmRepr<V::Scalar>> for Rbm<V, H> {
+    type Error = Error;
+
+    fn try_from(r: RbmRepr<V::Scalar>) -> ebm_core::Result<Self> {
+        for (side, kind, expected) in [
+            ("visible", &r.visible_kind, V::KIND),
+            ("hidden", &r.hidden_kind, H::KIND),
+        ] {
+            if kind != expected {
+                return Err(Error::InvalidParameter {
+                    name: format!("serialised RBM {side} units"),
+                    reason: format!("kind {kind:?}, expected {expected:?}"),
+                });
+            }
+        }
+        let lookup = |tensors: &[(String, Vec<usize>, Vec<V::Scalar>)], name: &str| {
+            tensors
+                .iter()
+                .find(|t| t.0 == name)
+                .map(|t| (t.1.clone(), t.2.clone()))
+        };
+        let visible = V::from_tensors(r.visible_units, &|n| lookup(&r.visible, n))?;
+        let hidden = H::from_tensors(r.hidden_units, &|n| lookup(&r.hidden, n))?;
+        Rbm::new(visible, hidden, r.weights)
+    }
 }
 
 /// A batch of RBM chains: one column per chain for each layer.

@@ -208,3 +208,21 @@ fn enumerated_model_is_tractable_and_its_samples_follow_the_law() {
     // And sampling hidden units directly gives the same kind of state.
     rbm.sample_hidden(&mut x, beta, rngs.as_mut_slice(), Par::Seq);
 }
+
+#[test]
+fn rbm_serde_round_trip_is_exact_and_validated() {
+    use ebm_models::{Gaussian, Spin};
+    let rbm = Rbm::new(
+        Spin::new(vec![0.5f32, -1.0]),
+        Gaussian::new(vec![1.5, 2.0, 0.5], vec![0.1, -0.2, 0.3]).unwrap(),
+        DMatrix::from_row_slice(2, 3, &[0.1, 0.2, 0.3, -0.4, -0.5, 0.6]),
+    )
+    .unwrap();
+    let json = serde_json::to_string(&rbm).unwrap();
+    let back: Rbm<Spin<f32>, Gaussian<f32>> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, rbm);
+    // Wrong unit kind and invalid parameters are rejected, not silently accepted.
+    assert!(serde_json::from_str::<Rbm<Bernoulli<f32>, Gaussian<f32>>>(&json).is_err());
+    let bad = json.replacen("1.5", "-1.5", 1);
+    assert!(serde_json::from_str::<Rbm<Spin<f32>, Gaussian<f32>>>(&bad).is_err());
+}
