@@ -180,9 +180,7 @@ impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> EnergyModel for Enumerated<
 /// Block sampling delegates to the wrapped RBM, so the usual kernels (Gibbs) run on an
 /// enumerated model too: a ladder of `Enumerated` models can be explored by Gibbs and refreshed
 /// exactly by [`Tractable::sample_exact`] in the same run.
-impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> ConditionalSampler
-    for Enumerated<V, H>
-{
+impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> ConditionalSampler for Enumerated<V, H> {
     fn sample_hidden<R: Rng + Send>(
         &self,
         x: &mut Self::State,

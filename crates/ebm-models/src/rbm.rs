@@ -40,6 +40,9 @@ pub struct Rbm<V: Layer, H: Layer<Scalar = V::Scalar>> {
 }
 
 /// The serde form of an [`Rbm`]: unit kinds, sizes, each layer's named tensors and the weights.
+/// A named tensor in owned form: name, shape, row-major values.
+type OwnedTensor<F> = (String, Vec<usize>, Vec<F>);
+
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(bound = "")]
 struct RbmRepr<F: Scalar> {
@@ -47,12 +50,12 @@ struct RbmRepr<F: Scalar> {
     hidden_kind: String,
     visible_units: usize,
     hidden_units: usize,
-    visible: Vec<(String, Vec<usize>, Vec<F>)>,
-    hidden: Vec<(String, Vec<usize>, Vec<F>)>,
+    visible: Vec<OwnedTensor<F>>,
+    hidden: Vec<OwnedTensor<F>>,
     weights: DMatrix<F>,
 }
 
-fn named<F: Scalar>(t: Vec<crate::layer::NamedTensor<F>>) -> Vec<(String, Vec<usize>, Vec<F>)> {
+fn named<F: Scalar>(t: Vec<crate::layer::NamedTensor<F>>) -> Vec<OwnedTensor<F>> {
     t.into_iter()
         .map(|(name, shape, data)| (name.to_string(), shape, data))
         .collect()
@@ -87,7 +90,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> TryFrom<RbmRepr<V::Scalar>> for Rbm
                 });
             }
         }
-        let lookup = |tensors: &[(String, Vec<usize>, Vec<V::Scalar>)], name: &str| {
+        let lookup = |tensors: &[OwnedTensor<V::Scalar>], name: &str| {
             tensors
                 .iter()
                 .find(|t| t.0 == name)

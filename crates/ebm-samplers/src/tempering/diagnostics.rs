@@ -73,3 +73,112 @@ impl PtDiagnostics {
         self.round_trips as f64 / (self.rounds * self.systems) as f64
     }
 }
+
+/// The replica index process of a PT run: for every system and replica, the rung it occupied
+/// after each recorded round, \\(n_{i,r}(t)\\), and its autocorrelation times (spec
+/// `ptt-trais-rcm.md` §5.4, after Banos et al. 2010).
+///
+/// The normalised autocorrelation \\(\rho(t)\\) pools all series around their common mean;
+/// \\(\tau_{\text{int}} = \frac12 + \sum_{t=1}^{W} \rho(t)\\) with Sokal's automatic window
+/// \\(W \ge 6\tau_{\text{int}}\\) (the spec prints the sum from \\(t = 0\\), which adds 1: a
+/// typo), and \\(\tau_{\text{exp}}\\) from a weighted fit of \\(\log\rho(t)\\) at large
+/// \\(t\\). A run of at least \\(20\tau_{\text{exp}}\\) rounds is a conservative
+/// thermalisation time; \\(\tau_{\text{int}}\\) is the time between independent index
+/// configurations. Both are computed by `ebm_data::metrics::autocorr`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IndexProcess {
+    n_rungs: usize,
+    /// `series[i * n_rungs + r]`: the rungs of replica `r` of system `i`, one per round.
+    series: Vec<Vec<u32>>,
+}
+
+impl IndexProcess {
+    /// An empty record.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends the current rung of every replica of `state`.
+    ///
+    /// # Panics
+    /// If `state` has a different number of rungs or systems than the states recorded before.
+    pub fn record<S: ebm_core::Chains>(&mut self, state: &super::PtState<S>) {
+        let (k_max, n) = (state.rungs.len(), state.n_chains());
+        if self.series.is_empty() {
+            self.n_rungs = k_max;
+            self.series = vec![Vec::new(); k_max * n];
+        }
+        assert_eq!(
+            self.series.len(),
+            k_max * n,
+            "IndexProcess: the recorded states had {} replicas in all, this one {}",
+            self.series.len(),
+            k_max * n
+        );
+        for (k, replicas) in state.replica.iter().enumerate() {
+            for (i, &r) in replicas.iter().enumerate() {
+                self.series[i * k_max + r as usize].push(k as u32);
+            }
+        }
+    }
+
+    /// Number of rounds recorded.
+    pub fn rounds(&self) -> usize {
+        self.series.first().map_or(0, Vec::len)
+    }
+
+    /// The rungs visited by replica `replica` of system `system`, one per recorded round.
+    ///
+    /// # Panics
+    /// If the indices are out of range.
+    pub fn series(&self, system: usize, replica: usize) -> &[u32] {
+        assert!(replica < self.n_rungs, "replica {replica} out of range");
+        &self.series[system * self.n_rungs + replica]
+    }
+
+    fn as_f64(&self) -> Vec<Vec<f64>> {
+        self.series
+            .iter()
+            .map(|s| s.iter().map(|&k| k as f64).collect())
+            .collect()
+    }
+
+    /// The normalised autocorrelation \\(\rho(t)\\), \\(t = 0..=\\) `max_lag`, of the index
+    /// process, pooled over all replicas and systems.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] with too few rounds, `max_lag >=` the number of rounds, or a
+    /// ladder of one rung (constant index).
+    pub fn autocorrelation(&self, max_lag: usize) -> ebm_core::Result<Vec<f64>> {
+        let s = self.as_f64();
+        let refs: Vec<&[f64]> = s.iter().map(Vec::as_slice).collect();
+        ebm_data::metrics::autocorrelation(&refs, max_lag).map_err(index_error)
+    }
+
+    /// The integrated autocorrelation time of the index process, in rounds, with its error.
+    ///
+    /// # Errors
+    /// As [`IndexProcess::autocorrelation`].
+    pub fn integrated_time(&self) -> ebm_core::Result<ebm_data::metrics::IntegratedTime> {
+        let s = self.as_f64();
+        let refs: Vec<&[f64]> = s.iter().map(Vec::as_slice).collect();
+        ebm_data::metrics::integrated_autocorrelation_time(&refs, 6.0).map_err(index_error)
+    }
+
+    /// The exponential autocorrelation time of the index process, in rounds.
+    ///
+    /// # Errors
+    /// As [`IndexProcess::autocorrelation`], or no measurable correlation at lag 1.
+    pub fn exponential_time(&self) -> ebm_core::Result<ebm_data::metrics::ExponentialTime> {
+        let s = self.as_f64();
+        let refs: Vec<&[f64]> = s.iter().map(Vec::as_slice).collect();
+        ebm_data::metrics::exponential_autocorrelation_time(&refs).map_err(index_error)
+    }
+}
+
+fn index_error(e: ebm_data::Error) -> ebm_core::Error {
+    ebm_core::Error::InvalidParameter {
+        name: "replica index process".into(),
+        reason: e.to_string(),
+    }
+}

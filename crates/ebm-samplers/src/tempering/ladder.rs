@@ -1,4 +1,4 @@
-use ebm_core::{Chains, EnergyModel, Error, Par};
+use ebm_core::{ChainState, Chains, EnergyModel, Error, Kernel, Par};
 
 /// One distribution of a ladder: a model at an inverse temperature, \\(p_\beta \propto
 /// e^{-E_\beta}\\) with \\(E_\beta\\) as returned by [`EnergyModel::energies`].
@@ -9,6 +9,14 @@ pub struct Rung<'a, M> {
     /// The inverse temperature at which it is evaluated and sampled.
     pub beta: f64,
 }
+
+impl<M> Clone for Rung<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M> Copy for Rung<'_, M> {}
 
 /// An ordered family of distributions on one state space: rung 0 is the easy end, the last
 /// rung the target.
@@ -156,9 +164,57 @@ impl<M: EnergyModel> TemperatureLadder<M> {
         Self::new(model, betas)
     }
 
+    /// Temperatures chosen greedily from a dense `grid` of inverse temperatures (increasing,
+    /// ending at 1) so that the swap acceptance between neighbouring rungs stays at or above
+    /// `target_acceptance`: the chains of `state` are annealed up the grid with `sweeps` steps
+    /// of `kernel` per grid point, and [`select_rungs`](super::select_rungs) keeps the rungs
+    /// (spec `ptt-trais-rcm.md` §2.8, where the reference code scans 1000 points with 10 Gibbs
+    /// sweeps and targets 0.3). Start `state` in equilibrium at `grid[0]` (for RBMs at
+    /// \(eta = 0\): uniform random states, or any state after one Gibbs sweep).
+    ///
+    /// # Errors
+    /// As [`TemperatureLadder::new`] for the grid, and as [`select_rungs`](super::select_rungs).
+    pub fn with_target_acceptance<K: Kernel<M>>(
+        model: M,
+        grid: Vec<f64>,
+        kernel: &K,
+        state: &mut ChainState<M::State>,
+        sweeps: usize,
+        target_acceptance: f64,
+        par: Par,
+    ) -> ebm_core::Result<Self>
+    where
+        M::State: Clone,
+    {
+        let fine = Self::new(model, grid)?;
+        let kept = super::select_rungs(&fine, kernel, state, sweeps, target_acceptance, par)?;
+        let betas = kept.iter().map(|&k| fine.betas[k]).collect();
+        Self::new(fine.model, betas)
+    }
+
+    /// The same model on the `n_rungs` inverse temperatures that equalise the rejection rates
+    /// measured on this ladder ([`equalised_schedule`](super::equalised_schedule), e.g. with
+    /// [`PtDiagnostics::acceptance_rates`](super::PtDiagnostics::acceptance_rates)).
+    ///
+    /// # Errors
+    /// As [`equalised_schedule`](super::equalised_schedule).
+    pub fn with_equalised_rejections(
+        self,
+        acceptance_rates: &[f64],
+        n_rungs: usize,
+    ) -> ebm_core::Result<Self> {
+        let betas = super::equalised_schedule(&self.betas, acceptance_rates, n_rungs)?;
+        Self::new(self.model, betas)
+    }
+
     /// The inverse temperatures.
     pub fn betas(&self) -> &[f64] {
         &self.betas
+    }
+
+    /// Gives back the model.
+    pub fn into_model(self) -> M {
+        self.model
     }
 
     /// The model.

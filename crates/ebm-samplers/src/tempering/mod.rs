@@ -5,9 +5,13 @@
 mod diagnostics;
 mod ladder;
 mod pt;
+mod selection;
 
-pub use diagnostics::PtDiagnostics;
+pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
     Concat, Exchange, Ladder, ReferenceLadder, Rung, TemperatureLadder, TrajectoryLadder,
 };
 pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
+pub use selection::{
+    CheckpointSelector, Selection, equalised_schedule, estimated_swap_acceptance, select_rungs,
+};

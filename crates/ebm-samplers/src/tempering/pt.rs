@@ -31,12 +31,22 @@ pub enum SwapSchedule {
 ///
 /// The chains of a [`PtState`] form `n` independent systems of replicas: chain `i` of every rung
 /// belongs to system `i`, and exchanges happen within a system.
+///
+/// Rung 0 can be explored by a different kernel `B`
+/// ([`ParallelTempering::with_rung0_kernel`]), typically [`crate::ExactRefresh`] when the
+/// ladder's models are [`ebm_core::Tractable`]: every round then injects independent exact
+/// draws at the bottom, as PTT does with its exactly sampled first model (spec
+/// `ptt-trais-rcm.md` §2.10). For RBM ladders whose rung 0 is at \(eta = 0\) or is an
+/// independent-site reference (zero weights), one Gibbs sweep at rung 0 already is an exact
+/// draw, because neither conditional depends on the other layer there.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ParallelTempering<K> {
+pub struct ParallelTempering<K, B = K> {
     /// The kernel that explores each rung at its own inverse temperature.
     pub kernel: K,
     /// The swap schedule.
     pub schedule: SwapSchedule,
+    /// The kernel used at rung 0 instead of `kernel`, if any.
+    pub rung0_kernel: Option<B>,
 }
 
 /// The state of a PT run: the chains of every rung, their RNG streams, which replica sits where,
@@ -131,9 +141,24 @@ pub struct PtInfo {
 }
 
 impl<K> ParallelTempering<K> {
-    /// PT with the given exploration kernel and schedule.
+    /// PT with the given exploration kernel (on every rung) and schedule.
     pub fn new(kernel: K, schedule: SwapSchedule) -> Self {
-        Self { kernel, schedule }
+        Self {
+            kernel,
+            schedule,
+            rung0_kernel: None,
+        }
+    }
+}
+
+impl<K, B> ParallelTempering<K, B> {
+    /// The same PT with rung 0 explored by `rung0_kernel` (e.g. [`crate::ExactRefresh`]).
+    pub fn with_rung0_kernel<B2>(self, rung0_kernel: B2) -> ParallelTempering<K, B2> {
+        ParallelTempering {
+            kernel: self.kernel,
+            schedule: self.schedule,
+            rung0_kernel: Some(rung0_kernel),
+        }
     }
 
     /// One round: exploration of every rung, then the exchanges of the schedule.
@@ -149,6 +174,7 @@ impl<K> ParallelTempering<K> {
     where
         L: Ladder,
         K: Kernel<L::Model>,
+        B: Kernel<L::Model>,
     {
         let n_rungs = ladder.n_rungs();
         assert_eq!(
@@ -162,7 +188,14 @@ impl<K> ParallelTempering<K> {
             state.rngs.as_mut_slice().chunks_mut(n.max(1)).collect();
         for (k, x) in state.rungs.iter_mut().enumerate() {
             let rung = ladder.rung(k);
-            self.kernel.step(rung.model, rung.beta, x, streams[k], par);
+            match (&self.rung0_kernel, k) {
+                (Some(bottom), 0) => {
+                    bottom.step(rung.model, rung.beta, x, streams[k], par);
+                }
+                _ => {
+                    self.kernel.step(rung.model, rung.beta, x, streams[k], par);
+                }
+            }
         }
         let n_pairs = n_rungs.saturating_sub(1);
         let mut info = PtInfo {
@@ -275,6 +308,111 @@ fn update_round_trips(replica: &[Vec<u32>], last_end: &mut [Vec<Option<bool>>]) 
 #[cfg(test)]
 mod tests {
     use super::lifted_update;
+    use crate::tempering::{Exchange, TemperatureLadder};
+    use ebm_core::Par;
+    use ebm_models::exact::visible_probabilities;
+    use ebm_models::{Bernoulli, DiscreteLayer, Rbm};
+    use nalgebra::DMatrix;
+
+    const BETAS: [f64; 3] = [0.3, 0.65, 1.0];
+
+    /// The lifting states \((\eta, \varepsilon)\) of three rungs: all but (0, down), (2, up).
+    const LIFTS: [(u32, bool); 4] = [(0, true), (1, false), (1, true), (2, false)];
+
+    /// The exact transition matrix of one lifted exchange (no exploration) on
+    /// (x_0, x_1, x_2, lift) for a 2 x 2 Bernoulli RBM, with `update` the lifting move, and
+    /// the target pi = prod_k p_k(x_k) / |X|. State index: x_0 + 4 x_1 + 16 x_2 + 64 lift.
+    fn lifted_kernel(update: fn((u32, bool), bool, usize) -> (u32, bool)) -> (Vec<f64>, Vec<f64>) {
+        let rbm = Rbm::new(
+            Bernoulli::new(vec![0.8, -1.1]),
+            Bernoulli::new(vec![-0.5, 0.7]),
+            DMatrix::from_row_slice(2, 2, &[2.5, -1.9, -2.2, 1.6]),
+        )
+        .unwrap();
+        let ladder = TemperatureLadder::new(rbm.clone(), BETAS.to_vec()).unwrap();
+        let p: Vec<Vec<f64>> = BETAS
+            .iter()
+            .map(|&b| visible_probabilities(&rbm, b, Par::Seq).unwrap())
+            .collect();
+        let n = 64 * LIFTS.len();
+        let mut pi = vec![0.0; n];
+        let mut k = vec![0.0; n * n];
+        let one = |x: usize| {
+            let mut c = rbm.default_chains(1);
+            rbm.visible()
+                .write_configuration(x as u128, c.visible.as_mut_slice());
+            c
+        };
+        for z in 0..n {
+            let x = [z % 4, (z / 4) % 4, (z / 16) % 4];
+            let lift = LIFTS[z / 64];
+            pi[z] = p[0][x[0]] * p[1][x[1]] * p[2][x[2]] / LIFTS.len() as f64;
+            let lo = if lift.1 { lift.0 } else { lift.0 - 1 } as usize;
+            let mut log_alpha = [0.0];
+            ladder.log_accept(lo, &one(x[lo]), &one(x[lo + 1]), &mut log_alpha, Par::Seq);
+            let alpha = log_alpha[0].min(0.0).exp();
+            let index = |x: [usize; 3], l: (u32, bool)| {
+                x[0] + 4 * x[1] + 16 * x[2] + 64 * LIFTS.iter().position(|&m| m == l).unwrap()
+            };
+            let mut swapped = x;
+            swapped.swap(lo, lo + 1);
+            k[z * n + index(swapped, update(lift, true, 3))] += alpha;
+            k[z * n + index(x, update(lift, false, 3))] += 1.0 - alpha;
+        }
+        (pi, k)
+    }
+
+    /// Spec `lifted-deo-pt.md` §2.7 and §7.1 test 5, by exact enumeration: the lifted
+    /// exchange leaves pi invariant, satisfies skew-detailed balance
+    /// pi(z) K(z, z') = pi(S z') K(S z', S z) with the corrected involution S, and is not
+    /// reversible; keeping the direction on rejection (no involution) breaks invariance.
+    #[test]
+    fn lifted_exchange_is_skew_reversible_and_invariant_by_enumeration() {
+        let (pi, k) = lifted_kernel(lifted_update);
+        let n = pi.len();
+        let involution = |z: usize| {
+            let (eta, up) = LIFTS[z / 64];
+            let s = if eta == 0 || eta == 2 {
+                (eta, up)
+            } else {
+                (eta, !up)
+            };
+            z % 64 + 64 * LIFTS.iter().position(|&m| m == s).unwrap()
+        };
+        let (mut stationarity, mut skew, mut reversible) = (0.0f64, 0.0f64, 0.0f64);
+        for j in 0..n {
+            let flow: f64 = (0..n).map(|i| pi[i] * k[i * n + j]).sum();
+            stationarity = stationarity.max((flow - pi[j]).abs());
+            for i in 0..n {
+                let (si, sj) = (involution(i), involution(j));
+                skew = skew.max((pi[i] * k[i * n + j] - pi[sj] * k[sj * n + si]).abs());
+                reversible = reversible.max((pi[i] * k[i * n + j] - pi[j] * k[j * n + i]).abs());
+            }
+        }
+        assert!(
+            stationarity < 1e-15,
+            "invariance violated by {stationarity}"
+        );
+        assert!(skew < 1e-15, "skew-detailed balance violated by {skew}");
+        assert!(reversible > 1e-4, "unexpectedly reversible: {reversible}");
+
+        // Negative control: momentum kept on rejection (the involution dropped).
+        fn no_involution((eta, up): (u32, bool), accepted: bool, n: usize) -> (u32, bool) {
+            if accepted {
+                lifted_update((eta, up), true, n)
+            } else {
+                (eta, up)
+            }
+        }
+        let (pi, k) = lifted_kernel(no_involution);
+        let worst = (0..n)
+            .map(|j| ((0..n).map(|i| pi[i] * k[i * n + j]).sum::<f64>() - pi[j]).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            worst > 1e-3,
+            "lifting without the involution kept the target: {worst}"
+        );
+    }
 
     #[test]
     fn lifted_moves_follow_phi_on_acceptance_and_the_corrected_involution_on_rejection() {
