@@ -21,6 +21,28 @@ pub trait EnergyModel: Sync {
     /// If `out.len() != x.n_chains()` or `x` does not have the model's shape.
     fn energies(&self, x: &Self::State, beta: f64, out: &mut [f64], par: Par);
 
+    /// Writes \(E_{\beta_j}(x_i)\) for every chain `i` of `x` and every inverse temperature
+    /// `betas[j]` into `out[i * betas.len() + j]`.
+    ///
+    /// The default calls [`EnergyModel::energies`] once per temperature. Models whose energy
+    /// at several temperatures shares most of its cost override it (an RBM computes the
+    /// inputs \(W^\top v\) once): a temperature-ladder exchange needs each state's energy at
+    /// two neighbouring temperatures.
+    ///
+    /// # Panics
+    /// If `out.len() != x.n_chains() * betas.len()` or `x` does not have the model's shape.
+    fn energies_at(&self, x: &Self::State, betas: &[f64], out: &mut [f64], par: Par) {
+        let (n, m) = (x.n_chains(), betas.len());
+        assert_eq!(out.len(), n * m, "energies_at: output length");
+        let mut e = vec![0.0; n];
+        for (j, &beta) in betas.iter().enumerate() {
+            self.energies(x, beta, &mut e, par);
+            for (i, v) in e.iter().enumerate() {
+                out[i * m + j] = *v;
+            }
+        }
+    }
+
     /// A batch of `n_chains` chains in a valid initial configuration (all units in their first
     /// state); callers draw random or exact initial states from it.
     fn new_state(&self, n_chains: usize) -> Self::State;

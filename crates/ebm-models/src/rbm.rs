@@ -383,6 +383,36 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         self.free_energy_visible(&x.visible, beta, out, par);
     }
 
+    /// One product \(W^\top v\) per chunk of chains, then the tempered free energy at each
+    /// temperature; bit-identical to calling [`EnergyModel::energies`] per temperature.
+    fn energies_at(&self, x: &Self::State, betas: &[f64], out: &mut [f64], par: Par) {
+        let v = &x.visible;
+        let (nv, nh, m) = (self.visible.width(), self.hidden.width(), betas.len());
+        assert_eq!(v.nrows(), nv, "energies_at: visible width");
+        assert_eq!(out.len(), v.ncols() * m, "energies_at: output length");
+        let mut inputs = vec![V::Scalar::from_f64(0.0); nh * v.ncols()];
+        let mut per_chain: Vec<&mut [f64]> = out.chunks_mut(m.max(1)).collect();
+        if m == 0 {
+            return;
+        }
+        for_each_chain_chunk(par, nh, &mut inputs, &mut per_chain, |first, inp, outs| {
+            let cols = outs.len();
+            let vs = &v.as_slice()[first * nv..(first + cols) * nv];
+            matmul(
+                MatRef::col_major(self.weights.as_slice(), nv, nh).t(),
+                MatRef::col_major(vs, nv, cols),
+                inp,
+            );
+            for (k, o) in outs.iter_mut().enumerate() {
+                let energy = self.visible.energy(&vs[k * nv..(k + 1) * nv]);
+                let input = &inp[k * nh..(k + 1) * nh];
+                for (e, &beta) in o.iter_mut().zip(betas) {
+                    *e = beta * energy - self.hidden.cgf(input, beta);
+                }
+            }
+        });
+    }
+
     fn new_state(&self, n_chains: usize) -> Self::State {
         self.default_chains(n_chains)
     }

@@ -226,3 +226,32 @@ fn rbm_serde_round_trip_is_exact_and_validated() {
     let bad = json.replacen("1.5", "-1.5", 1);
     assert!(serde_json::from_str::<Rbm<Spin<f32>, Gaussian<f32>>>(&bad).is_err());
 }
+
+#[test]
+fn energies_at_several_temperatures_match_energies_bit_for_bit() {
+    use ebm_models::{Gaussian, Spin};
+    let rbm = Rbm::new(
+        Spin::new(vec![0.5, -1.0, 0.2]),
+        Gaussian::new(vec![1.5, 2.0], vec![0.1, -0.2]).unwrap(),
+        DMatrix::from_row_slice(3, 2, &[0.1, 0.2, 0.3, -0.4, -0.5, 0.6]),
+    )
+    .unwrap();
+    let mut x = rbm.new_state(300);
+    for (i, v) in x.visible.iter_mut().enumerate() {
+        *v = if (i * 7919) % 3 == 0 { 1.0 } else { -1.0 };
+    }
+    let betas = [0.3, 0.7, 1.0];
+    let mut all = vec![0.0; 300 * 3];
+    rbm.energies_at(&x, &betas, &mut all, Par::Rayon);
+    let mut one = vec![0.0; 300];
+    for (j, &b) in betas.iter().enumerate() {
+        rbm.energies(&x, b, &mut one, Par::Seq);
+        for i in 0..300 {
+            assert_eq!(
+                all[i * 3 + j].to_bits(),
+                one[i].to_bits(),
+                "chain {i}, beta {b}"
+            );
+        }
+    }
+}

@@ -67,19 +67,31 @@ impl<L: Ladder> Exchange for L {
         self.n_rungs()
     }
 
+    /// When both rungs share one model (a temperature ladder), each state's energies at the
+    /// two temperatures come from one [`EnergyModel::energies_at`] call (for an RBM one
+    /// product \(W^\top v\) per state instead of two).
     fn log_accept(&self, k: usize, lo: &Self::State, hi: &Self::State, out: &mut [f64], par: Par) {
         let (a, b) = (self.rung(k), self.rung(k + 1));
         let n = lo.n_chains();
+        // e_x[2 i] = E_a(x_i), e_x[2 i + 1] = E_b(x_i) for x = lo, hi.
         let mut e = vec![0.0; 4 * n];
-        let (e_lo_lo, rest) = e.split_at_mut(n);
-        let (e_hi_hi, rest) = rest.split_at_mut(n);
-        let (e_lo_hi, e_hi_lo) = rest.split_at_mut(n);
-        a.model.energies(lo, a.beta, e_lo_lo, par);
-        b.model.energies(hi, b.beta, e_hi_hi, par);
-        a.model.energies(hi, a.beta, e_lo_hi, par);
-        b.model.energies(lo, b.beta, e_hi_lo, par);
+        let (e_lo, e_hi) = e.split_at_mut(2 * n);
+        if std::ptr::eq(a.model, b.model) {
+            a.model.energies_at(lo, &[a.beta, b.beta], e_lo, par);
+            a.model.energies_at(hi, &[a.beta, b.beta], e_hi, par);
+        } else {
+            let mut tmp = vec![0.0; n];
+            for (x, ex) in [(lo, &mut *e_lo), (hi, &mut *e_hi)] {
+                for (j, rung) in [a, b].iter().enumerate() {
+                    rung.model.energies(x, rung.beta, &mut tmp, par);
+                    for (i, v) in tmp.iter().enumerate() {
+                        ex[2 * i + j] = *v;
+                    }
+                }
+            }
+        }
         for i in 0..n {
-            out[i] = e_lo_lo[i] + e_hi_hi[i] - e_lo_hi[i] - e_hi_lo[i];
+            out[i] = e_lo[2 * i] + e_hi[2 * i + 1] - e_lo[2 * i + 1] - e_hi[2 * i];
         }
     }
 
