@@ -147,7 +147,7 @@ impl IndexProcess {
     /// process, pooled over all replicas and systems.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] with too few rounds, `max_lag >=` the number of rounds, or a
+    /// [`ebm_core::Error::InvalidParameter`] with too few rounds, `max_lag >=` the number of rounds, or a
     /// ladder of one rung (constant index).
     pub fn autocorrelation(&self, max_lag: usize) -> ebm_core::Result<Vec<f64>> {
         let s = self.as_f64();
