@@ -1,0 +1,335 @@
+//! `ebm data generate | info | pca`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use ebm_data::generators::clusters::ClusterPreset;
+use ebm_data::generators::ising::IsingConfig;
+use ebm_data::{Centering, Dataset, Domain, Format, GeneratorSpec};
+use serde::Serialize;
+
+use crate::cli::{DataCommand, DomainArg, GenerateCommon, Generator, InfoArgs, PcaArgs, PresetArg};
+use crate::error::{CliError, Result, bail};
+use crate::files::{check_matrix_output, check_outputs, load_dataset, write_samples};
+use crate::models::domain_name;
+use crate::record::{Context, record_path_for};
+
+pub(super) fn execute(cmd: &DataCommand, ctx: &Context) -> Result<()> {
+    match cmd {
+        DataCommand::Generate(g) => generate(g, ctx),
+        DataCommand::Info(a) => info(a, ctx),
+        DataCommand::Pca(a) => pca(a, ctx),
+    }
+}
+
+/// What `data generate` and `data info` report about a dataset.
+#[derive(Serialize, Debug)]
+struct DatasetSummary {
+    n_samples: usize,
+    n_features: usize,
+    /// The domain the values fit, e.g. `values in {0,1}`.
+    domain: String,
+    min: f64,
+    max: f64,
+    /// Mean of all entries (weighted by the sample weights).
+    mean: f64,
+    /// Smallest and largest per-feature mean.
+    feature_mean_range: [f64; 2],
+    /// Number of distinct samples.
+    distinct_samples: usize,
+    /// Samples per label, when the data have labels.
+    label_counts: Option<BTreeMap<u32, usize>>,
+}
+
+/// The narrowest of {0,1}, {-1,+1} that fits real-valued data, or the dataset's own domain.
+fn detected_domain(ds: &Dataset) -> Domain {
+    if ds.domain() != Domain::Real {
+        return ds.domain();
+    }
+    [Domain::Binary01, Domain::Spin]
+        .into_iter()
+        .find(|&d| ebm_data::dataset::check_domain(ds.data(), d).is_ok())
+        .unwrap_or(Domain::Real)
+}
+
+fn summarise(ds: &Dataset) -> DatasetSummary {
+    let x = ds.data();
+    let means = ds.weighted_mean();
+    let distinct: HashSet<Vec<u64>> = x
+        .column_iter()
+        .map(|c| c.iter().map(|v| v.to_bits()).collect())
+        .collect();
+    let label_counts = ds.labels().map(|labels| {
+        let mut m = BTreeMap::new();
+        for &l in labels {
+            *m.entry(l).or_insert(0) += 1;
+        }
+        m
+    });
+    let fold =
+        |f: fn(f64, f64) -> f64, init: f64, it: &mut dyn Iterator<Item = f64>| it.fold(init, f);
+    DatasetSummary {
+        n_samples: ds.n_samples(),
+        n_features: ds.n_features(),
+        domain: domain_name(detected_domain(ds)),
+        min: fold(f64::min, f64::INFINITY, &mut x.iter().copied()),
+        max: fold(f64::max, f64::NEG_INFINITY, &mut x.iter().copied()),
+        mean: if means.is_empty() { 0.0 } else { means.mean() },
+        feature_mean_range: [
+            fold(f64::min, f64::INFINITY, &mut means.iter().copied()),
+            fold(f64::max, f64::NEG_INFINITY, &mut means.iter().copied()),
+        ],
+        distinct_samples: distinct.len(),
+        label_counts,
+    }
+}
+
+fn say_summary(ctx: &Context, s: &DatasetSummary) {
+    ctx.say(format!(
+        "{} samples x {} features, {}; values in [{}, {}], mean {:.4} (per feature {:.4} .. {:.4}); {} distinct samples",
+        s.n_samples,
+        s.n_features,
+        s.domain,
+        s.min,
+        s.max,
+        s.mean,
+        s.feature_mean_range[0],
+        s.feature_mean_range[1],
+        s.distinct_samples
+    ));
+    if let Some(labels) = &s.label_counts {
+        let parts: Vec<String> = labels.iter().map(|(l, n)| format!("{l}: {n}")).collect();
+        ctx.say(format!("labels: {}", parts.join(", ")));
+    }
+}
+
+fn generate(g: &Generator, ctx: &Context) -> Result<()> {
+    let (name, spec, common): (&str, GeneratorSpec, &GenerateCommon) = match g {
+        Generator::Ising {
+            size,
+            beta,
+            samples,
+            burn_in,
+            sweeps_between,
+            common,
+        } => {
+            let mut cfg = IsingConfig::new(*size, *beta, *samples);
+            cfg.burn_in_sweeps = *burn_in;
+            cfg.sweeps_between = *sweeps_between;
+            ("ising", GeneratorSpec::Ising(cfg), common)
+        }
+        Generator::BarsStripes {
+            size,
+            samples,
+            noise,
+            common,
+        } => (
+            "bars-stripes",
+            GeneratorSpec::BarsAndStripes {
+                n: *size,
+                n_samples: *samples,
+                noise: *noise,
+            },
+            common,
+        ),
+        Generator::Clusters {
+            preset,
+            features,
+            samples,
+            common,
+        } => {
+            let p = match preset {
+                PresetArg::Mickey => ClusterPreset::Mickey,
+                PresetArg::TwoClusters1d => ClusterPreset::TwoClusters1d,
+                PresetArg::FiveClusters1d => ClusterPreset::FiveClusters1d,
+                PresetArg::ThreeClusters2d => ClusterPreset::ThreeClusters2d,
+            };
+            let mut cfg = p.config();
+            if let Some(n) = features {
+                cfg.n_features = *n;
+            }
+            if let Some(n) = samples {
+                cfg.n_samples = *n;
+            }
+            ("clusters", GeneratorSpec::Clusters(cfg), common)
+        }
+        Generator::Digits { common } => ("digits", GeneratorSpec::Digits, common),
+        Generator::CurieWeiss {
+            spins,
+            coupling,
+            field,
+            beta,
+            samples,
+            common,
+        } => (
+            "curie-weiss",
+            GeneratorSpec::CurieWeiss {
+                n: *spins,
+                coupling: *coupling,
+                field: *field,
+                beta: *beta,
+                n_samples: *samples,
+            },
+            common,
+        ),
+        Generator::Hopfield {
+            spins,
+            patterns,
+            coupling,
+            beta,
+            samples,
+            common,
+        } => (
+            "hopfield",
+            GeneratorSpec::Hopfield {
+                n: *spins,
+                n_patterns: *patterns,
+                coupling: *coupling,
+                beta: *beta,
+                n_samples: *samples,
+            },
+            common,
+        ),
+    };
+    let out = common.out.as_path();
+    check_matrix_output(out)?;
+    let record = record_path_for(out);
+    check_outputs(&[out, &record], &[])?;
+
+    let mut ds = ebm_data::generate(&spec, common.seed)
+        .map_err(|e| CliError::new(format!("{name}: {e}")))?;
+    if let Some(d) = common.domain {
+        let target = match d {
+            DomainArg::Spin => Domain::Spin,
+            DomainArg::Binary => Domain::Binary01,
+        };
+        ds = ds
+            .to_domain(target)
+            .map_err(|e| CliError::new(format!("--domain: cannot convert the {name} data: {e}")))?;
+    }
+    write_samples(out, ds.data())?;
+    let summary = summarise(&ds);
+    ctx.say(format!("{name}: wrote {}", out.display()));
+    say_summary(ctx, &summary);
+    ctx.finish(
+        "data generate",
+        Some(common.seed),
+        g,
+        &[],
+        &[out],
+        &summary,
+        Some(&record),
+    )
+}
+
+fn format_name(path: &Path) -> &'static str {
+    match Format::from_path(path) {
+        Some(Format::Npy) => "npy",
+        Some(Format::Text) => "text",
+        Some(Format::Idx) => "idx",
+        Some(Format::Fasta) => "fasta",
+        None => "unknown",
+    }
+}
+
+fn info(a: &InfoArgs, ctx: &Context) -> Result<()> {
+    if let Some(out) = &a.out {
+        check_outputs(&[out], &[&a.file])?;
+    }
+    let ds = load_dataset(&a.file)?;
+    let summary = summarise(&ds);
+    ctx.say(format!("{} ({})", a.file.display(), format_name(&a.file)));
+    say_summary(ctx, &summary);
+    ctx.finish(
+        "data info",
+        None,
+        a,
+        &[&a.file],
+        &[],
+        &summary,
+        a.out.as_deref(),
+    )
+}
+
+/// What `data pca` reports.
+#[derive(Serialize, Debug)]
+struct PcaResults {
+    components: usize,
+    centering: &'static str,
+    /// Variance along each component.
+    variances: Vec<f64>,
+    /// Fraction of the total variance along each component.
+    explained_variance_ratio: Vec<f64>,
+    /// Number of samples projected.
+    n_projected: usize,
+}
+
+fn pca(a: &PcaArgs, ctx: &Context) -> Result<()> {
+    let out = a.out.as_path();
+    check_matrix_output(out)?;
+    let record = record_path_for(out);
+    let mut inputs: Vec<&Path> = vec![&a.file];
+    if let Some(p) = &a.project {
+        inputs.push(p);
+    }
+    check_outputs(&[out, &record], &inputs)?;
+    let ds = load_dataset(&a.file)?;
+    if a.components > ds.n_features() {
+        bail!(
+            "--components {}: {} has only {} features",
+            a.components,
+            a.file.display(),
+            ds.n_features()
+        );
+    }
+    let centering = if a.uncentered {
+        Centering::Uncentered
+    } else {
+        Centering::Centered
+    };
+    let fitted = ebm_data::pca(&ds, a.components, centering)?;
+    let target = match &a.project {
+        Some(p) => load_dataset(p)?,
+        None => ds,
+    };
+    let projected = fitted.project(target.data()).map_err(|e| {
+        CliError::new(format!(
+            "--project {}: {e}",
+            a.project.as_deref().unwrap_or(&a.file).display()
+        ))
+    })?;
+    write_samples(out, &projected)?;
+    let results = PcaResults {
+        components: a.components,
+        centering: if a.uncentered {
+            "uncentered"
+        } else {
+            "centered"
+        },
+        variances: fitted.variances().to_vec(),
+        explained_variance_ratio: fitted.explained_variance_ratio(),
+        n_projected: projected.ncols(),
+    };
+    let ratios: Vec<String> = results
+        .explained_variance_ratio
+        .iter()
+        .map(|r| format!("{:.1}%", 100.0 * r))
+        .collect();
+    ctx.say(format!(
+        "PCA of {} ({}): explained variance {}; wrote {} projections to {}",
+        a.file.display(),
+        results.centering,
+        ratios.join(", "),
+        results.n_projected,
+        out.display()
+    ));
+    ctx.finish(
+        "data pca",
+        None,
+        a,
+        &inputs,
+        &[out],
+        &results,
+        Some(&record),
+    )
+}

@@ -1,0 +1,536 @@
+//! `ebm sample`: Gibbs sampling and parallel tempering on a model file.
+
+use std::path::Path;
+
+use ebm_core::{ChainState, Observer, Par, RngStreams};
+use ebm_data::metrics::{ModeClassifier, mode_fractions, mode_jumps};
+use ebm_data::{Centering, Dataset, Pca};
+use ebm_models::{Rbm, RbmChains};
+use ebm_samplers::tempering::{
+    Ladder, ParallelTempering, PtDiagnostics, PtState, ReferenceLadder, SwapSchedule,
+    TemperatureLadder,
+};
+use ebm_samplers::{Gibbs, GibbsInfo, StepInfo, run};
+use nalgebra::DMatrix;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{InitArg, SampleArgs, SamplerArg, ScheduleArg};
+use crate::error::{CliError, Result, bail};
+use crate::files::{check_matrix_output, check_outputs, load_dataset, write_samples};
+use crate::models::{
+    CliLayer, ModelSummary, RbmTask, describe, free_energies, visible_data, with_model,
+    zero_weights,
+};
+use crate::progress::ProgressObserver;
+use crate::record::{Context, record_path_for};
+
+/// Default number of rungs of `pt` and `pt-ref`.
+const DEFAULT_RUNGS: usize = 10;
+/// Default smallest inverse temperature of `pt`.
+const DEFAULT_BETA_MIN: f64 = 0.1;
+
+/// What `ebm sample` reports in its run record (read back by `ebm plot jumps | swaps`).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub(crate) struct SampleResults {
+    /// `gibbs`, `pt` or `pt-ref`.
+    pub sampler: String,
+    /// A short description for legends, e.g. `PT (deo, 10 rungs)`.
+    pub description: String,
+    /// The model's unit kinds and sizes.
+    pub model: ModelSummary,
+    /// Number of chains (systems of replicas for PT).
+    pub chains: usize,
+    /// Steps (PT rounds) done.
+    pub steps: u64,
+    /// Gibbs sweeps per chain and step: `sweeps` for Gibbs, `sweeps x rungs` for PT.
+    pub gibbs_sweeps_per_step: u64,
+    /// Inverse temperature of the written samples.
+    pub beta: f64,
+    /// Shape of the written samples: `[chains, visible values]`.
+    pub samples_shape: [usize; 2],
+    /// Mean visible free energy \\(F_\beta(v)\\) of the written samples.
+    pub mean_free_energy: f64,
+    /// Parallel-tempering diagnostics.
+    pub pt: Option<PtSummary>,
+    /// Mode jumps of the target chains (with `--trace-every`).
+    pub mode_jumps: Option<JumpCurve>,
+}
+
+/// Parallel-tempering diagnostics of a run ([`PtDiagnostics`]).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub(crate) struct PtSummary {
+    /// `seo`, `deo`, `random-pair` or `lifted`.
+    pub schedule: String,
+    /// The ladder's inverse temperatures (pt) or interpolation coefficients (pt-ref).
+    pub betas: Vec<f64>,
+    /// What rung 0 of pt-ref is: fields from data means or the model's own.
+    pub reference: Option<String>,
+    /// Mean swap acceptance probability of each neighbouring pair (null if never proposed).
+    pub acceptance_rates: Vec<Option<f64>>,
+    /// \\(\hat\Lambda = \sum_k (1 - \hat a_k)\\).
+    pub communication_barrier: Option<f64>,
+    /// Round trips completed, summed over systems.
+    pub round_trips: u64,
+    /// Round trips per system and round.
+    pub round_trip_rate: f64,
+    /// The DEO round-trip rate under perfect exploration given the acceptance rates.
+    pub ideal_deo_round_trip_rate: Option<f64>,
+}
+
+/// Mean cumulative mode jumps per chain against the cost.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub(crate) struct JumpCurve {
+    /// Principal component the modes are read on (0 = the first).
+    pub component: usize,
+    /// Mode 1 if the projection is at least this value.
+    pub threshold: f64,
+    /// Steps between two records.
+    pub record_every: u64,
+    /// Step of each record (0 = the starting states).
+    pub steps: Vec<u64>,
+    /// Cost of each record in Gibbs sweeps per chain.
+    pub gibbs_sweeps: Vec<u64>,
+    /// Mean over chains of the number of jumps up to each record.
+    pub cumulative_mean_jumps: Vec<f64>,
+    /// Mean number of jumps per chain over the run.
+    pub mean_jumps: f64,
+    /// Its standard error over chains.
+    pub sem: f64,
+    /// Fraction of the chains in each mode at the last record.
+    pub final_mode_fractions: Vec<f64>,
+}
+
+fn not_for(option: &str, sampler: &str, hint: &str) -> CliError {
+    CliError::new(format!(
+        "{option} does not apply to --sampler {sampler}{hint}"
+    ))
+}
+
+/// Checks the options that must agree whatever the model.
+fn check_options(a: &SampleArgs) -> Result<()> {
+    let sampler = sampler_name(a.sampler);
+    match a.sampler {
+        SamplerArg::Gibbs => {
+            for (set, name) in [
+                (a.rungs.is_some(), "--rungs"),
+                (a.beta_min.is_some(), "--beta-min"),
+                (a.betas.is_some(), "--betas"),
+                (a.schedule.is_some(), "--schedule"),
+            ] {
+                if set {
+                    return Err(not_for(
+                        name,
+                        sampler,
+                        " (it sets the ladder of pt and pt-ref)",
+                    ));
+                }
+            }
+            if let Some(b) = a.beta
+                && b <= 0.0
+            {
+                bail!("--beta {b}: the inverse temperature must be > 0");
+            }
+        }
+        SamplerArg::Pt | SamplerArg::PtRef => {
+            if a.beta.is_some() {
+                return Err(not_for(
+                    "--beta",
+                    sampler,
+                    " (the ladder ends at the target, beta = 1; set the ladder with --betas)",
+                ));
+            }
+            if a.sampler == SamplerArg::PtRef && a.beta_min.is_some() {
+                return Err(not_for(
+                    "--beta-min",
+                    sampler,
+                    " (its rungs are evenly spaced from the reference at 0; use --betas)",
+                ));
+            }
+            if let Some(k) = a.rungs
+                && k < 2
+            {
+                bail!("--rungs {k}: parallel tempering needs at least 2 rungs");
+            }
+            if let Some(b) = a.beta_min
+                && !(b > 0.0 && b < 1.0)
+            {
+                bail!("--beta-min {b}: the smallest inverse temperature must be in (0, 1)");
+            }
+        }
+    }
+    let uses_data = a.init == InitArg::Data
+        || a.trace_every.is_some()
+        || (a.sampler == SamplerArg::PtRef && a.data.is_some());
+    if a.data.is_none() {
+        if a.init == InitArg::Data {
+            bail!("--init data needs --data FILE");
+        }
+        if a.trace_every.is_some() {
+            bail!("--trace-every needs --data FILE (the modes are read on the data's PCA)");
+        }
+    } else if !uses_data {
+        bail!("--data is used only by --sampler pt-ref, --init data or --trace-every; none is set");
+    }
+    if a.mode_threshold.is_some() && a.trace_every.is_none() {
+        bail!("--mode-threshold needs --trace-every");
+    }
+    Ok(())
+}
+
+fn sampler_name(s: SamplerArg) -> &'static str {
+    match s {
+        SamplerArg::Gibbs => "gibbs",
+        SamplerArg::Pt => "pt",
+        SamplerArg::PtRef => "pt-ref",
+    }
+}
+
+fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
+    match s {
+        ScheduleArg::Seo => (SwapSchedule::StochasticEvenOdd, "seo"),
+        ScheduleArg::Deo => (SwapSchedule::DeterministicEvenOdd, "deo"),
+        ScheduleArg::RandomPair => (SwapSchedule::RandomPair, "random-pair"),
+        ScheduleArg::Lifted => (SwapSchedule::Lifted, "lifted"),
+    }
+}
+
+pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
+    check_options(a)?;
+    check_matrix_output(&a.out)?;
+    let record = record_path_for(&a.out);
+    let mut inputs: Vec<&Path> = vec![&a.model];
+    if let Some(d) = &a.data {
+        inputs.push(d);
+    }
+    check_outputs(&[&a.out, &record], &inputs)?;
+    let data = a.data.as_deref().map(load_dataset).transpose()?;
+    let outcome = with_model(&a.model, SampleTask { a, ctx, data })?;
+    write_samples(&a.out, &outcome.samples)?;
+    let r = &outcome.results;
+    ctx.say(format!(
+        "{} on a {}: {} chains x {} steps ({} Gibbs sweeps per chain), seed {}",
+        r.description,
+        outcome.model,
+        r.chains,
+        r.steps,
+        r.steps * r.gibbs_sweeps_per_step,
+        a.seed
+    ));
+    if let Some(pt) = &r.pt {
+        let rates: Vec<String> = pt
+            .acceptance_rates
+            .iter()
+            .map(|a| a.map_or("-".into(), |a| format!("{a:.2}")))
+            .collect();
+        ctx.say(format!("swap acceptance per pair: [{}]", rates.join(", ")));
+        ctx.say(format!(
+            "round trips: {} ({:.4} per system and round; ideal DEO with these rates {})",
+            pt.round_trips,
+            pt.round_trip_rate,
+            pt.ideal_deo_round_trip_rate
+                .map_or("-".into(), |x| format!("{x:.4}"))
+        ));
+    }
+    if let Some(j) = &r.mode_jumps {
+        ctx.say(format!(
+            "mode jumps per chain: {:.3} +- {:.3}; final fractions in modes 0 and 1: {}",
+            j.mean_jumps,
+            j.sem,
+            j.final_mode_fractions
+                .iter()
+                .map(|f| format!("{f:.3}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    ctx.say(format!(
+        "mean free energy of the samples {:.6}; samples: {}",
+        r.mean_free_energy,
+        a.out.display()
+    ));
+    ctx.finish(
+        "sample",
+        Some(a.seed),
+        a,
+        &inputs,
+        &[&a.out],
+        r,
+        Some(&record),
+    )
+}
+
+struct SampleTask<'a> {
+    a: &'a SampleArgs,
+    ctx: &'a Context,
+    data: Option<Dataset>,
+}
+
+struct SampleOutcome {
+    samples: DMatrix<f64>,
+    model: String,
+    results: SampleResults,
+}
+
+impl RbmTask for SampleTask<'_> {
+    type Output = SampleOutcome;
+
+    fn run<V: CliLayer, H: CliLayer>(self, rbm: Rbm<V, H>, file: &Path) -> Result<SampleOutcome> {
+        let SampleTask { a, ctx, data } = self;
+        let data = match (data, &a.data) {
+            (Some(ds), Some(path)) => Some(visible_data(rbm.visible(), ds, path)?),
+            _ => None,
+        };
+        let chains = initial_chains(&rbm, a, data.as_ref())?;
+        let mut tracer = ModeTracer::new(a, data.as_ref())?;
+        let (samples, beta, sweeps_per_step, description, pt) = match a.sampler {
+            SamplerArg::Gibbs => {
+                let beta = a.beta.unwrap_or(1.0);
+                let mut state = ChainState::new(chains, a.seed);
+                tracer.record(0, &state.chains.visible)?;
+                let progress = ProgressObserver(ctx.progress(a.steps, "gibbs"));
+                run(
+                    &rbm,
+                    &Gibbs::new(a.sweeps),
+                    beta,
+                    &mut state,
+                    a.steps,
+                    Par::Rayon,
+                    (progress, &mut tracer),
+                )?;
+                (
+                    state.chains.visible,
+                    beta,
+                    a.sweeps as u64,
+                    format!("Gibbs (beta {beta})"),
+                    None,
+                )
+            }
+            SamplerArg::Pt => {
+                let ladder = match &a.betas {
+                    Some(b) => TemperatureLadder::new(rbm.clone(), b.clone()),
+                    None => TemperatureLadder::geometric(
+                        rbm.clone(),
+                        a.beta_min.unwrap_or(DEFAULT_BETA_MIN),
+                        a.rungs.unwrap_or(DEFAULT_RUNGS),
+                    ),
+                }
+                .map_err(|e| CliError::new(format!("--betas: {e}")))?;
+                if (V::REAL_VALUED || H::REAL_VALUED) && ladder.betas()[0] <= 0.0 {
+                    bail!(
+                        "--betas: {} has real-valued units, whose conditional laws need beta > 0, \
+                         but the ladder starts at {}",
+                        file.display(),
+                        ladder.betas()[0]
+                    );
+                }
+                let betas = ladder.betas().to_vec();
+                let (samples, mut pt) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                pt.betas = betas;
+                let desc = format!("PT ({}, {} rungs)", pt.schedule, pt.betas.len());
+                let k = pt.betas.len() as u64;
+                (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
+            }
+            SamplerArg::PtRef => {
+                let betas = match &a.betas {
+                    Some(b) => b.clone(),
+                    None => {
+                        let k = a.rungs.unwrap_or(DEFAULT_RUNGS);
+                        (0..k).map(|i| i as f64 / (k - 1) as f64).collect()
+                    }
+                };
+                let (reference_visible, reference) = match data
+                    .as_ref()
+                    .and_then(|ds| V::from_means(ds.weighted_mean().as_slice()))
+                {
+                    Some(layer) => (layer, "visible fields from the data means"),
+                    None => (rbm.visible().clone(), "the model's own visible fields"),
+                };
+                let reference_rbm =
+                    Rbm::new(reference_visible, rbm.hidden().clone(), zero_weights(&rbm))?;
+                let ladder = ReferenceLadder::new(&rbm, &reference_rbm, betas.clone())
+                    .map_err(|e| CliError::new(format!("--betas: {e}")))?;
+                let (samples, mut pt) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                pt.betas = betas;
+                pt.reference = Some(reference.into());
+                let desc = format!("PT-ref ({}, {} rungs)", pt.schedule, pt.betas.len());
+                let k = pt.betas.len() as u64;
+                (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
+            }
+        };
+        let f = free_energies(&rbm, &samples, beta);
+        let mean_free_energy = f.iter().sum::<f64>() / f.len().max(1) as f64;
+        let mode_jumps = tracer.finish(sweeps_per_step)?;
+        Ok(SampleOutcome {
+            model: describe(&rbm),
+            results: SampleResults {
+                sampler: sampler_name(a.sampler).into(),
+                description,
+                model: ModelSummary::of(&rbm),
+                chains: a.chains,
+                steps: a.steps,
+                gibbs_sweeps_per_step: sweeps_per_step,
+                beta,
+                samples_shape: [samples.ncols(), samples.nrows()],
+                mean_free_energy,
+                pt,
+                mode_jumps,
+            },
+            samples,
+        })
+    }
+}
+
+/// Runs `--steps` rounds of PT on `ladder`, every rung starting from `chains`; returns the
+/// visible configurations of the target rung and the diagnostics.
+fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
+    a: &SampleArgs,
+    ctx: &Context,
+    ladder: &L,
+    chains: RbmChains<f64>,
+    tracer: &mut ModeTracer,
+) -> Result<(DMatrix<f64>, PtSummary)> {
+    let (schedule, schedule_name) = schedule_of(a.schedule.unwrap_or(ScheduleArg::Deo));
+    let pt = ParallelTempering::new(Gibbs::new(a.sweeps), schedule);
+    let k = ladder.n_rungs();
+    let mut state = PtState::new(vec![chains; k], a.seed)?;
+    let mut diagnostics = PtDiagnostics::new(a.chains);
+    tracer.record(0, &state.rungs[k - 1].visible)?;
+    let mut observers = (
+        ProgressObserver(ctx.progress(a.steps, sampler_name(a.sampler))),
+        tracer,
+    );
+    for round in 1..=a.steps {
+        let info = pt.step(ladder, &mut state, Par::Rayon);
+        diagnostics.record(&info);
+        observers.observe(round, &state.rungs[k - 1])?;
+    }
+    let finite = |x: f64| x.is_finite().then_some(x);
+    let summary = PtSummary {
+        schedule: schedule_name.into(),
+        betas: Vec::new(),
+        reference: None,
+        acceptance_rates: diagnostics
+            .acceptance_rates()
+            .into_iter()
+            .map(finite)
+            .collect(),
+        communication_barrier: finite(diagnostics.communication_barrier()),
+        round_trips: diagnostics.round_trips,
+        round_trip_rate: diagnostics.round_trip_rate(),
+        ideal_deo_round_trip_rate: finite(diagnostics.ideal_deo_round_trip_rate()),
+    };
+    let target = state.rungs.pop().expect("at least two rungs");
+    Ok((target.visible, summary))
+}
+
+/// The starting chains: every unit in its default state, or data samples drawn with the seed
+/// (from an auxiliary stream, so the chains' own streams are untouched).
+fn initial_chains<V: CliLayer, H: CliLayer>(
+    rbm: &Rbm<V, H>,
+    a: &SampleArgs,
+    data: Option<&Dataset>,
+) -> Result<RbmChains<f64>> {
+    let mut chains = rbm.default_chains(a.chains);
+    if a.init == InitArg::Data {
+        let ds = data.expect("checked: --init data has --data");
+        if ds.n_samples() == 0 {
+            bail!("--init data: the data file has no samples");
+        }
+        let mut rng = RngStreams::auxiliary(a.seed, 0);
+        for j in 0..a.chains {
+            let k = rng.random_range(0..ds.n_samples());
+            chains.visible.column_mut(j).copy_from_slice(ds.sample(k));
+        }
+    }
+    Ok(chains)
+}
+
+/// Records the mode of every target chain every `every` steps (an observer of the run).
+struct ModeTracer {
+    state: Option<TraceState>,
+}
+
+struct TraceState {
+    pca: Pca,
+    every: u64,
+    classifier: ModeClassifier,
+    threshold: f64,
+    steps: Vec<u64>,
+    labels: Vec<Vec<usize>>,
+}
+
+impl ModeTracer {
+    fn new(a: &SampleArgs, data: Option<&Dataset>) -> Result<Self> {
+        let (Some(every), Some(ds)) = (a.trace_every, data) else {
+            return Ok(Self { state: None });
+        };
+        let pca = ebm_data::pca(ds, 1, Centering::Centered)
+            .map_err(|e| CliError::new(format!("--trace-every: PCA of the data: {e}")))?;
+        let threshold = a.mode_threshold.unwrap_or(0.0);
+        Ok(Self {
+            state: Some(TraceState {
+                pca,
+                every,
+                classifier: ModeClassifier::Threshold {
+                    component: 0,
+                    value: threshold,
+                },
+                threshold,
+                steps: Vec::new(),
+                labels: Vec::new(),
+            }),
+        })
+    }
+
+    fn record(&mut self, step: u64, visible: &DMatrix<f64>) -> ebm_core::Result<()> {
+        let Some(s) = &mut self.state else {
+            return Ok(());
+        };
+        if !step.is_multiple_of(s.every) {
+            return Ok(());
+        }
+        let to_core = |e: ebm_data::Error| ebm_core::Error::Observer(Box::new(e));
+        let projected = s.pca.project(visible).map_err(to_core)?;
+        s.labels
+            .push(s.classifier.assign(&projected).map_err(to_core)?);
+        s.steps.push(step);
+        Ok(())
+    }
+
+    fn finish(self, sweeps_per_step: u64) -> Result<Option<JumpCurve>> {
+        let Some(s) = self.state else {
+            return Ok(None);
+        };
+        let stats = mode_jumps(&s.labels)?;
+        let last = s.labels.last().map(Vec::as_slice).unwrap_or(&[]);
+        Ok(Some(JumpCurve {
+            component: 0,
+            threshold: s.threshold,
+            record_every: s.every,
+            gibbs_sweeps: s.steps.iter().map(|t| t * sweeps_per_step).collect(),
+            steps: s.steps,
+            cumulative_mean_jumps: stats.cumulative_mean,
+            mean_jumps: stats.mean,
+            sem: stats.sem,
+            final_mode_fractions: mode_fractions(last, 2),
+        }))
+    }
+}
+
+impl Observer<StepInfo<'_, GibbsInfo, RbmChains<f64>>> for ModeTracer {
+    fn observe(
+        &mut self,
+        step: u64,
+        info: &StepInfo<'_, GibbsInfo, RbmChains<f64>>,
+    ) -> ebm_core::Result<()> {
+        self.record(step, &info.chains.visible)
+    }
+}
+
+/// PT rounds report the chains of the target rung.
+impl Observer<RbmChains<f64>> for ModeTracer {
+    fn observe(&mut self, step: u64, target: &RbmChains<f64>) -> ebm_core::Result<()> {
+        self.record(step, &target.visible)
+    }
+}

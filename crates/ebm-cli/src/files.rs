@@ -1,0 +1,277 @@
+//! Reading and writing the files of the command line: datasets and matrices (through
+//! `ebm-data`), atomic writes (through `ebm-io`), and CSV tables with a header for plots.
+
+use std::path::{Path, PathBuf};
+
+use ebm_data::{Dataset, Domain, LoadOptions};
+use nalgebra::DMatrix;
+
+use crate::error::{CliError, Result, bail};
+
+/// Loads a data file with the default options (format from the extension).
+pub(crate) fn load_dataset(path: &Path) -> Result<Dataset> {
+    Ok(ebm_data::load(path, &LoadOptions::default())?)
+}
+
+/// Formats a matrix can be written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MatrixFormat {
+    Npy,
+    Csv,
+}
+
+fn matrix_format(path: &Path) -> Result<MatrixFormat> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("npy") => Ok(MatrixFormat::Npy),
+        Some("csv") => Ok(MatrixFormat::Csv),
+        _ => bail!(
+            "cannot tell the format of output file {}: use the extension .npy or .csv",
+            path.display()
+        ),
+    }
+}
+
+/// Checks, before any work is done, that `path` can be written as a matrix file.
+pub(crate) fn check_matrix_output(path: &Path) -> Result<()> {
+    matrix_format(path).map(|_| ())
+}
+
+/// Writes an `n_columns x n_rows`-oriented matrix `m` (one column per sample, the layout of
+/// datasets and chain batches) as one row per column of `m`: `.npy` (`<f8`, C order) or
+/// `.csv`, atomically.
+pub(crate) fn write_samples(path: &Path, m: &DMatrix<f64>) -> Result<()> {
+    let bytes = match matrix_format(path)? {
+        MatrixFormat::Npy => ebm_data::loaders::npy::to_npy_bytes(m),
+        MatrixFormat::Csv => {
+            let ds = Dataset::new(m.clone(), Domain::Real)?;
+            ebm_data::loaders::text::to_csv(&ds).into_bytes()
+        }
+    };
+    ebm_io::write_atomically(path, |w| w.write_all(&bytes))?;
+    Ok(())
+}
+
+/// Checks, before any work is done, that every output's directory exists and that no output
+/// (nor the run record) would overwrite an input file or another output.
+pub(crate) fn check_outputs(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
+    for o in outputs {
+        if let Some(dir) = o.parent().filter(|d| !d.as_os_str().is_empty())
+            && !dir.is_dir()
+        {
+            bail!(
+                "cannot write {}: the directory {} does not exist",
+                o.display(),
+                dir.display()
+            );
+        }
+    }
+    let canonical = |p: &Path| -> PathBuf {
+        std::fs::canonicalize(p).unwrap_or_else(|_| {
+            // Not there yet: resolve the directory, keep the name.
+            let dir = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+            p.file_name().map_or(dir.clone(), |n| dir.join(n))
+        })
+    };
+    for o in outputs {
+        let co = canonical(o);
+        for i in inputs {
+            if co == canonical(i) {
+                bail!(
+                    "output {} would overwrite the input {}; choose another output name",
+                    o.display(),
+                    i.display()
+                );
+            }
+        }
+    }
+    for (k, a) in outputs.iter().enumerate() {
+        if outputs[k + 1..]
+            .iter()
+            .any(|b| canonical(a) == canonical(b))
+        {
+            bail!(
+                "{} would be written twice (the run record is the output's name with .json); \
+                 choose another output name",
+                a.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A CSV table with a header row, read as text cells.
+#[derive(Debug)]
+pub(crate) struct Table {
+    path: PathBuf,
+    /// Column names.
+    pub columns: Vec<String>,
+    /// `(line number, cells)` of every data row.
+    rows: Vec<(usize, Vec<String>)>,
+}
+
+impl Table {
+    /// Reads a comma-separated file: lines starting with `#` and blank lines are skipped, the
+    /// first remaining line names the columns, every other line has one cell per column.
+    pub fn read(path: &Path) -> Result<Table> {
+        let text = std::fs::read(path)
+            .map_err(|e| CliError::new(format!("cannot read {}: {e}", path.display())))?;
+        let text = String::from_utf8(text)
+            .map_err(|_| CliError::new(format!("{}: not a UTF-8 text file", path.display())))?;
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.trim()))
+            .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+        let Some((_, header)) = lines.next() else {
+            bail!("{}: no header row (empty file)", path.display());
+        };
+        let split = |l: &str| -> Vec<String> {
+            l.split(',')
+                .map(|c| c.trim().trim_matches('"').to_string())
+                .collect()
+        };
+        let columns = split(header);
+        if let Some(k) = columns.iter().position(|c| c.is_empty()) {
+            bail!("{}: line 1: column {} has no name", path.display(), k + 1);
+        }
+        let mut rows = Vec::new();
+        for (line, l) in lines {
+            let cells = split(l);
+            if cells.len() != columns.len() {
+                bail!(
+                    "{}: line {line}: {} cells, the header has {} columns",
+                    path.display(),
+                    cells.len(),
+                    columns.len()
+                );
+            }
+            rows.push((line, cells));
+        }
+        if rows.is_empty() {
+            bail!("{}: no data rows after the header", path.display());
+        }
+        Ok(Table {
+            path: path.to_path_buf(),
+            columns,
+            rows,
+        })
+    }
+
+    /// The index of column `name`.
+    pub fn column(&self, name: &str) -> Result<usize> {
+        self.columns.iter().position(|c| c == name).ok_or_else(|| {
+            CliError::new(format!(
+                "{} has no column \"{name}\"; its columns are {}",
+                self.path.display(),
+                self.columns.join(", ")
+            ))
+        })
+    }
+
+    /// Whether every non-empty cell of column `k` is a number (and at least one is).
+    pub fn is_numeric(&self, k: usize) -> bool {
+        let mut any = false;
+        for (_, cells) in &self.rows {
+            let c = &cells[k];
+            if c.is_empty() {
+                continue;
+            }
+            if c.parse::<f64>().is_err() {
+                return false;
+            }
+            any = true;
+        }
+        any
+    }
+
+    /// Column `k` as numbers: `None` for an empty cell; an error for text or a non-finite
+    /// value.
+    pub fn numbers(&self, k: usize) -> Result<Vec<Option<f64>>> {
+        self.rows
+            .iter()
+            .map(|(line, cells)| {
+                let c = &cells[k];
+                if c.is_empty() {
+                    return Ok(None);
+                }
+                let v: f64 = c.parse().map_err(|_| {
+                    CliError::new(format!(
+                        "{}: line {line}, column \"{}\": \"{c}\" is not a number",
+                        self.path.display(),
+                        self.columns[k]
+                    ))
+                })?;
+                if !v.is_finite() {
+                    bail!(
+                        "{}: line {line}, column \"{}\": non-finite value {c}",
+                        self.path.display(),
+                        self.columns[k]
+                    );
+                }
+                Ok(Some(v))
+            })
+            .collect()
+    }
+
+    /// Column `k` as text.
+    pub fn texts(&self, k: usize) -> Vec<&str> {
+        self.rows.iter().map(|(_, c)| c[k].as_str()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_report_lines_and_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.csv");
+        std::fs::write(
+            &p,
+            "# log\nmethod,cost,est\nais,10,1.5\n\nais,100,\"1.25\"\nbar,5,\n",
+        )
+        .unwrap();
+        let t = Table::read(&p).unwrap();
+        assert_eq!(t.columns, ["method", "cost", "est"]);
+        assert!(!t.is_numeric(0));
+        assert!(t.is_numeric(1) && t.is_numeric(2));
+        assert_eq!(t.numbers(2).unwrap(), [Some(1.5), Some(1.25), None]);
+        assert_eq!(t.texts(0), ["ais", "ais", "bar"]);
+        let e = t.numbers(0).unwrap_err().to_string();
+        assert!(e.contains("line 3") && e.contains("\"ais\""), "{e}");
+        assert!(
+            t.column("nope")
+                .unwrap_err()
+                .to_string()
+                .contains("method, cost, est")
+        );
+
+        std::fs::write(&p, "a,b\n1,inf\n").unwrap();
+        let e = Table::read(&p).unwrap().numbers(1).unwrap_err().to_string();
+        assert!(e.contains("non-finite"), "{e}");
+        std::fs::write(&p, "a,b\n1\n").unwrap();
+        let e = Table::read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 2: 1 cells"), "{e}");
+    }
+
+    #[test]
+    fn outputs_may_not_overwrite_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("run.json");
+        std::fs::write(&input, "{}").unwrap();
+        let same = dir.path().join(".").join("run.json");
+        assert!(check_outputs(&[&same], &[&input]).is_err());
+        let other = dir.path().join("fig.json");
+        assert!(check_outputs(&[&other], &[&input]).is_ok());
+        assert!(check_outputs(&[&other, &other], &[]).is_err());
+    }
+}

@@ -1,0 +1,126 @@
+//! # ebm-cli
+//!
+//! The `ebm` command line, as a library: the root package's `ebm` binary is a three-line
+//! `main` calling [`run`]. The program is a thin layer over the workspace's crates: it parses
+//! and validates options, loads files, dispatches on the unit kinds of a model file, attaches
+//! progress bars as [`ebm_core::Observer`]s, and writes outputs. No sampling or estimation
+//! algorithm lives here.
+//!
+//! | Command | What it does | Library calls |
+//! |---|---|---|
+//! | `ebm data generate` | writes a dataset of the papers (Ising, Bars and Stripes, clustered sets, digits, Curie–Weiss, Hopfield) | [`ebm_data::generate`] |
+//! | `ebm data info` | sizes, value domain, means of a data file | [`ebm_data::load`] |
+//! | `ebm data pca` | projections on the leading principal components | [`ebm_data::pca()`] |
+//! | `ebm sample` | Gibbs sampling, parallel tempering on a temperature ladder (SEO, DEO, random-pair or lifted swaps) or on a reference-interpolated ladder | [`ebm_samplers`] |
+//! | `ebm loglik exact` | exact \\(\log Z\\) by enumeration and the log-likelihood of data | [`ebm_models::exact`] |
+//! | `ebm plot` | PNG or SVG figures from the files the other commands write | [`plot`] |
+//!
+//! Every command writes a JSON *run record* next to its outputs (settings, seed, versions,
+//! inputs, outputs and results), prints a short summary (or the record itself with `--json`),
+//! and reports bad input as one line `error: ...` on stderr with exit code 1 (2 for a
+//! command line that does not parse). Nothing a user passes makes it panic.
+//!
+//! The [`plot`] module is public: one function per figure kind, taking plain data.
+
+mod cli;
+mod commands;
+mod error;
+mod files;
+mod models;
+pub mod plot;
+mod progress;
+mod record;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use error::CliError;
+
+/// Exit code of a run that failed on its input (a file, an option value, a model).
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code of a command line that does not parse (unknown option, missing argument).
+pub const EXIT_USAGE: u8 = 2;
+
+/// Runs the `ebm` program on `args` (the first item is the program name, as in
+/// [`std::env::args_os`]) and returns its exit code: 0 on success, [`EXIT_FAILURE`] when the
+/// input is rejected, [`EXIT_USAGE`] when the command line does not parse.
+///
+/// Errors are printed as a single line `error: <what went wrong>` on stderr; `--help` and
+/// `--version` print to stdout and succeed. A panic (a bug, never a reaction to user input) is
+/// caught and reported the same way with exit code 101.
+pub fn run<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let arguments: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => return report_clap_error(e),
+    };
+    // A bug must still end with one line and a non-zero code, not a backtrace dump.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error: internal error (a bug in ebm, please report it): {}{at}",
+            one_line(&msg)
+        );
+    }));
+    let outcome = std::panic::catch_unwind(|| commands::execute(&cli, arguments));
+    let _ = std::panic::take_hook();
+    match outcome {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&e.to_string()));
+            ExitCode::from(EXIT_FAILURE)
+        }
+        Err(_) => ExitCode::from(101),
+    }
+}
+
+/// `--help` and `--version` go to stdout with success; parse errors become one line on stderr.
+fn report_clap_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // `ebm` or `ebm data` alone: show the help, but do not report success.
+            let _ = e.print();
+            ExitCode::from(EXIT_USAGE)
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid command line");
+            let first = first.trim_start_matches("error: ");
+            let _ = writeln!(std::io::stderr(), "error: {} (see --help)", one_line(first));
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// Collapses a message to one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}

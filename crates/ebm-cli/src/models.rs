@@ -1,0 +1,447 @@
+//! Model files and unit kinds: the kinds are read from the file's header, and one generic task
+//! is run on the `Rbm<V, H>` of those kinds (every visible x hidden combination of the six unit
+//! types, in `f64`), so each command is written once.
+
+use std::path::Path;
+
+use ebm_core::{Par, Scalar};
+use ebm_data::{Dataset, Domain};
+use ebm_models::{Bernoulli, DReLU, Gaussian, Layer, Potts, Rbm, ReLU, Spin, exact};
+use nalgebra::DMatrix;
+
+use crate::error::{CliError, Result, bail};
+
+/// What the command line needs to know about a unit type beyond [`Layer`].
+pub(crate) trait CliLayer: Layer<Scalar = f64> + 'static {
+    /// Real-valued units, whose conditionals exist only at \\(\beta > 0\\).
+    const REAL_VALUED: bool;
+
+    /// The value domain of this layer's configurations, as data must be given.
+    fn data_domain(&self) -> Domain;
+
+    /// Checks beyond the domain (e.g. non-negative values for ReLU units).
+    fn check_values(&self, _data: &DMatrix<f64>) -> std::result::Result<(), String> {
+        Ok(())
+    }
+
+    /// Number of configurations of the layer, for discrete layers.
+    fn n_configurations(&self) -> Option<u128>;
+
+    /// \\(\log Z_\beta\\) of `rbm` by enumerating this (visible) layer, for discrete layers.
+    fn log_partition_as_visible<H: Layer<Scalar = f64>>(
+        rbm: &Rbm<Self, H>,
+        beta: f64,
+        par: Par,
+    ) -> Option<ebm_core::Result<f64>>;
+
+    /// The independent-site layer whose unit means are `means` (the data means), where the
+    /// layer type has such a constructor.
+    fn from_means(means: &[f64]) -> Option<Self>;
+}
+
+macro_rules! discrete_layer {
+    ($ty:ty, $domain:expr, $from_means:expr) => {
+        impl CliLayer for $ty {
+            const REAL_VALUED: bool = false;
+
+            fn data_domain(&self) -> Domain {
+                #[allow(clippy::redundant_closure_call)]
+                ($domain)(self)
+            }
+
+            fn n_configurations(&self) -> Option<u128> {
+                Some(ebm_models::DiscreteLayer::n_configurations(self))
+            }
+
+            fn log_partition_as_visible<H: Layer<Scalar = f64>>(
+                rbm: &Rbm<Self, H>,
+                beta: f64,
+                par: Par,
+            ) -> Option<ebm_core::Result<f64>> {
+                Some(exact::log_partition_by_visible(rbm, beta, par))
+            }
+
+            fn from_means(means: &[f64]) -> Option<Self> {
+                #[allow(clippy::redundant_closure_call)]
+                ($from_means)(means)
+            }
+        }
+    };
+}
+
+discrete_layer!(
+    Bernoulli<f64>,
+    |_: &Bernoulli<f64>| Domain::Binary01,
+    |m: &[f64]| Some(Bernoulli::from_means(m))
+);
+discrete_layer!(Spin<f64>, |_: &Spin<f64>| Domain::Spin, |m: &[f64]| Some(
+    Spin::from_means(m)
+));
+discrete_layer!(
+    Potts<f64>,
+    |p: &Potts<f64>| Domain::OneHot { q: p.q() },
+    |_: &[f64]| None
+);
+
+macro_rules! real_layer {
+    ($ty:ty, $check:expr) => {
+        impl CliLayer for $ty {
+            const REAL_VALUED: bool = true;
+
+            fn data_domain(&self) -> Domain {
+                Domain::Real
+            }
+
+            fn check_values(&self, data: &DMatrix<f64>) -> std::result::Result<(), String> {
+                #[allow(clippy::redundant_closure_call)]
+                ($check)(data)
+            }
+
+            fn n_configurations(&self) -> Option<u128> {
+                None
+            }
+
+            fn log_partition_as_visible<H: Layer<Scalar = f64>>(
+                _rbm: &Rbm<Self, H>,
+                _beta: f64,
+                _par: Par,
+            ) -> Option<ebm_core::Result<f64>> {
+                None
+            }
+
+            fn from_means(_means: &[f64]) -> Option<Self> {
+                None
+            }
+        }
+    };
+}
+
+fn any_real(_: &DMatrix<f64>) -> std::result::Result<(), String> {
+    Ok(())
+}
+
+fn non_negative(data: &DMatrix<f64>) -> std::result::Result<(), String> {
+    match data.iter().position(|&x| x < 0.0) {
+        None => Ok(()),
+        Some(p) => {
+            let nf = data.nrows().max(1);
+            Err(format!(
+                "entry (feature {}, sample {}) = {} is negative; relu units take values >= 0",
+                p % nf,
+                p / nf,
+                data[p]
+            ))
+        }
+    }
+}
+
+real_layer!(Gaussian<f64>, any_real);
+real_layer!(ReLU<f64>, non_negative);
+real_layer!(DReLU<f64>, any_real);
+
+/// A computation on an RBM whose unit types are known only at run time.
+pub(crate) trait RbmTask {
+    /// What the task returns.
+    type Output;
+    /// Runs the task on the loaded model.
+    fn run<V: CliLayer, H: CliLayer>(self, rbm: Rbm<V, H>, file: &Path) -> Result<Self::Output>;
+}
+
+/// Maps a unit-kind name to its layer type `$L` in `f64` and evaluates `$body`, or `$other`
+/// for an unknown kind.
+macro_rules! with_layer_type {
+    ($kind:expr, $L:ident => $body:expr, $other:expr) => {
+        match $kind {
+            "bernoulli" => {
+                type $L = Bernoulli<f64>;
+                $body
+            }
+            "spin" => {
+                type $L = Spin<f64>;
+                $body
+            }
+            "potts" => {
+                type $L = Potts<f64>;
+                $body
+            }
+            "gaussian" => {
+                type $L = Gaussian<f64>;
+                $body
+            }
+            "relu" => {
+                type $L = ReLU<f64>;
+                $body
+            }
+            "drelu" => {
+                type $L = DReLU<f64>;
+                $body
+            }
+            _ => $other,
+        }
+    };
+}
+
+/// The unit kinds this program handles.
+pub(crate) const KINDS: [&str; 6] = ["bernoulli", "spin", "potts", "gaussian", "relu", "drelu"];
+
+/// Loads the RBM in `path` with the unit types its header names (parameters in `f64`,
+/// converted exactly from an `f32` file) and runs `task` on it.
+pub(crate) fn with_model<T: RbmTask>(path: &Path, task: T) -> Result<T::Output> {
+    let info = ebm_io::read_rbm_info(path)?;
+    let unknown = |kind: &str| {
+        CliError::new(format!(
+            "{}: unit kind \"{kind}\" is not supported by this program (supported: {})",
+            path.display(),
+            KINDS.join(", ")
+        ))
+    };
+    with_layer_type!(
+        info.visible.as_str(),
+        V => with_layer_type!(
+            info.hidden.as_str(),
+            H => task.run(ebm_io::load_rbm::<V, H>(path)?, path),
+            Err(unknown(&info.hidden))
+        ),
+        Err(unknown(&info.visible))
+    )
+}
+
+/// A one-line description of a model: `bernoulli-spin RBM, 10 x 6 units`.
+pub(crate) fn describe<V: Layer, H: Layer<Scalar = V::Scalar>>(rbm: &Rbm<V, H>) -> String {
+    format!(
+        "{}-{} RBM, {} x {} units",
+        V::KIND,
+        H::KIND,
+        rbm.visible().n_units(),
+        rbm.hidden().n_units()
+    )
+}
+
+/// The kinds and sizes of a model, for run records.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
+pub(crate) struct ModelSummary {
+    /// Visible unit kind.
+    pub visible: String,
+    /// Hidden unit kind.
+    pub hidden: String,
+    /// Number of visible units.
+    pub visible_units: usize,
+    /// Number of hidden units.
+    pub hidden_units: usize,
+}
+
+impl ModelSummary {
+    pub fn of<V: Layer, H: Layer<Scalar = V::Scalar>>(rbm: &Rbm<V, H>) -> Self {
+        Self {
+            visible: V::KIND.into(),
+            hidden: H::KIND.into(),
+            visible_units: rbm.visible().n_units(),
+            hidden_units: rbm.hidden().n_units(),
+        }
+    }
+}
+
+/// Checks that a dataset can be the visible configurations of `layer`: as many features as the
+/// layer has values per chain, and every value in the layer's domain. Loaded real numbers are
+/// re-labelled with the layer's domain after the check; data already in another discrete domain
+/// is converted when the conversion is defined (e.g. one-hot with the same `q`).
+pub(crate) fn visible_data<V: CliLayer>(layer: &V, ds: Dataset, file: &Path) -> Result<Dataset> {
+    if ds.n_features() != layer.width() {
+        bail!(
+            "{}: {} features per sample, but the model's {} visible layer has {} values per \
+             configuration",
+            file.display(),
+            ds.n_features(),
+            V::KIND,
+            layer.width()
+        );
+    }
+    let want = layer.data_domain();
+    let ds = if ds.domain() == want {
+        ds
+    } else if ds.domain() == Domain::Real {
+        ds.reinterpret(want).map_err(|e| {
+            CliError::new(format!(
+                "{}: the data do not fit the model's {} visible units ({}): {e}",
+                file.display(),
+                V::KIND,
+                domain_name(want)
+            ))
+        })?
+    } else {
+        ds.to_domain(want).map_err(|e| {
+            CliError::new(format!(
+                "{}: {} data cannot be given to {} visible units: {e}",
+                file.display(),
+                domain_name(ds.domain()),
+                V::KIND
+            ))
+        })?
+    };
+    layer
+        .check_values(ds.data())
+        .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
+    Ok(ds)
+}
+
+/// A short name of a domain for messages and records.
+pub(crate) fn domain_name(d: Domain) -> String {
+    match d {
+        Domain::Binary01 => "values in {0,1}".into(),
+        Domain::Spin => "values in {-1,+1}".into(),
+        Domain::Categorical { q } => format!("categories 0..{}", q.saturating_sub(1)),
+        Domain::OneHot { q } => format!("one-hot blocks of {q} states"),
+        Domain::Real => "real values".into(),
+    }
+}
+
+/// Which layer exact \\(\log Z\\) enumerates, and how many configurations it has.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
+pub(crate) struct Enumeration {
+    /// `"visible"` or `"hidden"`.
+    pub layer: String,
+    /// Number of configurations summed over.
+    pub configurations: f64,
+}
+
+/// Exact \\(\log Z_\beta\\) of `rbm`, enumerating its smaller discrete layer (the hidden layer
+/// through the transposed model, whose joint energy is the same).
+pub(crate) fn exact_log_partition<V: CliLayer, H: CliLayer>(
+    rbm: &Rbm<V, H>,
+    beta: f64,
+    par: Par,
+) -> Result<(f64, Enumeration)> {
+    let nv = rbm.visible().n_configurations();
+    let nh = rbm.hidden().n_configurations();
+    let use_hidden = match (nv, nh) {
+        (Some(a), Some(b)) => b < a,
+        (None, Some(_)) => true,
+        (Some(_), None) => false,
+        (None, None) => bail!(
+            "exact log Z needs a discrete layer to enumerate, but both layers of this {}-{} \
+             RBM are real-valued",
+            V::KIND,
+            H::KIND
+        ),
+    };
+    let (log_z, layer, n) = if use_hidden {
+        let t = rbm.transposed();
+        let z = H::log_partition_as_visible(&t, beta, par).expect("hidden layer is discrete")?;
+        (z, "hidden", nh.unwrap_or(0))
+    } else {
+        let z = V::log_partition_as_visible(rbm, beta, par).expect("visible layer is discrete")?;
+        (z, "visible", nv.unwrap_or(0))
+    };
+    Ok((
+        log_z,
+        Enumeration {
+            layer: layer.into(),
+            configurations: n as f64,
+        },
+    ))
+}
+
+/// The visible free energies \\(F_\beta(v_j)\\) of every column of `data`.
+pub(crate) fn free_energies<V: CliLayer, H: CliLayer>(
+    rbm: &Rbm<V, H>,
+    data: &DMatrix<f64>,
+    beta: f64,
+) -> Vec<f64> {
+    let mut out = vec![0.0; data.ncols()];
+    rbm.free_energy_visible(data, beta, &mut out, Par::Rayon);
+    out
+}
+
+/// Weighted mean and its standard error, with Kish's effective sample size
+/// \\(n_{\text{eff}} = (\sum w)^2 / \sum w^2\\):
+/// \\(\mathrm{se} = \sqrt{\widehat{\mathrm{Var}}_w / (n_{\text{eff}} - 1)}\\) with the weighted
+/// (biased) variance \\(\widehat{\mathrm{Var}}_w\\), which is the usual \\(s/\sqrt n\\) for unit
+/// weights.
+pub(crate) fn weighted_mean_and_error(x: &[f64], w: &[f64]) -> (f64, f64) {
+    let sw: f64 = w.iter().sum();
+    let sw2: f64 = w.iter().map(|v| v * v).sum();
+    if sw <= 0.0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let mean = x.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / sw;
+    let var = x
+        .iter()
+        .zip(w)
+        .map(|(a, b)| b * (a - mean).powi(2))
+        .sum::<f64>()
+        / sw;
+    let n_eff = sw * sw / sw2;
+    let se = if n_eff > 1.0 {
+        (var / (n_eff - 1.0)).sqrt()
+    } else {
+        f64::NAN
+    };
+    (mean, se)
+}
+
+/// An all-zero weight matrix of the model's shape, for independent-site references.
+pub(crate) fn zero_weights<V: Layer, H: Layer<Scalar = V::Scalar>>(
+    rbm: &Rbm<V, H>,
+) -> DMatrix<V::Scalar> {
+    let (r, c) = rbm.weights().shape();
+    DMatrix::from_element(r, c, V::Scalar::from_f64(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_log_z_enumerates_the_smaller_layer_and_agrees_both_ways() {
+        let rbm = Rbm::new(
+            Bernoulli::new(vec![0.1, -0.2, 0.3, 0.0]),
+            Spin::new(vec![0.5, -0.5]),
+            DMatrix::from_row_slice(4, 2, &[1.0, -1.0, 0.5, 0.25, -0.3, 0.8, 0.2, 0.1]),
+        )
+        .unwrap();
+        let (z, how) = exact_log_partition(&rbm, 1.0, Par::Seq).unwrap();
+        assert_eq!(how.layer, "hidden");
+        assert_eq!(how.configurations, 4.0);
+        let by_v = exact::log_partition_by_visible(&rbm, 1.0, Par::Seq).unwrap();
+        assert!((z - by_v).abs() < 1e-12, "{z} vs {by_v}");
+
+        let g = Rbm::new(
+            Gaussian::standard(2),
+            Gaussian::standard(1),
+            DMatrix::zeros(2, 1),
+        )
+        .unwrap();
+        assert!(exact_log_partition(&g, 1.0, Par::Seq).is_err());
+    }
+
+    #[test]
+    fn weighted_error_matches_the_unweighted_formula() {
+        let x = [1.0, 2.0, 4.0, 7.0];
+        let (m, se) = weighted_mean_and_error(&x, &[1.0; 4]);
+        assert_eq!(m, 3.5);
+        let var = x.iter().map(|v| (v - 3.5f64).powi(2)).sum::<f64>() / 3.0;
+        assert!((se - (var / 4.0).sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn data_must_fit_the_visible_units() {
+        let layer = Bernoulli::<f64>::zeros(2);
+        let p = Path::new("d.npy");
+        let ok = Dataset::new(
+            DMatrix::from_row_slice(2, 2, &[0.0, 1.0, 1.0, 1.0]),
+            Domain::Real,
+        );
+        assert_eq!(
+            visible_data(&layer, ok.unwrap(), p).unwrap().domain(),
+            Domain::Binary01
+        );
+        let spins = Dataset::new(DMatrix::from_element(2, 3, -1.0), Domain::Real).unwrap();
+        let e = visible_data(&layer, spins, p).unwrap_err().to_string();
+        assert!(e.contains("bernoulli") && e.contains("{0,1}"), "{e}");
+        let wide = Dataset::new(DMatrix::zeros(3, 1), Domain::Real).unwrap();
+        assert!(visible_data(&layer, wide, p).is_err());
+        let neg = Dataset::new(DMatrix::from_element(1, 1, -0.5), Domain::Real).unwrap();
+        let e = visible_data(&ReLU::<f64>::standard(1), neg, p).unwrap_err();
+        assert!(e.to_string().contains("negative"), "{e}");
+    }
+}

@@ -1,0 +1,183 @@
+//! Run records: the JSON file every command writes next to its outputs, and the context that
+//! prints summaries, shows progress and writes the record.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CliError, Result};
+
+/// The `format` value of run records.
+pub(crate) const RECORD_FORMAT: &str = "ebm-run-record";
+/// The version of the record layout.
+pub(crate) const RECORD_FORMAT_VERSION: u32 = 1;
+
+/// Versions of what produced a record.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub(crate) struct Versions {
+    /// Version of the `ebm` program (the workspace version).
+    pub ebm: String,
+    /// Version of the record layout.
+    pub record_format: u32,
+}
+
+/// A run record: what was run, with which settings and seed, on which inputs, what it wrote
+/// and what it found.
+#[derive(Serialize, Deserialize, Debug)]
+pub(crate) struct Record<S, R> {
+    /// Always [`RECORD_FORMAT`].
+    pub format: String,
+    /// The command, e.g. `"sample"` or `"data generate"`.
+    pub command: String,
+    /// Program and format versions.
+    pub versions: Versions,
+    /// The command line as given.
+    pub arguments: Vec<String>,
+    /// The seed, for commands that draw random numbers.
+    pub seed: Option<u64>,
+    /// Worker threads used (results do not depend on it).
+    pub threads: usize,
+    /// Every option, with defaults filled in.
+    pub settings: S,
+    /// Files read.
+    pub inputs: Vec<PathBuf>,
+    /// Files written (besides the record itself).
+    pub outputs: Vec<PathBuf>,
+    /// What the command computed.
+    pub results: R,
+    /// Wall-clock time of the command, in seconds.
+    pub elapsed_seconds: f64,
+}
+
+/// Where a command reports to: summary lines, progress bars, the record.
+#[derive(Debug)]
+pub(crate) struct Context {
+    quiet: bool,
+    json: bool,
+    arguments: Vec<String>,
+    started: Instant,
+}
+
+impl Context {
+    pub fn new(quiet: bool, json: bool, arguments: Vec<String>) -> Self {
+        Self {
+            quiet,
+            json,
+            arguments,
+            started: Instant::now(),
+        }
+    }
+
+    /// Prints a summary line on stdout (not with `--quiet` or `--json`).
+    pub fn say(&self, line: impl AsRef<str>) {
+        if !self.quiet && !self.json {
+            println!("{}", line.as_ref());
+        }
+    }
+
+    /// A progress bar of `len` steps on stderr, with rate and ETA. Hidden with `--quiet` or
+    /// `--json`, and by indicatif itself when stderr is not a terminal.
+    pub fn progress(&self, len: u64, what: &str) -> ProgressBar {
+        if self.quiet || self.json {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template(
+            "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}, ETA {eta})",
+        )
+        .expect("valid progress template");
+        bar.set_style(style);
+        bar.set_prefix(what.to_string());
+        bar
+    }
+
+    /// Builds the record, writes it to `record_path` (if any, atomically) and prints it with
+    /// `--json`.
+    pub fn finish<S: Serialize, R: Serialize>(
+        &self,
+        command: &str,
+        seed: Option<u64>,
+        settings: &S,
+        inputs: &[&Path],
+        outputs: &[&Path],
+        results: &R,
+        record_path: Option<&Path>,
+    ) -> Result<()> {
+        let record = Record {
+            format: RECORD_FORMAT.to_string(),
+            command: command.to_string(),
+            versions: Versions {
+                ebm: env!("CARGO_PKG_VERSION").to_string(),
+                record_format: RECORD_FORMAT_VERSION,
+            },
+            arguments: self.arguments.clone(),
+            seed,
+            threads: rayon::current_num_threads(),
+            settings,
+            inputs: inputs.iter().map(|p| p.to_path_buf()).collect(),
+            outputs: outputs.iter().map(|p| p.to_path_buf()).collect(),
+            results,
+            elapsed_seconds: self.started.elapsed().as_secs_f64(),
+        };
+        if let Some(path) = record_path {
+            let text = serde_json::to_string_pretty(&record)
+                .map_err(|e| CliError::new(format!("cannot encode the run record: {e}")))?;
+            ebm_io::write_atomically(path, |w| {
+                w.write_all(text.as_bytes())?;
+                w.write_all(b"\n")
+            })?;
+            self.say(format!("record: {}", path.display()));
+        }
+        if self.json {
+            let line = serde_json::to_string(&record)
+                .map_err(|e| CliError::new(format!("cannot encode the run record: {e}")))?;
+            println!("{line}");
+        }
+        Ok(())
+    }
+}
+
+/// The record written next to `output`: the same path with the extension `.json`.
+pub(crate) fn record_path_for(output: &Path) -> PathBuf {
+    output.with_extension("json")
+}
+
+/// Reads a run record of `command` from `path`, with the settings left untyped and the
+/// results decoded as `R`.
+pub(crate) fn read_record<R: for<'de> Deserialize<'de>>(
+    path: &Path,
+    command: &str,
+) -> Result<Record<serde_json::Value, R>> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError::new(format!("cannot read {}: {e}", path.display())))?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        CliError::new(format!(
+            "{} is not an ebm run record: not valid JSON (line {}, column {}): {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let format = value.get("format").and_then(|f| f.as_str());
+    if format != Some(RECORD_FORMAT) {
+        return Err(CliError::new(format!(
+            "{} is not an ebm run record (no \"format\": \"{RECORD_FORMAT}\")",
+            path.display()
+        )));
+    }
+    let found = value.get("command").and_then(|c| c.as_str()).unwrap_or("?");
+    if found != command {
+        return Err(CliError::new(format!(
+            "{} is the record of `ebm {found}`, expected one of `ebm {command}`",
+            path.display()
+        )));
+    }
+    serde_json::from_value(value).map_err(|e| {
+        CliError::new(format!(
+            "{}: unexpected content in the record of `ebm {command}`: {e}",
+            path.display()
+        ))
+    })
+}
