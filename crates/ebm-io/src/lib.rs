@@ -13,6 +13,11 @@
 //!   naming the file and the byte offset or tensor.
 //! - [`read_rbm_info`] reads the header alone (not the tensor data), so a program can dispatch
 //!   on the unit types before choosing the types to load with.
+//! - [`save_trajectory`] / [`load_trajectory`] / [`read_trajectory_info`]: the checkpoints of a
+//!   training run ([`Trajectory`]) in one file of the same kind, each checkpoint's tensors
+//!   prefixed by `checkpoint.<k>.`, with the training update of every checkpoint in the
+//!   metadata (format `ebm-trajectory`, version 1). Parallel trajectory tempering loads it as a
+//!   ladder.
 //!
 //! # File layout (format `ebm-rbm`, version 1)
 //!
@@ -254,11 +259,21 @@ pub fn save_rbm_with_metadata<V: Layer, H: Layer<Scalar = V::Scalar>>(
         metadata.insert(k.to_string(), v);
     }
 
+    let owned = model_tensors(rbm, "");
+    write_tensors::<V::Scalar>(path, &owned, metadata)
+}
+
+/// The tensors of one model as `(name, shape, little-endian bytes)`, every name prefixed by
+/// `prefix`: `<prefix>weights`, `<prefix>visible.<name>`, `<prefix>hidden.<name>`.
+fn model_tensors<V: Layer, H: Layer<Scalar = V::Scalar>>(
+    rbm: &Rbm<V, H>,
+    prefix: &str,
+) -> Vec<(String, Vec<usize>, Vec<u8>)> {
     let (nv, nh) = rbm.weights().shape();
     // nalgebra is column-major: the transpose's storage is W in row-major order.
     let weights = rbm.weights().transpose();
     let mut owned: Vec<(String, Vec<usize>, Vec<u8>)> = vec![(
-        "weights".into(),
+        format!("{prefix}weights"),
         vec![nv, nh],
         to_le_bytes(weights.as_slice()),
     )];
@@ -267,10 +282,24 @@ pub fn save_rbm_with_metadata<V: Layer, H: Layer<Scalar = V::Scalar>>(
         ("hidden", rbm.hidden().tensors()),
     ] {
         for (name, shape, values) in tensors {
-            owned.push((format!("{side}.{name}"), shape, to_le_bytes(&values)));
+            owned.push((
+                format!("{prefix}{side}.{name}"),
+                shape,
+                to_le_bytes(&values),
+            ));
         }
     }
-    let dtype = dtype_of::<V::Scalar>();
+    owned
+}
+
+/// Serialises `owned` tensors of dtype `F` with `metadata` into a safetensors file at `path`,
+/// atomically.
+fn write_tensors<F: Scalar>(
+    path: &Path,
+    owned: &[(String, Vec<usize>, Vec<u8>)],
+    metadata: HashMap<String, String>,
+) -> Result<()> {
+    let dtype = dtype_of::<F>();
     let views = owned
         .iter()
         .map(|(name, shape, bytes)| {
@@ -326,6 +355,24 @@ impl RbmFileInfo {
     }
 
     fn from_header(path: &Path, header: &Metadata) -> Result<Self> {
+        Self::from_header_of(
+            path,
+            header,
+            RBM_FORMAT,
+            RBM_FORMAT_VERSION,
+            &RESERVED_METADATA_KEYS,
+        )
+    }
+
+    /// Parses the metadata shared by model and trajectory files: `format` must be `format`,
+    /// and the keys in `reserved` are left out of [`RbmFileInfo::extra`].
+    fn from_header_of(
+        path: &Path,
+        header: &Metadata,
+        format_name: &str,
+        supported_version: u32,
+        reserved: &[&str],
+    ) -> Result<Self> {
         let bad = |reason: String| format_error(path, "metadata", reason);
         let meta = header
             .metadata()
@@ -337,20 +384,20 @@ impl RbmFileInfo {
                 .ok_or_else(|| bad(format!("missing key \"{k}\"; not an ebm RBM file?")))
         };
         let format = get("format")?;
-        if format != RBM_FORMAT {
+        if format != format_name {
             return Err(bad(format!(
-                "format is \"{format}\", expected \"{RBM_FORMAT}\""
+                "format is \"{format}\", expected \"{format_name}\""
             )));
         }
         let version = get("format_version")?;
         let format_version: u32 = version
             .parse()
             .map_err(|_| bad(format!("format_version \"{version}\" is not a number")))?;
-        if format_version != RBM_FORMAT_VERSION {
+        if format_version != supported_version {
             return Err(bad(format!(
                 "format_version {format_version} is not supported (this build reads version \
-                 {RBM_FORMAT_VERSION}{})",
-                if format_version > RBM_FORMAT_VERSION {
+                 {supported_version}{})",
+                if format_version > supported_version {
                     "; the file was written by a newer ebm"
                 } else {
                     ""
@@ -388,7 +435,7 @@ impl RbmFileInfo {
         }
         let extra = meta
             .iter()
-            .filter(|(k, _)| !RESERVED_METADATA_KEYS.contains(&k.as_str()))
+            .filter(|(k, _)| !reserved.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         Ok(Self {
@@ -630,13 +677,28 @@ pub fn load_rbm<V: Layer, H: Layer<Scalar = V::Scalar>>(path: &Path) -> Result<R
             ),
         ));
     }
+    let names: Vec<&String> = info.tensors.keys().collect();
+    decode_model(path, &container, &info, "", &names)
+}
+
+/// Decodes the model whose tensors are named `<prefix>weights`, `<prefix>visible.*` and
+/// `<prefix>hidden.*`; `names` are the file's tensors belonging to this model (any other name
+/// with the prefix is an error).
+fn decode_model<V: Layer, H: Layer<Scalar = V::Scalar>>(
+    path: &Path,
+    container: &Container<'_>,
+    info: &RbmFileInfo,
+    prefix: &str,
+    names: &[&String],
+) -> Result<Rbm<V, H>> {
     let missing = |name: &str| format_error(path, format!("tensor \"{name}\""), "missing");
+    let (visible_prefix, hidden_prefix) = (format!("{prefix}visible."), format!("{prefix}hidden."));
 
     // Decode every layer tensor up front so that errors carry the file and tensor names.
     let mut layer_tensors: HashMap<String, (Vec<usize>, Vec<V::Scalar>)> = HashMap::new();
-    for name in info.tensors.keys() {
-        if name.starts_with("visible.") || name.starts_with("hidden.") {
-            let t = decode::<V::Scalar>(path, &container, name)?.ok_or_else(|| missing(name))?;
+    for &name in names {
+        if name.starts_with(&visible_prefix) || name.starts_with(&hidden_prefix) {
+            let t = decode::<V::Scalar>(path, container, name)?.ok_or_else(|| missing(name))?;
             layer_tensors.insert(name.clone(), t);
         }
     }
@@ -655,14 +717,15 @@ pub fn load_rbm<V: Layer, H: Layer<Scalar = V::Scalar>>(path: &Path) -> Result<R
         }
         other => other,
     };
-    let lookup = |prefix: &'static str| {
+    let lookup = |side: &str| {
         let t = &layer_tensors;
-        move |name: &str| t.get(&format!("{prefix}.{name}")).cloned()
+        let side = side.to_string();
+        move |name: &str| t.get(&format!("{side}{name}")).cloned()
     };
-    let visible = V::from_tensors(info.visible_units, &lookup("visible"))
-        .map_err(|e| in_file("visible layer", e))?;
-    let hidden = H::from_tensors(info.hidden_units, &lookup("hidden"))
-        .map_err(|e| in_file("hidden layer", e))?;
+    let visible = V::from_tensors(info.visible_units, &lookup(&visible_prefix))
+        .map_err(|e| in_file(&format!("{prefix}visible layer"), e))?;
+    let hidden = H::from_tensors(info.hidden_units, &lookup(&hidden_prefix))
+        .map_err(|e| in_file(&format!("{prefix}hidden layer"), e))?;
     for (side, layer_units, declared) in [
         ("visible", visible.n_units(), info.visible_units),
         ("hidden", hidden.n_units(), info.hidden_units),
@@ -670,27 +733,27 @@ pub fn load_rbm<V: Layer, H: Layer<Scalar = V::Scalar>>(path: &Path) -> Result<R
         if layer_units != declared {
             return Err(format_error(
                 path,
-                format!("{side} layer"),
+                format!("{prefix}{side} layer"),
                 format!("{layer_units} units in the tensors, {declared} in the metadata"),
             ));
         }
     }
 
     // Every tensor of the file must be one the model consumes.
-    let mut expected: Vec<String> = vec!["weights".into()];
+    let mut expected: Vec<String> = vec![format!("{prefix}weights")];
     expected.extend(
         visible
             .tensors()
             .into_iter()
-            .map(|t| format!("visible.{}", t.0)),
+            .map(|t| format!("{visible_prefix}{}", t.0)),
     );
     expected.extend(
         hidden
             .tensors()
             .into_iter()
-            .map(|t| format!("hidden.{}", t.0)),
+            .map(|t| format!("{hidden_prefix}{}", t.0)),
     );
-    if let Some(name) = info.tensors.keys().find(|n| !expected.contains(n)) {
+    if let Some(name) = names.iter().find(|n| !expected.contains(n)) {
         return Err(format_error(
             path,
             format!("tensor \"{name}\""),
@@ -701,18 +764,379 @@ pub fn load_rbm<V: Layer, H: Layer<Scalar = V::Scalar>>(path: &Path) -> Result<R
         ));
     }
 
-    let (shape, w) =
-        decode::<V::Scalar>(path, &container, "weights")?.ok_or_else(|| missing("weights"))?;
+    let weights_name = format!("{prefix}weights");
+    let (shape, w) = decode::<V::Scalar>(path, container, &weights_name)?
+        .ok_or_else(|| missing(&weights_name))?;
     let expected_shape = [visible.width(), hidden.width()];
     if shape != expected_shape {
         return Err(format_error(
             path,
-            "tensor \"weights\"",
+            format!("tensor \"{weights_name}\""),
             format!("shape {shape:?}, expected {expected_shape:?} (visible width x hidden width)"),
         ));
     }
     let weights = DMatrix::from_row_slice(expected_shape[0], expected_shape[1], &w);
-    Rbm::new(visible, hidden, weights).map_err(|e| in_file("model", e))
+    Rbm::new(visible, hidden, weights).map_err(|e| in_file(&format!("{prefix}model"), e))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trajectories: a sequence of checkpoints of one training run in one file
+// ---------------------------------------------------------------------------------------------
+
+/// The value of the `format` metadata key of trajectory files.
+pub const TRAJECTORY_FORMAT: &str = "ebm-trajectory";
+/// The version of the trajectory file format written by this crate (and the only one it reads).
+pub const TRAJECTORY_FORMAT_VERSION: u32 = 1;
+
+/// Metadata keys written by the trajectory format itself, which
+/// [`save_trajectory_with_metadata`] refuses as free-form entries.
+pub const RESERVED_TRAJECTORY_KEYS: [&str; 10] = [
+    "format",
+    "format_version",
+    "visible",
+    "hidden",
+    "visible_units",
+    "hidden_units",
+    "dtype",
+    "convention",
+    "checkpoints",
+    "updates",
+];
+
+/// The checkpoints of a training run: models of one shape, each with the training update
+/// (number of parameter updates done) at which it was saved, in strictly increasing order of
+/// update. Rung 0 of a parallel trajectory tempering ladder is the first checkpoint
+/// (`ebm_samplers::tempering::TrajectoryLadder::new(trajectory.into_models())`), the target the
+/// last (spec `ptt-trais-rcm.md` §2.10).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trajectory<V: Layer, H: Layer<Scalar = V::Scalar>> {
+    updates: Vec<u64>,
+    models: Vec<Rbm<V, H>>,
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> Default for Trajectory<V, H> {
+    fn default() -> Self {
+        Self {
+            updates: Vec::new(),
+            models: Vec::new(),
+        }
+    }
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> Trajectory<V, H> {
+    /// An empty trajectory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A trajectory from `(update, model)` pairs.
+    ///
+    /// # Errors
+    /// As [`Trajectory::push`] for each pair in turn.
+    pub fn from_checkpoints(
+        checkpoints: impl IntoIterator<Item = (u64, Rbm<V, H>)>,
+    ) -> Result<Self> {
+        let mut t = Self::new();
+        for (update, model) in checkpoints {
+            t.push(update, model)?;
+        }
+        Ok(t)
+    }
+
+    /// Appends the model saved at training update `update`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] unless `update` is larger than the last checkpoint's;
+    /// [`Error::ShapeMismatch`] if the model's weights differ in shape from the first
+    /// checkpoint's.
+    pub fn push(&mut self, update: u64, model: Rbm<V, H>) -> Result<()> {
+        if let Some(&last) = self.updates.last()
+            && update <= last
+        {
+            return Err(Error::InvalidParameter {
+                name: "update".into(),
+                reason: format!(
+                    "checkpoints must have strictly increasing updates: {update} after {last}"
+                ),
+            });
+        }
+        if let Some(first) = self.models.first()
+            && first.weights().shape() != model.weights().shape()
+        {
+            let (a, b) = (first.weights().shape(), model.weights().shape());
+            return Err(Error::ShapeMismatch {
+                what: format!("trajectory checkpoint {}", self.models.len()),
+                expected: format!("{}x{}", a.0, a.1),
+                got: format!("{}x{}", b.0, b.1),
+            });
+        }
+        self.updates.push(update);
+        self.models.push(model);
+        Ok(())
+    }
+
+    /// Number of checkpoints.
+    pub fn len(&self) -> usize {
+        self.models.len()
+    }
+
+    /// `true` without checkpoints.
+    pub fn is_empty(&self) -> bool {
+        self.models.is_empty()
+    }
+
+    /// The training update of every checkpoint, increasing.
+    pub fn updates(&self) -> &[u64] {
+        &self.updates
+    }
+
+    /// The models, in training order.
+    pub fn models(&self) -> &[Rbm<V, H>] {
+        &self.models
+    }
+
+    /// The models, in training order (e.g. for a trajectory ladder).
+    pub fn into_models(self) -> Vec<Rbm<V, H>> {
+        self.models
+    }
+}
+
+/// The metadata of a trajectory file, as read by [`read_trajectory_info`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct TrajectoryFileInfo {
+    /// Format version (see [`TRAJECTORY_FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// Kind of the visible layer of every checkpoint.
+    pub visible: String,
+    /// Kind of the hidden layer.
+    pub hidden: String,
+    /// Number of visible units.
+    pub visible_units: usize,
+    /// Number of hidden units.
+    pub hidden_units: usize,
+    /// The float type the file was written in: `"f32"` or `"f64"`.
+    pub dtype: String,
+    /// The energy convention recorded in the file (see [`CONVENTION`]).
+    pub convention: String,
+    /// The training update of every checkpoint, in file order.
+    pub updates: Vec<u64>,
+    /// Shape of every tensor, by name (`checkpoint.<k>.weights`, ...).
+    pub tensors: BTreeMap<String, Vec<usize>>,
+    /// Free-form entries added by the writer ([`save_trajectory_with_metadata`]).
+    pub extra: BTreeMap<String, String>,
+}
+
+impl TrajectoryFileInfo {
+    fn from_header(path: &Path, header: &Metadata) -> Result<(Self, RbmFileInfo)> {
+        let info = RbmFileInfo::from_header_of(
+            path,
+            header,
+            TRAJECTORY_FORMAT,
+            TRAJECTORY_FORMAT_VERSION,
+            &RESERVED_TRAJECTORY_KEYS,
+        )?;
+        let bad = |reason: String| format_error(path, "metadata", reason);
+        let meta = header
+            .metadata()
+            .as_ref()
+            .expect("checked by from_header_of");
+        let get = |k: &str| {
+            meta.get(k)
+                .ok_or_else(|| bad(format!("missing key \"{k}\"; not an ebm trajectory file?")))
+        };
+        let count = get("checkpoints")?;
+        let count: usize = count
+            .parse()
+            .map_err(|_| bad(format!("checkpoints \"{count}\" is not a number")))?;
+        let list = get("updates")?;
+        let updates = if list.is_empty() {
+            Vec::new()
+        } else {
+            list.split(',')
+                .map(|u| {
+                    u.trim()
+                        .parse::<u64>()
+                        .map_err(|_| bad(format!("updates entry \"{u}\" is not an update number")))
+                })
+                .collect::<Result<Vec<u64>>>()?
+        };
+        if updates.len() != count {
+            return Err(bad(format!(
+                "{} updates listed for {count} checkpoints",
+                updates.len()
+            )));
+        }
+        if let Some(k) = updates.windows(2).position(|w| w[0] >= w[1]) {
+            return Err(bad(format!(
+                "updates must increase strictly: {} then {}",
+                updates[k],
+                updates[k + 1]
+            )));
+        }
+        let out = Self {
+            format_version: info.format_version,
+            visible: info.visible.clone(),
+            hidden: info.hidden.clone(),
+            visible_units: info.visible_units,
+            hidden_units: info.hidden_units,
+            dtype: info.dtype.clone(),
+            convention: info.convention.clone(),
+            updates,
+            tensors: info.tensors.clone(),
+            extra: info.extra.clone(),
+        };
+        Ok((out, info))
+    }
+}
+
+/// Saves a training trajectory as one safetensors file, atomically: the tensors of checkpoint
+/// `k` are those of a model file ([crate docs](crate)) prefixed by `checkpoint.<k>.`
+/// (`checkpoint.0.weights`, `checkpoint.0.visible.bias`, ...), and the metadata holds
+/// `format` = [`TRAJECTORY_FORMAT`], `format_version`, the unit kinds and numbers, `dtype`,
+/// `convention`, `checkpoints` (their number) and `updates` (the training update of each
+/// checkpoint, comma-separated).
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be written (a previous file is then untouched).
+pub fn save_trajectory<V: Layer, H: Layer<Scalar = V::Scalar>>(
+    trajectory: &Trajectory<V, H>,
+    path: &Path,
+) -> Result<()> {
+    save_trajectory_with_metadata(trajectory, path, &BTreeMap::new())
+}
+
+/// Saves like [`save_trajectory`], adding the free-form `extra` entries to the metadata.
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be written; [`Error::InvalidParameter`] if `extra` uses a
+/// reserved key ([`RESERVED_TRAJECTORY_KEYS`]; nothing is written then).
+pub fn save_trajectory_with_metadata<V: Layer, H: Layer<Scalar = V::Scalar>>(
+    trajectory: &Trajectory<V, H>,
+    path: &Path,
+    extra: &BTreeMap<String, String>,
+) -> Result<()> {
+    if let Some(k) = extra
+        .keys()
+        .find(|k| RESERVED_TRAJECTORY_KEYS.contains(&k.as_str()))
+    {
+        return Err(Error::InvalidParameter {
+            name: k.clone(),
+            reason: format!("\"{k}\" is a reserved metadata key of the {TRAJECTORY_FORMAT} format"),
+        });
+    }
+    let mut metadata: HashMap<String, String> =
+        extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let (visible_units, hidden_units) = trajectory
+        .models
+        .first()
+        .map_or((0, 0), |m| (m.visible().n_units(), m.hidden().n_units()));
+    let updates: Vec<String> = trajectory.updates.iter().map(u64::to_string).collect();
+    for (k, v) in [
+        ("format", TRAJECTORY_FORMAT.to_string()),
+        ("format_version", TRAJECTORY_FORMAT_VERSION.to_string()),
+        ("visible", V::KIND.to_string()),
+        ("hidden", H::KIND.to_string()),
+        ("visible_units", visible_units.to_string()),
+        ("hidden_units", hidden_units.to_string()),
+        ("dtype", V::Scalar::NAME.to_string()),
+        ("convention", CONVENTION.to_string()),
+        ("checkpoints", trajectory.len().to_string()),
+        ("updates", updates.join(",")),
+    ] {
+        metadata.insert(k.to_string(), v);
+    }
+    let owned: Vec<_> = trajectory
+        .models
+        .iter()
+        .enumerate()
+        .flat_map(|(k, m)| model_tensors(m, &format!("checkpoint.{k}.")))
+        .collect();
+    write_tensors::<V::Scalar>(path, &owned, metadata)
+}
+
+/// Reads the metadata of a trajectory file (header only, like [`read_rbm_info`]).
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be read; [`Error::Format`] if it is not an ebm trajectory
+/// file of a supported version.
+pub fn read_trajectory_info(path: &Path) -> Result<TrajectoryFileInfo> {
+    let io = io_error(path);
+    let mut file = std::fs::File::open(path).map_err(&io)?;
+    let file_len = file.metadata().map_err(&io)?.len();
+    let mut prefix = Vec::with_capacity(PREFIX);
+    (&mut file)
+        .take(PREFIX as u64)
+        .read_to_end(&mut prefix)
+        .map_err(&io)?;
+    let n = header_len(path, &prefix, file_len)?;
+    let mut json = vec![0u8; n];
+    file.read_exact(&mut json).map_err(&io)?;
+    let header = parse_header(path, &json, file_len)?;
+    TrajectoryFileInfo::from_header(path, &header).map(|(info, _)| info)
+}
+
+/// Loads a trajectory of `Rbm<V, H>` checkpoints written by [`save_trajectory`], validating
+/// every checkpoint like [`load_rbm`] validates a model file (unit kinds, tensor names and
+/// shapes, finite values, float-type conversion), plus the checkpoint count and the increasing
+/// updates.
+///
+/// # Errors
+/// As [`load_rbm`]; [`Error::Format`] also for a tensor that belongs to no checkpoint, or a
+/// metadata `updates` list that does not match `checkpoints` or does not increase.
+pub fn load_trajectory<V: Layer, H: Layer<Scalar = V::Scalar>>(
+    path: &Path,
+) -> Result<Trajectory<V, H>> {
+    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let container = parse_container(path, &bytes)?;
+    let (info, model_info) = TrajectoryFileInfo::from_header(path, &container.header)?;
+    if info.visible != V::KIND || info.hidden != H::KIND {
+        return Err(format_error(
+            path,
+            "metadata",
+            format!(
+                "file holds a trajectory of {}-{} RBMs, requested {}-{}",
+                info.visible,
+                info.hidden,
+                V::KIND,
+                H::KIND
+            ),
+        ));
+    }
+    let n = info.updates.len();
+    let owner = |name: &str| -> Option<usize> {
+        let rest = name.strip_prefix("checkpoint.")?;
+        let (k, _) = rest.split_once('.')?;
+        k.parse::<usize>()
+            .ok()
+            .filter(|&k| k < n && rest.starts_with(&format!("{k}.")))
+    };
+    if let Some(name) = info.tensors.keys().find(|name| owner(name).is_none()) {
+        return Err(format_error(
+            path,
+            format!("tensor \"{name}\""),
+            format!("belongs to none of the {n} checkpoints (expected checkpoint.<k>.<name>)"),
+        ));
+    }
+    let mut trajectory = Trajectory::new();
+    for (k, &update) in info.updates.iter().enumerate() {
+        let names: Vec<&String> = info
+            .tensors
+            .keys()
+            .filter(|name| owner(name) == Some(k))
+            .collect();
+        let model = decode_model(
+            path,
+            &container,
+            &model_info,
+            &format!("checkpoint.{k}."),
+            &names,
+        )?;
+        trajectory
+            .push(update, model)
+            .map_err(|e| format_error(path, format!("checkpoint {k}"), e.to_string()))?;
+    }
+    Ok(trajectory)
 }
 
 #[cfg(test)]

@@ -1,0 +1,196 @@
+//! What training needs from a unit layer beyond [`Layer`]: the domain of its values (to validate
+//! data), the independent-unit fields that reproduce given means (the visible-field
+//! initialisation from data frequencies), and which of its tensors are precisions (kept
+//! positive by the optimiser).
+//!
+//! The gradient itself needs nothing unit-specific: it is written once over
+//! [`Layer::energy_gradient`], [`Layer::expected_energy_gradient`] and [`Layer::mean_in_place`]
+//! (see [`crate::Moments`]).
+
+use ebm_core::Scalar;
+use ebm_models::{Bernoulli, DReLU, Gaussian, Layer, LinearFields, Potts, ReLU, Spin};
+
+/// A layer the trainer can update: a [`Layer`] with linear fields (used by the centred
+/// gradient and the Potts zero-sum gauge), a value domain and a data-driven field
+/// initialisation.
+pub trait TrainableLayer: Layer + LinearFields {
+    /// Names of the tensors (see [`Layer::tensors`]) that are precisions \\(\gamma > 0\\): after
+    /// each update the trainer keeps them at or above its `min_precision`.
+    const PRECISION_TENSORS: &'static [&'static str] = &[];
+
+    /// Checks that one chain's slot `x` (length [`Layer::width`]) is a valid configuration of
+    /// the layer; returns a description of the first invalid value otherwise.
+    fn check_configuration(&self, x: &[Self::Scalar]) -> Result<(), String>;
+
+    /// The same layer with its fields set so that its units, **alone** (zero input from the
+    /// other layer, \\(\beta = 1\\)), have means `means` (one per value of a chain's slot,
+    /// length [`Layer::width`]): the visible-field initialisation from data frequencies
+    /// (spec `ptt-trais-rcm.md` §2.1, Appendix Z). Other parameters (precisions) are kept.
+    ///
+    /// Means at the edge of the domain are clipped so that the fields stay finite:
+    /// Bernoulli \\(\theta = \operatorname{logit}(m)\\) and spin
+    /// \\(\theta = \operatorname{artanh}(m)\\) as their `from_means`, Potts
+    /// \\(\theta_a = \log \max(m_a, 10^{-6})\\) shifted to zero sum, Gaussian
+    /// \\(\theta = \gamma m\\). ReLU and dReLU layers are returned unchanged (no closed form; they
+    /// are hidden layers in practice).
+    fn with_means(&self, means: &[f64]) -> Self;
+}
+
+fn check_values<F: Scalar>(
+    kind: &str,
+    x: &[F],
+    ok: impl Fn(f64) -> bool,
+    expected: &str,
+) -> Result<(), String> {
+    match x.iter().position(|v| !ok(v.as_f64())) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "value {} at position {i} is not a {kind} value ({expected})",
+            x[i]
+        )),
+    }
+}
+
+impl<F: Scalar> TrainableLayer for Bernoulli<F> {
+    fn check_configuration(&self, x: &[F]) -> Result<(), String> {
+        check_values("bernoulli", x, |v| v == 0.0 || v == 1.0, "0 or 1")
+    }
+
+    fn with_means(&self, means: &[f64]) -> Self {
+        Bernoulli::from_means(means)
+    }
+}
+
+impl<F: Scalar> TrainableLayer for Spin<F> {
+    fn check_configuration(&self, x: &[F]) -> Result<(), String> {
+        check_values("spin", x, |v| v == -1.0 || v == 1.0, "-1 or +1")
+    }
+
+    fn with_means(&self, means: &[f64]) -> Self {
+        Spin::from_means(means)
+    }
+}
+
+impl<F: Scalar> TrainableLayer for Potts<F> {
+    fn check_configuration(&self, x: &[F]) -> Result<(), String> {
+        check_values("potts", x, |v| v == 0.0 || v == 1.0, "one-hot 0 or 1")?;
+        let q = self.q();
+        for (i, slot) in x.chunks(q).enumerate() {
+            let ones = slot.iter().filter(|v| v.as_f64() == 1.0).count();
+            if ones != 1 {
+                return Err(format!(
+                    "potts unit {i} has {ones} ones in its one-hot slot, expected exactly 1"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn with_means(&self, means: &[f64]) -> Self {
+        let fields: Vec<F> = means
+            .iter()
+            .map(|&m| F::from_f64(m.max(1e-6).ln()))
+            .collect();
+        let mut layer = Potts::new(self.q(), fields).expect("finite fields, same q and width");
+        layer.zero_sum_fields();
+        layer
+    }
+}
+
+impl<F: Scalar> TrainableLayer for Gaussian<F> {
+    const PRECISION_TENSORS: &'static [&'static str] = &["gamma"];
+
+    fn check_configuration(&self, x: &[F]) -> Result<(), String> {
+        check_values("gaussian", x, f64::is_finite, "finite")
+    }
+
+    fn with_means(&self, means: &[f64]) -> Self {
+        let theta = self
+            .gamma()
+            .iter()
+            .zip(means)
+            .map(|(g, &m)| F::from_f64(g.as_f64() * m))
+            .collect();
+        Gaussian::new(self.gamma().to_vec(), theta).expect("finite fields, positive precisions")
+    }
+}
+
+impl<F: Scalar> TrainableLayer for ReLU<F> {
+    const PRECISION_TENSORS: &'static [&'static str] = &["gamma"];
+
+    fn check_configuration(&self, x: &[F]) -> Result<(), String> {
+        check_values("relu", x, |v| v >= 0.0 && v.is_finite(), "finite and >= 0")
+    }
+
+    fn with_means(&self, _means: &[f64]) -> Self {
+        self.clone()
+    }
+}
+
+impl<F: Scalar> TrainableLayer for DReLU<F> {
+    const PRECISION_TENSORS: &'static [&'static str] = &["gamma_plus", "gamma_minus"];
+
+    fn check_configuration(&self, x: &[F]) -> Result<(), String> {
+        check_values("drelu", x, f64::is_finite, "finite")
+    }
+
+    fn with_means(&self, _means: &[f64]) -> Self {
+        self.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_initialisation_reproduces_the_means() {
+        let b = Bernoulli::<f64>::zeros(3).with_means(&[0.2, 0.5, 0.9]);
+        let mut m = [0.0; 3];
+        b.mean_in_place(&mut m, 1.0);
+        assert!(
+            m.iter()
+                .zip([0.2, 0.5, 0.9])
+                .all(|(a, b)| (a - b).abs() < 1e-12)
+        );
+        let p = Potts::<f64>::zeros(2, 3).with_means(&[0.2, 0.3, 0.5, 1.0, 0.0, 0.0]);
+        let mut m = [0.0; 6];
+        p.mean_in_place(&mut m, 1.0);
+        assert!((m[0] - 0.2).abs() < 1e-12 && (m[2] - 0.5).abs() < 1e-12);
+        assert!(m[3] > 1.0 - 3e-6 && m[4] < 2e-6);
+        assert!(p.fields()[..3].iter().sum::<f64>().abs() < 1e-12);
+        let g = Gaussian::<f64>::new(vec![2.0], vec![0.0])
+            .unwrap()
+            .with_means(&[1.5]);
+        assert_eq!(g.mean_and_variance(0, 0.0, 1.0).0, 1.5);
+    }
+
+    #[test]
+    fn domains_are_checked() {
+        assert!(
+            Bernoulli::<f32>::zeros(2)
+                .check_configuration(&[0.0, 1.0])
+                .is_ok()
+        );
+        assert!(
+            Bernoulli::<f32>::zeros(2)
+                .check_configuration(&[0.0, -1.0])
+                .is_err()
+        );
+        assert!(Spin::<f64>::zeros(1).check_configuration(&[0.0]).is_err());
+        let p = Potts::<f64>::zeros(2, 2);
+        assert!(p.check_configuration(&[0.0, 1.0, 1.0, 0.0]).is_ok());
+        let e = p.check_configuration(&[1.0, 1.0, 1.0, 0.0]).unwrap_err();
+        assert!(e.contains("unit 0"), "{e}");
+        assert!(
+            ReLU::<f64>::standard(1)
+                .check_configuration(&[-0.5])
+                .is_err()
+        );
+        assert!(
+            Gaussian::<f64>::standard(1)
+                .check_configuration(&[f64::NAN])
+                .is_err()
+        );
+    }
+}

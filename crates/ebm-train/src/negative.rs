@@ -1,0 +1,445 @@
+//! The negative phase: where the model average of the gradient comes from.
+//!
+//! A negative phase is a configuration value implementing [`NegativePhase`]; its chains, RNG
+//! streams and counters live in its [`NegativePhase::State`], an explicit serialisable value
+//! that is part of the trainer state (so training resumes exactly). The trainer is generic over
+//! it: persistent Gibbs chains ([`Pcd`], PCD-k), chains restarted at the data ([`Cd`], CD-k),
+//! parallel tempering on a temperature ladder with any swap schedule ([`Tempered`]: PT, DEO,
+//! lifted PT), and the Jarzynski / population-annealing reweighted chains ([`Jarzynski`]).
+//! Trajectory, stacked and tethered samplers plug in the same way.
+
+use ebm_core::{ChainRng, ChainState, EnergyModel, Error, Kernel, Par, Result, RngStreams, Scalar};
+use ebm_estimators::{LogMeanExp, systematic_resampling};
+use ebm_models::{Layer, Rbm, RbmChains};
+use ebm_samplers::Gibbs;
+use ebm_samplers::tempering::{ParallelTempering, PtState, SwapSchedule, TemperatureLadder};
+use nalgebra::DMatrix;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// What the negative phase did during one update.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NegativeInfo {
+    /// Gibbs sweeps applied to every chain of every rung (the cost per chain in AGS steps).
+    pub sweeps: u64,
+    /// Total chain-sweeps (sweeps x chains x rungs): the cost of the update's negative phase.
+    pub chain_sweeps: u64,
+    /// Tempered phases: the mean swap acceptance probability of each neighbouring pair
+    /// \\((k, k+1)\\) during this update (empty otherwise).
+    pub swap_acceptance: Vec<f64>,
+    /// Tempered phases: round trips completed during this update.
+    pub round_trips: u64,
+    /// Reweighted phases: the relative effective sample size of the chain weights after the
+    /// update, \\((\sum_r w_r)^2 / (R \sum_r w_r^2) \in [1/R, 1]\\) (spec `ptt-trais-rcm.md`
+    /// §5.5), before any resampling.
+    pub ess: Option<f64>,
+    /// Reweighted phases: whether the chains were resampled after the update.
+    pub resampled: bool,
+}
+
+/// A source of model samples for the negative term of the gradient.
+///
+/// Each update the trainer calls [`NegativePhase::sample`] at the current parameters, computes
+/// the model moments of [`NegativePhase::chains`] (weighted by [`NegativePhase::weights`]),
+/// updates the parameters, then calls [`NegativePhase::after_update`] with the old and new
+/// models. Chain `i` of the state consumes only its own RNG stream, so the result does not
+/// depend on [`Par`].
+pub trait NegativePhase<V: Layer, H: Layer<Scalar = V::Scalar>>: Sync {
+    /// The phase's chains, streams and counters (serialisable, for exact resume).
+    type State: Clone + std::fmt::Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync;
+
+    /// A fresh state for `model`, for minibatches of `batch_size` samples, with streams
+    /// derived from `seed`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for an invalid configuration (no chains, no sweeps, a bad
+    /// ladder).
+    fn init(
+        &self,
+        model: &Rbm<V, H>,
+        batch_size: usize,
+        seed: u64,
+        par: Par,
+    ) -> Result<Self::State>;
+
+    /// Moves the chains under `model` (the current parameters); `batch` is the current
+    /// minibatch (`V::width() x batch_size`), used by phases that start at the data.
+    fn sample(
+        &self,
+        model: &Rbm<V, H>,
+        state: &mut Self::State,
+        batch: &DMatrix<V::Scalar>,
+        par: Par,
+    ) -> NegativeInfo;
+
+    /// The chains whose visible configurations give the model average (after
+    /// [`NegativePhase::sample`]).
+    fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar>;
+
+    /// Weights of the chains in the model average (`None`: uniform).
+    fn weights<'a>(&self, _state: &'a Self::State) -> Option<&'a [f64]> {
+        None
+    }
+
+    /// Called after the parameters moved from `old` to `new` (reweighting phases update their
+    /// weights here and record it in `info`). The default does nothing.
+    fn after_update(
+        &self,
+        _old: &Rbm<V, H>,
+        _new: &Rbm<V, H>,
+        _state: &mut Self::State,
+        _info: &mut NegativeInfo,
+        _par: Par,
+    ) {
+    }
+}
+
+fn check_count(name: &str, n: usize) -> Result<()> {
+    if n == 0 {
+        Err(Error::InvalidParameter {
+            name: name.into(),
+            reason: "must be at least 1".into(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// `n` chains drawn by one Gibbs sweep of `model` at `beta` from the default configuration
+/// (exact draws when the model has no couplings, e.g. a fresh model with \\(W = 0\\)).
+fn initial_chains<V: Layer, H: Layer<Scalar = V::Scalar>>(
+    model: &Rbm<V, H>,
+    n: usize,
+    seed: u64,
+    par: Par,
+) -> ChainState<RbmChains<V::Scalar>> {
+    let mut state = ChainState::new(model.new_state(n), seed);
+    Gibbs::new(1).step(
+        model,
+        1.0,
+        &mut state.chains,
+        state.rngs.as_mut_slice(),
+        par,
+    );
+    state
+}
+
+/// Persistent contrastive divergence, PCD-k (spec `ptt-trais-rcm.md` §2.1,
+/// `lifted-deo-pt.md` §1.5): `chains` persistent chains, each moved by `sweeps` alternating
+/// Gibbs sweeps at the current parameters before every update. The chains start from one
+/// sweep of the initial model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pcd {
+    /// Gibbs sweeps per update (k).
+    pub sweeps: usize,
+    /// Number of persistent chains.
+    pub chains: usize,
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> NegativePhase<V, H> for Pcd {
+    type State = ChainState<RbmChains<V::Scalar>>;
+
+    fn init(&self, model: &Rbm<V, H>, _batch: usize, seed: u64, par: Par) -> Result<Self::State> {
+        check_count("Pcd::sweeps", self.sweeps)?;
+        check_count("Pcd::chains", self.chains)?;
+        Ok(initial_chains(model, self.chains, seed, par))
+    }
+
+    fn sample(
+        &self,
+        model: &Rbm<V, H>,
+        state: &mut Self::State,
+        _batch: &DMatrix<V::Scalar>,
+        par: Par,
+    ) -> NegativeInfo {
+        Gibbs::new(self.sweeps).step(
+            model,
+            1.0,
+            &mut state.chains,
+            state.rngs.as_mut_slice(),
+            par,
+        );
+        state.steps += 1;
+        NegativeInfo {
+            sweeps: self.sweeps as u64,
+            chain_sweeps: (self.sweeps * self.chains) as u64,
+            ..NegativeInfo::default()
+        }
+    }
+
+    fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
+        &state.chains
+    }
+}
+
+/// Contrastive divergence, CD-k (spec `lifted-deo-pt.md` §1.4): one chain per sample of the
+/// minibatch, restarted at the data before every update and moved by `sweeps` Gibbs sweeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cd {
+    /// Gibbs sweeps per update (k).
+    pub sweeps: usize,
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> NegativePhase<V, H> for Cd {
+    type State = ChainState<RbmChains<V::Scalar>>;
+
+    fn init(&self, model: &Rbm<V, H>, batch: usize, seed: u64, _par: Par) -> Result<Self::State> {
+        check_count("Cd::sweeps", self.sweeps)?;
+        Ok(ChainState::new(model.new_state(batch), seed))
+    }
+
+    fn sample(
+        &self,
+        model: &Rbm<V, H>,
+        state: &mut Self::State,
+        batch: &DMatrix<V::Scalar>,
+        par: Par,
+    ) -> NegativeInfo {
+        assert_eq!(
+            batch.shape(),
+            state.chains.visible.shape(),
+            "Cd: the minibatch does not match the chains"
+        );
+        state.chains.visible.copy_from(batch);
+        Gibbs::new(self.sweeps).step(
+            model,
+            1.0,
+            &mut state.chains,
+            state.rngs.as_mut_slice(),
+            par,
+        );
+        state.steps += 1;
+        NegativeInfo {
+            sweeps: self.sweeps as u64,
+            chain_sweeps: (self.sweeps * batch.ncols()) as u64,
+            ..NegativeInfo::default()
+        }
+    }
+
+    fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
+        &state.chains
+    }
+}
+
+/// Parallel tempering as the negative phase (spec `lifted-deo-pt.md` §2.9, with the
+/// corrections of §2.10): `chains` independent systems of replicas on the temperature ladder
+/// `betas` (increasing, the last equal to 1) of the current model. Each update runs `rounds`
+/// PT rounds, each of `sweeps` Gibbs sweeps on every rung followed by exchanges under
+/// `schedule` (stochastic or deterministic even/odd, random pair, lifted), with the exact
+/// tempered free energies; the model average uses the chains at \\(\beta = 1\\) (the last rung)
+/// after the exchanges. The ladder is rebuilt around the current parameters each update (a
+/// copy of the model, cheap next to the sweeps). Real-valued units need every \\(\beta > 0\\).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tempered {
+    /// Inverse temperatures, increasing, ending at 1.
+    pub betas: Vec<f64>,
+    /// Swap schedule.
+    pub schedule: SwapSchedule,
+    /// Gibbs sweeps per rung and round.
+    pub sweeps: usize,
+    /// PT rounds per update.
+    pub rounds: usize,
+    /// Chains (systems of replicas).
+    pub chains: usize,
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> NegativePhase<V, H> for Tempered {
+    type State = PtState<RbmChains<V::Scalar>>;
+
+    fn init(&self, model: &Rbm<V, H>, _batch: usize, seed: u64, par: Par) -> Result<Self::State> {
+        check_count("Tempered::sweeps", self.sweeps)?;
+        check_count("Tempered::rounds", self.rounds)?;
+        check_count("Tempered::chains", self.chains)?;
+        TemperatureLadder::new(model.clone(), self.betas.clone())?;
+        let rungs = self
+            .betas
+            .iter()
+            .map(|_| model.new_state(self.chains))
+            .collect();
+        let mut state = PtState::new(rungs, seed)?;
+        let n = self.chains;
+        for (k, (x, rngs)) in state
+            .rungs
+            .iter_mut()
+            .zip(state.rngs.as_mut_slice().chunks_mut(n))
+            .enumerate()
+        {
+            Gibbs::new(1).step(model, self.betas[k], x, rngs, par);
+        }
+        Ok(state)
+    }
+
+    fn sample(
+        &self,
+        model: &Rbm<V, H>,
+        state: &mut Self::State,
+        _batch: &DMatrix<V::Scalar>,
+        par: Par,
+    ) -> NegativeInfo {
+        let ladder = TemperatureLadder::new(model.clone(), self.betas.clone())
+            .expect("betas validated in init");
+        let pt = ParallelTempering::new(Gibbs::new(self.sweeps), self.schedule);
+        let pairs = self.betas.len() - 1;
+        let (mut proposed, mut sum) = (vec![0u64; pairs], vec![0.0; pairs]);
+        let mut round_trips = 0;
+        for _ in 0..self.rounds {
+            let info = pt.step(&ladder, state, par);
+            for k in 0..pairs {
+                proposed[k] += info.proposed[k];
+                sum[k] += info.acceptance_probability_sum[k];
+            }
+            round_trips += info.round_trips;
+        }
+        let sweeps = (self.sweeps * self.rounds) as u64;
+        NegativeInfo {
+            sweeps,
+            chain_sweeps: sweeps * (self.chains * self.betas.len()) as u64,
+            swap_acceptance: proposed
+                .iter()
+                .zip(&sum)
+                .map(|(&n, &s)| if n == 0 { f64::NAN } else { s / n as f64 })
+                .collect(),
+            round_trips,
+            ..NegativeInfo::default()
+        }
+    }
+
+    fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
+        state.rungs.last().expect("at least one rung")
+    }
+}
+
+/// Jarzynski-reweighted (population-annealing) persistent chains (spec `ptt-trais-rcm.md`
+/// §2.12, SI E): `chains` persistent chains moved by `sweeps` Gibbs sweeps at the *current*
+/// parameters before the update, carrying log-weights \\(-W_r\\) that make the weighted chains
+/// an unbiased representation of the current model despite the chains lagging behind it:
+/// after each update \\(\Theta \to \Theta'\\),
+///
+/// \\[ W_r \leftarrow W_r + F_{\Theta'}(v_r) - F_\Theta(v_r) \\]
+///
+/// (visible free energies: the chains are tracked on \\(v\\), Eq. 37 on the marginal), and the
+/// model average is \\(\sum_r e^{-W_r} o(v_r) / \sum_r e^{-W_r}\\) (Eq. 30). When the relative
+/// ESS (Eq. 38, [`LogMeanExp::relative_ess`]) falls below `resample_below_ess`, the
+/// chains are resampled in proportion to their weights (systematic resampling, one uniform)
+/// ([`systematic_resampling`]) and every \\(W_r\\) is reset to 0; chain \\(r\\) keeps its own RNG stream.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Jarzynski {
+    /// Gibbs sweeps per update.
+    pub sweeps: usize,
+    /// Number of chains.
+    pub chains: usize,
+    /// Relative ESS in \\((0, 1]\\) below which the chains are resampled (the paper suggests
+    /// 0.5, the reference code 0.7).
+    pub resample_below_ess: f64,
+}
+
+/// The state of [`Jarzynski`]: persistent chains and their weights.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct JarzynskiState<F: Scalar> {
+    /// The chains and their streams.
+    pub chains: ChainState<RbmChains<F>>,
+    /// \\(-W_r\\) per chain.
+    pub log_weights: Vec<f64>,
+    /// The normalised weights \\(e^{-W_r} / \sum_s e^{-W_s}\\).
+    pub weights: Vec<f64>,
+    /// The generator of the resampling uniforms.
+    pub resampling_rng: ChainRng,
+    /// Number of resamplings so far.
+    pub resamplings: u64,
+}
+
+fn normalised(log_weights: &[f64]) -> Vec<f64> {
+    let m = log_weights
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
+    let w: Vec<f64> = log_weights.iter().map(|l| (l - m).exp()).collect();
+    let s: f64 = w.iter().sum();
+    w.iter().map(|x| x / s).collect()
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> NegativePhase<V, H> for Jarzynski {
+    type State = JarzynskiState<V::Scalar>;
+
+    fn init(&self, model: &Rbm<V, H>, _batch: usize, seed: u64, par: Par) -> Result<Self::State> {
+        check_count("Jarzynski::sweeps", self.sweeps)?;
+        check_count("Jarzynski::chains", self.chains)?;
+        if !(self.resample_below_ess > 0.0 && self.resample_below_ess <= 1.0) {
+            return Err(Error::InvalidParameter {
+                name: "Jarzynski::resample_below_ess".into(),
+                reason: format!("must lie in (0, 1], got {}", self.resample_below_ess),
+            });
+        }
+        let n = self.chains;
+        Ok(JarzynskiState {
+            chains: initial_chains(model, n, seed, par),
+            log_weights: vec![0.0; n],
+            weights: vec![1.0 / n as f64; n],
+            resampling_rng: RngStreams::auxiliary(seed, 4),
+            resamplings: 0,
+        })
+    }
+
+    fn sample(
+        &self,
+        model: &Rbm<V, H>,
+        state: &mut Self::State,
+        _batch: &DMatrix<V::Scalar>,
+        par: Par,
+    ) -> NegativeInfo {
+        let c = &mut state.chains;
+        Gibbs::new(self.sweeps).step(model, 1.0, &mut c.chains, c.rngs.as_mut_slice(), par);
+        c.steps += 1;
+        NegativeInfo {
+            sweeps: self.sweeps as u64,
+            chain_sweeps: (self.sweeps * self.chains) as u64,
+            ..NegativeInfo::default()
+        }
+    }
+
+    fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
+        &state.chains.chains
+    }
+
+    fn weights<'a>(&self, state: &'a Self::State) -> Option<&'a [f64]> {
+        Some(&state.weights)
+    }
+
+    fn after_update(
+        &self,
+        old: &Rbm<V, H>,
+        new: &Rbm<V, H>,
+        state: &mut Self::State,
+        info: &mut NegativeInfo,
+        par: Par,
+    ) {
+        let n = self.chains;
+        let (mut e_old, mut e_new) = (vec![0.0; n], vec![0.0; n]);
+        let x = &state.chains.chains;
+        old.energies(x, 1.0, &mut e_old, par);
+        new.energies(x, 1.0, &mut e_new, par);
+        for ((l, a), b) in state.log_weights.iter_mut().zip(&e_old).zip(&e_new) {
+            *l += a - b;
+        }
+        let ess = LogMeanExp::of(&state.log_weights).relative_ess();
+        info.ess = Some(ess);
+        if ess < self.resample_below_ess {
+            let u = f64::uniform(&mut state.resampling_rng);
+            let picks = systematic_resampling(&state.log_weights, u);
+            let old_chains = state.chains.chains.clone();
+            let x = &mut state.chains.chains;
+            let (rv, rh) = (x.visible.nrows(), x.hidden.nrows());
+            for (i, &j) in picks.iter().enumerate() {
+                x.visible.as_mut_slice()[i * rv..(i + 1) * rv]
+                    .copy_from_slice(&old_chains.visible.as_slice()[j * rv..(j + 1) * rv]);
+                x.hidden.as_mut_slice()[i * rh..(i + 1) * rh]
+                    .copy_from_slice(&old_chains.hidden.as_slice()[j * rh..(j + 1) * rh]);
+            }
+            state.log_weights.fill(0.0);
+            state.resamplings += 1;
+            info.resampled = true;
+        }
+        state.weights = normalised(&state.log_weights);
+    }
+}

@@ -1,0 +1,561 @@
+//! The trainer: configuration ([`Trainer`]), state ([`TrainState`]) and per-update information
+//! ([`TrainInfo`]).
+
+use crate::data::{BatchSampler, TrainingData, gather};
+use crate::layers::TrainableLayer;
+use crate::negative::{NegativeInfo, NegativePhase};
+use crate::optim::{LearningRate, Optimizer, OptimizerState, Penalty};
+use crate::params::{apply_step, independent_log_partition, zero_sum_gauge};
+use crate::stats::{Gradient, Moments};
+use ebm_core::{ChainState, Error, Kernel, Observer, Par, Result, RngStreams, Scalar};
+use ebm_estimators::{LogZEstimate, OnlineTrajectoryAis};
+use ebm_io::Trajectory;
+use ebm_models::{Layer, Rbm, RbmChains};
+use ebm_samplers::Gibbs;
+use ebm_samplers::tempering::{CheckpointSelector, Selection};
+use nalgebra::DMatrix;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// When to keep training checkpoints for parallel trajectory tempering (spec
+/// `ptt-trais-rcm.md` §2.10): every `every` updates the current model is offered, with the
+/// negative phase's chains, to a [`CheckpointSelector`], which keeps it when the estimated swap
+/// acceptance between it and the last kept model has fallen below `target_acceptance`. The
+/// initial model is always kept. Kept models accumulate in the state
+/// ([`TrainState::trajectory`]); with a `path`, the trajectory file is also rewritten
+/// (atomically, [`ebm_io::save_trajectory`]) each time a model is kept.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointPolicy {
+    /// Target swap acceptance between neighbouring kept models (0.25 in the paper).
+    pub target_acceptance: f64,
+    /// Offer the model every this many updates (1: after every update, as the reference code).
+    pub every: u64,
+    /// Where to write the trajectory file each time a model is kept.
+    pub path: Option<PathBuf>,
+}
+
+impl Default for CheckpointPolicy {
+    fn default() -> Self {
+        Self {
+            target_acceptance: 0.25,
+            every: 1,
+            path: None,
+        }
+    }
+}
+
+/// Online log-likelihood during training (spec `ptt-trais-rcm.md` §2.7): an
+/// [`OnlineTrajectoryAis`] estimator follows the run, its `chains` chains reweighted by
+/// \(F_{\text{old}} - F_{\text{new}}\) and moved by one Gibbs sweep at the new parameters
+/// after every update (about one sweep per update), starting from the exact \(\log Z\) of the
+/// initial model; every `every` updates the train (and test) log-likelihood
+/// \(\langle -F(v)\rangle_{\mathcal D} - \log\hat Z\) is reported ([`LikelihoodInfo`]).
+///
+/// The initial model's \(\log Z\) and chains: when its weights are all zero (e.g.
+/// [`crate::initial_model`] with \(\sigma = 0\)) both are exact (the layers' cumulant generating
+/// functions, and one Gibbs sweep, which draws exactly without couplings). Otherwise
+/// `initial_log_z` must give its exact \(\log Z\) (e.g. by enumeration for a small layer,
+/// `ebm_models::exact`), and the chains are equilibrated by `initial_sweeps` Gibbs sweeps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LikelihoodPolicy {
+    /// Number of estimator chains (the reference code uses as many as persistent chains).
+    pub chains: usize,
+    /// Relative ESS below which the estimator resamples (0 never resamples).
+    pub resample_below_ess: f64,
+    /// Report the train / test log-likelihood every this many updates.
+    pub every: u64,
+    /// Exact \(\log Z\) of an initial model with couplings.
+    pub initial_log_z: Option<f64>,
+    /// Gibbs sweeps drawing the initial chains of a model with couplings.
+    pub initial_sweeps: usize,
+}
+
+impl Default for LikelihoodPolicy {
+    fn default() -> Self {
+        Self {
+            chains: 1000,
+            resample_below_ess: 0.5,
+            every: 1,
+            initial_log_z: None,
+            initial_sweeps: 1000,
+        }
+    }
+}
+
+/// The online log-likelihood after an update.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LikelihoodInfo {
+    /// The estimate of \(\log Z\) of the new model (with its standard error and ESS).
+    pub log_z: LogZEstimate,
+    /// The estimator's relative ESS after reweighting, before any resampling.
+    pub relative_ess: f64,
+    /// Whether the estimator resampled its chains at this update.
+    pub resampled: bool,
+    /// Mean log-likelihood of the training data (weighted), at the reporting interval.
+    pub train: Option<f64>,
+    /// Mean log-likelihood of the test data, at the reporting interval when test data are given.
+    pub test: Option<f64>,
+}
+
+/// The weighted mean log-likelihood \(\sum_j w_j(-F(v_j))/\sum_j w_j - \log Z\) of `data`.
+pub fn mean_log_likelihood<V, H>(
+    rbm: &Rbm<V, H>,
+    data: &TrainingData<V::Scalar>,
+    log_z: f64,
+    par: Par,
+) -> f64
+where
+    V: Layer,
+    H: Layer<Scalar = V::Scalar>,
+{
+    let mut f = vec![0.0; data.n_samples()];
+    rbm.free_energy_visible(data.samples(), 1.0, &mut f, par);
+    let w = data.weights();
+    let total: f64 = w.iter().sum();
+    -f.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / total - log_z
+}
+
+/// Maximum-likelihood training of an [`Rbm<V, H>`](Rbm) of any pair of
+/// [`TrainableLayer`]s by minibatch gradient ascent (spec `ptt-trais-rcm.md` §2.1):
+///
+/// 1. draw a minibatch of `batch_size` samples ([`TrainingData`], weighted);
+/// 2. data moments with the hidden layer averaged out exactly ([`Moments::of_visible`]);
+/// 3. the negative phase `negative` moves its chains at the current parameters and gives the
+///    model moments ([`NegativePhase`]);
+/// 4. the gradient ([`Gradient::from_moments`], centred when `centred`), the weight penalties
+///    ([`Penalty`]), the optimiser step at the scheduled learning rate;
+/// 5. the new parameters: precisions floored at `min_precision`, the zero-sum gauge of one-hot
+///    layers restored when `zero_sum_gauge` ([`crate::zero_sum_gauge`]);
+/// 6. reweighting hooks of the negative phase, checkpoint selection ([`CheckpointPolicy`]),
+///    the online log-likelihood ([`LikelihoodPolicy`]).
+///
+/// The trainer holds configuration only; everything that changes lives in a [`TrainState`],
+/// which serialises and resumes bit for bit. It prints nothing: progress goes to an
+/// [`Observer`] of [`TrainInfo`] (see [`crate::observe`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trainer<P> {
+    /// The negative phase.
+    pub negative: P,
+    /// Samples per minibatch (at most the number of training samples).
+    pub batch_size: usize,
+    /// Learning-rate schedule.
+    pub learning_rate: LearningRate,
+    /// Optimiser.
+    pub optimizer: Optimizer,
+    /// Weight penalties.
+    pub penalty: Penalty,
+    /// Centred gradient (Montavon & Müller), on by default as in the reference code.
+    pub centred: bool,
+    /// Keep one-hot (Potts) layers in the zero-sum gauge on all parameters (default on; has
+    /// no effect on other layers).
+    pub zero_sum_gauge: bool,
+    /// Floor of precision parameters ([`TrainableLayer::PRECISION_TENSORS`]), > 0.
+    pub min_precision: f64,
+    /// Checkpoint selection, if any.
+    pub checkpoints: Option<CheckpointPolicy>,
+    /// Online log-likelihood, if any.
+    pub likelihood: Option<LikelihoodPolicy>,
+}
+
+impl<P> Trainer<P> {
+    /// A trainer with the given negative phase and batch size and the defaults of the
+    /// reference code: constant learning rate 0.01, plain SGD, no penalty, centred gradient,
+    /// zero-sum gauge, `min_precision` 0.05, no checkpoint selection, no online likelihood.
+    pub fn new(negative: P, batch_size: usize) -> Self {
+        Self {
+            negative,
+            batch_size,
+            learning_rate: LearningRate::Constant(0.01),
+            optimizer: Optimizer::SGD,
+            penalty: Penalty::default(),
+            centred: true,
+            zero_sum_gauge: true,
+            min_precision: 0.05,
+            checkpoints: None,
+            likelihood: None,
+        }
+    }
+
+    fn validate(&self, n_samples: usize) -> Result<()> {
+        if self.batch_size == 0 || self.batch_size > n_samples {
+            return Err(Error::InvalidParameter {
+                name: "batch_size".into(),
+                reason: format!(
+                    "must lie in 1..={n_samples} (the number of training samples), got {}",
+                    self.batch_size
+                ),
+            });
+        }
+        self.learning_rate.validate()?;
+        self.optimizer.validate()?;
+        self.penalty.validate()?;
+        if !(self.min_precision > 0.0 && self.min_precision.is_finite()) {
+            return Err(Error::InvalidParameter {
+                name: "min_precision".into(),
+                reason: format!("must be finite and > 0, got {}", self.min_precision),
+            });
+        }
+        if let Some(c) = &self.checkpoints
+            && c.every == 0
+        {
+            return Err(Error::InvalidParameter {
+                name: "checkpoints.every".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
+        if let Some(l) = &self.likelihood
+            && (l.every == 0 || l.chains < 2)
+        {
+            return Err(Error::InvalidParameter {
+                name: "likelihood".into(),
+                reason: format!("needs every >= 1 and at least 2 chains, got {l:?}"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Everything a training run owns besides its configuration and data: the model, the
+/// optimiser's moments, the negative phase's chains and streams, the minibatch order, the
+/// update counter, the checkpoint selector and the kept checkpoints. Serialising it and
+/// loading it later ([`TrainState::save`], [`TrainState::load`]) continues the run bit for bit.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound(serialize = "S: Serialize", deserialize = "S: DeserializeOwned"))]
+pub struct TrainState<V: Layer, H: Layer<Scalar = V::Scalar>, S> {
+    /// The current model.
+    pub model: Rbm<V, H>,
+    /// Number of parameter updates done.
+    pub update: u64,
+    /// The optimiser's moments.
+    pub optimizer: OptimizerState,
+    /// The negative phase's state.
+    pub negative: S,
+    batches: BatchSampler,
+    selector: Option<CheckpointSelector<Rbm<V, H>>>,
+    kept: Vec<(u64, Rbm<V, H>)>,
+    /// The online trajectory AIS estimator, when the likelihood is followed.
+    pub likelihood: Option<OnlineTrajectoryAis<RbmChains<V::Scalar>>>,
+}
+
+/// What one update did, reported to the observer after the update.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainInfo {
+    /// The update number (1 for the first update).
+    pub update: u64,
+    /// The learning rate used.
+    pub learning_rate: f64,
+    /// Norm of the gradient estimate (before penalties and optimiser).
+    pub gradient_norm: f64,
+    /// The negative phase's report.
+    pub negative: NegativeInfo,
+    /// The checkpoint selector's decision, when the model was offered this update.
+    pub checkpoint: Option<Selection>,
+    /// The online log-likelihood, when followed.
+    pub likelihood: Option<LikelihoodInfo>,
+}
+
+impl<V, H, S> TrainState<V, H, S>
+where
+    V: TrainableLayer,
+    H: TrainableLayer<Scalar = V::Scalar>,
+{
+    /// The models kept by checkpoint selection, with their update numbers.
+    pub fn checkpoints(&self) -> &[(u64, Rbm<V, H>)] {
+        &self.kept
+    }
+
+    /// The training trajectory for parallel trajectory tempering: the kept checkpoints
+    /// followed by the current model (the final model is always kept, spec §2.10) unless it
+    /// was just kept.
+    pub fn trajectory(&self) -> Trajectory<V, H> {
+        let mut t = Trajectory::from_checkpoints(self.kept.iter().cloned())
+            .expect("kept checkpoints have increasing updates and one shape");
+        if self.kept.last().is_none_or(|(u, _)| *u < self.update) {
+            t.push(self.update, self.model.clone())
+                .expect("the current update is the latest");
+        }
+        t
+    }
+}
+
+impl<V, H, S> TrainState<V, H, S>
+where
+    V: TrainableLayer,
+    H: TrainableLayer<Scalar = V::Scalar>,
+    S: Serialize + DeserializeOwned,
+{
+    /// Writes the state to `path` as JSON (every float with its shortest round-trip
+    /// representation, so loading restores it bit for bit), atomically.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be written (a previous file is then untouched).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let json = serde_json::to_vec(self).map_err(|e| Error::InvalidParameter {
+            name: "training state".into(),
+            reason: format!("cannot serialise: {e}"),
+        })?;
+        ebm_io::write_atomically(path, |w| w.write_all(&json))
+    }
+
+    /// Reads a state written by [`TrainState::save`] for the same layer types and negative
+    /// phase.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read; [`Error::Format`] with the line and column if
+    /// it is not such a state (including a model whose unit kinds differ from `V` and `H`).
+    pub fn load(path: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        serde_json::from_slice(&bytes).map_err(|e| Error::Format {
+            path: path.to_path_buf(),
+            location: format!("line {} column {}", e.line(), e.column()),
+            reason: format!("not a training state of this model and negative phase: {e}"),
+        })
+    }
+}
+
+impl<P> Trainer<P> {
+    /// A fresh training state for `model` and `data`, with every stream derived from `seed`:
+    /// validates the configuration and the data, applies the zero-sum gauge, initialises the
+    /// negative phase's chains and the optimiser, and offers the initial model to the
+    /// checkpoint selector (which keeps it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for an invalid configuration (batch size, rates,
+    /// optimiser, penalties, negative phase, target acceptance);
+    /// [`Error::ShapeMismatch`] if the data do not match the model's visible layer.
+    pub fn init<V, H>(
+        &self,
+        model: Rbm<V, H>,
+        data: &TrainingData<V::Scalar>,
+        seed: u64,
+        par: Par,
+    ) -> Result<TrainState<V, H, P::State>>
+    where
+        V: TrainableLayer,
+        H: TrainableLayer<Scalar = V::Scalar>,
+        P: NegativePhase<V, H>,
+    {
+        self.validate(data.n_samples())?;
+        Error::check_len(
+            "rows of the training data (visible width)",
+            model.visible().width(),
+            data.samples().nrows(),
+        )?;
+        if model.visible().width() == 0 || model.hidden().width() == 0 {
+            return Err(Error::InvalidParameter {
+                name: "model".into(),
+                reason: "both layers need at least one unit".into(),
+            });
+        }
+        let model = if self.zero_sum_gauge {
+            zero_sum_gauge(model)?
+        } else {
+            model
+        };
+        let negative = self.negative.init(&model, self.batch_size, seed, par)?;
+        let n_params =
+            model.weights().len() + model.visible().n_parameters() + model.hidden().n_parameters();
+        let mut state = TrainState {
+            optimizer: OptimizerState::new(&self.optimizer, n_params),
+            negative,
+            batches: BatchSampler::new(data.n_samples(), RngStreams::auxiliary(seed, 3)),
+            selector: None,
+            kept: Vec::new(),
+            likelihood: None,
+            update: 0,
+            model,
+        };
+        if let Some(policy) = &self.likelihood {
+            let (log_z0, sweeps) = match (
+                independent_log_partition(&state.model),
+                policy.initial_log_z,
+            ) {
+                (Some(z), _) => (z, 1),
+                (None, Some(z)) if z.is_finite() => (z, policy.initial_sweeps.max(1)),
+                _ => {
+                    return Err(Error::InvalidParameter {
+                        name: "likelihood.initial_log_z".into(),
+                        reason: "the initial model has couplings: give its exact log Z (or start \
+                                 from zero weights)"
+                            .into(),
+                    });
+                }
+            };
+            // Streams of their own: a seed derived from the training seed.
+            let aux_seed = seed ^ 0x9E37_79B9_7F4A_7C15;
+            let mut chains = ChainState::new(state.model.default_chains(policy.chains), aux_seed);
+            Gibbs::new(sweeps).step(
+                &state.model,
+                1.0,
+                &mut chains.chains,
+                chains.rngs.as_mut_slice(),
+                par,
+            );
+            state.likelihood = Some(OnlineTrajectoryAis::try_new(
+                chains.chains,
+                aux_seed.wrapping_add(1),
+                log_z0,
+                policy.resample_below_ess,
+            )?);
+        }
+        if let Some(policy) = &self.checkpoints {
+            let mut selector = CheckpointSelector::new(policy.target_acceptance, seed)?;
+            let chains = self.negative.chains(&state.negative);
+            selector.offer(&state.model, chains, par);
+            state.selector = Some(selector);
+            state.kept.push((0, state.model.clone()));
+            if let Some(path) = &policy.path {
+                ebm_io::save_trajectory(&state.trajectory(), path)?;
+            }
+        }
+        Ok(state)
+    }
+
+    /// One parameter update (see [`Trainer`]) on minibatches of `train`; returns what it did.
+    /// `test` data only enter the reported log-likelihood ([`LikelihoodPolicy`]).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] if `data` is not the data the state was initialised with (its
+    /// number of samples); [`Error::InvalidParameter`] if an update produces invalid
+    /// parameters (divergence: a step too large); [`Error::Io`] if the trajectory file cannot
+    /// be written. After an error the state is not fit for an exact resume.
+    pub fn step<V, H>(
+        &self,
+        state: &mut TrainState<V, H, P::State>,
+        train: &TrainingData<V::Scalar>,
+        test: Option<&TrainingData<V::Scalar>>,
+        par: Par,
+    ) -> Result<TrainInfo>
+    where
+        V: TrainableLayer,
+        H: TrainableLayer<Scalar = V::Scalar>,
+        P: NegativePhase<V, H>,
+    {
+        Error::check_len(
+            "training samples (the data the state was initialised with)",
+            state.batches.n_samples(),
+            train.n_samples(),
+        )?;
+        if let Some(t) = test {
+            Error::check_len(
+                "rows of the test data (visible width)",
+                state.model.visible().width(),
+                t.samples().nrows(),
+            )?;
+        }
+        let data = train;
+        let mut batch = DMatrix::zeros(0, 0);
+        let mut weights = Vec::new();
+        let indices = state.batches.next_batch(self.batch_size);
+        gather(data, indices, &mut batch, &mut weights);
+
+        let data_moments = Moments::of_visible(&state.model, &batch, Some(&weights), par);
+        let mut negative_info =
+            self.negative
+                .sample(&state.model, &mut state.negative, &batch, par);
+        let model_moments = Moments::of_visible(
+            &state.model,
+            &self.negative.chains(&state.negative).visible,
+            self.negative.weights(&state.negative),
+            par,
+        );
+        let gradient = Gradient::from_moments(&data_moments, &model_moments, self.centred);
+        let mut step = gradient.flat();
+        let nw = state.model.weights().len();
+        self.penalty.apply(
+            state.model.weights().iter().map(|w| w.as_f64()),
+            &mut step[..nw],
+        );
+        let rate = self.learning_rate.at(state.update);
+        state.optimizer.step(&self.optimizer, rate, &mut step);
+        let new = apply_step(
+            state.model.clone(),
+            &step,
+            gradient.centre.as_ref(),
+            self.min_precision,
+            self.zero_sum_gauge,
+        )?;
+        let old = std::mem::replace(&mut state.model, new);
+        self.negative.after_update(
+            &old,
+            &state.model,
+            &mut state.negative,
+            &mut negative_info,
+            par,
+        );
+        state.update += 1;
+
+        let mut checkpoint = None;
+        if let (Some(policy), Some(selector)) = (&self.checkpoints, state.selector.as_mut())
+            && state.update.is_multiple_of(policy.every)
+        {
+            let chains = self.negative.chains(&state.negative);
+            let selection = selector.offer(&state.model, chains, par);
+            if selection.keep {
+                state.kept.push((state.update, state.model.clone()));
+                if let Some(path) = &policy.path {
+                    let t = Trajectory::from_checkpoints(state.kept.iter().cloned())?;
+                    ebm_io::save_trajectory(&t, path)?;
+                }
+            }
+            checkpoint = Some(selection);
+        }
+        let likelihood = match (&self.likelihood, state.likelihood.as_mut()) {
+            (Some(policy), Some(estimator)) => {
+                let info = estimator.advance(&old, &state.model, &Gibbs::new(1), par);
+                let report = state.update.is_multiple_of(policy.every);
+                let z = info.estimate.log_z;
+                Some(LikelihoodInfo {
+                    train: report.then(|| mean_log_likelihood(&state.model, train, z, par)),
+                    test: test
+                        .filter(|_| report)
+                        .map(|t| mean_log_likelihood(&state.model, t, z, par)),
+                    relative_ess: info.relative_ess,
+                    resampled: info.resampled,
+                    log_z: info.estimate,
+                })
+            }
+            _ => None,
+        };
+        Ok(TrainInfo {
+            update: state.update,
+            learning_rate: rate,
+            gradient_norm: gradient.norm(),
+            negative: negative_info,
+            checkpoint,
+            likelihood,
+        })
+    }
+
+    /// Runs `updates` updates ([`Trainer::step`]), reporting each [`TrainInfo`] to `observer`
+    /// (with the update number as step).
+    ///
+    /// # Errors
+    /// As [`Trainer::step`], or the first error the observer returns (the state then holds
+    /// the update just observed).
+    pub fn run<V, H, O>(
+        &self,
+        state: &mut TrainState<V, H, P::State>,
+        train: &TrainingData<V::Scalar>,
+        test: Option<&TrainingData<V::Scalar>>,
+        updates: u64,
+        par: Par,
+        mut observer: O,
+    ) -> Result<()>
+    where
+        V: TrainableLayer,
+        H: TrainableLayer<Scalar = V::Scalar>,
+        P: NegativePhase<V, H>,
+        O: Observer<TrainInfo>,
+    {
+        for _ in 0..updates {
+            let info = self.step(state, train, test, par)?;
+            observer.observe(info.update, &info)?;
+        }
+        Ok(())
+    }
+}
