@@ -20,7 +20,7 @@ fn opt(x: Option<f64>) -> String {
 
 /// A human-readable progress line every `every` updates: update, learning rate, gradient
 /// norm, mean and minimum swap acceptance (tempered phases), ESS (reweighted phases), the
-/// online \(\log Z\) and train / test log-likelihood with the estimator's ESS, the last
+/// online \\(\log Z\\) and train / test log-likelihood with the estimator's ESS, the last
 /// checkpoint acceptance and the number of checkpoints kept during the observed updates.
 #[derive(Debug)]
 pub struct Progress<W> {

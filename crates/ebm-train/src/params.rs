@@ -290,8 +290,8 @@ mod tests {
     }
 
     /// The centred SGD step equals the reference code's formulas (spec Appendix Z):
-    /// \(\Delta W = \gamma\nabla W\), \(\Delta\theta = \gamma(\bar v - \langle v\rangle - \nabla W \bar h)\),
-    /// \(\Delta\eta = \gamma(\bar h - \langle h\rangle - \nabla W^\top \bar v)\).
+    /// \\(\Delta W = \gamma\nabla W\\), \\(\Delta\theta = \gamma(\bar v - \langle v\rangle - \nabla W \bar h)\\),
+    /// \\(\Delta\eta = \gamma(\bar h - \langle h\rangle - \nabla W^\top \bar v)\\).
     #[test]
     fn centred_step_matches_the_reference_formulas() {
         use crate::stats::{Gradient, Moments};

@@ -47,15 +47,15 @@ impl Default for CheckpointPolicy {
 
 /// Online log-likelihood during training (spec `ptt-trais-rcm.md` §2.7): an
 /// [`OnlineTrajectoryAis`] estimator follows the run, its `chains` chains reweighted by
-/// \(F_{\text{old}} - F_{\text{new}}\) and moved by one Gibbs sweep at the new parameters
-/// after every update (about one sweep per update), starting from the exact \(\log Z\) of the
+/// \\(F_{\text{old}} - F_{\text{new}}\\) and moved by one Gibbs sweep at the new parameters
+/// after every update (about one sweep per update), starting from the exact \\(\log Z\\) of the
 /// initial model; every `every` updates the train (and test) log-likelihood
-/// \(\langle -F(v)\rangle_{\mathcal D} - \log\hat Z\) is reported ([`LikelihoodInfo`]).
+/// \\(\langle -F(v)\rangle_{\mathcal D} - \log\hat Z\\) is reported ([`LikelihoodInfo`]).
 ///
-/// The initial model's \(\log Z\) and chains: when its weights are all zero (e.g.
-/// [`crate::initial_model`] with \(\sigma = 0\)) both are exact (the layers' cumulant generating
+/// The initial model's \\(\log Z\\) and chains: when its weights are all zero (e.g.
+/// [`crate::initial_model`] with \\(\sigma = 0\\)) both are exact (the layers' cumulant generating
 /// functions, and one Gibbs sweep, which draws exactly without couplings). Otherwise
-/// `initial_log_z` must give its exact \(\log Z\) (e.g. by enumeration for a small layer,
+/// `initial_log_z` must give its exact \\(\log Z\\) (e.g. by enumeration for a small layer,
 /// `ebm_models::exact`), and the chains are equilibrated by `initial_sweeps` Gibbs sweeps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LikelihoodPolicy {
@@ -65,7 +65,8 @@ pub struct LikelihoodPolicy {
     pub resample_below_ess: f64,
     /// Report the train / test log-likelihood every this many updates.
     pub every: u64,
-    /// Exact \(\log Z\) of an initial model with couplings.
+    /// Exact \\(\log Z\\) of an initial model with couplings (of the model as given to
+    /// [`Trainer::init`]; the trainer corrects it for its zero-sum gauge).
     pub initial_log_z: Option<f64>,
     /// Gibbs sweeps drawing the initial chains of a model with couplings.
     pub initial_sweeps: usize,
@@ -86,7 +87,7 @@ impl Default for LikelihoodPolicy {
 /// The online log-likelihood after an update.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LikelihoodInfo {
-    /// The estimate of \(\log Z\) of the new model (with its standard error and ESS).
+    /// The estimate of \\(\log Z\\) of the new model (with its standard error and ESS).
     pub log_z: LogZEstimate,
     /// The estimator's relative ESS after reweighting, before any resampling.
     pub relative_ess: f64,
@@ -98,7 +99,7 @@ pub struct LikelihoodInfo {
     pub test: Option<f64>,
 }
 
-/// The weighted mean log-likelihood \(\sum_j w_j(-F(v_j))/\sum_j w_j - \log Z\) of `data`.
+/// The weighted mean log-likelihood \\(\sum_j w_j(-F(v_j))/\sum_j w_j - \log Z\\) of `data`.
 pub fn mean_log_likelihood<V, H>(
     rbm: &Rbm<V, H>,
     data: &TrainingData<V::Scalar>,
@@ -351,10 +352,17 @@ impl<P> Trainer<P> {
                 reason: "both layers need at least one unit".into(),
             });
         }
-        let model = if self.zero_sum_gauge {
-            zero_sum_gauge(model)?
+        // The gauge shifts every energy by one constant c = E_given - E_gauged, hence
+        // log Z by +c: measured on one configuration, it corrects a given initial log Z.
+        let (model, gauge_offset) = if self.zero_sum_gauge {
+            let gauged = zero_sum_gauge(model.clone())?;
+            let x = model.default_chains(1);
+            let (mut a, mut b) = ([0.0], [0.0]);
+            model.free_energy_visible(&x.visible, 1.0, &mut a, Par::Seq);
+            gauged.free_energy_visible(&x.visible, 1.0, &mut b, Par::Seq);
+            (gauged, a[0] - b[0])
         } else {
-            model
+            (model, 0.0)
         };
         let negative = self.negative.init(&model, self.batch_size, seed, par)?;
         let n_params =
@@ -375,7 +383,9 @@ impl<P> Trainer<P> {
                 policy.initial_log_z,
             ) {
                 (Some(z), _) => (z, 1),
-                (None, Some(z)) if z.is_finite() => (z, policy.initial_sweeps.max(1)),
+                (None, Some(z)) if z.is_finite() => {
+                    (z + gauge_offset, policy.initial_sweeps.max(1))
+                }
                 _ => {
                     return Err(Error::InvalidParameter {
                         name: "likelihood.initial_log_z".into(),
