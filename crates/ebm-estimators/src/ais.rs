@@ -1,0 +1,371 @@
+//! Annealed importance sampling, written once over ladders: forward AIS along any ladder
+//! (temperature, reference-interpolated, training trajectory, concatenations), reverse AIS,
+//! and the transition that the online trajectory estimator applies after each training update.
+
+use crate::estimate::{
+    DescribeLadder, Direction, ErrorBar, LadderKind, LogZEstimate, Method, RungLogZ,
+};
+use crate::exact::Start;
+use crate::population::{Population, SelectChains};
+use ebm_core::{EnergyModel, Error, Kernel, Par};
+use ebm_samplers::tempering::{Ladder, Rung};
+use serde::{Deserialize, Serialize};
+
+/// One annealing transition: carries a weighted [`Population`] from the law of one rung to the
+/// law of the next. Every estimator of this crate that moves along a ladder (forward AIS,
+/// reverse AIS, offline and online trajectory AIS) is a sequence of such transitions, so a
+/// transition rule is written once and runs on every ladder.
+///
+/// Contract: if the weighted chains target \\(p_{\text{from}}\\) on entry, in the sense that
+/// \\(\mathbb E \sum_i e^{w_i} g(x_i) = c\, Z_{\text{from}}\, \mathbb E_{p_\text{from}} g\\) for
+/// every function \\(g\\) (with the constant \\(c\\) carried by the population), then on exit
+/// the same holds with \\(p_{\text{to}}\\) and \\(Z_{\text{to}}\\). [`Ais`] is the
+/// implementation of this crate.
+pub trait Annealer<M: EnergyModel>: Sync {
+    /// Carries `population` from rung `from` to rung `to`.
+    ///
+    /// # Panics
+    /// If the population's chains do not match the models' shape.
+    fn transition(
+        &self,
+        from: Rung<'_, M>,
+        to: Rung<'_, M>,
+        population: &mut Population<M::State>,
+        par: Par,
+    ) -> TransitionInfo;
+
+    /// The relative-ESS threshold below which the population is resampled, if any (recorded in
+    /// [`Method::Ais`]).
+    fn resample_below_ess(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// What one annealing transition did.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TransitionInfo {
+    /// Relative ESS of the weights after reweighting (before any resampling).
+    pub relative_ess: f64,
+    /// Whether the population was resampled.
+    pub resampled: bool,
+}
+
+/// Neal's annealed importance sampling transition (spec `ptt-trais-rcm.md` §2.4): **first**
+/// reweight at the current states,
+///
+/// \\[ w_i \mathrel{+}= E_{\text{from}}(x_i) - E_{\text{to}}(x_i), \\]
+///
+/// **then** move every chain with one step of `kernel` at the **new** rung. The current
+/// states were produced by a kernel that leaves the previous law invariant (or are exact draws
+/// of rung 0), which is what makes \\(\mathbb E[\frac1n\sum_i e^{w_i}] = Z_K / Z_0\\) exact. Moving
+/// with the new rung's kernel *before* weighting — the ordering of a peer's code (spec
+/// `peer-libraries.md` §1.2, rbms #7) — biases the estimate upwards; the accuracy tests reject
+/// it. (Moving with the *previous* rung's kernel and then weighting is also exact: it is the
+/// same scheme with the kernels shifted by one rung.)
+///
+/// Optionally, when the relative ESS after reweighting falls below a threshold, the population
+/// is resampled ([`Population::resample`], systematic) before the move, carrying \\(\log Z\\)
+/// over: a sequential Monte Carlo / population-annealing variant (spec §2.12) that the online
+/// trajectory estimator uses.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ais<K> {
+    /// The kernel applied at each new rung (e.g. `Gibbs::new(1)`).
+    pub kernel: K,
+    resample_below_ess: Option<f64>,
+}
+
+fn check_threshold(threshold: f64) -> ebm_core::Result<()> {
+    if (0.0..=1.0).contains(&threshold) {
+        Ok(())
+    } else {
+        Err(Error::InvalidParameter {
+            name: "resample_below_ess".into(),
+            reason: format!("a relative ESS threshold must lie in [0, 1], got {threshold}"),
+        })
+    }
+}
+
+impl<K> Ais<K> {
+    /// AIS moving with `kernel`, without resampling.
+    pub fn new(kernel: K) -> Self {
+        Self {
+            kernel,
+            resample_below_ess: None,
+        }
+    }
+
+    /// The same transition, resampling whenever the relative ESS after reweighting falls below
+    /// `threshold` (0 never resamples, 1 resamples at every transition with unequal weights).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] unless `threshold` lies in \\([0, 1]\\).
+    pub fn with_resampling(self, threshold: f64) -> ebm_core::Result<Self> {
+        check_threshold(threshold)?;
+        Ok(Self {
+            resample_below_ess: Some(threshold),
+            ..self
+        })
+    }
+}
+
+/// Reweight, resample if the relative ESS is below `threshold`, move with `kernel` at `to`.
+pub(crate) fn weight_then_move<M, K>(
+    kernel: &K,
+    threshold: Option<f64>,
+    from: Rung<'_, M>,
+    to: Rung<'_, M>,
+    population: &mut Population<M::State>,
+    par: Par,
+) -> TransitionInfo
+where
+    M: EnergyModel,
+    M::State: SelectChains,
+    K: Kernel<M>,
+{
+    population.reweight(from, to, par);
+    let relative_ess = population.relative_ess();
+    let resampled = threshold.is_some_and(|t| relative_ess < t);
+    if resampled {
+        population.resample();
+    }
+    population.advance_chains(kernel, to, par);
+    TransitionInfo {
+        relative_ess,
+        resampled,
+    }
+}
+
+impl<M, K> Annealer<M> for Ais<K>
+where
+    M: EnergyModel,
+    M::State: SelectChains,
+    K: Kernel<M>,
+{
+    fn transition(
+        &self,
+        from: Rung<'_, M>,
+        to: Rung<'_, M>,
+        population: &mut Population<M::State>,
+        par: Par,
+    ) -> TransitionInfo {
+        weight_then_move(
+            &self.kernel,
+            self.resample_below_ess,
+            from,
+            to,
+            population,
+            par,
+        )
+    }
+
+    fn resample_below_ess(&self) -> Option<f64> {
+        self.resample_below_ess
+    }
+}
+
+/// A ladder run backwards: rung `k` is rung `n - 1 - k` of the wrapped ladder. Reverse AIS is
+/// forward annealing along it.
+#[derive(Debug)]
+pub struct Reversed<'a, L>(pub &'a L);
+
+impl<L> Clone for Reversed<'_, L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<L> Copy for Reversed<'_, L> {}
+
+impl<L: Ladder> Ladder for Reversed<'_, L> {
+    type Model = L::Model;
+
+    fn n_rungs(&self) -> usize {
+        self.0.n_rungs()
+    }
+
+    fn rung(&self, k: usize) -> Rung<'_, L::Model> {
+        self.0.rung(self.0.n_rungs() - 1 - k)
+    }
+}
+
+impl<L: DescribeLadder> DescribeLadder for Reversed<'_, L> {
+    fn kind(&self) -> LadderKind {
+        LadderKind::Reversed(Box::new(self.0.kind()))
+    }
+}
+
+/// The result of an annealing run.
+#[derive(Clone, Debug)]
+pub struct AisRun<S> {
+    /// The estimate of \\(\log Z\\) of the target (the last rung of the ladder).
+    pub estimate: LogZEstimate,
+    /// Forward runs: the running estimate of \\(\log Z_k\\) at every rung `k` (rung 0 is the
+    /// start's exact value), e.g. the log partition function of every checkpoint of a
+    /// trajectory. Reverse runs: empty.
+    pub profile: Vec<RungLogZ>,
+    /// The final population: weighted draws of the target (forward) or of rung 0 (reverse).
+    pub population: Population<S>,
+}
+
+/// Runs `annealer` over every neighbouring pair of `ladder` in order and returns the
+/// population with the log-ratio estimates after each rung.
+fn anneal<L, A>(
+    annealer: &A,
+    ladder: &L,
+    population: &mut Population<<L::Model as EnergyModel>::State>,
+    par: Par,
+) -> Vec<crate::estimate::LogMeanExp>
+where
+    L: Ladder,
+    A: Annealer<L::Model>,
+{
+    let mut ratios = Vec::with_capacity(ladder.n_rungs());
+    for k in 1..ladder.n_rungs() {
+        annealer.transition(ladder.rung(k - 1), ladder.rung(k), population, par);
+        ratios.push(population.log_ratio());
+    }
+    ratios
+}
+
+fn ais_estimate(
+    log_z: f64,
+    std_err: f64,
+    ratio_ess: f64,
+    population_steps: u64,
+    n: usize,
+    method: Method,
+) -> LogZEstimate {
+    LogZEstimate {
+        log_z,
+        std_err,
+        ess: ratio_ess,
+        n_samples: n,
+        kernel_steps: population_steps * n as u64,
+        method,
+        error_bar: ErrorBar::DeltaMethod,
+    }
+}
+
+/// Forward annealed importance sampling along `ladder` from exact draws of its rung 0
+/// (spec `ptt-trais-rcm.md` §2.4–2.6):
+///
+/// \\[ x^{(0)} \sim p_0, \qquad w \mathrel{+}= E_{k-1}(x^{(k-1)}) - E_k(x^{(k-1)}), \qquad
+///     x^{(k)} \sim T_k(x^{(k-1)}, \cdot), \qquad k = 1, \dots, K, \\]
+///
+/// \\[ \log \hat Z_K = \log Z_0 + \log \frac1n \sum_i e^{w_i}, \\]
+///
+/// with the transitions of `annealer` (normally [`Ais`]). The estimate of \\(Z_K\\) is
+/// unbiased, so \\(\log \hat Z_K\\) is a stochastic lower bound: \\(\mathbb E[\log\hat Z_K] \le
+/// \log Z_K\\). The standard error is the delta-method error of the log mean weight (per
+/// segment between resamplings) combined with the error of `start.log_z`.
+///
+/// One function serves every ladder: temperature AIS from the uniform law
+/// ([`Start::uniform`] on a `TemperatureLadder` starting at \\(\beta = 0\\)), AIS with an
+/// independent-site reference ([`Start::independent`] on a `ReferenceLadder`), and offline
+/// trajectory AIS over saved checkpoints ([`Start::independent`] or [`Start::enumerated`] for
+/// the first checkpoint, on a `TrajectoryLadder`). `start` must hold draws of rung 0 of
+/// `ladder` (not checked).
+///
+/// The cost is one kernel step per chain and rung above 0.
+pub fn ais<L, A>(
+    annealer: &A,
+    ladder: &L,
+    start: Start<<L::Model as EnergyModel>::State>,
+    par: Par,
+) -> AisRun<<L::Model as EnergyModel>::State>
+where
+    L: Ladder + DescribeLadder,
+    A: Annealer<L::Model>,
+{
+    let Start {
+        mut population,
+        log_z: log_z0,
+    } = start;
+    let steps0 = population.steps();
+    let resamplings0 = population.resamplings();
+    let base = population.log_ratio();
+    let ratios = anneal(annealer, ladder, &mut population, par);
+    let var0 = log_z0.std_err * log_z0.std_err;
+    let mut profile = vec![RungLogZ {
+        log_z: log_z0.log_z,
+        std_err: log_z0.std_err,
+    }];
+    profile.extend(ratios.iter().map(|r| RungLogZ {
+        log_z: log_z0.log_z + r.log_mean - base.log_mean,
+        std_err: (var0 + r.std_err * r.std_err).sqrt(),
+    }));
+    let last = *profile.last().expect("rung 0 is always there");
+    let ess = ratios.last().map_or(base.ess, |r| r.ess);
+    let estimate = ais_estimate(
+        last.log_z,
+        last.std_err,
+        ess,
+        population.steps() - steps0,
+        population.n_chains(),
+        Method::Ais {
+            direction: Direction::Forward,
+            ladder: ladder.kind(),
+            n_rungs: ladder.n_rungs(),
+            resample_below_ess: annealer.resample_below_ess(),
+            resamplings: population.resamplings() - resamplings0,
+        },
+    );
+    AisRun {
+        estimate,
+        profile,
+        population,
+    }
+}
+
+/// Reverse annealed importance sampling: starting from draws of the **target** (the last rung
+/// of `ladder`), anneal down to rung 0, whose exact \\(\log Z_0\\) is `log_z0`:
+///
+/// \\[ w \mathrel{+}= E_{k}(x) - E_{k-1}(x), \quad x \sim T_{k-1}(x, \cdot), \quad
+///     k = K, \dots, 1, \qquad
+///     \log \hat Z_K = \log Z_0 - \log \frac1n \sum_i e^{w_i}. \\]
+///
+/// The mean weight estimates \\(Z_0 / Z_K\\) without bias when the starting draws are exact
+/// (e.g. [`Start::enumerated`] on the target), so \\(\log\hat Z_K\\) is then a stochastic
+/// **upper** bound; with forward [`ais`] it sandwiches \\(\log Z_K\\). From equilibrium (PT,
+/// long Gibbs) draws the bound holds only as far as the draws are in equilibrium. Same
+/// transitions, same error bars as [`ais`]; the returned profile is empty.
+pub fn reverse_ais<L, A>(
+    annealer: &A,
+    ladder: &L,
+    target: Population<<L::Model as EnergyModel>::State>,
+    log_z0: &LogZEstimate,
+    par: Par,
+) -> AisRun<<L::Model as EnergyModel>::State>
+where
+    L: Ladder + DescribeLadder,
+    A: Annealer<L::Model>,
+{
+    let mut population = target;
+    let steps0 = population.steps();
+    let resamplings0 = population.resamplings();
+    let base = population.log_ratio();
+    let reversed = Reversed(ladder);
+    let ratios = anneal(annealer, &reversed, &mut population, par);
+    let (log_ratio, ratio_se, ess) = ratios.last().map_or((0.0, 0.0, base.ess), |r| {
+        (r.log_mean - base.log_mean, r.std_err, r.ess)
+    });
+    let estimate = ais_estimate(
+        log_z0.log_z - log_ratio,
+        (log_z0.std_err * log_z0.std_err + ratio_se * ratio_se).sqrt(),
+        ess,
+        population.steps() - steps0,
+        population.n_chains(),
+        Method::Ais {
+            direction: Direction::Reverse,
+            ladder: reversed.kind(),
+            n_rungs: ladder.n_rungs(),
+            resample_below_ess: annealer.resample_below_ess(),
+            resamplings: population.resamplings() - resamplings0,
+        },
+    );
+    AisRun {
+        estimate,
+        profile: Vec::new(),
+        population,
+    }
+}

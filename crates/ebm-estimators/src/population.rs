@@ -1,0 +1,320 @@
+//! A weighted population of chains: the state of every importance-sampling estimator.
+
+use crate::estimate::LogMeanExp;
+use ebm_core::{ChainRng, Chains, EnergyModel, Error, Kernel, Par, RngStreams, Scalar};
+use ebm_models::RbmChains;
+use ebm_samplers::tempering::Rung;
+use nalgebra::DMatrix;
+use serde::{Deserialize, Serialize};
+
+/// Chain batches from which a new batch can be assembled by picking chains by index, with
+/// repetitions: what resampling needs. Implemented for the chain types of the workspace
+/// (`DMatrix` columns and [`RbmChains`]); a user-defined state implements it in a few lines.
+pub trait SelectChains: Chains {
+    /// The batch whose chain `i` is a copy of chain `ancestors[i]` of `self`.
+    ///
+    /// # Panics
+    /// If an ancestor index is out of range.
+    fn select_chains(&self, ancestors: &[usize]) -> Self;
+}
+
+fn select_columns<F: Scalar>(m: &DMatrix<F>, ancestors: &[usize]) -> DMatrix<F> {
+    let rows = m.nrows();
+    let mut out = DMatrix::zeros(rows, ancestors.len());
+    for (i, &a) in ancestors.iter().enumerate() {
+        out.as_mut_slice()[i * rows..(i + 1) * rows]
+            .copy_from_slice(&m.as_slice()[a * rows..(a + 1) * rows]);
+    }
+    out
+}
+
+impl<F: Scalar> SelectChains for DMatrix<F> {
+    fn select_chains(&self, ancestors: &[usize]) -> Self {
+        select_columns(self, ancestors)
+    }
+}
+
+impl<F: Scalar> SelectChains for RbmChains<F> {
+    fn select_chains(&self, ancestors: &[usize]) -> Self {
+        RbmChains {
+            visible: select_columns(&self.visible, ancestors),
+            hidden: select_columns(&self.hidden, ancestors),
+        }
+    }
+}
+
+/// Systematic resampling: with normalised weights \\(p_i \propto e^{w_i}\\) and one uniform
+/// \\(u \in [0, 1)\\), ancestor \\(k\\) is the index \\(i\\) whose cumulative weight interval
+/// contains \\((u + k)/n\\), for \\(k = 0, \dots, n-1\\). Every index is copied
+/// \\(\lfloor n p_i \rfloor\\) or \\(\lceil n p_i \rceil\\) times, the expected count is exactly
+/// \\(n p_i\\), and the ancestors come out sorted (spec `ptt-trais-rcm.md` §2.12, the reference
+/// code's scheme). Indices of zero weight are never selected.
+///
+/// # Panics
+/// If `log_w` is empty, holds NaN or \\(+\infty\\), every weight is zero, or \\(u \notin [0, 1)\\).
+pub fn systematic_resampling(log_w: &[f64], u: f64) -> Vec<usize> {
+    let n = log_w.len();
+    assert!(n > 0, "systematic_resampling: no weights");
+    assert!(
+        (0.0..1.0).contains(&u),
+        "systematic_resampling: u = {u} is not in [0, 1)"
+    );
+    let m = log_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    assert!(
+        m.is_finite() && !log_w.iter().any(|w| w.is_nan()),
+        "systematic_resampling: weights must be finite, not NaN, and not all zero"
+    );
+    let w: Vec<f64> = log_w.iter().map(|&x| (x - m).exp()).collect();
+    let total: f64 = w.iter().sum();
+    let last_positive = w.iter().rposition(|&x| x > 0.0).expect("max weight is 1");
+    let mut ancestors = Vec::with_capacity(n);
+    let (mut i, mut cum) = (0, w[0]);
+    for k in 0..n {
+        let pos = (u + k as f64) / n as f64 * total;
+        while pos >= cum && i < last_positive {
+            i += 1;
+            cum += w[i];
+        }
+        ancestors.push(i);
+    }
+    ancestors
+}
+
+/// A weighted population of chains carried along an annealing path: the chains, one log
+/// importance weight and one RNG stream per chain, and what earlier resamplings carried over.
+///
+/// After annealing from a distribution with normaliser \\(Z_a\\) to one with \\(Z_b\\), the
+/// weighted chains target \\(p_b\\) and
+///
+/// \\[ \log\frac{Z_b}{Z_a} \approx c + \log\frac1n\sum_i e^{w_i} \\]
+///
+/// ([`Population::log_ratio`]), where \\(c\\) is the sum of the log mean weights at each earlier
+/// resampling (weights are reset to 0 when the chains are resampled). Serialisable (chains,
+/// weights, RNG streams and counters), so a checkpoint resumes exactly.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound(serialize = "S: Serialize", deserialize = "S: Deserialize<'de>"))]
+pub struct Population<S> {
+    /// The chains.
+    pub chains: S,
+    /// The log importance weight \\(w_i\\) of each chain.
+    pub log_weights: Vec<f64>,
+    /// Stream `i` drives chain `i`.
+    pub rngs: RngStreams,
+    resample_rng: ChainRng,
+    carried_log_ratio: f64,
+    carried_variance: f64,
+    resamplings: u64,
+    steps: u64,
+    #[serde(skip)]
+    scratch: Vec<f64>,
+}
+
+/// Equality of everything but the internal energy buffer.
+impl<S: PartialEq> PartialEq for Population<S> {
+    fn eq(&self, other: &Self) -> bool {
+        self.chains == other.chains
+            && self.log_weights == other.log_weights
+            && self.rngs == other.rngs
+            && self.resample_rng == other.resample_rng
+            && self.carried_log_ratio == other.carried_log_ratio
+            && self.carried_variance == other.carried_variance
+            && self.resamplings == other.resamplings
+            && self.steps == other.steps
+    }
+}
+
+impl<S: Chains> Population<S> {
+    /// A population of `chains` with zero log weights and one RNG stream per chain derived from
+    /// `seed` ([`RngStreams::new`]); the resampling uniforms come from an auxiliary generator
+    /// of the same seed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for fewer than two chains (no error bar is possible).
+    pub fn new(chains: S, seed: u64) -> ebm_core::Result<Self> {
+        let n = chains.n_chains();
+        if n < 2 {
+            return Err(Error::InvalidParameter {
+                name: "chains".into(),
+                reason: format!(
+                    "an importance-sampling population needs at least 2 chains, got {n}"
+                ),
+            });
+        }
+        Ok(Self {
+            rngs: RngStreams::new(seed, n),
+            resample_rng: RngStreams::auxiliary(seed, 1),
+            chains,
+            log_weights: vec![0.0; n],
+            carried_log_ratio: 0.0,
+            carried_variance: 0.0,
+            resamplings: 0,
+            steps: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Number of chains.
+    pub fn n_chains(&self) -> usize {
+        self.log_weights.len()
+    }
+
+    /// Kernel steps applied to each chain so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Number of resamplings so far.
+    pub fn resamplings(&self) -> u64 {
+        self.resamplings
+    }
+
+    /// The importance-sampling estimate of \\(\log(Z_b / Z_a)\\) since the start, with its
+    /// standard error: the carried log ratio of earlier resamplings plus the log mean of the
+    /// current weights; the variances of the segments between resamplings are added (each
+    /// segment's by the delta method of [`LogMeanExp`]). `ess` is the Kish ESS of the current
+    /// weights.
+    pub fn log_ratio(&self) -> LogMeanExp {
+        let current = LogMeanExp::of(&self.log_weights);
+        LogMeanExp {
+            log_mean: self.carried_log_ratio + current.log_mean,
+            std_err: (self.carried_variance + current.std_err * current.std_err).sqrt(),
+            ..current
+        }
+    }
+
+    /// The current relative ESS of the weights, \\(\mathrm{ESS}/n\\).
+    pub fn relative_ess(&self) -> f64 {
+        LogMeanExp::of(&self.log_weights).relative_ess()
+    }
+
+    /// The importance-weight increment of a change of distribution at fixed states:
+    /// \\(w_i \mathrel{+}= E_{\text{from}}(x_i) - E_{\text{to}}(x_i)\\), each energy at its rung's
+    /// own inverse temperature, accumulated in `f64`.
+    ///
+    /// # Panics
+    /// If the chains do not match the models' shape.
+    pub fn reweight<M: EnergyModel<State = S>>(
+        &mut self,
+        from: Rung<'_, M>,
+        to: Rung<'_, M>,
+        par: Par,
+    ) {
+        let n = self.n_chains();
+        self.scratch.resize(2 * n, 0.0);
+        let (e_from, e_to) = self.scratch.split_at_mut(n);
+        from.model.energies(&self.chains, from.beta, e_from, par);
+        to.model.energies(&self.chains, to.beta, e_to, par);
+        for ((w, a), b) in self
+            .log_weights
+            .iter_mut()
+            .zip(e_from.iter())
+            .zip(e_to.iter())
+        {
+            *w += a - b;
+        }
+    }
+
+    /// One step of `kernel` at `rung` on every chain (chain `i` consuming stream `i`); counts
+    /// one kernel step.
+    pub fn advance_chains<M, K>(&mut self, kernel: &K, rung: Rung<'_, M>, par: Par) -> K::Info
+    where
+        M: EnergyModel<State = S>,
+        K: Kernel<M>,
+    {
+        self.steps += 1;
+        kernel.step(
+            rung.model,
+            rung.beta,
+            &mut self.chains,
+            self.rngs.as_mut_slice(),
+            par,
+        )
+    }
+}
+
+impl<S: SelectChains> Population<S> {
+    /// Resamples the chains by [`systematic_resampling`] of their weights (one uniform from
+    /// the population's auxiliary generator), carries \\(\log\frac1n\sum_i e^{w_i}\\) and its
+    /// variance over, and resets every weight to 0: [`Population::log_ratio`] is unchanged by
+    /// the call. Chain `i` keeps its own RNG stream, so copies of one ancestor evolve
+    /// independently afterwards.
+    pub fn resample(&mut self) {
+        let current = LogMeanExp::of(&self.log_weights);
+        let u = f64::uniform(&mut self.resample_rng);
+        let ancestors = systematic_resampling(&self.log_weights, u);
+        self.chains = self.chains.select_chains(&ancestors);
+        self.carried_log_ratio += current.log_mean;
+        self.carried_variance += current.std_err * current.std_err;
+        self.log_weights.fill(0.0);
+        self.resamplings += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn systematic_resampling_copies_floor_or_ceil_of_n_p() {
+        let log_w: Vec<f64> = [0.1, 2.0, 0.5, 0.0, 1.2, 0.05, 3.0, 0.7]
+            .iter()
+            .map(|p: &f64| if *p == 0.0 { f64::NEG_INFINITY } else { p.ln() })
+            .collect();
+        let total: f64 = log_w.iter().map(|w| w.exp()).sum();
+        let n = log_w.len();
+        for k in 0..50 {
+            let u = k as f64 / 50.0;
+            let a = systematic_resampling(&log_w, u);
+            assert_eq!(a.len(), n);
+            assert!(a.windows(2).all(|p| p[0] <= p[1]), "sorted");
+            for i in 0..n {
+                let count = a.iter().filter(|&&x| x == i).count() as f64;
+                let np = n as f64 * log_w[i].exp() / total;
+                assert!(
+                    count >= np.floor() && count <= np.ceil(),
+                    "{i}: {count} vs {np}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn systematic_resampling_expected_counts_are_exact() {
+        // Averaging over a fine grid of u gives E[count_i] = n p_i up to the grid spacing.
+        let log_w = [0.3f64.ln(), 0.1f64.ln(), 0.6f64.ln()];
+        let grid = 10_000;
+        let mut counts = [0.0; 3];
+        for k in 0..grid {
+            for a in systematic_resampling(&log_w, (k as f64 + 0.5) / grid as f64) {
+                counts[a] += 1.0 / grid as f64;
+            }
+        }
+        for (c, p) in counts.iter().zip([0.9, 0.3, 1.8]) {
+            assert!((c - p).abs() < 1e-3, "{c} vs {p}");
+        }
+    }
+
+    #[test]
+    fn zero_weights_are_never_selected_and_selection_copies_columns() {
+        let log_w = [f64::NEG_INFINITY, 0.0, f64::NEG_INFINITY];
+        assert_eq!(systematic_resampling(&log_w, 0.999), vec![1, 1, 1]);
+        let m = DMatrix::from_column_slice(2, 3, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let s = m.select_chains(&[2, 0, 2]);
+        assert_eq!(s.as_slice(), &[5.0, 6.0, 1.0, 2.0, 5.0, 6.0]);
+    }
+
+    #[test]
+    fn resampling_keeps_the_log_ratio_and_resets_weights() {
+        let chains = DMatrix::from_fn(1, 6, |_, j| j as f64);
+        let mut p = Population::new(chains, 3).unwrap();
+        p.log_weights = vec![0.1, -2.0, 1.5, 0.3, -0.7, 2.2];
+        let before = p.log_ratio();
+        p.resample();
+        let after = p.log_ratio();
+        assert!((before.log_mean - after.log_mean).abs() < 1e-14);
+        assert!((before.std_err - after.std_err).abs() < 1e-14);
+        assert!(p.log_weights.iter().all(|&w| w == 0.0));
+        assert_eq!(p.resamplings(), 1);
+        assert!(Population::new(DMatrix::<f64>::zeros(1, 1), 0).is_err());
+    }
+}

@@ -1,0 +1,346 @@
+//! Forward and reverse AIS along temperature, reference and concatenated ladders against exact
+//! log Z, with the negative control of the wrong step order (spec `ptt-trais-rcm.md` §2.4,
+//! §2.5, §6.1 tests 2 and 5; `peer-libraries.md` §1.2).
+
+mod common;
+
+use common::*;
+use ebm_core::{EnergyModel, Kernel, Par};
+use ebm_estimators::{
+    Ais, Annealer, Direction, ErrorBar, LadderKind, Method, Population, Start, TransitionInfo, ais,
+    exact_log_partition, reverse_ais,
+};
+use ebm_models::{Bernoulli, Rbm};
+use ebm_samplers::Gibbs;
+use ebm_samplers::tempering::{Concat, ReferenceLadder, Rung, TemperatureLadder, TrajectoryLadder};
+
+/// Test-only variant with the peer bug: move with the NEW rung's kernel, then weight at the
+/// moved state (spec `peer-libraries.md` §1.2, "AIS sampling order").
+struct MoveThenWeight<K>(K);
+
+impl<M: EnergyModel, K: Kernel<M>> Annealer<M> for MoveThenWeight<K> {
+    fn transition(
+        &self,
+        from: Rung<'_, M>,
+        to: Rung<'_, M>,
+        population: &mut Population<M::State>,
+        par: Par,
+    ) -> TransitionInfo {
+        population.advance_chains(&self.0, to, par);
+        population.reweight(from, to, par);
+        TransitionInfo {
+            relative_ess: population.relative_ess(),
+            resampled: false,
+        }
+    }
+}
+
+/// Moving with the PREVIOUS rung's kernel and then weighting is Neal's scheme with the kernels
+/// shifted by one rung: exact, and accepted by the same test.
+struct MovePreviousThenWeight<K>(K);
+
+impl<M: EnergyModel, K: Kernel<M>> Annealer<M> for MovePreviousThenWeight<K> {
+    fn transition(
+        &self,
+        from: Rung<'_, M>,
+        to: Rung<'_, M>,
+        population: &mut Population<M::State>,
+        par: Par,
+    ) -> TransitionInfo {
+        population.advance_chains(&self.0, from, par);
+        population.reweight(from, to, par);
+        TransitionInfo {
+            relative_ess: population.relative_ess(),
+            resampled: false,
+        }
+    }
+}
+
+fn temperature_ais<A: Annealer<Brbm>>(
+    annealer: &A,
+    rbm: &Brbm,
+    rungs: usize,
+    chains: usize,
+    seed: u64,
+) -> ebm_estimators::AisRun<ebm_models::RbmChains<f64>> {
+    let ladder = TemperatureLadder::new(rbm.clone(), linear_betas(rungs)).unwrap();
+    let start = Start::uniform(rbm, chains, seed, PAR).unwrap();
+    ais(annealer, &ladder, start, PAR)
+}
+
+/// Temperature AIS from the uniform law (beta = 0) on a random RBM and on a trained-like RBM
+/// with strong clustered couplings (three sharp modes that Gibbs sampling does not connect at
+/// beta = 1), both with 20 hidden units. Tolerance: within 5 standard errors, standard error
+/// below 0.1.
+#[test]
+fn temperature_ais_is_accurate() {
+    let gibbs = Ais::new(Gibbs::new(1));
+    let random = random_rbm(12, 20, 0.7, 1);
+    let exact = exact_log_partition(&random, 1.0, PAR).unwrap().log_z;
+    let run = temperature_ais(&gibbs, &random, 100, 1000, 11);
+    assert_accurate(&run.estimate, exact, 0.1, "random RBM");
+    assert_eq!(
+        run.estimate.method,
+        Method::Ais {
+            direction: Direction::Forward,
+            ladder: LadderKind::Temperature { beta_min: 0.0 },
+            n_rungs: 101,
+            resample_below_ess: None,
+            resamplings: 0,
+        }
+    );
+    assert_eq!(run.estimate.kernel_steps, 100 * 1000);
+    assert_eq!(run.estimate.error_bar, ErrorBar::DeltaMethod);
+    assert_eq!(run.profile.len(), 101);
+    assert!(run.estimate.relative_ess() > 0.5 && run.estimate.relative_ess() <= 1.0);
+
+    let clustered = clustered_rbm(16, 20, 3, 1.5, 2);
+    let exact = exact_log_partition(&clustered, 1.0, PAR).unwrap().log_z;
+    let run = temperature_ais(&gibbs, &clustered, 300, 1000, 12);
+    assert_accurate(&run.estimate, exact, 0.1, "clustered RBM");
+}
+
+/// The negative control: the peer's order (move with the new rung's kernel, then weight) is
+/// biased upwards by about the sum over rungs of the chi-square divergences of neighbouring
+/// laws; with 30 rungs and 2000 chains the same accuracy test rejects it decisively, while the
+/// correct order and the shifted-kernel order pass.
+#[test]
+fn the_wrong_step_order_is_rejected() {
+    for seed in [1, 21] {
+        let rbm = random_rbm(12, 20, 0.7, seed);
+        let exact = exact_log_partition(&rbm, 1.0, PAR).unwrap().log_z;
+        let right = temperature_ais(&Ais::new(Gibbs::new(1)), &rbm, 30, 2000, 5);
+        assert_accurate(&right.estimate, exact, 0.1, "Neal's order");
+        let shifted = temperature_ais(&MovePreviousThenWeight(Gibbs::new(1)), &rbm, 30, 2000, 6);
+        assert_accurate(
+            &shifted.estimate,
+            exact,
+            0.1,
+            "previous kernel, then weight",
+        );
+        let wrong = temperature_ais(&MoveThenWeight(Gibbs::new(1)), &rbm, 30, 2000, 5);
+        let z = (wrong.estimate.log_z - exact) / wrong.estimate.std_err;
+        eprintln!(
+            "seed {seed}: right {:+.4} +- {:.4}, shifted {:+.4}, wrong {:+.4} (z = {z:.1})",
+            right.estimate.log_z - exact,
+            right.estimate.std_err,
+            shifted.estimate.log_z - exact,
+            wrong.estimate.log_z - exact
+        );
+        assert!(
+            check_accuracy(&wrong.estimate, exact, 0.1).is_err() && z > 8.0,
+            "the move-then-weight order was not rejected: z = {z}"
+        );
+    }
+}
+
+/// AIS with an independent-site reference whose visible fields are the "data frequencies"
+/// (the mean of the prototypes), spec §2.5, on the clustered model.
+#[test]
+fn reference_ais_is_accurate() {
+    let target = clustered_rbm(16, 20, 3, 1.5, 2);
+    let reference = independent_start(&target, &prototype_means(&prototypes(16, 3, 2)));
+    let exact = exact_log_partition(&target, 1.0, PAR).unwrap().log_z;
+    let ladder = ReferenceLadder::new(&target, &reference, linear_betas(300)).unwrap();
+    let start = Start::independent(&reference, 1.0, 1000, 3, PAR).unwrap();
+    let run = ais(&Ais::new(Gibbs::new(1)), &ladder, start, PAR);
+    assert_accurate(&run.estimate, exact, 0.1, "reference AIS");
+    assert!(matches!(
+        run.estimate.method,
+        Method::Ais {
+            ladder: LadderKind::Reference,
+            ..
+        }
+    ));
+}
+
+/// A wider trained-like model with the full 20 hidden units, whose exact log Z needs the
+/// enumeration of 2^20 hidden configurations; forward AIS from the uniform law and reverse AIS
+/// from exact draws of the target (drawn through the same hidden enumeration).
+#[test]
+fn forward_and_reverse_ais_on_twenty_hidden_units() {
+    let rbm = clustered_rbm(40, 20, 4, 1.0, 4);
+    let exact = exact_log_partition(&rbm, 1.0, PAR).unwrap();
+    assert!(matches!(
+        exact.method,
+        Method::Enumeration {
+            configurations: 1_048_576,
+            ..
+        }
+    ));
+    let ladder = TemperatureLadder::new(rbm.clone(), linear_betas(300)).unwrap();
+    let gibbs = Ais::new(Gibbs::new(1));
+    let run = ais(
+        &gibbs,
+        &ladder,
+        Start::uniform(&rbm, 500, 8, PAR).unwrap(),
+        PAR,
+    );
+    assert_accurate(&run.estimate, exact.log_z, 0.15, "forward AIS, 40 x 20");
+    let target = Start::enumerated(&rbm, 1.0, 500, 9, PAR).unwrap();
+    let z0 = Start::uniform(&rbm, 2, 0, PAR).unwrap().log_z;
+    let rev = reverse_ais(&gibbs, &ladder, target.population, &z0, PAR);
+    assert_accurate(&rev.estimate, exact.log_z, 0.15, "reverse AIS, 40 x 20");
+    assert!(matches!(
+        rev.estimate.method,
+        Method::Ais {
+            direction: Direction::Reverse,
+            ladder: LadderKind::Reversed(_),
+            ..
+        }
+    ));
+}
+
+/// The stochastic sandwich: E[log Z_AIS] <= log Z <= E[log Z_reverse] (Jensen: both mean
+/// weights are unbiased, for Z_K / Z_0 and Z_0 / Z_K). With 10 rungs and 20 chains per run on
+/// the strongly clustered model the two biases are large; over 200 independent runs each mean
+/// lies on its side of the truth by more than 4 standard errors of the mean. With 300 rungs and
+/// 500 chains both are accurate.
+#[test]
+fn forward_and_reverse_ais_sandwich_log_z() {
+    use ebm_estimators::SelectChains;
+    let rbm = clustered_rbm(16, 20, 3, 2.0, 3);
+    let exact = exact_log_partition(&rbm, 1.0, PAR).unwrap().log_z;
+    let z0 = Start::uniform(&rbm, 2, 0, PAR).unwrap().log_z;
+    let gibbs = Ais::new(Gibbs::new(1));
+    let ladder = TemperatureLadder::new(rbm.clone(), linear_betas(10)).unwrap();
+    let (runs, chains) = (200, 20);
+    let exact_draws = Start::enumerated(&rbm, 1.0, runs * chains, 99, PAR).unwrap();
+    let (mut fwd, mut rev) = (Vec::new(), Vec::new());
+    for r in 0..runs {
+        let start = Start::uniform(&rbm, chains, r as u64, PAR).unwrap();
+        fwd.push(ais(&gibbs, &ladder, start, PAR).estimate.log_z - exact);
+        let mine: Vec<usize> = (r * chains..(r + 1) * chains).collect();
+        let target =
+            Population::new(exact_draws.population.chains.select_chains(&mine), r as u64).unwrap();
+        rev.push(
+            reverse_ais(&gibbs, &ladder, target, &z0, PAR)
+                .estimate
+                .log_z
+                - exact,
+        );
+    }
+    let mean_sem = |v: &[f64]| {
+        let n = v.len() as f64;
+        let m = v.iter().sum::<f64>() / n;
+        let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        (m, sd / n.sqrt())
+    };
+    let (f, f_sem) = mean_sem(&fwd);
+    let (r, r_sem) = mean_sem(&rev);
+    eprintln!("sandwich: forward {f:+.3} +- {f_sem:.3}, reverse {r:+.3} +- {r_sem:.3}");
+    assert!(f < -4.0 * f_sem, "forward mean error {f} +- {f_sem}");
+    assert!(r > 4.0 * r_sem, "reverse mean error {r} +- {r_sem}");
+
+    let ladder = TemperatureLadder::new(rbm.clone(), linear_betas(300)).unwrap();
+    let f = ais(
+        &gibbs,
+        &ladder,
+        Start::uniform(&rbm, 500, 7, PAR).unwrap(),
+        PAR,
+    );
+    assert_accurate(&f.estimate, exact, 0.1, "forward, 300 rungs");
+    let target = Start::enumerated(&rbm, 1.0, 500, 8, PAR).unwrap();
+    let r = reverse_ais(&gibbs, &ladder, target.population, &z0, PAR);
+    assert_accurate(&r.estimate, exact, 0.15, "reverse, 300 rungs");
+}
+
+/// Spec §6.1 test 2: annealing from an independent model to itself returns its log Z exactly,
+/// with zero variance and full ESS (up to the rounding of the interpolated parameters of the
+/// reference ladder; bit for bit along a trajectory of identical models).
+#[test]
+fn annealing_an_independent_model_to_itself_is_exact() {
+    let reference = Rbm::new(
+        Bernoulli::new(vec![0.4, -1.0, 0.7]),
+        Bernoulli::new(vec![0.2, -0.3]),
+        nalgebra::DMatrix::zeros(3, 2),
+    )
+    .unwrap();
+    let start = Start::independent(&reference, 1.0, 50, 1, PAR).unwrap();
+    let exact = start.log_z.log_z;
+    let ladder = ReferenceLadder::new(&reference, &reference, linear_betas(10)).unwrap();
+    let run = ais(&Ais::new(Gibbs::new(1)), &ladder, start, PAR);
+    assert!((run.estimate.log_z - exact).abs() < 1e-13);
+    assert!(run.estimate.std_err < 1e-14);
+    assert!((run.estimate.ess - 50.0).abs() < 1e-9);
+    let trajectory = TrajectoryLadder::new(vec![reference.clone(); 5]).unwrap();
+    let start = Start::independent(&reference, 1.0, 50, 2, PAR).unwrap();
+    let run = ais(&Ais::new(Gibbs::new(1)), &trajectory, start, PAR);
+    assert_eq!((run.estimate.log_z, run.estimate.std_err), (exact, 0.0));
+}
+
+/// Any ladder: a temperature ladder of the first checkpoint of a trajectory from beta = 0,
+/// followed by the trajectory (`Concat`), annealed in one run; and population annealing
+/// (resampling below a relative ESS of 0.5) on the same path.
+#[test]
+fn concatenated_ladders_and_resampling() {
+    let target = clustered_rbm(16, 20, 3, 1.5, 2);
+    let first = clustered_rbm(16, 20, 3, 0.5, 2);
+    let checkpoints: Vec<Brbm> = (0..=60)
+        .map(|j| first.interpolate(&target, 1.0 - j as f64 / 60.0).unwrap())
+        .collect();
+    let ladder = Concat(
+        TemperatureLadder::new(first.clone(), linear_betas(100)).unwrap(),
+        TrajectoryLadder::new(checkpoints[1..].to_vec()).unwrap(),
+    );
+    let exact = exact_log_partition(&target, 1.0, PAR).unwrap().log_z;
+    let plain = ais(
+        &Ais::new(Gibbs::new(1)),
+        &ladder,
+        Start::uniform(&first, 1000, 4, PAR).unwrap(),
+        PAR,
+    );
+    assert_accurate(&plain.estimate, exact, 0.1, "concatenated ladder");
+    let exact_first = exact_log_partition(&first, 1.0, PAR).unwrap().log_z;
+    let at_first = plain.profile[100];
+    assert!(
+        ((at_first.log_z - exact_first) / at_first.std_err).abs() < 5.0,
+        "profile at the junction: {} vs {exact_first}",
+        at_first.log_z
+    );
+    let smc = Ais::new(Gibbs::new(1)).with_resampling(0.5).unwrap();
+    let resampled = ais(
+        &smc,
+        &ladder,
+        Start::uniform(&first, 1000, 5, PAR).unwrap(),
+        PAR,
+    );
+    assert_accurate(&resampled.estimate, exact, 0.1, "with resampling");
+    match resampled.estimate.method {
+        Method::Ais {
+            ladder: LadderKind::Concatenated(ref parts),
+            resample_below_ess: Some(t),
+            resamplings,
+            ..
+        } => {
+            assert_eq!(parts.len(), 2);
+            assert_eq!(t, 0.5);
+            assert!(resamplings > 0, "no resampling happened");
+        }
+        ref m => panic!("unexpected method {m:?}"),
+    }
+    assert!(Ais::new(Gibbs::new(1)).with_resampling(1.5).is_err());
+}
+
+/// Estimators accumulate in f64 for f32 models: AIS on the f32 copy of a model is as accurate
+/// against the exact log Z of the f32 parameters.
+#[test]
+fn f32_models_are_estimated_in_f64() {
+    let rbm = random_rbm(12, 20, 0.7, 1);
+    let (v, h, w) = rbm.into_parts();
+    let f32_rbm = Rbm::new(
+        Bernoulli::new(v.fields.iter().map(|&x| x as f32).collect()),
+        Bernoulli::new(h.fields.iter().map(|&x| x as f32).collect()),
+        w.map(|x| x as f32),
+    )
+    .unwrap();
+    let exact = exact_log_partition(&f32_rbm, 1.0, PAR).unwrap().log_z;
+    let ladder = TemperatureLadder::new(f32_rbm.clone(), linear_betas(100)).unwrap();
+    let run = ais(
+        &Ais::new(Gibbs::new(1)),
+        &ladder,
+        Start::uniform(&f32_rbm, 1000, 3, Par::Rayon).unwrap(),
+        Par::Rayon,
+    );
+    assert_accurate(&run.estimate, exact, 0.1, "f32 model");
+}

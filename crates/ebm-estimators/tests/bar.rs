@@ -1,0 +1,171 @@
+//! log Z from parallel-tempering samples: BAR and the exponential average between neighbouring
+//! rungs, chained from rung 0, on temperature and trajectory ladders (PT and PTT), against
+//! exact values (spec `ptt-trais-rcm.md` §2.11).
+
+mod common;
+
+use common::*;
+use ebm_core::{EnergyModel, Error, Par};
+use ebm_estimators::{
+    ErrorBar, LadderKind, Method, PairAccumulator, Start, bennett_acceptance_ratio,
+    exact_log_partition,
+};
+use ebm_samplers::Gibbs;
+use ebm_samplers::tempering::{
+    Ladder, ParallelTempering, PtState, SwapSchedule, TemperatureLadder, TrajectoryLadder,
+};
+
+/// Runs DEO parallel tempering with one Gibbs sweep per rung and round, records every round
+/// after `burn_in`, and returns the accumulator.
+fn pt_run<L>(ladder: &L, chains: usize, burn_in: usize, rounds: usize, seed: u64) -> PairAccumulator
+where
+    L: Ladder<Model = Brbm> + ebm_estimators::DescribeLadder,
+{
+    let k = ladder.n_rungs();
+    let rungs = (0..k)
+        .map(|r| ladder.rung(r).model.new_state(chains))
+        .collect();
+    let mut state = PtState::new(rungs, seed).unwrap();
+    let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
+    let mut acc = PairAccumulator::new(k).unwrap();
+    for r in 0..burn_in + rounds {
+        pt.step(ladder, &mut state, PAR);
+        if r >= burn_in {
+            acc.record_pt(ladder, &state, PAR).unwrap();
+        }
+    }
+    acc
+}
+
+/// PT on 20 temperatures of the clustered model (rung 0 at beta = 0, which one Gibbs sweep
+/// samples exactly): BAR and the exponential average of every rung against exact log Z_beta.
+#[test]
+fn bar_and_exponential_average_from_temperature_pt_are_accurate() {
+    let rbm = clustered_rbm(16, 20, 3, 1.5, 2);
+    let ladder = TemperatureLadder::new(rbm.clone(), linear_betas(19)).unwrap();
+    let acc = pt_run(&ladder, 64, 100, 400, 1);
+    assert_eq!(acc.rounds(), 400);
+    let z0 = Start::uniform(&rbm, 2, 0, PAR).unwrap().log_z;
+    let bar = acc.bar(&z0).unwrap();
+    let exp = acc.exponential_average(&z0).unwrap();
+    for est in [&bar, &exp] {
+        for (k, r) in est.profile.iter().enumerate() {
+            let exact = exact_log_partition(&rbm, ladder.betas()[k], PAR)
+                .unwrap()
+                .log_z;
+            assert!(
+                (r.log_z - exact).abs() <= 5.0 * r.std_err + 1e-10 && r.std_err < 0.1,
+                "{:?} rung {k}: {} +- {} vs {exact}",
+                est.estimate.method,
+                r.log_z,
+                r.std_err
+            );
+        }
+    }
+    let exact = exact_log_partition(&rbm, 1.0, PAR).unwrap().log_z;
+    assert_accurate(&bar.estimate, exact, 0.1, "BAR");
+    assert_accurate(&exp.estimate, exact, 0.1, "exponential average");
+    assert_eq!(
+        bar.estimate.method,
+        Method::BennettAcceptanceRatio {
+            ladder: LadderKind::Temperature { beta_min: 0.0 },
+            n_rungs: 20,
+            rounds: 400,
+        }
+    );
+    assert_eq!(bar.estimate.error_bar, ErrorBar::Jackknife { groups: 16 });
+    assert_eq!(bar.estimate.n_samples, 400 * 64);
+    assert_eq!(bar.estimate.kernel_steps, 500 * 20 * 64);
+    assert_eq!(bar.pairs.len(), 19);
+    // The exponential average uses one side of each pair only.
+    assert!(bar.estimate.ess > exp.estimate.ess);
+}
+
+/// PTT: PT along 12 checkpoints of the training-like trajectory (rung 0 is the independent-site
+/// start, which one Gibbs sweep samples exactly): the BAR profile matches the exact log Z of
+/// every checkpoint.
+#[test]
+fn bar_from_trajectory_tempering_matches_every_checkpoint() {
+    let target = clustered_rbm(16, 20, 3, 1.5, 2);
+    let start = independent_start(&target, &prototype_means(&prototypes(16, 3, 2)));
+    let models = trajectory(&start, &target, 3, 11);
+    let ladder = TrajectoryLadder::new(models.clone()).unwrap();
+    let acc = pt_run(&ladder, 64, 100, 400, 2);
+    let z0 = Start::independent(&start, 1.0, 2, 0, PAR).unwrap().log_z;
+    let bar = acc.bar(&z0).unwrap();
+    for (k, r) in bar.profile.iter().enumerate() {
+        let exact = exact_log_partition(&models[k], 1.0, PAR).unwrap().log_z;
+        assert!(
+            (r.log_z - exact).abs() <= 5.0 * r.std_err + 1e-10 && r.std_err < 0.1,
+            "checkpoint {k}: {} +- {} vs {exact}",
+            r.log_z,
+            r.std_err
+        );
+    }
+}
+
+/// BAR on independent exact draws of two laws (a random RBM at beta = 0.6 and 0.8), with its
+/// asymptotic standard error.
+#[test]
+fn bar_on_independent_exact_draws() {
+    let rbm = random_rbm(10, 6, 0.8, 3);
+    let (b0, b1) = (0.6, 0.8);
+    let x0 = Start::enumerated(&rbm, b0, 3000, 1, PAR)
+        .unwrap()
+        .population
+        .chains;
+    let x1 = Start::enumerated(&rbm, b1, 2000, 2, PAR)
+        .unwrap()
+        .population
+        .chains;
+    let energies = |x: &ebm_models::RbmChains<f64>, beta: f64| {
+        let mut e = vec![0.0; x.visible.ncols()];
+        rbm.energies(x, beta, &mut e, Par::Seq);
+        e
+    };
+    let fwd: Vec<f64> = energies(&x0, b1)
+        .iter()
+        .zip(energies(&x0, b0))
+        .map(|(a, b)| a - b)
+        .collect();
+    let rev: Vec<f64> = energies(&x1, b0)
+        .iter()
+        .zip(energies(&x1, b1))
+        .map(|(a, b)| a - b)
+        .collect();
+    let p = bennett_acceptance_ratio(&fwd, &rev).unwrap();
+    let exact = exact_log_partition(&rbm, b1, PAR).unwrap().log_z
+        - exact_log_partition(&rbm, b0, PAR).unwrap().log_z;
+    let z = (p.delta_log_z - exact) / p.std_err;
+    assert!(
+        z.abs() < 5.0 && p.std_err < 0.05,
+        "{} +- {} vs {exact}",
+        p.delta_log_z,
+        p.std_err
+    );
+    assert!(p.forward_ess > 0.0 && p.forward_ess <= 3000.0);
+}
+
+#[test]
+fn accumulator_rejects_mismatched_input() {
+    let rbm = random_rbm(4, 3, 0.5, 4);
+    let ladder = TemperatureLadder::new(rbm.clone(), vec![0.0, 0.5, 1.0]).unwrap();
+    let mut acc = PairAccumulator::new(3).unwrap();
+    let z0 = Start::uniform(&rbm, 2, 0, PAR).unwrap().log_z;
+    assert!(matches!(acc.bar(&z0), Err(Error::InvalidParameter { .. })));
+    let two = vec![rbm.new_state(4), rbm.new_state(4)];
+    assert!(matches!(
+        acc.record(&ladder, &two, PAR),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    let uneven = vec![rbm.new_state(4), rbm.new_state(4), rbm.new_state(5)];
+    assert!(acc.record(&ladder, &uneven, PAR).is_err());
+    let ok = vec![rbm.new_state(4), rbm.new_state(4), rbm.new_state(4)];
+    acc.record(&ladder, &ok, PAR).unwrap();
+    // One round of four chains: too few for a jackknife.
+    assert!(acc.bar(&z0).is_err());
+    acc.record(&ladder, &ok, PAR).unwrap();
+    assert!(acc.bar(&z0).is_ok());
+    let more = vec![rbm.new_state(5), rbm.new_state(5), rbm.new_state(5)];
+    assert!(acc.record(&ladder, &more, PAR).is_err());
+}
