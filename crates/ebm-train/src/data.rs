@@ -106,6 +106,11 @@ impl<F: Scalar> TrainingData<F> {
         self.samples.ncols()
     }
 
+    /// Number of samples of positive weight (the ones minibatches are drawn from).
+    pub fn n_weighted_samples(&self) -> usize {
+        self.weights.iter().filter(|&&w| w > 0.0).count()
+    }
+
     /// The weighted mean of every value of a chain's slot over the whole set (the data
     /// frequencies for discrete units).
     pub fn means(&self) -> Vec<f64> {
@@ -125,27 +130,37 @@ impl<F: Scalar> TrainingData<F> {
 /// batch; when fewer than a batch remain, the order is reshuffled (the incomplete tail is
 /// dropped, as in the reference training code, spec `ptt-trais-rcm.md` Appendix Z). Part of
 /// the trainer state, so a resumed run draws the same batches.
+///
+/// Samples of zero weight never enter a batch (they would not contribute, and a batch of them
+/// only would have no weight at all).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct BatchSampler {
     rng: ChainRng,
     order: Vec<u32>,
     next: usize,
+    n_samples: usize,
 }
 
 impl BatchSampler {
-    pub(crate) fn new(n_samples: usize, rng: ChainRng) -> Self {
+    pub(crate) fn new<F: Scalar>(data: &TrainingData<F>, rng: ChainRng) -> Self {
+        let order: Vec<u32> = (0..data.n_samples() as u32)
+            .filter(|&j| data.weights[j as usize] > 0.0)
+            .collect();
         Self {
             rng,
-            order: (0..n_samples as u32).collect(),
-            next: n_samples, // forces a shuffle before the first batch
+            next: order.len(), // forces a shuffle before the first batch
+            order,
+            n_samples: data.n_samples(),
         }
     }
 
+    /// Number of samples of the data set the sampler was built for.
     pub(crate) fn n_samples(&self) -> usize {
-        self.order.len()
+        self.n_samples
     }
 
-    /// The indices of the next batch of `size` samples (`size <= n_samples`).
+    /// The indices of the next batch of `size` samples (`size <=` the number of samples of
+    /// positive weight).
     pub(crate) fn next_batch(&mut self, size: usize) -> &[u32] {
         if self.next + size > self.order.len() {
             self.order.sort_unstable();
@@ -204,8 +219,15 @@ mod tests {
     }
 
     #[test]
-    fn batches_cover_each_epoch_once() {
-        let mut s = BatchSampler::new(10, ChainRng::seed_from_u64(1));
+    fn batches_cover_each_epoch_once_and_skip_zero_weights() {
+        let layer = Bernoulli::<f64>::zeros(1);
+        let data = TrainingData::new(&layer, DMatrix::zeros(1, 11)).unwrap();
+        let mut w = vec![1.0; 11];
+        w[4] = 0.0;
+        let data = data.with_weights(w).unwrap();
+        assert_eq!(data.n_weighted_samples(), 10);
+        let mut s = BatchSampler::new(&data, ChainRng::seed_from_u64(1));
+        assert_eq!(s.n_samples(), 11);
         let mut seen: Vec<u32> = Vec::new();
         for _ in 0..3 {
             seen.extend_from_slice(s.next_batch(3));
@@ -213,6 +235,7 @@ mod tests {
         seen.sort_unstable();
         seen.dedup();
         assert_eq!(seen.len(), 9);
+        assert!(!seen.contains(&4));
         // The tenth sample is dropped this epoch; the next batch starts a new permutation.
         let b = s.next_batch(3).to_vec();
         assert_eq!(b.len(), 3);

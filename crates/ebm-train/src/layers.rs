@@ -1,7 +1,7 @@
 //! What training needs from a unit layer beyond [`Layer`]: the domain of its values (to validate
 //! data), the independent-unit fields that reproduce given means (the visible-field
-//! initialisation from data frequencies), and which of its tensors are precisions (kept
-//! positive by the optimiser).
+//! initialisation from data frequencies), which of its tensors are precisions (kept
+//! positive by the optimiser), and whether its units are real-valued (no \\(\beta = 0\\) rung).
 //!
 //! The gradient itself needs nothing unit-specific: it is written once over
 //! [`Layer::energy_gradient`], [`Layer::expected_energy_gradient`] and [`Layer::mean_in_place`]
@@ -17,6 +17,10 @@ pub trait TrainableLayer: Layer + LinearFields {
     /// Names of the tensors (see [`Layer::tensors`]) that are precisions \\(\gamma > 0\\): after
     /// each update the trainer keeps them at or above its `min_precision`.
     const PRECISION_TENSORS: &'static [&'static str] = &[];
+
+    /// `true` for real-valued units, whose conditional laws need \\(\beta > 0\\) (their cumulant
+    /// generating function diverges at \\(\beta = 0\\)): tempered negative phases check it.
+    const REAL_VALUED: bool = false;
 
     /// Checks that one chain's slot `x` (length [`Layer::width`]) is a valid configuration of
     /// the layer; returns a description of the first invalid value otherwise.
@@ -99,6 +103,7 @@ impl<F: Scalar> TrainableLayer for Potts<F> {
 
 impl<F: Scalar> TrainableLayer for Gaussian<F> {
     const PRECISION_TENSORS: &'static [&'static str] = &["gamma"];
+    const REAL_VALUED: bool = true;
 
     fn check_configuration(&self, x: &[F]) -> Result<(), String> {
         check_values("gaussian", x, f64::is_finite, "finite")
@@ -117,6 +122,7 @@ impl<F: Scalar> TrainableLayer for Gaussian<F> {
 
 impl<F: Scalar> TrainableLayer for ReLU<F> {
     const PRECISION_TENSORS: &'static [&'static str] = &["gamma"];
+    const REAL_VALUED: bool = true;
 
     fn check_configuration(&self, x: &[F]) -> Result<(), String> {
         check_values("relu", x, |v| v >= 0.0 && v.is_finite(), "finite and >= 0")
@@ -129,6 +135,7 @@ impl<F: Scalar> TrainableLayer for ReLU<F> {
 
 impl<F: Scalar> TrainableLayer for DReLU<F> {
     const PRECISION_TENSORS: &'static [&'static str] = &["gamma_plus", "gamma_minus"];
+    const REAL_VALUED: bool = true;
 
     fn check_configuration(&self, x: &[F]) -> Result<(), String> {
         check_values("drelu", x, f64::is_finite, "finite")

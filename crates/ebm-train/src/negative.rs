@@ -8,6 +8,7 @@
 //! lifted PT), and the Jarzynski / population-annealing reweighted chains ([`Jarzynski`]).
 //! Trajectory, stacked and tethered samplers plug in the same way.
 
+use crate::layers::TrainableLayer;
 use ebm_core::{ChainRng, ChainState, EnergyModel, Error, Kernel, Par, Result, RngStreams, Scalar};
 use ebm_estimators::{LogMeanExp, systematic_resampling};
 use ebm_models::{Layer, Rbm, RbmChains};
@@ -44,7 +45,7 @@ pub struct NegativeInfo {
 /// updates the parameters, then calls [`NegativePhase::after_update`] with the old and new
 /// models. Chain `i` of the state consumes only its own RNG stream, so the result does not
 /// depend on [`Par`].
-pub trait NegativePhase<V: Layer, H: Layer<Scalar = V::Scalar>>: Sync {
+pub trait NegativePhase<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>>: Sync {
     /// The phase's chains, streams and counters (serialisable, for exact resume).
     type State: Clone + std::fmt::Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync;
 
@@ -136,7 +137,7 @@ pub struct Pcd {
     pub chains: usize,
 }
 
-impl<V: Layer, H: Layer<Scalar = V::Scalar>> NegativePhase<V, H> for Pcd {
+impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, H> for Pcd {
     type State = ChainState<RbmChains<V::Scalar>>;
 
     fn init(&self, model: &Rbm<V, H>, _batch: usize, seed: u64, par: Par) -> Result<Self::State> {
@@ -180,7 +181,7 @@ pub struct Cd {
     pub sweeps: usize,
 }
 
-impl<V: Layer, H: Layer<Scalar = V::Scalar>> NegativePhase<V, H> for Cd {
+impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, H> for Cd {
     type State = ChainState<RbmChains<V::Scalar>>;
 
     fn init(&self, model: &Rbm<V, H>, batch: usize, seed: u64, _par: Par) -> Result<Self::State> {
@@ -243,7 +244,7 @@ pub struct Tempered {
     pub chains: usize,
 }
 
-impl<V: Layer, H: Layer<Scalar = V::Scalar>> NegativePhase<V, H> for Tempered {
+impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, H> for Tempered {
     type State = PtState<RbmChains<V::Scalar>>;
 
     fn init(&self, model: &Rbm<V, H>, _batch: usize, seed: u64, par: Par) -> Result<Self::State> {
@@ -251,6 +252,17 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> NegativePhase<V, H> for Tempered {
         check_count("Tempered::rounds", self.rounds)?;
         check_count("Tempered::chains", self.chains)?;
         TemperatureLadder::new(model.clone(), self.betas.clone())?;
+        if (V::REAL_VALUED || H::REAL_VALUED) && self.betas[0] <= 0.0 {
+            return Err(Error::InvalidParameter {
+                name: "Tempered::betas".into(),
+                reason: format!(
+                    "real-valued units ({} or {}) need every beta > 0, got {}",
+                    V::KIND,
+                    H::KIND,
+                    self.betas[0]
+                ),
+            });
+        }
         let rungs = self
             .betas
             .iter()
@@ -359,7 +371,7 @@ fn normalised(log_weights: &[f64]) -> Vec<f64> {
     w.iter().map(|x| x / s).collect()
 }
 
-impl<V: Layer, H: Layer<Scalar = V::Scalar>> NegativePhase<V, H> for Jarzynski {
+impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, H> for Jarzynski {
     type State = JarzynskiState<V::Scalar>;
 
     fn init(&self, model: &Rbm<V, H>, _batch: usize, seed: u64, par: Par) -> Result<Self::State> {

@@ -183,7 +183,8 @@ impl<P> Trainer<P> {
             return Err(Error::InvalidParameter {
                 name: "batch_size".into(),
                 reason: format!(
-                    "must lie in 1..={n_samples} (the number of training samples), got {}",
+                    "must lie in 1..={n_samples} (the number of training samples of positive \
+                     weight), got {}",
                     self.batch_size
                 ),
             });
@@ -340,7 +341,7 @@ impl<P> Trainer<P> {
         H: TrainableLayer<Scalar = V::Scalar>,
         P: NegativePhase<V, H>,
     {
-        self.validate(data.n_samples())?;
+        self.validate(data.n_weighted_samples())?;
         Error::check_len(
             "rows of the training data (visible width)",
             model.visible().width(),
@@ -370,7 +371,7 @@ impl<P> Trainer<P> {
         let mut state = TrainState {
             optimizer: OptimizerState::new(&self.optimizer, n_params),
             negative,
-            batches: BatchSampler::new(data.n_samples(), RngStreams::auxiliary(seed, 3)),
+            batches: BatchSampler::new(data, RngStreams::auxiliary(seed, 3)),
             selector: None,
             kept: Vec::new(),
             likelihood: None,

@@ -420,6 +420,32 @@ fn bad_input_is_a_typed_error() {
         2,
     );
     assert!(bad_ladder.init(model.clone(), &data, 1, Par::Seq).is_err());
+    // beta = 0 is a valid rung for binary units, not for real-valued ones (a typed error,
+    // not the layers' panic).
+    let cold_start = Tempered {
+        betas: vec![0.0, 1.0],
+        schedule: SwapSchedule::DeterministicEvenOdd,
+        sweeps: 1,
+        rounds: 1,
+        chains: 2,
+    };
+    assert!(
+        Trainer::new(cold_start.clone(), 2)
+            .init(model.clone(), &data, 1, Par::Seq)
+            .is_ok()
+    );
+    let gaussian = initial_model(
+        Bernoulli::zeros(3),
+        ebm_models::Gaussian::standard(2),
+        None,
+        0.1,
+        1,
+    )
+    .unwrap();
+    let e = Trainer::new(cold_start, 2)
+        .init(gaussian, &data, 1, Par::Seq)
+        .unwrap_err();
+    assert!(e.to_string().contains("beta > 0"), "{e}");
     let mut bad_target = Trainer::new(pcd, 2);
     bad_target.checkpoints = Some(CheckpointPolicy {
         target_acceptance: 1.5,

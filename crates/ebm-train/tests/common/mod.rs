@@ -6,7 +6,7 @@
 use ebm_core::{Par, Result, Scalar};
 use ebm_models::exact;
 use ebm_models::{DiscreteLayer, Layer, Rbm, RbmChains};
-use ebm_train::{NegativeInfo, NegativePhase};
+use ebm_train::{NegativeInfo, NegativePhase, TrainableLayer};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
@@ -49,7 +49,11 @@ pub struct ExactState<F: Scalar> {
     pub weights: Vec<f64>,
 }
 
-impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> NegativePhase<V, H> for ExactNegative {
+impl<V, H> NegativePhase<V, H> for ExactNegative
+where
+    V: DiscreteLayer + TrainableLayer,
+    H: TrainableLayer<Scalar = V::Scalar>,
+{
     type State = ExactState<V::Scalar>;
 
     fn init(&self, model: &Rbm<V, H>, _b: usize, _seed: u64, _par: Par) -> Result<Self::State> {
