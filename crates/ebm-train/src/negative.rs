@@ -73,6 +73,13 @@ pub trait NegativePhase<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>
         par: Par,
     ) -> NegativeInfo;
 
+    /// Checks that `state` belongs to this configuration (e.g. a state loaded from a file
+    /// written by a run with other settings): numbers of chains and rungs.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] naming what differs.
+    fn check_state(&self, state: &Self::State, batch_size: usize) -> Result<()>;
+
     /// The chains whose visible configurations give the model average (after
     /// [`NegativePhase::sample`]).
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar>;
@@ -104,6 +111,13 @@ fn check_count(name: &str, n: usize) -> Result<()> {
     } else {
         Ok(())
     }
+}
+
+/// Checks a batch of chains (both layers) and its number of streams against `n`.
+fn check_chains<F: Scalar>(what: &str, n: usize, x: &RbmChains<F>, streams: usize) -> Result<()> {
+    Error::check_len(what, n, x.visible.ncols())?;
+    Error::check_len(&format!("{what} (hidden layer)"), n, x.hidden.ncols())?;
+    Error::check_len(&format!("{what} (streams)"), n, streams)
 }
 
 /// `n` chains drawn by one Gibbs sweep of `model` at `beta` from the default configuration
@@ -144,6 +158,10 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         check_count("Pcd::sweeps", self.sweeps)?;
         check_count("Pcd::chains", self.chains)?;
         Ok(initial_chains(model, self.chains, seed, par))
+    }
+
+    fn check_state(&self, state: &Self::State, _batch: usize) -> Result<()> {
+        check_chains("Pcd chains", self.chains, &state.chains, state.rngs.len())
     }
 
     fn sample(
@@ -187,6 +205,15 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
     fn init(&self, model: &Rbm<V, H>, batch: usize, seed: u64, _par: Par) -> Result<Self::State> {
         check_count("Cd::sweeps", self.sweeps)?;
         Ok(ChainState::new(model.new_state(batch), seed))
+    }
+
+    fn check_state(&self, state: &Self::State, batch: usize) -> Result<()> {
+        check_chains(
+            "Cd chains (one per sample of a batch)",
+            batch,
+            &state.chains,
+            state.rngs.len(),
+        )
     }
 
     fn sample(
@@ -279,6 +306,30 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
             Gibbs::new(1).step(model, self.betas[k], x, rngs, par);
         }
         Ok(state)
+    }
+
+    fn check_state(&self, state: &Self::State, _batch: usize) -> Result<()> {
+        Error::check_len("Tempered rungs", self.betas.len(), state.rungs.len())?;
+        let n = self.chains * self.betas.len();
+        Error::check_len("Tempered streams (rungs x chains)", n, state.rngs.len())?;
+        Error::check_len(
+            "Tempered replica rows",
+            self.betas.len(),
+            state.replica.len(),
+        )?;
+        Error::check_len("Tempered lifting states", self.chains, state.lifted.len())?;
+        Error::check_len(
+            "Tempered round-trip records",
+            self.chains,
+            state.last_end.len(),
+        )?;
+        for r in &state.rungs {
+            check_chains("Tempered chains per rung", self.chains, r, self.chains)?;
+        }
+        for (k, row) in state.replica.iter().enumerate() {
+            Error::check_len(&format!("Tempered replica row {k}"), self.chains, row.len())?;
+        }
+        Ok(())
     }
 
     fn sample(
@@ -391,6 +442,17 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
             resampling_rng: RngStreams::auxiliary(seed, 4),
             resamplings: 0,
         })
+    }
+
+    fn check_state(&self, state: &Self::State, _batch: usize) -> Result<()> {
+        let c = &state.chains;
+        check_chains("Jarzynski chains", self.chains, &c.chains, c.rngs.len())?;
+        Error::check_len(
+            "Jarzynski log-weights",
+            self.chains,
+            state.log_weights.len(),
+        )?;
+        Error::check_len("Jarzynski weights", self.chains, state.weights.len())
     }
 
     fn sample(

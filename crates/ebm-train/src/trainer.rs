@@ -431,7 +431,8 @@ impl<P> Trainer<P> {
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] if `data` is not the data the state was initialised with (its
-    /// number of samples); [`Error::InvalidParameter`] if an update produces invalid
+    /// number of samples and width), or the state does not belong to this trainer's negative
+    /// phase ([`NegativePhase::check_state`]); [`Error::InvalidParameter`] if an update produces invalid
     /// parameters (divergence: a step too large); [`Error::Io`] if the trajectory file cannot
     /// be written. After an error the state is not fit for an exact resume.
     pub fn step<V, H>(
@@ -450,6 +451,13 @@ impl<P> Trainer<P> {
             "training samples (the data the state was initialised with)",
             state.batches.n_samples(),
             train.n_samples(),
+        )?;
+        self.negative
+            .check_state(&state.negative, self.batch_size)?;
+        Error::check_len(
+            "rows of the training data (visible width)",
+            state.model.visible().width(),
+            train.samples().nrows(),
         )?;
         if let Some(t) = test {
             Error::check_len(

@@ -96,7 +96,7 @@ fn exact_gradient_ascent_is_monotone_centred_or_not() {
         let mut trainer = Trainer::new(ExactNegative, 30);
         trainer.centred = centred;
         trainer.learning_rate = LearningRate::Constant(0.05);
-        let mut state = trainer.init(model, &data, 1, Par::Seq).unwrap();
+        let mut state = trainer.init(model.clone(), &data, 1, Par::Seq).unwrap();
         let mut last = exact_ll(&state.model, &samples);
         let first = last;
         for _ in 0..40 {
@@ -169,7 +169,7 @@ fn potts_training_keeps_the_gauge_and_ascends() {
     let mut trainer = Trainer::new(ExactNegative, 24);
     trainer.optimizer = Optimizer::ADAM;
     trainer.learning_rate = LearningRate::Constant(0.02);
-    let mut state = trainer.init(model, &data, 1, Par::Seq).unwrap();
+    let mut state = trainer.init(model.clone(), &data, 1, Par::Seq).unwrap();
     let first = exact_ll(&state.model, &samples);
     for _ in 0..30 {
         trainer.step(&mut state, &data, None, Par::Seq).unwrap();
@@ -346,7 +346,7 @@ fn observers_write_progress_csv_and_json_lines() {
         20,
     );
     trainer.checkpoints = Some(CheckpointPolicy::default());
-    let mut state = trainer.init(model, &data, 1, Par::Seq).unwrap();
+    let mut state = trainer.init(model.clone(), &data, 1, Par::Seq).unwrap();
     let (mut csv, mut jsonl, mut progress) = (Vec::new(), Vec::new(), Vec::new());
     trainer
         .run(
@@ -454,9 +454,40 @@ fn bad_input_is_a_typed_error() {
     assert!(bad_target.init(model.clone(), &data, 1, Par::Seq).is_err());
     // A state used with other data, and a state file of another model type.
     let trainer = Trainer::new(pcd, 2);
-    let mut state = trainer.init(model, &data, 1, Par::Seq).unwrap();
+    let mut state = trainer.init(model.clone(), &data, 1, Par::Seq).unwrap();
     let other = TrainingData::new(&Bernoulli::<f64>::zeros(3), DMatrix::zeros(3, 5)).unwrap();
     assert!(trainer.step(&mut state, &other, None, Par::Seq).is_err());
+    // A state of another configuration (more chains) is a typed error, not a panic.
+    let other_config = Trainer::new(
+        Pcd {
+            sweeps: 1,
+            chains: 5,
+        },
+        2,
+    );
+    assert!(matches!(
+        other_config.step(&mut state, &data, None, Par::Seq),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    let tempered = |betas: Vec<f64>| {
+        Trainer::new(
+            Tempered {
+                betas,
+                schedule: SwapSchedule::DeterministicEvenOdd,
+                sweeps: 1,
+                rounds: 1,
+                chains: 3,
+            },
+            2,
+        )
+    };
+    let mut pt_state = tempered(vec![0.5, 1.0])
+        .init(model.clone(), &data, 1, Par::Seq)
+        .unwrap();
+    assert!(matches!(
+        tempered(vec![0.3, 0.6, 1.0]).step(&mut pt_state, &data, None, Par::Seq),
+        Err(Error::ShapeMismatch { .. })
+    ));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.json");
     state.save(&path).unwrap();

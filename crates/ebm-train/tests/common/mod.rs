@@ -67,6 +67,10 @@ where
         })
     }
 
+    fn check_state(&self, _state: &Self::State, _batch: usize) -> Result<()> {
+        Ok(())
+    }
+
     fn sample(
         &self,
         model: &Rbm<V, H>,
