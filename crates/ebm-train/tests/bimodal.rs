@@ -89,6 +89,9 @@ fn tempered_negative_phase_learns_the_mode_weights_where_pcd1_fails() {
     );
     let (w_pcd, w_pt) = (weight_a(&pcd), weight_a(&pt));
     let (ll_pcd, ll_pt) = (exact_ll(&pcd, &samples), exact_ll(&pt, &samples));
+    eprintln!(
+        "mode A weight: PT {w_pt:.4}, PCD-1 {w_pcd:.4}; exact LL: PT {ll_pt:.4}, PCD-1 {ll_pcd:.4}"
+    );
     // The data put 3/4 of their weight on mode A.
     assert!(
         (w_pt - 0.75).abs() < 0.08,
