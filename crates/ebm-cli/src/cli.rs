@@ -314,9 +314,13 @@ Samplers:
           --rungs evenly spaced betas from 0 to 1 (or --betas). With --data the reference's
           visible fields match the data means (bernoulli or spin units), otherwise they are
           the model's own fields.
+  ptt     parallel trajectory tempering: the rungs are the checkpoints of a training run
+          saved in --trajectory (rung 0 the first checkpoint, the target the last), all at
+          beta = 1, exchanged by the --schedule; --rungs K keeps K checkpoints evenly spaced
+          in the file's order, always the first and the last.
 
-Cost: a gibbs step costs --sweeps Gibbs sweeps per chain; a pt round costs --sweeps times the
-number of rungs. The record reports both, and mode jumps are counted against that cost.
+Cost: a gibbs step costs --sweeps Gibbs sweeps per chain; a pt, pt-ref or ptt round costs
+--sweeps times the number of rungs. The record reports both, and mode jumps are counted against that cost.
 
 Mode jumps (--trace-every N with --data): a PCA is fitted to the data; every N steps each
 target chain is projected on the first principal component and assigned to mode 1 if its
@@ -332,18 +336,28 @@ potts, 0 for real units) or, with --init data, from data samples drawn with the 
 #[command(long_about = SAMPLE_LONG_ABOUT)]
 pub(crate) struct SampleArgs {
     /// RBM model file (safetensors, written by the ebm libraries).
-    #[arg(short, long, value_name = "FILE")]
-    pub model: PathBuf,
+    #[arg(
+        short,
+        long,
+        value_name = "FILE",
+        required_unless_present = "trajectory",
+        conflicts_with = "trajectory"
+    )]
+    pub model: Option<PathBuf>,
+    /// ptt only: training-trajectory file (the checkpoints of a training run); the target is
+    /// its last checkpoint.
+    #[arg(long, value_name = "FILE")]
+    pub trajectory: Option<PathBuf>,
     /// The sampler.
     #[arg(long, value_enum, default_value_t = SamplerArg::Gibbs)]
     pub sampler: SamplerArg,
-    /// Number of chains (for pt and pt-ref: independent systems of replicas).
+    /// Number of chains (for pt, pt-ref and ptt: independent systems of replicas).
     #[arg(long, default_value_t = 1000, value_parser = positive_usize)]
     pub chains: usize,
-    /// Number of steps (for pt and pt-ref: rounds of exploration and exchange).
+    /// Number of steps (for pt, pt-ref and ptt: rounds of exploration and exchange).
     #[arg(long, default_value_t = 1000, value_parser = positive_u64)]
     pub steps: u64,
-    /// Gibbs sweeps per step (for pt and pt-ref: per rung and round).
+    /// Gibbs sweeps per step (for pt, pt-ref and ptt: per rung and round).
     #[arg(long, default_value_t = 1, value_parser = positive_usize)]
     pub sweeps: usize,
     /// Seed: every chain gets its own random stream derived from it.
@@ -356,7 +370,8 @@ pub(crate) struct SampleArgs {
     /// gibbs only: inverse temperature (> 0; default 1).
     #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
     pub beta: Option<f64>,
-    /// pt, pt-ref: number of rungs, at least 2 (default 10).
+    /// pt, pt-ref: number of rungs, at least 2 (default 10); ptt: number of checkpoints kept
+    /// (default all).
     #[arg(long, value_parser = positive_usize)]
     pub rungs: Option<usize>,
     /// pt only: smallest inverse temperature of the geometric ladder, in (0, 1) (default 0.1).
@@ -371,7 +386,7 @@ pub(crate) struct SampleArgs {
         conflicts_with_all = ["rungs", "beta_min"]
     )]
     pub betas: Option<Vec<f64>>,
-    /// pt, pt-ref: swap schedule (default deo).
+    /// pt, pt-ref, ptt: swap schedule (default deo).
     #[arg(long, value_enum)]
     pub schedule: Option<ScheduleArg>,
     /// Data file: reference fields of pt-ref, starting states of --init data, PCA of
@@ -399,6 +414,8 @@ pub(crate) enum SamplerArg {
     Pt,
     /// Parallel tempering on a reference-interpolated ladder.
     PtRef,
+    /// Parallel trajectory tempering: tempering along the checkpoints of a training run.
+    Ptt,
 }
 
 /// Swap schedules.
@@ -494,9 +511,10 @@ pub(crate) enum PlotCommand {
         #[arg(short, long, value_name = "FILE")]
         out: PathBuf,
     },
-    /// Swap acceptance per pair of neighbouring rungs, and round trips, of pt / pt-ref runs.
+    /// Swap acceptance per pair of neighbouring rungs, and round trips, of pt / pt-ref / ptt
+    /// runs.
     Swaps {
-        /// Run records (.json) of `ebm sample --sampler pt` or `pt-ref`.
+        /// Run records (.json) of `ebm sample --sampler pt`, `pt-ref` or `ptt`.
         #[arg(required = true, value_name = "RECORD")]
         records: Vec<PathBuf>,
         /// Run labels, comma-separated (default: the samplers' descriptions).

@@ -11,7 +11,7 @@
 //! | `ebm data generate` | writes a dataset of the papers (Ising, Bars and Stripes, clustered sets, digits, Curie–Weiss, Hopfield) | [`ebm_data::generate`] |
 //! | `ebm data info` | sizes, value domain, means of a data file | [`ebm_data::load`] |
 //! | `ebm data pca` | projections on the leading principal components | [`ebm_data::pca()`] |
-//! | `ebm sample` | Gibbs sampling, parallel tempering on a temperature ladder (SEO, DEO, random-pair or lifted swaps) or on a reference-interpolated ladder | [`ebm_samplers`] |
+//! | `ebm sample` | Gibbs sampling, parallel tempering on a temperature ladder (SEO, DEO, random-pair or lifted swaps), on a reference-interpolated ladder, or on the checkpoints of a training trajectory (PTT) | [`ebm_samplers`] |
 //! | `ebm loglik exact` | exact \\(\log Z\\) by enumeration and the log-likelihood of data | [`ebm_models::exact`] |
 //! | `ebm plot` | PNG or SVG figures from the files the other commands write | [`plot`] |
 //!
@@ -108,13 +108,18 @@ fn report_clap_error(e: clap::Error) -> ExitCode {
             ExitCode::from(EXIT_USAGE)
         }
         _ => {
+            // clap's message, its argument list and tips, without the usage block.
             let text = e.render().to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid command line");
-            let first = first.trim_start_matches("error: ");
-            let _ = writeln!(std::io::stderr(), "error: {} (see --help)", one_line(first));
+            let message: Vec<&str> = text
+                .split("\n\n")
+                .take_while(|p| {
+                    let p = p.trim_start();
+                    !p.starts_with("Usage:") && !p.starts_with("For more information")
+                })
+                .collect();
+            let message = one_line(&message.join(" ")).replace(" tip: ", "; tip: ");
+            let message = message.trim_start_matches("error: ");
+            let _ = writeln!(std::io::stderr(), "error: {message} (see --help)");
             ExitCode::from(EXIT_USAGE)
         }
     }

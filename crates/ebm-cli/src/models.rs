@@ -139,6 +139,14 @@ real_layer!(Gaussian<f64>, any_real);
 real_layer!(ReLU<f64>, non_negative);
 real_layer!(DReLU<f64>, any_real);
 
+/// A computation generic over the unit types, which are known only at run time.
+pub(crate) trait KindsTask {
+    /// What the task returns.
+    type Output;
+    /// Runs the task with the layer types `V` and `H`.
+    fn run<V: CliLayer, H: CliLayer>(self) -> Result<Self::Output>;
+}
+
 /// A computation on an RBM whose unit types are known only at run time.
 pub(crate) trait RbmTask {
     /// What the task returns.
@@ -184,26 +192,44 @@ macro_rules! with_layer_type {
 /// The unit kinds this program handles.
 pub(crate) const KINDS: [&str; 6] = ["bernoulli", "spin", "potts", "gaussian", "relu", "drelu"];
 
-/// Loads the RBM in `path` with the unit types its header names (parameters in `f64`,
-/// converted exactly from an `f32` file) and runs `task` on it.
-pub(crate) fn with_model<T: RbmTask>(path: &Path, task: T) -> Result<T::Output> {
-    let info = ebm_io::read_rbm_info(path)?;
+/// Runs `task` with the layer types named `visible` and `hidden` (as written in the header of
+/// `file`), every combination of the six unit types in `f64`.
+pub(crate) fn with_kinds<T: KindsTask>(
+    visible: &str,
+    hidden: &str,
+    file: &Path,
+    task: T,
+) -> Result<T::Output> {
     let unknown = |kind: &str| {
         CliError::new(format!(
             "{}: unit kind \"{kind}\" is not supported by this program (supported: {})",
-            path.display(),
+            file.display(),
             KINDS.join(", ")
         ))
     };
     with_layer_type!(
-        info.visible.as_str(),
-        V => with_layer_type!(
-            info.hidden.as_str(),
-            H => task.run(ebm_io::load_rbm::<V, H>(path)?, path),
-            Err(unknown(&info.hidden))
-        ),
-        Err(unknown(&info.visible))
+        visible,
+        V => with_layer_type!(hidden, H => task.run::<V, H>(), Err(unknown(hidden))),
+        Err(unknown(visible))
     )
+}
+
+/// Loads the RBM in `path` with the unit types its header names (parameters in `f64`,
+/// converted exactly from an `f32` file) and runs `task` on it.
+pub(crate) fn with_model<T: RbmTask>(path: &Path, task: T) -> Result<T::Output> {
+    struct Load<'a, T> {
+        path: &'a Path,
+        task: T,
+    }
+    impl<T: RbmTask> KindsTask for Load<'_, T> {
+        type Output = T::Output;
+        fn run<V: CliLayer, H: CliLayer>(self) -> Result<T::Output> {
+            let rbm = ebm_io::load_rbm::<V, H>(self.path)?;
+            self.task.run(rbm, self.path)
+        }
+    }
+    let info = ebm_io::read_rbm_info(path)?;
+    with_kinds(&info.visible, &info.hidden, path, Load { path, task })
 }
 
 /// A one-line description of a model: `bernoulli-spin RBM, 10 x 6 units`.

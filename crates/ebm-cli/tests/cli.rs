@@ -189,6 +189,8 @@ fn help_is_available_for_every_command() {
             &[
                 "gibbs",
                 "pt-ref",
+                "ptt",
+                "--trajectory",
                 "deo",
                 "lifted",
                 "random-pair",
@@ -421,6 +423,89 @@ fn parallel_tempering_targets_the_exact_law_with_every_schedule() {
         rec["results"]["pt"]["reference"],
         "visible fields from the data means"
     );
+}
+
+/// A training-like trajectory from an independent-site model to `small_rbm`, saved with its
+/// updates, sampled by PTT: the target chains follow the exact law of the last checkpoint.
+#[test]
+fn trajectory_tempering_targets_the_last_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rbm = small_rbm();
+    let start = Rbm::new(
+        rbm.visible().clone(),
+        rbm.hidden().clone(),
+        DMatrix::zeros(6, 3),
+    )
+    .unwrap();
+    let checkpoints = (0..5).map(|k| {
+        (
+            10 * k as u64,
+            rbm.interpolate(&start, k as f64 / 4.0).unwrap(),
+        )
+    });
+    let trajectory = ebm_io::Trajectory::from_checkpoints(checkpoints).unwrap();
+    ebm_io::save_trajectory(&trajectory, &d.join("t.safetensors")).unwrap();
+    ebm_io::save_rbm(&rbm, &d.join("m.safetensors")).unwrap();
+    let run = "sample --sampler ptt --trajectory t.safetensors --chains 3000 --steps 25 --seed 8";
+    ok(d, &format!("{run} --out ptt.npy"));
+    let p = exact::visible_probabilities(&rbm, 1.0, Par::Seq).unwrap();
+    let t = ebm_testkit::chi_square(&configuration_counts(&d.join("ptt.npy"), &rbm), &p);
+    assert!(t.p_value > 1e-6, "PTT samples off the exact law: {t:?}");
+    let rec = json(&d.join("ptt.json"));
+    let pt = &rec["results"]["pt"];
+    assert_eq!(
+        pt["checkpoint_updates"],
+        serde_json::json!([0, 10, 20, 30, 40])
+    );
+    assert_eq!(pt["acceptance_rates"].as_array().unwrap().len(), 4);
+    assert_eq!(rec["results"]["sampler"], "ptt");
+    assert_eq!(rec["inputs"][0], "t.safetensors");
+    // Three evenly spaced checkpoints, always the first and the last.
+    ok(
+        d,
+        &format!("{run} --rungs 3 --schedule lifted --out ptt3.npy"),
+    );
+    let rec = json(&d.join("ptt3.json"));
+    assert_eq!(
+        rec["results"]["pt"]["checkpoint_updates"],
+        serde_json::json!([0, 20, 40])
+    );
+    assert_eq!(rec["results"]["gibbs_sweeps_per_step"], 3);
+    // Inconsistent uses.
+    fails(
+        d,
+        "sample --sampler ptt --model m.safetensors --out s.npy",
+        1,
+        "--trajectory",
+    );
+    fails(
+        d,
+        "sample --trajectory t.safetensors --out s.npy",
+        1,
+        "--trajectory",
+    );
+    fails(
+        d,
+        &format!("{run} --rungs 9 --out s.npy"),
+        1,
+        "only 5 checkpoints",
+    );
+    fails(d, &format!("{run} --betas 0.5,1 --out s.npy"), 1, "--betas");
+    fails(
+        d,
+        "sample --sampler ptt --trajectory m.safetensors --out s.npy",
+        1,
+        "m.safetensors",
+    );
+    fails(
+        d,
+        "sample --model m.safetensors --trajectory t.safetensors --out s.npy",
+        2,
+        "--trajectory",
+    );
+    fails(d, "sample --out s.npy", 2, "--model");
+    assert!(!d.join("s.npy").exists());
 }
 
 /// A bimodal Curie–Weiss model (spin visibles, one Gaussian hidden unit): Gibbs stays in the

@@ -188,7 +188,7 @@ fn swaps_figure(records: &[PathBuf], labels: Option<&[String]>, out: &Path) -> R
     for (label, path, r) in sample_records(records, labels)? {
         let Some(pt) = r.pt else {
             bail!(
-                "{} is a {} run: swap statistics need --sampler pt or pt-ref",
+                "{} is a {} run: swap statistics need --sampler pt, pt-ref or ptt",
                 path.display(),
                 r.sampler
             );

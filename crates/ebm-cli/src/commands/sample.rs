@@ -8,7 +8,7 @@ use ebm_data::{Centering, Dataset, Pca};
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
     Ladder, ParallelTempering, PtDiagnostics, PtState, ReferenceLadder, SwapSchedule,
-    TemperatureLadder,
+    TemperatureLadder, TrajectoryLadder,
 };
 use ebm_samplers::{Gibbs, GibbsInfo, StepInfo, run};
 use nalgebra::DMatrix;
@@ -19,7 +19,7 @@ use crate::cli::{InitArg, SampleArgs, SamplerArg, ScheduleArg};
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, load_dataset, write_samples};
 use crate::models::{
-    CliLayer, ModelSummary, RbmTask, describe, free_energies, visible_data, with_model,
+    CliLayer, KindsTask, ModelSummary, describe, free_energies, visible_data, with_kinds,
     zero_weights,
 };
 use crate::progress::ProgressObserver;
@@ -33,7 +33,7 @@ const DEFAULT_BETA_MIN: f64 = 0.1;
 /// What `ebm sample` reports in its run record (read back by `ebm plot jumps | swaps`).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub(crate) struct SampleResults {
-    /// `gibbs`, `pt` or `pt-ref`.
+    /// `gibbs`, `pt`, `pt-ref` or `ptt`.
     pub sampler: String,
     /// A short description for legends, e.g. `PT (deo, 10 rungs)`.
     pub description: String,
@@ -62,8 +62,11 @@ pub(crate) struct SampleResults {
 pub(crate) struct PtSummary {
     /// `seo`, `deo`, `random-pair` or `lifted`.
     pub schedule: String,
-    /// The ladder's inverse temperatures (pt) or interpolation coefficients (pt-ref).
+    /// The ladder's inverse temperatures (pt), interpolation coefficients (pt-ref), or 1 for
+    /// every checkpoint (ptt).
     pub betas: Vec<f64>,
+    /// ptt: the training update of the checkpoint at each rung.
+    pub checkpoint_updates: Option<Vec<u64>>,
     /// What rung 0 of pt-ref is: fields from data means or the model's own.
     pub reference: Option<String>,
     /// Mean swap acceptance probability of each neighbouring pair (null if never proposed).
@@ -110,6 +113,16 @@ fn not_for(option: &str, sampler: &str, hint: &str) -> CliError {
 /// Checks the options that must agree whatever the model.
 fn check_options(a: &SampleArgs) -> Result<()> {
     let sampler = sampler_name(a.sampler);
+    if a.sampler == SamplerArg::Ptt && a.trajectory.is_none() {
+        bail!("--sampler ptt needs --trajectory FILE (the checkpoints of a training run)");
+    }
+    if a.sampler != SamplerArg::Ptt && a.trajectory.is_some() {
+        return Err(not_for(
+            "--trajectory",
+            sampler,
+            " (only ptt samples along a trajectory; give the model with --model)",
+        ));
+    }
     match a.sampler {
         SamplerArg::Gibbs => {
             for (set, name) in [
@@ -132,7 +145,21 @@ fn check_options(a: &SampleArgs) -> Result<()> {
                 bail!("--beta {b}: the inverse temperature must be > 0");
             }
         }
-        SamplerArg::Pt | SamplerArg::PtRef => {
+        SamplerArg::Pt | SamplerArg::PtRef | SamplerArg::Ptt => {
+            if a.sampler == SamplerArg::Ptt {
+                for (set, name) in [
+                    (a.beta_min.is_some(), "--beta-min"),
+                    (a.betas.is_some(), "--betas"),
+                ] {
+                    if set {
+                        return Err(not_for(
+                            name,
+                            sampler,
+                            " (its rungs are the trajectory's checkpoints; choose how many with --rungs)",
+                        ));
+                    }
+                }
+            }
             if a.beta.is_some() {
                 return Err(not_for(
                     "--beta",
@@ -183,6 +210,7 @@ fn sampler_name(s: SamplerArg) -> &'static str {
         SamplerArg::Gibbs => "gibbs",
         SamplerArg::Pt => "pt",
         SamplerArg::PtRef => "pt-ref",
+        SamplerArg::Ptt => "ptt",
     }
 }
 
@@ -199,13 +227,26 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     check_options(a)?;
     check_matrix_output(&a.out)?;
     let record = record_path_for(&a.out);
-    let mut inputs: Vec<&Path> = vec![&a.model];
+    let source: &Path = match (&a.model, &a.trajectory) {
+        (Some(m), _) => m,
+        (None, Some(t)) => t,
+        (None, None) => bail!("give the model with --model FILE (or --trajectory FILE for ptt)"),
+    };
+    let mut inputs: Vec<&Path> = vec![source];
     if let Some(d) = &a.data {
         inputs.push(d);
     }
     check_outputs(&[&a.out, &record], &inputs)?;
     let data = a.data.as_deref().map(load_dataset).transpose()?;
-    let outcome = with_model(&a.model, SampleTask { a, ctx, data })?;
+    let (visible, hidden) = if a.trajectory.is_some() {
+        let info = ebm_io::read_trajectory_info(source)?;
+        (info.visible, info.hidden)
+    } else {
+        let info = ebm_io::read_rbm_info(source)?;
+        (info.visible, info.hidden)
+    };
+    let task = SampleTask { a, ctx, data };
+    let outcome = with_kinds(&visible, &hidden, source, task)?;
     write_samples(&a.out, &outcome.samples)?;
     let r = &outcome.results;
     ctx.say(format!(
@@ -272,11 +313,28 @@ struct SampleOutcome {
     results: SampleResults,
 }
 
-impl RbmTask for SampleTask<'_> {
+/// The checkpoints of a trajectory: training updates and models, in order.
+type Checkpoints<V, H> = (Vec<u64>, Vec<Rbm<V, H>>);
+
+impl KindsTask for SampleTask<'_> {
     type Output = SampleOutcome;
 
-    fn run<V: CliLayer, H: CliLayer>(self, rbm: Rbm<V, H>, file: &Path) -> Result<SampleOutcome> {
+    fn run<V: CliLayer, H: CliLayer>(self) -> Result<SampleOutcome> {
         let SampleTask { a, ctx, data } = self;
+        let (rbm, file, checkpoints): (Rbm<V, H>, &Path, Option<Checkpoints<V, H>>) =
+            match (&a.model, &a.trajectory) {
+                (Some(m), _) => (ebm_io::load_rbm(m)?, m, None),
+                (None, Some(t)) => {
+                    let trajectory = ebm_io::load_trajectory::<V, H>(t)?;
+                    let updates = trajectory.updates().to_vec();
+                    let models = trajectory.into_models();
+                    let Some(target) = models.last().cloned() else {
+                        bail!("{}: the trajectory has no checkpoint", t.display());
+                    };
+                    (target, t, Some((updates, models)))
+                }
+                (None, None) => bail!("no model file"),
+            };
         let data = match (data, &a.data) {
             (Some(ds), Some(path)) => Some(visible_data(rbm.visible(), ds, path)?),
             _ => None,
@@ -357,6 +415,18 @@ impl RbmTask for SampleTask<'_> {
                 let k = pt.betas.len() as u64;
                 (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
             }
+            SamplerArg::Ptt => {
+                let (updates, models) = checkpoints.expect("checked: ptt has --trajectory");
+                let keep = kept_checkpoints(models.len(), a.rungs, file)?;
+                let ladder =
+                    TrajectoryLadder::new(keep.iter().map(|&i| models[i].clone()).collect())?;
+                let (samples, mut pt) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                pt.betas = vec![1.0; keep.len()];
+                pt.checkpoint_updates = Some(keep.iter().map(|&i| updates[i]).collect());
+                let desc = format!("PTT ({}, {} checkpoints)", pt.schedule, keep.len());
+                let k = keep.len() as u64;
+                (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
+            }
         };
         let f = free_energies(&rbm, &samples, beta);
         let mean_free_energy = f.iter().sum::<f64>() / f.len().max(1) as f64;
@@ -409,6 +479,7 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     let summary = PtSummary {
         schedule: schedule_name.into(),
         betas: Vec::new(),
+        checkpoint_updates: None,
         reference: None,
         acceptance_rates: diagnostics
             .acceptance_rates()
@@ -422,6 +493,27 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     };
     let target = state.rungs.pop().expect("at least two rungs");
     Ok((target.visible, summary))
+}
+
+/// The indices of the checkpoints kept as rungs: all of them, or `rungs` evenly spaced ones
+/// (rounded to the nearest index), always the first and the last.
+fn kept_checkpoints(n: usize, rungs: Option<usize>, file: &Path) -> Result<Vec<usize>> {
+    if n < 2 {
+        bail!(
+            "{}: trajectory tempering needs at least 2 checkpoints, the file has {n}",
+            file.display()
+        );
+    }
+    let Some(k) = rungs else {
+        return Ok((0..n).collect());
+    };
+    if k > n {
+        bail!("--rungs {k}: {} has only {n} checkpoints", file.display());
+    }
+    // i (n - 1) / (k - 1), rounded; strictly increasing because k <= n.
+    Ok((0..k)
+        .map(|i| (2 * i * (n - 1) + (k - 1)) / (2 * (k - 1)))
+        .collect())
 }
 
 /// The starting chains: every unit in its default state, or data samples drawn with the seed
