@@ -139,7 +139,7 @@ pub(crate) enum Generator {
         #[arg(long, default_value_t = 8, value_parser = positive_usize)]
         size: usize,
         /// Inverse temperature (critical point 0.4407).
-        #[arg(long, default_value_t = 0.44, value_parser = finite_f64)]
+        #[arg(long, default_value_t = 0.44, value_parser = finite_f64, allow_negative_numbers = true)]
         beta: f64,
         /// Number of configurations.
         #[arg(long, default_value_t = 1000, value_parser = positive_usize)]
@@ -164,7 +164,7 @@ pub(crate) enum Generator {
         #[arg(long, default_value_t = 1000, value_parser = positive_usize)]
         samples: usize,
         /// Pixel flip probability in [0, 1].
-        #[arg(long, default_value_t = 0.0, value_parser = finite_f64)]
+        #[arg(long, default_value_t = 0.0, value_parser = finite_f64, allow_negative_numbers = true)]
         noise: f64,
         #[command(flatten)]
         #[serde(flatten)]
@@ -208,7 +208,7 @@ pub(crate) enum Generator {
         #[arg(long, default_value_t = 0.0, value_parser = finite_f64, allow_negative_numbers = true)]
         field: f64,
         /// Inverse temperature.
-        #[arg(long, default_value_t = 1.5, value_parser = finite_f64)]
+        #[arg(long, default_value_t = 1.5, value_parser = finite_f64, allow_negative_numbers = true)]
         beta: f64,
         /// Number of samples.
         #[arg(long, default_value_t = 1000, value_parser = positive_usize)]
@@ -230,7 +230,7 @@ pub(crate) enum Generator {
         #[arg(long, default_value_t = 1.0, value_parser = finite_f64, allow_negative_numbers = true)]
         coupling: f64,
         /// Inverse temperature.
-        #[arg(long, default_value_t = 2.0, value_parser = finite_f64)]
+        #[arg(long, default_value_t = 2.0, value_parser = finite_f64, allow_negative_numbers = true)]
         beta: f64,
         /// Number of samples.
         #[arg(long, default_value_t = 1000, value_parser = positive_usize)]
