@@ -543,17 +543,19 @@ pub(crate) enum PlotCommand {
     Logz {
         /// CSV file with a header row.
         csv: PathBuf,
-        /// Column of the cost (default: the first numeric column). Drawn on a log scale.
+        /// Column of the cost (default: gibbs_sweeps, gibbs_steps, cost or sweeps, else the
+        /// first numeric column). Drawn on a log scale.
         #[arg(long)]
         x: Option<String>,
-        /// Column of the estimate (default: the second numeric column).
+        /// Column of the estimate (default: log_z or estimate, else the next numeric column).
         #[arg(long)]
         y: Option<String>,
         /// Column naming the estimator of each row (default: the first non-numeric column,
         /// if any).
         #[arg(long)]
         group: Option<String>,
-        /// Exact log Z, drawn as a horizontal line.
+        /// Exact log Z, drawn as a horizontal line (default: the value of a constant
+        /// exact_log_z column, when the estimates are a log_z column).
         #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
         exact: Option<f64>,
         /// Linear instead of logarithmic cost axis.

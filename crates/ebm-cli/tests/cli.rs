@@ -601,6 +601,28 @@ fn csv_figures_are_drawn() {
         assert_image(&d.join(format!("ll.{ext}")));
         assert_image(&d.join(format!("logz.{ext}")));
     }
+    // The columns of the estimator comparison example (examples/log_z.rs) are found by name.
+    std::fs::write(
+        d.join("example.csv"),
+        "series,estimator,ladder,rungs,samples,gibbs_sweeps,log_z,std_err,exact_log_z,error,\
+         abs_error,ess,relative_ess\n\
+         AIS 10,ais,temperature,10,500,5000,9.8,0.1,10.0,-0.2,0.2,300,0.6\n\
+         AIS 100,ais,temperature,100,500,50000,9.97,0.03,10.0,-0.03,0.03,400,0.8\n\
+         Tr-AIS,tr-ais,trajectory,20,500,10000,9.99,0.02,10.0,-0.01,0.01,450,0.9\n",
+    )
+    .unwrap();
+    ok(d, "plot logz example.csv --out example.svg");
+    assert_image(&d.join("example.svg"));
+    let rec = json(&d.join("example.json"));
+    assert_eq!(
+        rec["results"]["columns"],
+        serde_json::json!(["gibbs_sweeps", "log_z"])
+    );
+    assert_eq!(rec["results"]["exact"], 10.0);
+    assert_eq!(
+        rec["results"]["drawn"],
+        serde_json::json!([["AIS 10", 1], ["AIS 100", 1], ["Tr-AIS", 1]])
+    );
     let drawn = |f: &str| json(&d.join(f))["results"]["drawn"].clone();
     assert_eq!(
         drawn("logz.json"),

@@ -20,6 +20,12 @@ struct PlotResults {
     figure: &'static str,
     /// Curves, bars or point sets drawn, by label, with their number of points.
     drawn: Vec<(String, usize)>,
+    /// The CSV columns of the x and y axes, for figures drawn from a table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    columns: Option<[String; 2]>,
+    /// The exact value drawn as a line, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exact: Option<f64>,
 }
 
 pub(super) fn execute(cmd: &PlotCommand, ctx: &Context) -> Result<()> {
@@ -123,6 +129,8 @@ fn samples_figure(
     Ok(PlotResults {
         figure: "samples over data",
         drawn: vec![("data".into(), pd.len()), ("samples".into(), ps.len())],
+        columns: None,
+        exact: None,
     })
 }
 
@@ -180,6 +188,8 @@ fn jumps_figure(records: &[PathBuf], labels: Option<&[String]>, out: &Path) -> R
     Ok(PlotResults {
         figure: "mode jumps",
         drawn: drawn(&series),
+        columns: None,
+        exact: None,
     })
 }
 
@@ -207,6 +217,8 @@ fn swaps_figure(records: &[PathBuf], labels: Option<&[String]>, out: &Path) -> R
             .iter()
             .map(|r| (r.label.clone(), r.acceptance.len()))
             .collect(),
+        columns: None,
+        exact: None,
     })
 }
 
@@ -252,6 +264,8 @@ fn loglik_figure(
     Ok(PlotResults {
         figure: "log-likelihood",
         drawn: drawn(&series),
+        columns: None,
+        exact: None,
     })
 }
 
@@ -266,22 +280,37 @@ fn logz_figure(
 ) -> Result<PlotResults> {
     let t = Table::read(csv)?;
     let numeric: Vec<usize> = (0..t.columns.len()).filter(|&k| t.is_numeric(k)).collect();
-    let pick = |name: Option<&str>, nth: usize, what: &str| -> Result<usize> {
-        match name {
-            Some(n) => t.column(n),
-            None => numeric.get(nth).copied().ok_or_else(|| {
-                CliError::new(format!(
-                    "{}: cannot choose the {what} column (the file has {} numeric columns); \
-                     name it with --{}",
-                    csv.display(),
-                    numeric.len(),
-                    if what == "cost" { "x" } else { "y" }
-                ))
-            }),
-        }
+    // The first numeric column among `names`, in that order of preference.
+    let preferred = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| numeric.iter().copied().find(|&k| t.columns[k] == *n))
     };
-    let xk = pick(x, 0, "cost")?;
-    let yk = pick(y, 1, "estimate")?;
+    let xk = match x {
+        Some(n) => t.column(n)?,
+        None => preferred(&COST_COLUMNS)
+            .or_else(|| numeric.first().copied())
+            .ok_or_else(|| no_column(csv, "cost", "x", numeric.len()))?,
+    };
+    let yk = match y {
+        Some(n) => t.column(n)?,
+        None => preferred(&ESTIMATE_COLUMNS)
+            .or_else(|| numeric.iter().copied().find(|&k| k != xk))
+            .ok_or_else(|| no_column(csv, "estimate", "y", numeric.len()))?,
+    };
+    // The exact value from the file when it has one constant `exact_log_z` column and the
+    // estimates are log Z themselves.
+    let exact = match exact {
+        Some(v) => Some(v),
+        None if t.columns[yk] == "log_z" => match t.column("exact_log_z") {
+            Ok(k) if t.is_numeric(k) => {
+                let v: Vec<f64> = t.numbers(k)?.into_iter().flatten().collect();
+                v.first().copied().filter(|&a| v.iter().all(|&b| b == a))
+            }
+            _ => None,
+        },
+        None => None,
+    };
     let gk = match group {
         Some(g) => Some(t.column(g)?),
         None => (0..t.columns.len()).find(|&k| !t.is_numeric(k)),
@@ -317,7 +346,22 @@ fn logz_figure(
     Ok(PlotResults {
         figure: "log Z versus cost",
         drawn: drawn(&series),
+        columns: Some([t.columns[xk].clone(), t.columns[yk].clone()]),
+        exact,
     })
+}
+
+/// Cost columns `plot logz` looks for, in order, when --x is not given.
+const COST_COLUMNS: [&str; 4] = ["gibbs_sweeps", "gibbs_steps", "cost", "sweeps"];
+/// Estimate columns `plot logz` looks for, in order, when --y is not given.
+const ESTIMATE_COLUMNS: [&str; 3] = ["log_z", "estimate", "log_z_estimate"];
+
+fn no_column(csv: &Path, what: &str, option: &str, numeric: usize) -> CliError {
+    CliError::new(format!(
+        "{}: cannot choose the {what} column (the file has {numeric} numeric columns); name it \
+         with --{option}",
+        csv.display()
+    ))
 }
 
 fn drawn(series: &[Series]) -> Vec<(String, usize)> {
