@@ -8,7 +8,9 @@
 //! |---|---|
 //! | [`core`] (`ebm-core`) | traits ([`EnergyModel`](core::EnergyModel), [`ConditionalSampler`](core::ConditionalSampler), [`Kernel`](core::Kernel), [`Tractable`](core::Tractable), [`Observer`](core::Observer)), RNG streams, [`Par`](core::Par), errors, numerics |
 //! | [`models`] (`ebm-models`) | unit layers and the generic [`Rbm<V, H>`](models::Rbm), exact enumeration |
-//! | [`samplers`] (`ebm-samplers`) | alternating Gibbs, single-site Metropolis, the sampling driver |
+//! | [`samplers`] (`ebm-samplers`) | alternating Gibbs, single-site Metropolis, the sampling driver, parallel tempering (ladders, swap schedules, diagnostics, ladder construction) |
+//! | [`estimators`] (`ebm-estimators`) | exact log Z, AIS, reverse AIS, trajectory AIS (offline and online), BAR from PT samples, log-likelihood with error bars |
+//! | [`train`] (`ebm-train`) | PCD/CD/PT/Jarzynski training, optimisers, online log-likelihood, checkpoint trajectories, resume |
 //! | [`io`] (`ebm-io`) | RBM files: safetensors + JSON metadata, atomic writes, validated loading |
 //! | [`data`] (`ebm-data`) | dataset generators and loaders, PCA, mixing and sample-quality metrics |
 //!
@@ -32,9 +34,11 @@
 
 pub use ebm_core as core;
 pub use ebm_data as data;
+pub use ebm_estimators as estimators;
 pub use ebm_io as io;
 pub use ebm_models as models;
 pub use ebm_samplers as samplers;
+pub use ebm_train as train;
 pub use nalgebra;
 pub use rand;
 

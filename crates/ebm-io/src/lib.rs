@@ -210,6 +210,21 @@ fn to_le_bytes<F: Scalar>(values: &[F]) -> Vec<u8> {
     out
 }
 
+/// Rejects free-form metadata that would override a key of `format` itself.
+fn check_extra_keys(
+    extra: &BTreeMap<String, String>,
+    reserved: &[&str],
+    format: &str,
+) -> Result<()> {
+    match extra.keys().find(|k| reserved.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(k) => Err(Error::InvalidParameter {
+            name: k.clone(),
+            reason: format!("\"{k}\" is a reserved metadata key of the {format} format"),
+        }),
+    }
+}
+
 /// Saves `rbm` to `path` (safetensors with metadata, see the [crate docs](crate)),
 /// atomically.
 ///
@@ -235,15 +250,7 @@ pub fn save_rbm_with_metadata<V: Layer, H: Layer<Scalar = V::Scalar>>(
     path: &Path,
     extra: &BTreeMap<String, String>,
 ) -> Result<()> {
-    if let Some(k) = extra
-        .keys()
-        .find(|k| RESERVED_METADATA_KEYS.contains(&k.as_str()))
-    {
-        return Err(Error::InvalidParameter {
-            name: k.clone(),
-            reason: format!("\"{k}\" is a reserved metadata key of the {RBM_FORMAT} format"),
-        });
-    }
+    check_extra_keys(extra, &RESERVED_METADATA_KEYS, RBM_FORMAT)?;
     let mut metadata: HashMap<String, String> =
         extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     for (k, v) in [
@@ -1016,15 +1023,7 @@ pub fn save_trajectory_with_metadata<V: Layer, H: Layer<Scalar = V::Scalar>>(
     path: &Path,
     extra: &BTreeMap<String, String>,
 ) -> Result<()> {
-    if let Some(k) = extra
-        .keys()
-        .find(|k| RESERVED_TRAJECTORY_KEYS.contains(&k.as_str()))
-    {
-        return Err(Error::InvalidParameter {
-            name: k.clone(),
-            reason: format!("\"{k}\" is a reserved metadata key of the {TRAJECTORY_FORMAT} format"),
-        });
-    }
+    check_extra_keys(extra, &RESERVED_TRAJECTORY_KEYS, TRAJECTORY_FORMAT)?;
     let mut metadata: HashMap<String, String> =
         extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let (visible_units, hidden_units) = trajectory

@@ -293,14 +293,22 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         out: &mut [f64],
         par: Par,
     ) {
-        assert_eq!(
-            v.nrows(),
-            self.visible.width(),
-            "free_energy_visible: visible width"
-        );
-        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        self.free_energies_at(v, &[beta], out, par);
+    }
+
+    /// \\(F_{\\beta_j}(v_i)\\) of every column `v_i` of `v` into `out[i * betas.len() + j]`:
+    /// one product \\(W^\\top v\\) per chunk of chains, then the cumulant generating function
+    /// of the hidden layer at each temperature.
+    fn free_energies_at(&self, v: &DMatrix<V::Scalar>, betas: &[f64], out: &mut [f64], par: Par) {
+        let (nv, nh, m) = (self.visible.width(), self.hidden.width(), betas.len());
+        assert_eq!(v.nrows(), nv, "free energies: visible width");
+        assert_eq!(out.len(), v.ncols() * m, "free energies: output length");
+        if m == 0 {
+            return;
+        }
         let mut inputs = vec![V::Scalar::from_f64(0.0); nh * v.ncols()];
-        for_each_chain_chunk(par, nh, &mut inputs, out, |first, inp, outs| {
+        let mut per_chain: Vec<&mut [f64]> = out.chunks_mut(m).collect();
+        for_each_chain_chunk(par, nh, &mut inputs, &mut per_chain, |first, inp, outs| {
             let cols = outs.len();
             let vs = &v.as_slice()[first * nv..(first + cols) * nv];
             matmul(
@@ -309,9 +317,11 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
                 inp,
             );
             for (k, o) in outs.iter_mut().enumerate() {
-                let vk = &vs[k * nv..(k + 1) * nv];
-                *o = beta * self.visible.energy(vk)
-                    - self.hidden.cgf(&inp[k * nh..(k + 1) * nh], beta);
+                let energy = self.visible.energy(&vs[k * nv..(k + 1) * nv]);
+                let input = &inp[k * nh..(k + 1) * nh];
+                for (e, &beta) in o.iter_mut().zip(betas) {
+                    *e = beta * energy - self.hidden.cgf(input, beta);
+                }
             }
         });
     }
@@ -386,31 +396,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
     /// One product \(W^\top v\) per chunk of chains, then the tempered free energy at each
     /// temperature; bit-identical to calling [`EnergyModel::energies`] per temperature.
     fn energies_at(&self, x: &Self::State, betas: &[f64], out: &mut [f64], par: Par) {
-        let v = &x.visible;
-        let (nv, nh, m) = (self.visible.width(), self.hidden.width(), betas.len());
-        assert_eq!(v.nrows(), nv, "energies_at: visible width");
-        assert_eq!(out.len(), v.ncols() * m, "energies_at: output length");
-        let mut inputs = vec![V::Scalar::from_f64(0.0); nh * v.ncols()];
-        let mut per_chain: Vec<&mut [f64]> = out.chunks_mut(m.max(1)).collect();
-        if m == 0 {
-            return;
-        }
-        for_each_chain_chunk(par, nh, &mut inputs, &mut per_chain, |first, inp, outs| {
-            let cols = outs.len();
-            let vs = &v.as_slice()[first * nv..(first + cols) * nv];
-            matmul(
-                MatRef::col_major(self.weights.as_slice(), nv, nh).t(),
-                MatRef::col_major(vs, nv, cols),
-                inp,
-            );
-            for (k, o) in outs.iter_mut().enumerate() {
-                let energy = self.visible.energy(&vs[k * nv..(k + 1) * nv]);
-                let input = &inp[k * nh..(k + 1) * nh];
-                for (e, &beta) in o.iter_mut().zip(betas) {
-                    *e = beta * energy - self.hidden.cgf(input, beta);
-                }
-            }
-        });
+        self.free_energies_at(&x.visible, betas, out, par);
     }
 
     fn new_state(&self, n_chains: usize) -> Self::State {
