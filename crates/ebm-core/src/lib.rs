@@ -28,6 +28,7 @@ mod observe;
 mod par;
 mod rng;
 mod scalar;
+pub mod simd;
 pub mod special;
 mod traits;
 

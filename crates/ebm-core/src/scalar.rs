@@ -45,7 +45,23 @@ pub trait Scalar:
     /// \\(2 \cdot 10^{-38}\\), within \\(10^{-38}\\) of the exact value) for large negative `x`;
     /// NaN stays NaN.
     fn sigmoid_in_place(xs: &mut [Self]);
+
+    /// Replaces every `x` by a draw of a two-state unit: `1` with probability
+    /// \\(\sigma(x) = 1/(1 + e^{-x})\\), `lo` otherwise, one uniform per unit from `rng`.
+    ///
+    /// Uniforms are consumed exactly as by [`Scalar::uniform_pair`] over consecutive pairs of
+    /// units (and [`Scalar::uniform`] for an odd last unit), and the comparison
+    /// \\(u < \sigma(x)\\) is evaluated as \\(u\,(1 + e^{-x}) < 1\\), the same event in
+    /// exact arithmetic, with the exponential of [`Scalar::sigmoid_in_place`] and no division.
+    /// The exponential and the comparison run in loops the compiler vectorises (wider still
+    /// inside [`crate::simd::dispatch`]); only the random numbers are drawn one by one.
+    /// NaN inputs give `lo`.
+    fn sample_logistic_in_place<R: Rng + ?Sized>(xs: &mut [Self], lo: Self, rng: &mut R);
 }
+
+/// Units per block of [`Scalar::sample_logistic_in_place`]: the block's uniforms and
+/// exponentials live on the stack, in L1.
+const LOGISTIC_BLOCK: usize = 64;
 
 /// `exp(x)` for `f32` without branches: \\(x = n \ln 2 + r\\), \\(|r| \le \ln 2 / 2\\),
 /// \\(e^r\\) by the degree-5 Cephes minimax polynomial, \\(2^n\\) by exponent bits. Arguments are
@@ -101,10 +117,37 @@ impl Scalar for f32 {
             (((bits >> 8) as u32) & 0x00FF_FFFF) as f32 * scale,
         )
     }
-    #[inline]
+    #[inline(always)]
     fn sigmoid_in_place(xs: &mut [Self]) {
         for x in xs.iter_mut() {
             *x = 1.0 / (1.0 + exp_f32(-*x));
+        }
+    }
+    #[inline(always)]
+    fn sample_logistic_in_place<R: Rng + ?Sized>(xs: &mut [Self], lo: Self, rng: &mut R) {
+        const SCALE: f32 = 1.0 / (1u32 << 24) as f32;
+        // The 24-bit integers of the uniforms: the two halves of one 64-bit output per pair
+        // (as `uniform_pair`), the top half alone for an odd last unit (as `uniform`).
+        let mut bits = [0i32; LOGISTIC_BLOCK];
+        for block in xs.chunks_mut(LOGISTIC_BLOCK) {
+            let bits = &mut bits[..block.len()];
+            let mut pairs = bits.chunks_exact_mut(2);
+            for pair in &mut pairs {
+                let r = rng.next_u64();
+                pair[0] = (r >> 40) as i32;
+                pair[1] = ((r >> 8) & 0x00FF_FFFF) as i32;
+            }
+            if let [last] = pairs.into_remainder() {
+                *last = (rng.next_u32() >> 8) as i32;
+            }
+            for (x, &b) in block.iter_mut().zip(bits.iter()) {
+                let u = b as f32 * SCALE;
+                *x = if u * (1.0 + exp_f32(-*x)) < 1.0 {
+                    1.0
+                } else {
+                    lo
+                };
+            }
         }
     }
 }
@@ -127,10 +170,27 @@ impl Scalar for f64 {
     fn uniform_pair<R: Rng + ?Sized>(rng: &mut R) -> (Self, Self) {
         (Self::uniform(rng), Self::uniform(rng))
     }
-    #[inline]
+    #[inline(always)]
     fn sigmoid_in_place(xs: &mut [Self]) {
         for x in xs.iter_mut() {
             *x = 1.0 / (1.0 + exp_f64(-*x));
+        }
+    }
+    #[inline(always)]
+    fn sample_logistic_in_place<R: Rng + ?Sized>(xs: &mut [Self], lo: Self, rng: &mut R) {
+        let mut u = [0.0f64; LOGISTIC_BLOCK];
+        for block in xs.chunks_mut(LOGISTIC_BLOCK) {
+            let u = &mut u[..block.len()];
+            for uk in u.iter_mut() {
+                *uk = Self::uniform(rng);
+            }
+            for (x, &uk) in block.iter_mut().zip(u.iter()) {
+                *x = if uk * (1.0 + exp_f64(-*x)) < 1.0 {
+                    1.0
+                } else {
+                    lo
+                };
+            }
         }
     }
 }
@@ -162,7 +222,7 @@ fn exp_f64(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
+    use rand::{RngCore, SeedableRng};
     use rand_xoshiro::Xoshiro256PlusPlus;
 
     #[test]
@@ -246,6 +306,82 @@ mod tests {
         assert!((s2 / n - 0.5).abs() < 5.0 * (1.0 / 12.0 / n).sqrt());
         // Covariance of independent uniforms is 0 with standard error 1/(12 sqrt(n)).
         assert!((s12 / n).abs() < 5.0 / 12.0 / n.sqrt());
+    }
+
+    /// Unit by unit, the draw is the event u < sigma(x) with the uniforms of `uniform_pair`
+    /// (and `uniform` for an odd last unit): the same stream, the same decisions, except
+    /// where u and sigma(x) are within rounding of each other.
+    fn logistic_draws_follow_the_uniform_stream<F: Scalar>(n: usize) {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(17);
+        let xs: Vec<F> = (0..n)
+            .map(|_| F::from_f64(rng.random_range(-12.0..12.0)))
+            .collect();
+        let lo = F::from_f64(-1.0);
+        let mut drawn = xs.clone();
+        F::sample_logistic_in_place(&mut drawn, lo, &mut Xoshiro256PlusPlus::seed_from_u64(3));
+        let mut stream = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut uniforms = Vec::with_capacity(n);
+        // Blocks of 64 units; within a block, pairs, then a single uniform for an odd tail.
+        for block in (0..n).collect::<Vec<_>>().chunks(super::LOGISTIC_BLOCK) {
+            for _ in 0..block.len() / 2 {
+                let (a, b) = F::uniform_pair(&mut stream);
+                uniforms.extend([a, b]);
+            }
+            if block.len() % 2 == 1 {
+                uniforms.push(F::uniform(&mut stream));
+            }
+        }
+        let mut undecided = 0;
+        for ((x, d), u) in xs.iter().zip(&drawn).zip(&uniforms) {
+            let p = 1.0 / (1.0 + (-x.as_f64()).exp());
+            let u = u.as_f64();
+            let expected = if u < p { 1.0 } else { -1.0 };
+            if (u - p).abs() < 1e-6 {
+                undecided += 1;
+            } else {
+                assert_eq!(d.as_f64(), expected, "x = {x}, u = {u}, p = {p}");
+            }
+        }
+        assert!(undecided < 5, "{undecided} draws too close to call");
+        // The stream was consumed exactly as the reference consumed it.
+        let mut rest = xs.clone();
+        let mut after = Xoshiro256PlusPlus::seed_from_u64(3);
+        F::sample_logistic_in_place(&mut rest, lo, &mut after);
+        assert_eq!(after.next_u64(), stream.next_u64());
+    }
+
+    #[test]
+    fn logistic_draws_match_uniform_comparisons() {
+        for n in [1, 2, 63, 64, 65, 200, 784, 1001] {
+            logistic_draws_follow_the_uniform_stream::<f32>(n);
+            logistic_draws_follow_the_uniform_stream::<f64>(n);
+        }
+    }
+
+    #[test]
+    fn logistic_draws_have_the_logistic_frequencies() {
+        // 200 000 draws at each of a few inputs: frequency of state 1 within 5 standard
+        // errors of sigma(x); saturation gives exactly 0 or 1 draws of the unlikely state.
+        let n = 200_000;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(23);
+        for x in [-4.0, -1.0, 0.0, 0.3, 2.5] {
+            let p = 1.0 / (1.0 + f64::exp(-x));
+            let mut a = vec![x as f32; n];
+            f32::sample_logistic_in_place(&mut a, 0.0, &mut rng);
+            let mut b = vec![x; n];
+            f64::sample_logistic_in_place(&mut b, 0.0, &mut rng);
+            let sd = (p * (1.0 - p) / n as f64).sqrt();
+            let fa = a.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+            let fb = b.iter().sum::<f64>() / n as f64;
+            assert!((fa - p).abs() < 5.0 * sd, "f32: x = {x}: {fa} vs {p}");
+            assert!((fb - p).abs() < 5.0 * sd, "f64: x = {x}: {fb} vs {p}");
+            assert!(a.iter().all(|&v| v == 0.0 || v == 1.0));
+            assert!(b.iter().all(|&v| v == 0.0 || v == 1.0));
+        }
+        let mut sure = vec![100.0f32, 1e30, -1e30, f32::NAN];
+        f32::sample_logistic_in_place(&mut sure, -1.0, &mut rng);
+        assert_eq!(sure[..2], [1.0, 1.0]);
+        assert_eq!(sure[3], -1.0);
     }
 
     #[test]

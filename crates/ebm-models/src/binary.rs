@@ -148,32 +148,18 @@ macro_rules! binary_layer {
                     .sum()
             }
 
-            #[inline]
+            // Always inlined, so that it is compiled for the wider instructions inside
+            // `ebm_core::simd::dispatch`.
+            #[inline(always)]
             fn sample_in_place<R: Rng + ?Sized>(&self, inputs: &mut [F], beta: f64, rng: &mut R) {
                 debug_assert_eq!(inputs.len(), self.fields.len());
-                // Fused pass in blocks: local field -> probability of state 1 (vectorised
-                // sigmoid) -> one uniform per unit, two per RNG output for f32.
-                const BLOCK: usize = 64;
+                // Two vectorised passes over the column: the scaled local field, then the
+                // fused exponential / uniform comparison of `sample_logistic_in_place`.
                 let scale = F::from_f64($scale * beta);
-                let lo: F = F::from_f64($lo);
-                let mut p = [F::zero(); BLOCK];
-                for (xs, ts) in inputs.chunks_mut(BLOCK).zip(self.fields.chunks(BLOCK)) {
-                    let p = &mut p[..xs.len()];
-                    for ((pk, &x), &t) in p.iter_mut().zip(xs.iter()).zip(ts) {
-                        *pk = scale * (t + x);
-                    }
-                    F::sigmoid_in_place(p);
-                    let mut pairs = xs.chunks_exact_mut(2).zip(p.chunks_exact(2));
-                    for (x, pk) in &mut pairs {
-                        let (u0, u1) = F::uniform_pair(rng);
-                        x[0] = if u0 < pk[0] { F::one() } else { lo };
-                        x[1] = if u1 < pk[1] { F::one() } else { lo };
-                    }
-                    if xs.len() % 2 == 1 {
-                        let k = xs.len() - 1;
-                        xs[k] = if F::uniform(rng) < p[k] { F::one() } else { lo };
-                    }
+                for (x, &t) in inputs.iter_mut().zip(&self.fields) {
+                    *x = scale * (t + *x);
                 }
+                F::sample_logistic_in_place(inputs, F::from_f64($lo), rng);
             }
 
             fn mean_in_place(&self, inputs: &mut [F], beta: f64) {

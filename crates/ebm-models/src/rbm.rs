@@ -427,9 +427,12 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> ConditionalSampler for Rbm<V, H> {
                 MatRef::col_major(vs, nv, r.len()),
                 h,
             );
-            for (col, rng) in h.chunks_mut(nh.max(1)).zip(r.iter_mut()) {
-                self.hidden.sample_in_place(col, beta, rng);
-            }
+            ebm_core::simd::dispatch(SampleColumns {
+                layer: &self.hidden,
+                columns: h,
+                beta,
+                rngs: r,
+            });
         });
     }
 
@@ -455,10 +458,35 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> ConditionalSampler for Rbm<V, H> {
                 MatRef::col_major(hs, nh, r.len()),
                 v,
             );
-            for (col, rng) in v.chunks_mut(nv.max(1)).zip(r.iter_mut()) {
-                self.visible.sample_in_place(col, beta, rng);
-            }
+            ebm_core::simd::dispatch(SampleColumns {
+                layer: &self.visible,
+                columns: v,
+                beta,
+                rngs: r,
+            });
         });
+    }
+}
+
+/// The sampling pass of one layer over a chunk of chains (one column and one stream per
+/// chain), run through [`ebm_core::simd::dispatch`] for the wider vector instructions.
+struct SampleColumns<'a, L: Layer, R> {
+    layer: &'a L,
+    /// The local inputs of the layer's units, column-major, one column per chain; replaced by
+    /// the draws.
+    columns: &'a mut [L::Scalar],
+    beta: f64,
+    rngs: &'a mut [R],
+}
+
+impl<L: Layer, R: Rng> ebm_core::simd::Pass for SampleColumns<'_, L, R> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let width = self.layer.width().max(1);
+        for (col, rng) in self.columns.chunks_mut(width).zip(self.rngs.iter_mut()) {
+            self.layer.sample_in_place(col, self.beta, rng);
+        }
     }
 }
 
