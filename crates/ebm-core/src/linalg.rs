@@ -39,6 +39,37 @@ impl<'a, F> MatRef<'a, F> {
         }
     }
 
+    /// The view of rows `start .. start + len` (no copy).
+    ///
+    /// # Panics
+    /// If the rows are not all in the matrix.
+    pub fn rows_range(self, start: usize, len: usize) -> Self {
+        assert!(
+            start + len <= self.rows,
+            "MatRef::rows_range: rows {start}..{} of a {}-row matrix",
+            start + len,
+            self.rows
+        );
+        if len == 0 || self.cols == 0 {
+            return Self {
+                data: &self.data[..0],
+                rows: len,
+                cols: self.cols,
+                row_stride: self.row_stride,
+                col_stride: self.col_stride,
+            };
+        }
+        // Every index i * row_stride + j * col_stride (i < len, j < cols) of the new view is an
+        // index of the old one shifted by start * row_stride, so it stays in bounds.
+        Self {
+            data: &self.data[start * self.row_stride..],
+            rows: len,
+            cols: self.cols,
+            row_stride: self.row_stride,
+            col_stride: self.col_stride,
+        }
+    }
+
     /// The transposed view (no copy).
     pub fn t(self) -> Self {
         Self {
@@ -147,6 +178,41 @@ mod tests {
             // Small integers: every product and sum is exact in f64.
             prop_assert_eq!(dst, naive(a, b));
         }
+    }
+
+    #[test]
+    fn row_ranges_multiply_like_the_rows_they_view() {
+        let a: Vec<f64> = (0..35).map(|k| (k as f64 * 0.37).sin()).collect();
+        let b: Vec<f64> = (0..20).map(|k| (k as f64 * 0.91).cos()).collect();
+        let (a, b) = (MatRef::col_major(&a, 7, 5), MatRef::col_major(&b, 5, 4));
+        let full = naive(a, b);
+        for (start, len) in [(0, 7), (0, 3), (3, 4), (6, 1), (2, 0)] {
+            let mut part = vec![0.0; len * 4];
+            matmul(a.rows_range(start, len), b, &mut part);
+            for j in 0..4 {
+                for i in 0..len {
+                    assert!((part[i + j * len] - full[start + i + j * 7]).abs() < 1e-12);
+                }
+            }
+        }
+        // Rows of a transposed view.
+        let at = a.t();
+        let mut part = vec![0.0; 2 * 7];
+        let c: Vec<f64> = (0..49).map(|k| k as f64).collect();
+        matmul(at.rows_range(1, 2), MatRef::col_major(&c, 7, 7), &mut part);
+        let whole = naive(at, MatRef::col_major(&c, 7, 7));
+        for j in 0..7 {
+            for i in 0..2 {
+                assert!((part[i + j * 2] - whole[1 + i + j * 5]).abs() < 1e-10);
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "rows_range")]
+    fn row_ranges_past_the_end_panic() {
+        let a = [0.0f64; 6];
+        MatRef::col_major(&a, 3, 2).rows_range(2, 2);
     }
 
     #[test]

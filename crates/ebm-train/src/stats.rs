@@ -9,10 +9,12 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-/// Hidden values per block of the \\(\langle v h^\top\rangle\\) product: each block is one
+/// Visible rows per block of the \\(\langle v h^\top\rangle\\) product: each block is one
 /// matrix product over all chains, computed by one task, so results do not depend on the
-/// number of threads.
-const HIDDEN_BLOCK: usize = 16;
+/// number of threads. Blocks of visible rows pack only their rows of the (large) visible batch;
+/// 64 rows was fastest at 784 x 200 with 2000 chains (5.1 ms against 6.5 ms for the former
+/// blocks of 16 hidden units, 2 threads).
+const VISIBLE_BLOCK: usize = 64;
 
 /// Weighted averages, over a batch of visible configurations \\(v_j\\) with weights \\(w_j\\)
 /// (normalised to sum to 1), of the sufficient statistics of an RBM
@@ -155,33 +157,34 @@ impl Moments {
             add_scaled(&mut total.visible_mean, 1.0, &p.visible_mean);
             add_scaled(&mut total.hidden_mean, 1.0, &p.hidden_mean);
         }
-        // <v h^T> = V (H diag(w))^T, by blocks of hidden values over all chains.
-        let mut transposed = vec![V::Scalar::from_f64(0.0); n * nh];
-        for i in 0..n {
-            for mu in 0..nh {
-                transposed[mu * n + i] = means[i * nh + mu];
-            }
-        }
-        let mut vh = vec![V::Scalar::from_f64(0.0); nv * nh];
+        // <v h^T> = V (H diag(w))^T, by blocks of visible rows over all chains: each block
+        // multiplies its rows of V by the whole (transposed, not copied) matrix of weighted
+        // hidden means. Blocks are fixed in size, so the result does not depend on threads.
         let lhs = MatRef::col_major(vs, nv, n);
+        let rhs = MatRef::col_major(&means, nh, n).t();
+        let mut vh = vec![V::Scalar::from_f64(0.0); nv * nh];
         let block = |b: usize, out: &mut [V::Scalar]| {
-            let cols = out.len() / nv;
-            let j0 = b * HIDDEN_BLOCK;
-            let rhs = MatRef::col_major(&transposed[j0 * n..(j0 + cols) * n], n, cols);
-            matmul(lhs, rhs, out);
+            let rows = out.len() / nh;
+            matmul(lhs.rows_range(b * VISIBLE_BLOCK, rows), rhs, out);
         };
         match par {
             Par::Seq => vh
-                .chunks_mut(nv * HIDDEN_BLOCK)
+                .chunks_mut(VISIBLE_BLOCK * nh)
                 .enumerate()
                 .for_each(|(b, o)| block(b, o)),
             Par::Rayon => vh
-                .par_chunks_mut(nv * HIDDEN_BLOCK)
+                .par_chunks_mut(VISIBLE_BLOCK * nh)
                 .enumerate()
                 .for_each(|(b, o)| block(b, o)),
         }
+        // Block b holds rows b * VISIBLE_BLOCK .. of <v h^T>, column-major with its own height.
+        let visible_hidden = DMatrix::from_fn(nv, nh, |i, j| {
+            let (b, r) = (i / VISIBLE_BLOCK, i % VISIBLE_BLOCK);
+            let rows = VISIBLE_BLOCK.min(nv - b * VISIBLE_BLOCK);
+            vh[b * VISIBLE_BLOCK * nh + j * rows + r].as_f64()
+        });
         Moments {
-            visible_hidden: DMatrix::from_iterator(nv, nh, vh.iter().map(|x| x.as_f64())),
+            visible_hidden,
             visible_mean: total.visible_mean,
             hidden_mean: total.hidden_mean,
             visible_statistics: total.visible_statistics,
