@@ -1,12 +1,25 @@
 //! The gradient estimate against finite differences of the exact log-likelihood, for every
-//! pair of unit layers: data moments from the training code, model moments computed exactly
-//! (all configurations of the enumerable layer weighted by their exact probabilities, through
-//! the same `Moments::of_visible`), so the test checks the sufficient statistics and the
+//! pair of unit layers: data moments from the training code, model moments computed exactly,
+//! through the same `Moments::of_visible`, so the test checks the sufficient statistics and the
 //! gradient formula with no sampling noise.
+//!
+//! - One layer discrete: all configurations of the enumerable layer, weighted by their exact
+//!   probabilities.
+//! - Both layers real-valued (Gaussian, ReLU, dReLU on both sides): nothing to enumerate, but with
+//!   one visible unit (and, for one pair, two) the hidden layer is summed out by its cumulant
+//!   generating function, \\(p(v) \propto e^{-F(v)}\\) with \\(F(v) = U_V(v) - \Gamma_H(W^\top v)\\)
+//!   (`Rbm::free_energy_visible`), so \\(\log Z = \log\int e^{-F(v)}\,dv\\) is a 1-D (2-D) integral.
+//!   It is computed by composite Gauss–Legendre quadrature on the box where \\(-F\\) is within 40
+//!   of its maximum, split at \\(v = 0\\) (the kink of ReLU / dReLU potentials), to \\(\sim 10^{-13}\\)
+//!   (checked by doubling the nodes, and against the closed form for Gaussian x Gaussian). The
+//!   exact model moments are those of the quadrature nodes weighted by \\(q_i e^{-F(v_i)}\\).
+//!   Their tolerance is derived per parameter from the error analysis of central differences
+//!   (`check_bounded`), and a negative control (`a_wrong_real_statistic_is_caught`) shows it
+//!   rejects a wrong hidden statistic.
 
 mod common;
 
-use common::{all_configurations, perturb};
+use common::{VisibleQuadrature, all_configurations, composite_gauss_legendre, perturb};
 use ebm_core::{Par, Scalar};
 use ebm_models::exact;
 use ebm_models::{Bernoulli, DReLU, DiscreteLayer, Gaussian, Layer, Potts, Rbm, ReLU, Spin};
@@ -172,6 +185,213 @@ fn discrete_hidden<V: Fixture, H: Fixture + DiscreteLayer>() {
     check(&rbm, &data, &exact_moments, ll);
 }
 
+/// Real visible and real hidden layers: `nv` visible and `nh` hidden units, couplings small
+/// enough for the model to be normalisable (see [`assert_normalisable`]).
+fn real_model<V: Fixture, H: Fixture>(nv: usize, nh: usize) -> Rbm<V, H> {
+    let v = V::fixture(nv, 0.0);
+    let h = H::fixture(nh, 1.0);
+    let w = DMatrix::from_fn(nv, nh, |i, j| 0.6 * wave(i * 11 + j * 3, 2.0));
+    Rbm::new(v, h, w).unwrap()
+}
+
+/// Per unit, the smallest precision of a layer (its tensors named `gamma*`: \\(\gamma\\), or
+/// \\(\gamma_\pm\\) for dReLU).
+fn smallest_precisions<L: Layer<Scalar = f64>>(layer: &L) -> Vec<f64> {
+    let mut g = vec![f64::INFINITY; layer.n_units()];
+    for (name, _, values) in layer.tensors() {
+        if name.starts_with("gamma") {
+            g.iter_mut().zip(values).for_each(|(a, b)| *a = a.min(b));
+        }
+    }
+    g
+}
+
+/// Asserts \\(\int e^{-F(v)} dv < \infty\\) with a margin, and returns the smallest eigenvalue
+/// of the matrix below. For large \\(|v|\\), \\(U_V(v) \ge \frac12\sum_i\gamma^V_{i}v_i^2 - O(|v|)\\)
+/// and each hidden CGF grows at most like a Gaussian one with the unit's smallest precision,
+/// \\(\Gamma_\mu(I) \le I^2 / (2\gamma^H_\mu) + O(|I|)\\) (a ReLU restricts the Gaussian
+/// integral to a half-line, a dReLU is at most twice its larger half-Gaussian). So
+/// \\(-F(v) \le -\frac12 v^\top A v + O(|v|)\\) with
+/// \\(A = \mathrm{diag}(\gamma^V) - W\,\mathrm{diag}(1/\gamma^H)\,W^\top\\) (smallest precisions),
+/// and \\(A \succ 0\\) makes the density integrable with Gaussian tails. For Gaussian x Gaussian
+/// \\(A\\) is the Schur complement of the hidden block in the joint precision matrix (blocks
+/// \\(\mathrm{diag}\,\gamma^V\\) and \\(-W\\) above \\(-W^\top\\) and \\(\mathrm{diag}\,\gamma^H\\)),
+/// so the condition is also necessary: the quadratic form \\(E(v, h)\\) must be positive definite.
+fn assert_normalisable<V: Fixture, H: Fixture>(rbm: &Rbm<V, H>) -> f64 {
+    let (gv, gh) = (
+        smallest_precisions(rbm.visible()),
+        smallest_precisions(rbm.hidden()),
+    );
+    let w = rbm.weights();
+    let a = DMatrix::from_fn(gv.len(), gv.len(), |i, j| {
+        let coupling: f64 = (0..gh.len())
+            .map(|mu| w[(i, mu)] * w[(j, mu)] / gh[mu])
+            .sum();
+        if i == j { gv[i] - coupling } else { -coupling }
+    });
+    let smallest = a.symmetric_eigenvalues().min();
+    assert!(
+        smallest > 0.25,
+        "{}-{}: not safely normalisable, smallest eigenvalue {smallest}",
+        V::KIND,
+        H::KIND
+    );
+    smallest
+}
+
+/// The quadrature of a real x real model at `resolution` (1, or 2 for twice as many nodes per
+/// unit): composite Gauss–Legendre on the box where \\(-F\\) is within 40 of its maximum
+/// (the mass outside is below \\(e^{-40} \approx 4\cdot 10^{-18}\\) relative, the tails being
+/// Gaussian, see [`assert_normalisable`]), split at 0 where ReLU / dReLU potentials have a kink
+/// (ReLU visible units live on \\([0, \infty)\\)), so the integrand is analytic on every panel and
+/// the rule converges geometrically. The nodes are fixed from the unperturbed model and reused
+/// for every finite-difference evaluation.
+fn real_quadrature<V: Fixture, H: Fixture>(
+    rbm: &Rbm<V, H>,
+    resolution: usize,
+) -> VisibleQuadrature {
+    let one_unit = rbm.visible().width() == 1;
+    let (reach, step, panel, order) = if one_unit {
+        (40.0, 0.01, 0.5, 20)
+    } else {
+        (15.0, 0.1, 2.0, 12)
+    };
+    let rules: Vec<_> = common::visible_support_box(rbm, reach, step, 40.0)
+        .into_iter()
+        .map(|(lo, hi)| {
+            let breaks = if lo < 0.0 && hi > 0.0 {
+                vec![lo, 0.0, hi]
+            } else {
+                vec![lo, hi]
+            };
+            composite_gauss_legendre(&breaks, panel / resolution as f64, order)
+        })
+        .collect();
+    VisibleQuadrature::product(&rules)
+}
+
+/// Finite-difference step for the real x real pairs: the central difference has truncation
+/// error \\(\frac{\epsilon^2}{6}|f'''|\\) and rounding error \\(\delta/\epsilon\\) for a function
+/// evaluated to \\(\pm\delta\\); with \\(\delta \sim 10^{-12}\\) (see [`rounding_bound`]) and
+/// \\(|f'''| \sim 1\\)–\\(10\\) the sum is smallest near \\((3\delta/|f'''|)^{1/3} \sim 10^{-4}\\).
+const REAL_EPS: f64 = 1e-4;
+
+/// A bound \\(\delta\\) on the absolute rounding error of the quadrature log-likelihood, over
+/// `n` nodes with free energies of magnitude `scale`, in units of \\(u = 2^{-53}\\): the naive sum
+/// of `n` positive terms has relative error \\(\le (n - 1)u\\); each term \\(q_i e^{-F(v_i)}\\) and
+/// each data term carries the rounding of \\(F(v_i)\\) (a handful of operations and special
+/// functions accurate to a few ulp, on values of magnitude `scale`), bounded very generously by
+/// \\(10^4 u\\,(1 + \mathrm{scale})\\) in all.
+fn rounding_bound(n: usize, scale: f64) -> f64 {
+    (n as f64 + 1e4 * (1.0 + scale)) * f64::EPSILON / 2.0
+}
+
+/// Checks the gradient from `Moments` against central finite differences (step [`REAL_EPS`]) of
+/// `ll`, evaluated to within `delta`, with a tolerance from the error analysis of central
+/// differences rather than a fixed one: for parameter \\(k\\),
+///
+/// \\[ |\mathrm{fd}_k - g_k| \le \frac{\epsilon^2}{6}\,2|f'''_k| + \frac{\delta}{\epsilon}
+///   + n u (1 + |g_k|) + 10^{-9}|\mathrm{fd}_k|, \\]
+///
+/// truncation (with \\(f'''\\) estimated by the third central difference at step \\(10^{-2}\\), its
+/// own error \\(O(10^{-4} f^{(5)})\\); the factor 2 covers \\(f'''\\) varying over
+/// \\([x - \epsilon, x + \epsilon]\\) and that error), rounding of the two evaluations, rounding of
+/// the \\(n\\)-term weighted sums in `Moments`, and the rounding of \\(x \pm \epsilon\\) itself
+/// (relative \\(u(1 + |x|)/\epsilon \le 10^{-11}\\) for \\(|x| \le 3\\)). Returns the worst
+/// \\(|\mathrm{fd} - g| / (1 + |\mathrm{fd}|)\\) and the worst error-to-tolerance ratio.
+fn check_bounded<V: Fixture, H: Fixture>(
+    rbm: &Rbm<V, H>,
+    data: &DMatrix<f64>,
+    model_moments: &Moments,
+    n_nodes: usize,
+    delta: f64,
+    ll: impl Fn(&Rbm<V, H>) -> f64,
+) -> (f64, f64) {
+    let data_moments = Moments::of_visible(rbm, data, None, Par::Seq);
+    let g = Gradient::from_moments(&data_moments, model_moments, false).flat();
+    let (eps, h) = (REAL_EPS, 1e-2);
+    let u = f64::EPSILON / 2.0;
+    let (mut worst, mut worst_ratio): (f64, f64) = (0.0, 0.0);
+    for k in 0..g.len() {
+        let at = |t: f64| ll(&perturb(rbm, k, t));
+        let fd = (at(eps) - at(-eps)) / (2.0 * eps);
+        let third = (at(2.0 * h) - 2.0 * at(h) + 2.0 * at(-h) - at(-2.0 * h)) / (2.0 * h.powi(3));
+        let tol = eps * eps / 6.0 * 2.0 * third.abs()
+            + delta / eps
+            + n_nodes as f64 * u * (1.0 + g[k].abs())
+            + 1e-9 * fd.abs();
+        let err = (fd - g[k]).abs();
+        worst = worst.max(err / (1.0 + fd.abs()));
+        worst_ratio = worst_ratio.max(err / tol);
+        assert!(
+            err <= tol,
+            "{}-{}: parameter {k}: gradient {} vs finite difference {fd} (error {err:.2e}, \
+             tolerance {tol:.2e})",
+            V::KIND,
+            H::KIND,
+            g[k]
+        );
+    }
+    assert!(g.iter().any(|x| x.abs() > 1e-3), "degenerate fixture");
+    (worst, worst_ratio)
+}
+
+/// Real visible and real hidden layers, `nv` visible units: the model moments of the quadrature
+/// (converged: doubling the nodes changes \\(\log Z\\) by \\(< 10^{-12}\\) and the gradient by
+/// \\(< 10^{-10}\\)) against finite differences of \\(\langle -F\rangle_{\mathcal D} - \log Z\\).
+fn real_real_units<V: Fixture, H: Fixture>(nv: usize, nh: usize) {
+    let rbm: Rbm<V, H> = real_model(nv, nh);
+    let margin = assert_normalisable(&rbm);
+    let data = rbm.visible().samples(5);
+    let quad = real_quadrature(&rbm, 1);
+    let fine = real_quadrature(&rbm, 2);
+    let (log_z, log_z_fine) = (quad.log_partition(&rbm), fine.log_partition(&rbm));
+    assert!(
+        (log_z - log_z_fine).abs() < 1e-12,
+        "{}-{}: log Z {log_z} with {} nodes, {log_z_fine} with {}",
+        V::KIND,
+        H::KIND,
+        quad.len(),
+        fine.len()
+    );
+    let exact = |q: &VisibleQuadrature| {
+        Moments::of_visible(&rbm, &q.nodes, Some(&q.probabilities(&rbm)), Par::Seq)
+    };
+    let model_moments = exact(&quad);
+    let data_moments = Moments::of_visible(&rbm, &data, None, Par::Seq);
+    let g = Gradient::from_moments(&data_moments, &model_moments, false).flat();
+    let g_fine = Gradient::from_moments(&data_moments, &exact(&fine), false).flat();
+    let moved = g
+        .iter()
+        .zip(&g_fine)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        moved < 1e-10,
+        "{}-{}: gradient moved by {moved:.2e} on doubling the nodes",
+        V::KIND,
+        H::KIND
+    );
+    let mean_f = -common::mean_neg_free_energy(&rbm, &data);
+    let delta = rounding_bound(quad.len(), 1.0 + mean_f.abs() + log_z.abs());
+    let ll = |m: &Rbm<V, H>| common::mean_neg_free_energy(m, &data) - quad.log_partition(m);
+    let (worst, ratio) = check_bounded(&rbm, &data, &model_moments, quad.len(), delta, ll);
+    eprintln!(
+        "{}-{} ({nv}x{nh}): {} nodes, log Z = {log_z:.12}, |doubled - log Z| = {:.1e}, \
+         gradient moved {moved:.1e}, A min eigenvalue {margin:.3}, worst |fd - g| / (1 + |fd|) \
+         = {worst:.2e}, worst error / tolerance = {ratio:.3}",
+        V::KIND,
+        H::KIND,
+        quad.len(),
+        (log_z - log_z_fine).abs()
+    );
+}
+
+/// One real visible unit, three real hidden units.
+fn real_real<V: Fixture, H: Fixture>() {
+    real_real_units::<V, H>(1, 3);
+}
+
 macro_rules! combos {
     ($runner:ident: $($name:ident => ($v:ty, $h:ty)),* $(,)?) => {
         $(
@@ -215,6 +435,108 @@ combos!(discrete_hidden:
     drelu_spin => (DReLU<f64>, Spin<f64>),
     drelu_potts => (DReLU<f64>, Potts<f64>),
 );
+
+combos!(real_real:
+    gaussian_gaussian => (Gaussian<f64>, Gaussian<f64>),
+    gaussian_relu => (Gaussian<f64>, ReLU<f64>),
+    gaussian_drelu => (Gaussian<f64>, DReLU<f64>),
+    relu_gaussian => (ReLU<f64>, Gaussian<f64>),
+    relu_relu => (ReLU<f64>, ReLU<f64>),
+    relu_drelu => (ReLU<f64>, DReLU<f64>),
+    drelu_gaussian => (DReLU<f64>, Gaussian<f64>),
+    drelu_relu => (DReLU<f64>, ReLU<f64>),
+    drelu_drelu => (DReLU<f64>, DReLU<f64>),
+);
+
+/// Two real visible units (tensor-product quadrature), the pair with a kink in every direction.
+#[test]
+fn drelu_drelu_two_visible_units() {
+    real_real_units::<DReLU<f64>, DReLU<f64>>(2, 2);
+}
+
+/// The quadrature against the closed form for Gaussian x Gaussian, where
+/// \\(E = \frac12 x^\top P x - b^\top x\\) with \\(x = (v, h)\\), \\(P\\) the joint precision
+/// matrix of [`assert_normalisable`] and \\(b = (\theta^V, \theta^H)\\):
+/// \\(\log Z = \frac12 b^\top P^{-1} b + \frac d2\log 2\pi - \frac12\log\det P\\).
+/// This checks the range, the rule and the sign conventions of \\(F\\), which the
+/// gradient check alone cannot (it differentiates whatever the quadrature computes).
+#[test]
+fn quadrature_log_partition_matches_the_gaussian_closed_form() {
+    let (x, w) = common::gauss_legendre(20);
+    assert!((w.iter().sum::<f64>() - 2.0).abs() < 1e-14);
+    let moment = |p: i32| x.iter().zip(&w).map(|(x, w)| w * x.powi(p)).sum::<f64>();
+    assert!((moment(38) - 2.0 / 39.0).abs() < 1e-14 && moment(39).abs() < 1e-14);
+    for nv in [1, 2] {
+        let rbm: Rbm<Gaussian<f64>, Gaussian<f64>> = real_model(nv, 3);
+        let (v, h) = (rbm.visible(), rbm.hidden());
+        let d = nv + 3;
+        let a = DMatrix::from_fn(d, d, |i, j| match (i < nv, j < nv) {
+            (true, true) => {
+                if i == j {
+                    v.gamma()[i]
+                } else {
+                    0.0
+                }
+            }
+            (false, false) => {
+                if i == j {
+                    h.gamma()[i - nv]
+                } else {
+                    0.0
+                }
+            }
+            (true, false) => -rbm.weights()[(i, j - nv)],
+            (false, true) => -rbm.weights()[(j, i - nv)],
+        });
+        let b = nalgebra::DVector::from_iterator(d, v.theta().iter().chain(h.theta()).copied());
+        let chol = a.clone().cholesky().expect("positive definite");
+        let log_det: f64 = 2.0 * chol.l().diagonal().iter().map(|x| x.ln()).sum::<f64>();
+        let closed = 0.5 * b.dot(&chol.solve(&b))
+            + 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln()
+            - 0.5 * log_det;
+        let quad = real_quadrature(&rbm, 1).log_partition(&rbm);
+        assert!(
+            (quad - closed).abs() < 1e-12,
+            "{nv} visible: quadrature {quad} vs closed form {closed}"
+        );
+    }
+}
+
+/// Negative control for a real x real pair: the mean-field mistake
+/// \\(\mathbb E[h^2/2 \mid v] \to \mathbb E[h \mid v]^2/2\\) (the conditional variance dropped) in
+/// the model term of the ReLU precision statistics is rejected by the same check.
+#[test]
+fn a_wrong_real_statistic_is_caught() {
+    let rbm: Rbm<Gaussian<f64>, ReLU<f64>> = real_model(1, 3);
+    let data = rbm.visible().samples(5);
+    let quad = real_quadrature(&rbm, 1);
+    let p = quad.probabilities(&rbm);
+    let mut wrong = Moments::of_visible(&rbm, &quad.nodes, Some(&p), Par::Seq);
+    let nh = rbm.hidden().width();
+    for (j, v) in quad.nodes.column_iter().enumerate() {
+        let mut var: Vec<f64> = (0..nh).map(|mu| rbm.weights()[(0, mu)] * v[0]).collect();
+        rbm.hidden().variance_in_place(&mut var, 1.0);
+        // The first `nh` hidden statistics are those of gamma: E[h^2 / 2 | v].
+        for (s, x) in wrong.hidden_statistics.iter_mut().zip(&var) {
+            *s -= p[j] * x / 2.0;
+        }
+    }
+    let mean_f = -common::mean_neg_free_energy(&rbm, &data);
+    let delta = rounding_bound(
+        quad.len(),
+        1.0 + mean_f.abs() + quad.log_partition(&rbm).abs(),
+    );
+    let result = std::panic::catch_unwind(|| {
+        let ll = |m: &Rbm<Gaussian<f64>, ReLU<f64>>| {
+            common::mean_neg_free_energy(m, &data) - quad.log_partition(m)
+        };
+        check_bounded(&rbm, &data, &wrong, quad.len(), delta, ll);
+    });
+    assert!(
+        result.is_err(),
+        "the broken real x real model term passed the finite-difference check"
+    );
+}
 
 /// Negative control: a gradient whose hidden statistics come from sampled-like hard values
 /// (the hidden conditional mean replaced by 0/1 thresholding) is rejected by the same check.
