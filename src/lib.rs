@@ -14,6 +14,11 @@
 //! | [`io`] (`ebm-io`) | RBM files: safetensors + JSON metadata, atomic writes, validated loading |
 //! | [`data`] (`ebm-data`) | dataset generators and loaders, PCA, mixing and sample-quality metrics |
 //!
+//! The package also builds the `ebm` command-line program (`ebm-cli`: datasets, sampling,
+//! training, log-likelihood estimators, figures) behind the default feature `cli`; a library
+//! user who does not want its dependencies (clap, plotters, indicatif) writes
+//! `ebm = { version = "0.1", default-features = false }`.
+//!
 //! # Example
 //! ```
 //! use ebm::prelude::*;
