@@ -3,19 +3,21 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const MAIN_ABOUT: &str = "Markov-chain Monte Carlo for energy-based models (RBMs): \
-datasets, sampling, exact log-likelihood and figures";
+datasets, training, sampling, log-likelihood and figures";
 
 const MAIN_LONG_ABOUT: &str = "\
-ebm samples Restricted Boltzmann Machines (RBMs) stored in model files, measures them and draws
-figures. Every command writes a JSON run record (settings, seed, versions, inputs, outputs and
+ebm trains Restricted Boltzmann Machines (RBMs), samples the models stored in model files,
+measures them and draws figures. Every command writes a JSON run record (settings, seed, versions, inputs, outputs and
 results) next to its outputs, so that any result can be traced back to how it was made; the same
 seed gives the same output for any number of threads.
 
 A typical session:
+  ebm demo                          # the tour: train, sample, compare, report
   ebm data generate clusters mickey --out mickey.npy --domain binary
+  ebm train --data mickey.npy --hidden-units 50 --loglik-every 100 --out model.safetensors
   ebm sample --model model.safetensors --sampler pt --schedule deo --rungs 12 \\
       --chains 500 --steps 2000 --data mickey.npy --trace-every 10 --out pt.npy
   ebm plot samples --data mickey.npy --samples pt.npy --out pt-pca.png
@@ -68,6 +70,13 @@ pub(crate) enum Command {
     Data(DataCommand),
     /// Sample an RBM with Gibbs sampling or parallel tempering; write samples and diagnostics.
     Sample(SampleArgs),
+    /// Train an RBM on a data file: model, checkpoint trajectory, training state and log.
+    #[command(long_about = TRAIN_LONG_ABOUT)]
+    Train(Box<TrainArgs>),
+    /// Train, sample and compare Gibbs with trajectory tempering on a bimodal dataset; write
+    /// a report with figures (no download).
+    #[command(long_about = DEMO_LONG_ABOUT)]
+    Demo(DemoArgs),
     /// Log-likelihood of data under an RBM.
     #[command(subcommand)]
     Loglik(LoglikCommand),
@@ -458,7 +467,124 @@ where F is the visible free energy (the hidden units summed or integrated out), 
 standard error. Works for any unit types as long as one layer is discrete (bernoulli, spin or
 potts) and small enough.")]
     Exact(ExactArgs),
+    /// Annealed importance sampling from a tractable model to the model: log Z with an error
+    /// bar and an ESS (a stochastic lower bound).
+    #[command(long_about = AIS_LONG_ABOUT)]
+    Ais(AisArgs),
+    /// Reverse AIS: the same path walked down from samples of the model (a stochastic upper
+    /// bound when the samples are exact).
+    #[command(long_about = REVERSE_AIS_LONG_ABOUT)]
+    ReverseAis(ReverseAisArgs),
+    /// Trajectory AIS: annealing through the checkpoints of a training run (a trajectory
+    /// file), with log Z of every checkpoint.
+    #[command(long_about = TR_AIS_LONG_ABOUT)]
+    TrAis(TrAisArgs),
+    /// Parallel trajectory tempering over the checkpoints of a training run, log Z by
+    /// Bennett's acceptance ratio between neighbouring checkpoints.
+    #[command(long_about = PTT_LONG_ABOUT)]
+    Ptt(PttArgs),
 }
+
+/// The part of every estimator's help about what is reported and how the errors combine.
+macro_rules! estimate_note {
+    () => {
+        "\
+Every estimator prints and records log Z with its standard error (the record keeps the whole
+typed estimate: method, error-bar kind, effective sample size, cost in Gibbs sweeps), and for
+each --data file the mean log-likelihood LL = (1/n) sum_j -F(v_j) - log Z with the standard
+error sqrt(se_data^2 + se_logZ^2), where se_data is the standard error of the mean of -F(v)
+over the file's samples and se_logZ the error of log Z: the two are independent (one comes
+from the data, the other from the Monte Carlo run), so their variances add. Both parts are
+recorded separately. A file's values must fit the model's visible units."
+    };
+}
+
+const AIS_LONG_ABOUT: &str = concat!(
+    "\
+Estimate log Z of the model in --model by annealed importance sampling (Neal 2001): --chains
+independent chains start from exact draws of a tractable distribution with known log Z, walk
+through --rungs distributions to the model (weighting first, then --sweeps Gibbs sweeps at the
+new distribution), and log Z = log Z_0 + log mean_i exp(w_i). The estimate of Z is unbiased,
+so log Z is a stochastic lower bound; the error bar is the delta-method standard error of the
+log mean weight, and ESS the Kish effective sample size of the final weights (an ESS much
+smaller than the number of chains means the path is too coarse: add rungs).
+
+Paths (--path):
+  reference    the interpolated models beta*theta + (1 - beta)*theta_ref, beta evenly spaced
+               in [0, 1], from the independent-site reference theta_ref (zero weights). Its
+               visible fields are the model's own, or with --reference-data FILE fit that
+               file's means (bernoulli and spin units), which usually shortens the path a lot.
+               Works for every unit type. The default.
+  temperature  the model at inverse temperatures evenly spaced from 0 to 1, from the uniform
+               law (log Z_0 = log of the number of configurations); discrete units only.
+
+Cost: (--rungs - 1) x --sweeps Gibbs sweeps per chain.
+
+",
+    estimate_note!()
+);
+
+const REVERSE_AIS_LONG_ABOUT: &str = concat!(
+    "\
+Estimate log Z of the model by reverse annealed importance sampling: start from samples of the
+model and walk the path of `ebm loglik ais` (same --path, --rungs, --sweeps) down to its
+tractable end, whose log Z_0 is known; then log Z = log Z_0 - log mean_i exp(w_i). From exact
+samples the estimate is a stochastic upper bound, so with `ebm loglik ais` it brackets log Z;
+from approximate samples the bound holds only as far as they are in equilibrium.
+
+Where the model samples come from (--start):
+  gibbs    --burn-in Gibbs sweeps of the model (default 1000), starting from exact draws of the
+           path's tractable end; --chains chains. Approximate: a multimodal model needs a long
+           burn-in, or PT samples given with --samples.
+  exact    exact draws by enumerating the smaller discrete layer (at most 2^24
+           configurations), the setting in which the upper bound is guaranteed.
+  samples  the rows of --samples FILE (e.g. the output of `ebm sample --sampler pt`), one chain
+           per row; hidden units are drawn from their conditional law.
+
+Cost: burn-in, plus (--rungs - 1) x --sweeps Gibbs sweeps per chain.
+
+",
+    estimate_note!()
+);
+
+const TR_AIS_LONG_ABOUT: &str = concat!(
+    "\
+Estimate log Z along a training run by trajectory AIS (offline): the checkpoints saved in
+--trajectory are the annealing path, from the first (whose log Z is known) to the last, or to
+--model when it is given and differs from the last checkpoint (it must have the checkpoints'
+unit kinds and sizes). The first checkpoint must be tractable: zero weights (training from
+scratch; log Z in closed form, exact draws by one Gibbs sweep) or a discrete layer small
+enough to enumerate. --rungs K keeps K checkpoints evenly spaced in the file, always the first
+and the last. Each step weights the chains by the change of model, then runs --sweeps Gibbs
+sweeps at the new checkpoint. The record holds log Z of every checkpoint kept, and for every
+--data file the log-likelihood along the trajectory. Neighbouring checkpoints are close, so
+far fewer steps are needed than on a temperature path.
+
+Cost: (checkpoints - 1) x --sweeps Gibbs sweeps per chain.
+
+",
+    estimate_note!()
+);
+
+const PTT_LONG_ABOUT: &str = concat!(
+    "\
+Estimate log Z from a parallel trajectory tempering run over the checkpoints of --trajectory
+(as `ebm sample --sampler ptt`, with --model appended as the last rung when given and
+different from the last checkpoint): --chains systems of replicas, --steps rounds of --sweeps
+Gibbs sweeps per rung and exchanges (--schedule, default deo). After --burn-in rounds, every
+round's samples of neighbouring checkpoints t, t+1 give log(Z_{t+1}/Z_t) by Bennett's
+acceptance ratio (BAR), and log Z = log Z_0 + sum_t of these, from the first checkpoint's exact
+log Z (zero weights or enumeration, as for tr-ais). The error bar is a jackknife over groups
+of chains, which accounts for the correlation of successive rounds; ESS is the smallest,
+over pairs, Kish effective size of the reweighted samples. The one-sided exponential average
+(the reference code's estimator) is recorded for comparison. Works well when neighbouring
+checkpoints exchange often (see the acceptance rates in the output).
+
+Cost: --steps x --sweeps x checkpoints Gibbs sweeps per system.
+
+",
+    estimate_note!()
+);
 
 /// `ebm loglik exact`
 #[derive(Args, Debug, Serialize)]
@@ -472,6 +598,148 @@ pub(crate) struct ExactArgs {
     /// Also write the run record to this JSON file.
     #[arg(short, long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+/// Options shared by the sampling estimators of `ebm loglik`.
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct EstimatorArgs {
+    /// Data file whose mean log-likelihood is reported (repeat for train and test sets). Its
+    /// values must fit the visible units.
+    #[arg(short, long, value_name = "FILE")]
+    pub data: Vec<PathBuf>,
+    /// Number of chains, at least 2 (default 1000; ptt: systems of replicas, default 100).
+    #[arg(long, value_parser = positive_usize)]
+    pub chains: Option<usize>,
+    /// Gibbs sweeps per distribution of the path (ptt: per checkpoint and round).
+    #[arg(long, default_value_t = 1, value_parser = positive_usize)]
+    pub sweeps: usize,
+    /// Seed: every chain gets its own random stream derived from it.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Also write the run record to this JSON file.
+    #[arg(short, long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// The annealing paths of `ebm loglik ais` and `reverse-ais`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum PathArg {
+    /// Interpolated parameters from an independent-site reference (zero weights).
+    Reference,
+    /// Inverse temperatures from 0 (the uniform law; discrete units only) to 1.
+    Temperature,
+}
+
+/// The path of `ebm loglik ais` and `reverse-ais`.
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct AnnealingPathArgs {
+    /// RBM model file.
+    #[arg(short, long, value_name = "FILE")]
+    pub model: PathBuf,
+    /// The path from the tractable distribution to the model.
+    #[arg(long, value_enum, default_value_t = PathArg::Reference)]
+    pub path: PathArg,
+    /// Number of distributions on the path, both ends included (at least 2; so --rungs - 2
+    /// intermediate ones).
+    #[arg(long, default_value_t = 1000, value_parser = positive_usize)]
+    pub rungs: usize,
+    /// reference path only: the reference's visible fields reproduce this data file's means
+    /// (bernoulli and spin units; default: the model's own visible fields).
+    #[arg(long, value_name = "FILE")]
+    pub reference_data: Option<PathBuf>,
+}
+
+/// `ebm loglik ais`
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct AisArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub path: AnnealingPathArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: EstimatorArgs,
+}
+
+/// Where reverse AIS gets its samples of the model.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ReverseStartArg {
+    /// Gibbs sampling of the model for --burn-in sweeps from draws of the path's start.
+    Gibbs,
+    /// Exact draws by enumeration (small models).
+    Exact,
+    /// The rows of --samples FILE.
+    Samples,
+}
+
+/// `ebm loglik reverse-ais`
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct ReverseAisArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub path: AnnealingPathArgs,
+    /// Where the samples of the model come from.
+    #[arg(long, value_enum, default_value_t = ReverseStartArg::Gibbs)]
+    pub start: ReverseStartArg,
+    /// --start gibbs: Gibbs sweeps of the model before annealing down (default 1000).
+    #[arg(long, value_name = "SWEEPS", value_parser = positive_u64)]
+    pub burn_in: Option<u64>,
+    /// --start samples: samples of the model, one per row (.npy, .csv, ...), e.g. written by
+    /// `ebm sample`.
+    #[arg(long, value_name = "FILE", required_if_eq("start", "samples"))]
+    pub samples: Option<PathBuf>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: EstimatorArgs,
+}
+
+/// The trajectory of `ebm loglik tr-ais` and `ptt`.
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct TrajectoryArgs {
+    /// Training-trajectory file: the checkpoints of a training run, the first tractable (zero
+    /// weights, or a small discrete layer).
+    #[arg(long, value_name = "FILE")]
+    pub trajectory: PathBuf,
+    /// The target model, appended after the last checkpoint unless equal to it (default: the
+    /// last checkpoint is the target).
+    #[arg(short, long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+    /// Keep this many checkpoints of the file, evenly spaced, always the first and the last
+    /// (default: all).
+    #[arg(long, value_parser = positive_usize)]
+    pub rungs: Option<usize>,
+}
+
+/// `ebm loglik tr-ais`
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct TrAisArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub trajectory: TrajectoryArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: EstimatorArgs,
+}
+
+/// `ebm loglik ptt`
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct PttArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub trajectory: TrajectoryArgs,
+    /// Rounds of parallel tempering (exploration of every rung, then exchanges).
+    #[arg(long, default_value_t = 2000, value_parser = positive_u64)]
+    pub steps: u64,
+    /// Rounds discarded before the samples are used (default: a tenth of --steps).
+    #[arg(long, value_name = "ROUNDS")]
+    pub burn_in: Option<u64>,
+    /// Swap schedule.
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Deo)]
+    pub schedule: ScheduleArg,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: EstimatorArgs,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -565,6 +833,282 @@ pub(crate) enum PlotCommand {
         #[arg(short, long, value_name = "FILE")]
         out: PathBuf,
     },
+}
+
+// ---------------------------------------------------------------------------------------------
+// train
+// ---------------------------------------------------------------------------------------------
+
+const TRAIN_LONG_ABOUT: &str = "\
+Train an RBM on the samples of --data by minibatch gradient ascent on the log-likelihood, with
+the data term exact (hidden units averaged out) and the model term from a negative phase:
+  pcd        persistent chains (--chains), --sweeps Gibbs sweeps per update (PCD-k; default)
+  cd         chains restarted at the minibatch, --sweeps sweeps (CD-k)
+  pt         parallel tempering on a geometric ladder of --rungs inverse temperatures from
+             --beta-min to 1 (or --betas), --rounds rounds of --sweeps sweeps per update, swaps
+             by --schedule (seo, deo: the default, random-pair, lifted)
+  jarzynski  persistent chains reweighted by the parameter changes and resampled when their
+             relative ESS falls below --resample-below (--sweeps sweeps per update)
+
+Units: --visible and --hidden take bernoulli, spin, potts, gaussian, relu or drelu (every
+combination trains); the visible kind defaults to the data's domain ({0,1}: bernoulli,
+{-1,+1}: spin, one-hot or categorical: potts, real: gaussian). Potts layers need their number
+of states (--visible-states, read from one-hot or categorical data; --hidden-states).
+
+Outputs, all named after --out MODEL.safetensors:
+  MODEL.safetensors              the final model (ebm sample, ebm loglik exact read it)
+  MODEL.trajectory.safetensors   checkpoints kept every time the estimated swap acceptance
+                                 with the last kept one fell below --target-acceptance, and
+                                 the final model (ebm sample --sampler ptt --trajectory)
+  MODEL.state.json               everything needed to continue exactly (--resume)
+  MODEL.log.csv                  one row per update: learning rate, gradient norm, negative
+                                 phase diagnostics, checkpoints, online log Z and, every
+                                 --loglik-every updates, train_ll and test_ll
+                                 (ebm plot loglik MODEL.log.csv draws them)
+  MODEL.json                     the run record
+
+Online log-likelihood (--loglik-every N): a trajectory-AIS estimator follows the training
+(about one extra Gibbs sweep per update on --loglik-chains chains) from the exact log Z of the
+initial model: by enumerating its smaller discrete layer (at most 2^22 configurations), or
+in closed form with zero initial weights (--init-std 0, the default when no layer can be
+enumerated); every N updates the mean
+log-likelihood of --data (and --test) under the current model is logged.
+
+Resume: `ebm train --data D --resume MODEL.state.json --updates N --out NEW.safetensors`
+continues the saved run up to N updates in total, bit for bit as an uninterrupted run of N
+updates. The settings come from the state file (training options may not be repeated); the
+training data must be the same file contents.";
+
+/// `ebm train`
+#[derive(Args, Debug, Clone, Serialize)]
+#[command(long_about = TRAIN_LONG_ABOUT)]
+pub(crate) struct TrainArgs {
+    /// Training data (.npy, .csv/.tsv/.txt, IDX, FASTA): one sample per row, values in the
+    /// visible units' domain.
+    #[arg(short, long, value_name = "FILE")]
+    pub data: PathBuf,
+    /// Test data for the online log-likelihood (same format and width as --data).
+    #[arg(long, value_name = "FILE")]
+    pub test: Option<PathBuf>,
+    /// Output model file, .safetensors; the trajectory, state, log and record are named after
+    /// it (see above).
+    #[arg(short, long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Continue the run saved in this training state file (written by an earlier `ebm train`).
+    #[arg(long, value_name = "STATE")]
+    pub resume: Option<PathBuf>,
+    /// Total number of parameter updates (with --resume: continue up to this number).
+    #[arg(long, default_value_t = 1000, value_parser = positive_u64)]
+    pub updates: u64,
+    /// The training settings (not with --resume: they come from the state file).
+    #[command(flatten)]
+    pub settings: TrainSettings,
+}
+
+/// The settings of a training run; unset options take the documented defaults (resolved in
+/// `commands::train`), and none may be given with `--resume`.
+#[derive(Args, Debug, Clone, Default, Serialize)]
+pub(crate) struct TrainSettings {
+    /// Seed of every random draw (initial weights, chains, minibatch order) [default: 0].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Visible unit kind [default: from the data's domain].
+    #[arg(long, value_enum)]
+    pub visible: Option<UnitArg>,
+    /// Hidden unit kind [default: bernoulli].
+    #[arg(long, value_enum)]
+    pub hidden: Option<UnitArg>,
+    /// Number of hidden units [default: 20].
+    #[arg(long, value_name = "N", value_parser = positive_usize)]
+    pub hidden_units: Option<usize>,
+    /// States per visible Potts unit [default: from one-hot or categorical data].
+    #[arg(long, value_name = "Q", value_parser = positive_usize)]
+    pub visible_states: Option<usize>,
+    /// States per hidden Potts unit (required with --hidden potts).
+    #[arg(long, value_name = "Q", value_parser = positive_usize)]
+    pub hidden_states: Option<usize>,
+    /// Negative phase [default: pcd].
+    #[arg(long, value_enum)]
+    pub negative: Option<NegativeArg>,
+    /// Gibbs sweeps per update (pt: per rung and round) [default: 10 for pcd, cd and
+    /// jarzynski, 1 for pt].
+    #[arg(long, value_name = "K", value_parser = positive_usize)]
+    pub sweeps: Option<usize>,
+    /// Persistent chains of pcd, pt and jarzynski [default: 500]; cd uses the minibatch.
+    #[arg(long, value_name = "N", value_parser = positive_usize)]
+    pub chains: Option<usize>,
+    /// pt: number of rungs of the geometric ladder, at least 2 [default: 10].
+    #[arg(long, value_parser = positive_usize)]
+    pub rungs: Option<usize>,
+    /// pt: smallest inverse temperature of the geometric ladder, in (0, 1) [default: 0.1].
+    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
+    pub beta_min: Option<f64>,
+    /// pt: the ladder itself, comma-separated, strictly increasing, ending at 1.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = finite_f64,
+        allow_negative_numbers = true,
+        conflicts_with_all = ["rungs", "beta_min"]
+    )]
+    pub betas: Option<Vec<f64>>,
+    /// pt: swap schedule [default: deo].
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
+    /// pt: PT rounds per update [default: 1].
+    #[arg(long, value_parser = positive_usize)]
+    pub rounds: Option<usize>,
+    /// jarzynski: relative ESS in (0, 1] below which the chains are resampled [default: 0.5].
+    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
+    pub resample_below: Option<f64>,
+    /// Optimiser [default: sgd].
+    #[arg(long, value_enum)]
+    pub optimizer: Option<OptimizerArg>,
+    /// sgd: momentum in [0, 1) [default: 0].
+    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
+    pub momentum: Option<f64>,
+    /// Learning rate (the initial one with a schedule), > 0 [default: 0.01].
+    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
+    pub learning_rate: Option<f64>,
+    /// Learning-rate schedule from --learning-rate to --final-learning-rate over the --updates
+    /// of the run [default: constant].
+    #[arg(long, value_enum)]
+    pub lr_schedule: Option<LrScheduleArg>,
+    /// linear, exponential: the learning rate reached at the last update, > 0.
+    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
+    pub final_learning_rate: Option<f64>,
+    /// Samples per minibatch, at most the number of training samples [default: 100, or all
+    /// samples if fewer].
+    #[arg(long, value_parser = positive_usize)]
+    pub batch_size: Option<usize>,
+    /// L1 penalty on the weights, >= 0 [default: 0].
+    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
+    pub l1: Option<f64>,
+    /// L2 penalty on the weights, >= 0 [default: 0].
+    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
+    pub l2: Option<f64>,
+    /// Plain instead of centred gradients (centring is on by default).
+    #[arg(long)]
+    pub uncentred: bool,
+    /// Standard deviation of the initial weights, >= 0 [default: 0.01, or 0 with
+    /// --loglik-every when no layer of the model can be enumerated]; the visible fields start
+    /// at the data frequencies.
+    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
+    pub init_std: Option<f64>,
+    /// Log the train (and --test) log-likelihood every N updates (online trajectory AIS).
+    #[arg(long, value_name = "N", value_parser = positive_u64)]
+    pub loglik_every: Option<u64>,
+    /// Chains of the online log-likelihood estimator [default: 1000].
+    #[arg(long, value_name = "N", value_parser = positive_usize)]
+    pub loglik_chains: Option<usize>,
+    /// Target swap acceptance between neighbouring checkpoints of the trajectory, in (0, 1)
+    /// [default: 0.25].
+    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
+    pub target_acceptance: Option<f64>,
+    /// Offer the model to the checkpoint selection every N updates [default: 1].
+    #[arg(long, value_name = "N", value_parser = positive_u64)]
+    pub checkpoint_every: Option<u64>,
+}
+
+/// Unit kinds of a layer.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum UnitArg {
+    /// {0, 1} units.
+    Bernoulli,
+    /// {-1, +1} units.
+    Spin,
+    /// Categorical units with Q states (one-hot).
+    Potts,
+    /// Real-valued Gaussian units.
+    Gaussian,
+    /// Non-negative rectified Gaussian units.
+    Relu,
+    /// Double-rectified Gaussian units.
+    Drelu,
+}
+
+impl UnitArg {
+    /// The unit kind as model files name it.
+    pub fn kind(self) -> &'static str {
+        match self {
+            UnitArg::Bernoulli => "bernoulli",
+            UnitArg::Spin => "spin",
+            UnitArg::Potts => "potts",
+            UnitArg::Gaussian => "gaussian",
+            UnitArg::Relu => "relu",
+            UnitArg::Drelu => "drelu",
+        }
+    }
+}
+
+/// Negative phases of `ebm train`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum NegativeArg {
+    /// Persistent contrastive divergence (PCD-k).
+    Pcd,
+    /// Contrastive divergence (CD-k).
+    Cd,
+    /// Parallel tempering on a temperature ladder (any swap schedule: seo, deo, lifted, ...).
+    Pt,
+    /// Reweighted persistent chains with resampling (Jarzynski).
+    Jarzynski,
+}
+
+/// Optimisers of `ebm train`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum OptimizerArg {
+    /// Stochastic gradient ascent, with --momentum.
+    Sgd,
+    /// Adam (0.9, 0.999, 1e-8).
+    Adam,
+}
+
+/// Learning-rate schedules of `ebm train`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum LrScheduleArg {
+    /// The same rate at every update.
+    Constant,
+    /// Linear decay to --final-learning-rate at the last update.
+    Linear,
+    /// Geometric decay to --final-learning-rate at the last update.
+    Exponential,
+}
+
+// ---------------------------------------------------------------------------------------------
+// demo
+// ---------------------------------------------------------------------------------------------
+
+const DEMO_LONG_ABOUT: &str = "\
+A self-contained tour, no download: generate equilibrium configurations of the 2D Ising model
+below its critical temperature (two modes: mostly +1 or mostly -1), train a small spin RBM on
+them with the online log-likelihood and a checkpoint trajectory, then sample the trained model
+with plain Gibbs sampling and with parallel trajectory tempering (PTT, over the checkpoints) at
+the same budget of Gibbs sweeps, from the same starting configuration. The output directory
+gets every file the underlying commands write (data, model, trajectory, log, samples, run
+records), the figures and report.md, which gives the measured mode weights and mode jumps of
+each sampler next to the data's.
+
+Each step is an ordinary command (ebm data generate, ebm train, ebm sample, ebm plot); the
+report lists them so that any step can be rerun or changed by hand.";
+
+/// `ebm demo`
+#[derive(Args, Debug, Clone, Serialize)]
+#[command(long_about = DEMO_LONG_ABOUT)]
+pub(crate) struct DemoArgs {
+    /// Output directory (created if missing).
+    #[arg(short, long, value_name = "DIR", default_value = "ebm-demo")]
+    pub out: PathBuf,
+    /// Seed of the data, the training and the samplers.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// A much smaller run (a few seconds instead of about twenty), for tests: fewer samples,
+    /// updates, chains and steps. The contrast between the samplers is weaker.
+    #[arg(long)]
+    pub quick: bool,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,8 +11,14 @@
 //! | `ebm data generate` | writes a dataset of the papers (Ising, Bars and Stripes, clustered sets, digits, Curie–Weiss, Hopfield) | [`ebm_data::generate`] |
 //! | `ebm data info` | sizes, value domain, means of a data file | [`ebm_data::load`] |
 //! | `ebm data pca` | projections on the leading principal components | [`ebm_data::pca()`] |
+//! | `ebm demo` | the tour: Ising data, training, Gibbs vs trajectory tempering at equal cost, a report with figures | the other commands, run in-process |
+//! | `ebm train` | trains an RBM of any unit pair (PCD, CD, PT, Jarzynski; SGD or Adam; online log-likelihood; checkpoint trajectory; exact resume) | [`ebm_train`] |
 //! | `ebm sample` | Gibbs sampling, parallel tempering on a temperature ladder (SEO, DEO, random-pair or lifted swaps), on a reference-interpolated ladder, or on the checkpoints of a training trajectory (PTT) | [`ebm_samplers`] |
 //! | `ebm loglik exact` | exact \\(\log Z\\) by enumeration and the log-likelihood of data | [`ebm_models::exact`] |
+//! | `ebm loglik ais` | \\(\log Z\\) by annealed importance sampling along a reference-interpolated or temperature path, with its error bar and ESS, and the log-likelihood of data | [`ebm_estimators::ais`] |
+//! | `ebm loglik reverse-ais` | the same path walked down from model samples (Gibbs burn-in, exact draws or a samples file): a stochastic upper bound | [`ebm_estimators::reverse_ais`] |
+//! | `ebm loglik tr-ais` | trajectory AIS through the checkpoints of a training run: \\(\log Z\\) and the log-likelihood at every checkpoint | [`ebm_estimators::ais`] on a trajectory ladder |
+//! | `ebm loglik ptt` | parallel trajectory tempering over the checkpoints, \\(\log Z\\) by Bennett's acceptance ratio between neighbours | [`ebm_estimators::PairAccumulator`] |
 //! | `ebm plot` | PNG or SVG figures from the files the other commands write | [`plot`] |
 //!
 //! Every command writes a JSON *run record* next to its outputs (settings, seed, versions,

@@ -4,18 +4,20 @@
 
 use std::path::Path;
 
-use ebm_core::{Par, Scalar};
+use ebm_core::{ChainRng, EnergyModel, Par, Scalar, Tractable};
 use ebm_data::{Dataset, Domain};
-use ebm_models::{Bernoulli, DReLU, Gaussian, Layer, Potts, Rbm, ReLU, Spin, exact};
+use ebm_estimators::{LogZEstimate, Method, Population, Start};
+use ebm_models::{Bernoulli, DReLU, Gaussian, Layer, Potts, Rbm, RbmChains, ReLU, Spin, exact};
 use nalgebra::DMatrix;
 
 use crate::error::{CliError, Result, bail};
 
-/// What the command line needs to know about a unit type beyond [`Layer`].
-pub(crate) trait CliLayer: Layer<Scalar = f64> + 'static {
-    /// Real-valued units, whose conditionals exist only at \\(\beta > 0\\).
-    const REAL_VALUED: bool;
-
+/// What the command line needs to know about a unit type beyond [`Layer`] and
+/// [`ebm_train::TrainableLayer`] (which says whether its units are real-valued, i.e. whose
+/// conditionals exist only at \\(\beta > 0\\)).
+pub(crate) trait CliLayer:
+    Layer<Scalar = f64> + ebm_train::TrainableLayer + NewLayer + 'static
+{
     /// The value domain of this layer's configurations, as data must be given.
     fn data_domain(&self) -> Domain;
 
@@ -37,13 +39,21 @@ pub(crate) trait CliLayer: Layer<Scalar = f64> + 'static {
     /// The independent-site layer whose unit means are `means` (the data means), where the
     /// layer type has such a constructor.
     fn from_means(means: &[f64]) -> Option<Self>;
+
+    /// Replaces every chain by an exact draw of `rbm` at `beta`, enumerating this (visible)
+    /// layer ([`exact::Enumerated`]), for discrete layers.
+    fn sample_exact_as_visible<H: Layer<Scalar = f64>>(
+        rbm: &Rbm<Self, H>,
+        chains: &mut RbmChains<f64>,
+        beta: f64,
+        rngs: &mut [ChainRng],
+        par: Par,
+    ) -> Option<ebm_core::Result<()>>;
 }
 
 macro_rules! discrete_layer {
     ($ty:ty, $domain:expr, $from_means:expr) => {
         impl CliLayer for $ty {
-            const REAL_VALUED: bool = false;
-
             fn data_domain(&self) -> Domain {
                 #[allow(clippy::redundant_closure_call)]
                 ($domain)(self)
@@ -64,6 +74,19 @@ macro_rules! discrete_layer {
             fn from_means(means: &[f64]) -> Option<Self> {
                 #[allow(clippy::redundant_closure_call)]
                 ($from_means)(means)
+            }
+
+            fn sample_exact_as_visible<H: Layer<Scalar = f64>>(
+                rbm: &Rbm<Self, H>,
+                chains: &mut RbmChains<f64>,
+                beta: f64,
+                rngs: &mut [ChainRng],
+                par: Par,
+            ) -> Option<ebm_core::Result<()>> {
+                Some(
+                    exact::Enumerated::new(rbm.clone())
+                        .map(|e| e.sample_exact(chains, beta, rngs, par)),
+                )
             }
         }
     };
@@ -86,8 +109,6 @@ discrete_layer!(
 macro_rules! real_layer {
     ($ty:ty, $check:expr) => {
         impl CliLayer for $ty {
-            const REAL_VALUED: bool = true;
-
             fn data_domain(&self) -> Domain {
                 Domain::Real
             }
@@ -110,6 +131,16 @@ macro_rules! real_layer {
             }
 
             fn from_means(_means: &[f64]) -> Option<Self> {
+                None
+            }
+
+            fn sample_exact_as_visible<H: Layer<Scalar = f64>>(
+                _rbm: &Rbm<Self, H>,
+                _chains: &mut RbmChains<f64>,
+                _beta: f64,
+                _rngs: &mut [ChainRng],
+                _par: Par,
+            ) -> Option<ebm_core::Result<()>> {
                 None
             }
         }
@@ -138,6 +169,62 @@ fn non_negative(data: &DMatrix<f64>) -> std::result::Result<(), String> {
 real_layer!(Gaussian<f64>, any_real);
 real_layer!(ReLU<f64>, non_negative);
 real_layer!(DReLU<f64>, any_real);
+
+/// A fresh layer of a unit type, for training a new model.
+pub(crate) trait NewLayer: Sized {
+    /// `n` units at zero fields (unit precisions for real-valued units); `q` is the number of
+    /// states of a Potts unit and must be given for Potts layers only.
+    fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String>;
+}
+
+fn no_states(kind: &str, q: Option<usize>) -> std::result::Result<(), String> {
+    match q {
+        None => Ok(()),
+        Some(_) => Err(format!(
+            "{kind} units have no number of states (only potts units do)"
+        )),
+    }
+}
+
+impl NewLayer for Bernoulli<f64> {
+    fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
+        no_states("bernoulli", q).map(|()| Bernoulli::zeros(n))
+    }
+}
+
+impl NewLayer for Spin<f64> {
+    fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
+        no_states("spin", q).map(|()| Spin::zeros(n))
+    }
+}
+
+impl NewLayer for Potts<f64> {
+    fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
+        match q {
+            Some(q) if q >= 2 => Ok(Potts::zeros(n, q)),
+            Some(q) => Err(format!("potts units need at least 2 states, got {q}")),
+            None => Err("potts units need their number of states".into()),
+        }
+    }
+}
+
+impl NewLayer for Gaussian<f64> {
+    fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
+        no_states("gaussian", q).map(|()| Gaussian::standard(n))
+    }
+}
+
+impl NewLayer for ReLU<f64> {
+    fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
+        no_states("relu", q).map(|()| ReLU::standard(n))
+    }
+}
+
+impl NewLayer for DReLU<f64> {
+    fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
+        no_states("drelu", q).map(|()| DReLU::standard(n))
+    }
+}
 
 /// A computation generic over the unit types, which are known only at run time.
 pub(crate) trait KindsTask {
@@ -365,6 +452,94 @@ pub(crate) fn exact_log_partition<V: CliLayer, H: CliLayer>(
             configurations: n as f64,
         },
     ))
+}
+
+/// `n_chains` exact draws of `rbm` at `beta` with its exact \\(\log Z_\beta\\), by enumerating
+/// the smaller discrete layer as [`exact_log_partition`] does (the hidden layer through the
+/// transposed model, whose draws are transposed back): the start of reverse AIS from exact
+/// samples, or the first checkpoint of a trajectory with non-zero weights. Chain `i` consumes
+/// stream `i` of `seed`.
+pub(crate) fn exact_start<V: CliLayer, H: CliLayer>(
+    rbm: &Rbm<V, H>,
+    beta: f64,
+    n_chains: usize,
+    seed: u64,
+    par: Par,
+) -> Result<Start<RbmChains<f64>>> {
+    let (log_z, how) = exact_log_partition(rbm, beta, par)?;
+    let mut population = Population::new(rbm.new_state(n_chains), seed)?;
+    let rngs = population.rngs.as_mut_slice();
+    let chains = &mut population.chains;
+    let drawn = if how.layer == "hidden" {
+        let mut t = RbmChains {
+            visible: std::mem::replace(&mut chains.hidden, DMatrix::zeros(0, 0)),
+            hidden: std::mem::replace(&mut chains.visible, DMatrix::zeros(0, 0)),
+        };
+        let drawn = H::sample_exact_as_visible(&rbm.transposed(), &mut t, beta, rngs, par);
+        chains.visible = t.hidden;
+        chains.hidden = t.visible;
+        drawn
+    } else {
+        V::sample_exact_as_visible(rbm, chains, beta, rngs, par)
+    };
+    drawn.expect("exact_log_partition enumerated a discrete layer")?;
+    let side = if how.layer == "hidden" {
+        ebm_estimators::Side::Hidden
+    } else {
+        ebm_estimators::Side::Visible
+    };
+    Ok(Start {
+        population,
+        log_z: LogZEstimate::exact(
+            log_z,
+            Method::Enumeration {
+                side,
+                configurations: how.configurations as u64,
+            },
+        ),
+    })
+}
+
+/// `n_chains` exact draws of `rbm` at \\(\beta = 0\\), the uniform law of a model whose layers
+/// are discrete, with \\(\log Z_0\\) the logarithm of the number of configurations: rung 0 of a
+/// temperature path. One Gibbs sweep at \\(\beta = 0\\) is an exact draw there, since neither
+/// conditional depends on the other layer (as `ebm_estimators::Start::uniform`, whose bounds
+/// the run-time unit kinds cannot name).
+pub(crate) fn uniform_start<V: CliLayer, H: CliLayer>(
+    rbm: &Rbm<V, H>,
+    n_chains: usize,
+    seed: u64,
+    par: Par,
+) -> Result<Start<RbmChains<f64>>> {
+    if V::REAL_VALUED || H::REAL_VALUED {
+        bail!(
+            "a temperature path starts at beta = 0, where the {} units of this {}-{} RBM have no \
+             probability law; use the reference path (--path reference)",
+            if V::REAL_VALUED { V::KIND } else { H::KIND },
+            V::KIND,
+            H::KIND
+        );
+    }
+    let mut population = Population::new(rbm.new_state(n_chains), seed)?;
+    use ebm_core::ConditionalSampler;
+    rbm.sample_hidden(
+        &mut population.chains,
+        0.0,
+        population.rngs.as_mut_slice(),
+        par,
+    );
+    rbm.sample_visible(
+        &mut population.chains,
+        0.0,
+        population.rngs.as_mut_slice(),
+        par,
+    );
+    let log_z0 = rbm.visible().cgf(&vec![0.0; rbm.visible().width()], 0.0)
+        + rbm.hidden().cgf(&vec![0.0; rbm.hidden().width()], 0.0);
+    Ok(Start {
+        population,
+        log_z: LogZEstimate::exact(log_z0, Method::IndependentSites),
+    })
 }
 
 /// The visible free energies \\(F_\beta(v_j)\\) of every column of `data`.

@@ -198,8 +198,40 @@ fn help_is_available_for_every_command() {
                 "--init",
             ],
         ),
-        ("loglik --help", &["exact"]),
+        (
+            "loglik --help",
+            &["exact", "ais", "reverse-ais", "tr-ais", "ptt"],
+        ),
         ("loglik exact --help", &["log Z", "--data"]),
+        (
+            "loglik ais --help",
+            &[
+                "--rungs",
+                "--path",
+                "temperature",
+                "--reference-data",
+                "lower bound",
+                "ESS",
+            ],
+        ),
+        (
+            "loglik reverse-ais --help",
+            &["--start", "--burn-in", "--samples", "upper bound"],
+        ),
+        (
+            "loglik tr-ais --help",
+            &["--trajectory", "--model", "checkpoint"],
+        ),
+        (
+            "loglik ptt --help",
+            &[
+                "--trajectory",
+                "--burn-in",
+                "--schedule",
+                "BAR",
+                "jackknife",
+            ],
+        ),
         (
             "plot --help",
             &["samples", "jumps", "swaps", "loglik", "logz"],
@@ -706,6 +738,460 @@ fn exact_loglik_matches_the_library() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Log-likelihood estimators: ais, reverse-ais, tr-ais, ptt against exact log Z
+// ---------------------------------------------------------------------------------------------
+
+/// Runs `ebm <args> --json` in `dir` and returns the record it prints.
+fn record(dir: &Path, args: &str) -> Value {
+    let line = ok(dir, &format!("{args} --json"));
+    serde_json::from_str(line.trim()).unwrap()
+}
+
+/// Checks an estimator's record against the exact log Z: the estimate lies within 4 of its
+/// own standard errors of the truth, the standard error is positive and below `max_err`, the
+/// fields are there, and the log-likelihood of the first data file (whose exact value is
+/// `exact_ll`) moves with log Z, its error combining both parts in quadrature.
+fn check_estimate(rec: &Value, exact_log_z: f64, exact_ll: f64, max_err: f64, what: &str) {
+    let r = &rec["results"];
+    let log_z = r["log_z"].as_f64().unwrap();
+    let se = r["std_err"].as_f64().unwrap();
+    assert!(
+        se > 0.0 && se < max_err,
+        "{what}: standard error {se} not in (0, {max_err})"
+    );
+    assert!(
+        (log_z - exact_log_z).abs() <= 4.0 * se,
+        "{what}: log Z = {log_z} +- {se}, exact {exact_log_z}"
+    );
+    assert_eq!(r["estimate"]["log_z"].as_f64().unwrap(), log_z, "{what}");
+    assert!(r["gibbs_sweeps"].as_u64().unwrap() > 0, "{what}");
+    assert!(r["start"]["log_z"].as_f64().unwrap().is_finite(), "{what}");
+    let d = &r["datasets"][0];
+    let ll = d["mean_log_likelihood"].as_f64().unwrap();
+    assert!(
+        (ll - (exact_ll - (log_z - exact_log_z))).abs() < 1e-9,
+        "{what}: LL {ll} vs exact {exact_ll} shifted by the log Z error"
+    );
+    let (sd, sz) = (
+        d["data_standard_error"].as_f64().unwrap(),
+        d["log_z_standard_error"].as_f64().unwrap(),
+    );
+    assert!(sd > 0.0 && sz == se, "{what}: {d}");
+    let total = d["standard_error"].as_f64().unwrap();
+    assert!((total - sd.hypot(sz)).abs() < 1e-12, "{what}: {d}");
+}
+
+/// The small model, a data file and a trajectory from zero weights to the model (9
+/// checkpoints along the straight line in parameter space), with the exact log Z and the exact
+/// mean log-likelihood of the data.
+struct EstimatorFixture {
+    dir: tempfile::TempDir,
+    log_z: f64,
+    ll: f64,
+}
+
+fn estimator_fixture() -> EstimatorFixture {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rbm = small_rbm();
+    ebm_io::save_rbm(&rbm, &d.join("m.safetensors")).unwrap();
+    let train = DMatrix::from_fn(6, 40, |i, j| ((i * 7 + j * 3) % 5 < 2) as u8 as f64);
+    save_npy(&d.join("train.npy"), train.clone(), Domain::Binary01);
+    let start = Rbm::new(
+        rbm.visible().clone(),
+        rbm.hidden().clone(),
+        DMatrix::zeros(6, 3),
+    )
+    .unwrap();
+    let checkpoints = (0..9).map(|k| {
+        (
+            5 * k as u64,
+            rbm.interpolate(&start, k as f64 / 8.0).unwrap(),
+        )
+    });
+    let trajectory = ebm_io::Trajectory::from_checkpoints(checkpoints).unwrap();
+    ebm_io::save_trajectory(&trajectory, &d.join("t.safetensors")).unwrap();
+    let log_z = exact::log_partition_by_visible(&rbm, 1.0, Par::Seq).unwrap();
+    let mut f = vec![0.0; train.ncols()];
+    rbm.free_energy_visible(&train, 1.0, &mut f, Par::Seq);
+    let ll = -f.iter().sum::<f64>() / f.len() as f64 - log_z;
+    EstimatorFixture { dir, log_z, ll }
+}
+
+#[test]
+fn annealing_estimators_agree_with_exact_log_z() {
+    let fx = estimator_fixture();
+    let d = fx.dir.path();
+    let (z, ll) = (fx.log_z, fx.ll);
+    let m = "--model m.safetensors --data train.npy";
+
+    // Forward AIS: reference path (the model's fields, or fitted to the data), temperature.
+    let rec = record(
+        d,
+        &format!("loglik ais {m} --rungs 200 --chains 1000 --seed 1 --out ais.json"),
+    );
+    assert_eq!(rec, json(&d.join("ais.json")), "--json prints the record");
+    assert_eq!(rec["command"], "loglik ais");
+    check_estimate(&rec, z, ll, 0.05, "ais (reference)");
+    let r = &rec["results"];
+    assert_eq!(r["estimator"], "ais");
+    assert_eq!(r["annealing"]["path"], "reference");
+    assert_eq!(r["annealing"]["rungs"], 200);
+    assert_eq!(r["estimate"]["method"]["Ais"]["n_rungs"], 200);
+    assert_eq!(r["estimate"]["method"]["Ais"]["direction"], "Forward");
+    assert_eq!(r["estimate"]["method"]["Ais"]["ladder"], "Reference");
+    // One Gibbs sweep per chain and rung above the start.
+    assert_eq!(r["gibbs_sweeps"], 199 * 1000);
+    let ess = r["ess"].as_f64().unwrap();
+    assert!(ess > 500.0 && ess <= 1000.0, "ESS {ess}");
+    let rec = record(
+        d,
+        &format!("loglik ais {m} --rungs 200 --reference-data train.npy --sweeps 2 --seed 2"),
+    );
+    check_estimate(&rec, z, ll, 0.05, "ais (reference fitted to data)");
+    assert_eq!(rec["results"]["gibbs_sweeps"], 199 * 1000 * 2);
+    let rec = record(
+        d,
+        &format!("loglik ais {m} --path temperature --rungs 300 --seed 3"),
+    );
+    check_estimate(&rec, z, ll, 0.05, "ais (temperature)");
+    let log_z0 = rec["results"]["start"]["log_z"].as_f64().unwrap();
+    assert!(
+        (log_z0 - 9.0 * 2f64.ln()).abs() < 1e-12,
+        "uniform start: {log_z0}"
+    );
+    // A too-short path is still unbiased for Z, and its error bar says it is worse.
+    let short = record(
+        d,
+        &format!("loglik ais {m} --path temperature --rungs 3 --seed 3"),
+    );
+    let (s_short, s_long) = (
+        short["results"]["std_err"].as_f64().unwrap(),
+        rec["results"]["std_err"].as_f64().unwrap(),
+    );
+    assert!(s_short > 3.0 * s_long, "{s_short} vs {s_long}");
+
+    // Reverse AIS from exact draws, a Gibbs burn-in and a samples file.
+    let rec = record(
+        d,
+        &format!("loglik reverse-ais {m} --start exact --rungs 200 --seed 4"),
+    );
+    check_estimate(&rec, z, ll, 0.05, "reverse ais (exact)");
+    assert_eq!(rec["results"]["estimator"], "reverse-ais");
+    assert_eq!(
+        rec["results"]["estimate"]["method"]["Ais"]["direction"],
+        "Reverse"
+    );
+    let rec = record(
+        d,
+        &format!(
+            "loglik reverse-ais {m} --path temperature --start gibbs --burn-in 50 --rungs 300 \
+             --seed 5"
+        ),
+    );
+    check_estimate(&rec, z, ll, 0.05, "reverse ais (gibbs)");
+    assert_eq!(rec["results"]["annealing"]["burn_in_sweeps"], 50);
+    assert_eq!(rec["results"]["gibbs_sweeps"], 299 * 1000 + 50 * 1000);
+    ok(
+        d,
+        "sample --model m.safetensors --chains 800 --steps 30 --seed 6 --out s.npy",
+    );
+    let rec = record(
+        d,
+        &format!("loglik reverse-ais {m} --start samples --samples s.npy --rungs 200 --seed 7"),
+    );
+    check_estimate(&rec, z, ll, 0.05, "reverse ais (samples)");
+    assert_eq!(rec["results"]["chains"], 800);
+    assert_eq!(rec["inputs"][2], "s.npy");
+
+    // Real-valued hidden units (the Curie–Weiss RBM, exact log Z by visible enumeration): the
+    // reference path works, the temperature path cannot start at beta = 0.
+    let cw = ebm_models::CurieWeiss::new(8, 1.2, 0.1)
+        .unwrap()
+        .to_rbm()
+        .unwrap();
+    ebm_io::save_rbm(&cw, &d.join("cw.safetensors")).unwrap();
+    let spins = DMatrix::from_fn(8, 10, |i, s| if (i + s) % 3 == 0 { 1.0 } else { -1.0 });
+    save_npy(&d.join("spins.npy"), spins.clone(), Domain::Spin);
+    let cw_z = exact::log_partition_by_visible(&cw, 1.0, Par::Seq).unwrap();
+    let mut f = vec![0.0; 10];
+    cw.free_energy_visible(&spins, 1.0, &mut f, Par::Seq);
+    let cw_ll = -f.iter().sum::<f64>() / 10.0 - cw_z;
+    let rec = record(
+        d,
+        "loglik ais --model cw.safetensors --data spins.npy --rungs 200 --seed 8",
+    );
+    check_estimate(&rec, cw_z, cw_ll, 0.05, "ais (curie-weiss)");
+    let rec = record(
+        d,
+        "loglik reverse-ais --model cw.safetensors --data spins.npy --start exact --rungs 200 \
+         --seed 9",
+    );
+    check_estimate(&rec, cw_z, cw_ll, 0.05, "reverse ais (curie-weiss)");
+    fails(
+        d,
+        "loglik ais --model cw.safetensors --path temperature",
+        1,
+        "--path reference",
+    );
+}
+
+#[test]
+fn trajectory_estimators_agree_with_exact_log_z() {
+    let fx = estimator_fixture();
+    let d = fx.dir.path();
+    let (z, ll) = (fx.log_z, fx.ll);
+    let t = "--trajectory t.safetensors --data train.npy";
+
+    let rec = record(
+        d,
+        &format!("loglik tr-ais {t} --chains 2000 --sweeps 2 --seed 1 --out tr.json"),
+    );
+    assert_eq!(rec, json(&d.join("tr.json")));
+    check_estimate(&rec, z, ll, 0.05, "tr-ais");
+    let r = &rec["results"];
+    assert_eq!(r["estimator"], "tr-ais");
+    assert_eq!(r["gibbs_sweeps"], 8 * 2000 * 2);
+    assert_eq!(
+        r["trajectory"]["updates"],
+        serde_json::json!([0, 5, 10, 15, 20, 25, 30, 35, 40])
+    );
+    // Rung 0 has zero weights: its log Z is exact (9 independent bits with the model's fields).
+    let rbm = small_rbm();
+    let profile = r["trajectory"]["log_z"].as_array().unwrap();
+    assert_eq!(profile.len(), 9);
+    assert_eq!(profile[0]["std_err"], 0.0);
+    // Every checkpoint's log Z against its exact value.
+    let start = Rbm::new(
+        rbm.visible().clone(),
+        rbm.hidden().clone(),
+        DMatrix::zeros(6, 3),
+    )
+    .unwrap();
+    for (k, p) in profile.iter().enumerate() {
+        let m = rbm.interpolate(&start, k as f64 / 8.0).unwrap();
+        let exact = exact::log_partition_by_visible(&m, 1.0, Par::Seq).unwrap();
+        let (e, s) = (p["log_z"].as_f64().unwrap(), p["std_err"].as_f64().unwrap());
+        assert!(
+            (e - exact).abs() <= 4.0 * s + 1e-9,
+            "checkpoint {k}: {e} +- {s} vs {exact}"
+        );
+    }
+    let along = r["datasets"][0]["along_trajectory"].as_array().unwrap();
+    assert_eq!(along.len(), 9);
+    assert_eq!(along[8]["update"], 40);
+    assert_eq!(
+        along[8]["mean_log_likelihood"],
+        r["datasets"][0]["mean_log_likelihood"]
+    );
+
+    // Three checkpoints of the file, and a target model appended after them; a first
+    // checkpoint with non-zero weights starts from exact enumeration.
+    let half = small_rbm().interpolate(&start, 0.5).unwrap();
+    let steps = (0..5).map(|k| (k as u64, half.interpolate(&start, k as f64 / 4.0).unwrap()));
+    let tr = ebm_io::Trajectory::from_checkpoints(steps.skip(1)).unwrap();
+    ebm_io::save_trajectory(&tr, &d.join("t2.safetensors")).unwrap();
+    let rec = record(
+        d,
+        "loglik tr-ais --trajectory t2.safetensors --rungs 3 --model m.safetensors \
+         --data train.npy --chains 2000 --seed 2",
+    );
+    check_estimate(&rec, z, ll, 0.08, "tr-ais (appended model)");
+    assert_eq!(
+        rec["results"]["trajectory"]["updates"],
+        serde_json::json!([1, 3, 4, null])
+    );
+    assert!(
+        rec["results"]["start"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("enumeration")
+    );
+
+    // PTT with BAR between neighbouring checkpoints.
+    let rec = record(
+        d,
+        &format!("loglik ptt {t} --chains 64 --steps 400 --burn-in 50 --seed 3 --out ptt.json"),
+    );
+    check_estimate(&rec, z, ll, 0.05, "ptt (bar)");
+    let r = &rec["results"];
+    assert_eq!(r["estimator"], "ptt");
+    assert_eq!(r["ptt"]["pairs"].as_array().unwrap().len(), 8);
+    assert_eq!(r["ptt"]["acceptance_rates"].as_array().unwrap().len(), 8);
+    assert!(
+        r["estimate"]["error_bar"]["Jackknife"]["groups"]
+            .as_u64()
+            .unwrap()
+            >= 2
+    );
+    // The cost counts every round, burn-in included.
+    assert_eq!(r["gibbs_sweeps"], 400 * 9 * 64);
+    let exp = &r["ptt"]["exponential_average"];
+    let (e, s) = (
+        exp["log_z"].as_f64().unwrap(),
+        exp["std_err"].as_f64().unwrap(),
+    );
+    assert!(
+        (e - z).abs() <= 4.0 * s,
+        "exponential average {e} +- {s} vs {z}"
+    );
+}
+
+#[test]
+fn estimators_reject_bad_input_with_one_line() {
+    let fx = estimator_fixture();
+    let d = fx.dir.path();
+    let m = "--model m.safetensors";
+    // Missing files.
+    fails(
+        d,
+        "loglik ais --model none.safetensors",
+        1,
+        "none.safetensors",
+    );
+    fails(
+        d,
+        "loglik tr-ais --trajectory none.safetensors",
+        1,
+        "none.safetensors",
+    );
+    fails(d, &format!("loglik ais {m} --data none.npy"), 1, "none.npy");
+    // A model file given as a trajectory, and a model whose shape is not the trajectory's.
+    fails(
+        d,
+        "loglik ptt --trajectory m.safetensors",
+        1,
+        "m.safetensors",
+    );
+    let wide = Rbm::new(
+        Bernoulli::<f64>::zeros(7),
+        Bernoulli::<f64>::zeros(3),
+        DMatrix::zeros(7, 3),
+    )
+    .unwrap();
+    ebm_io::save_rbm(&wide, &d.join("wide.safetensors")).unwrap();
+    fails(
+        d,
+        "loglik tr-ais --trajectory t.safetensors --model wide.safetensors",
+        1,
+        "trajectory's shape",
+    );
+    // Counts out of range, inconsistent options.
+    fails(d, &format!("loglik ais {m} --chains 0"), 2, "at least 1");
+    fails(
+        d,
+        &format!("loglik ais {m} --chains 1"),
+        1,
+        "at least 2 chains",
+    );
+    fails(
+        d,
+        &format!("loglik ptt --trajectory t.safetensors --chains 1"),
+        1,
+        "at least 2",
+    );
+    fails(
+        d,
+        &format!("loglik ais {m} --rungs 1"),
+        1,
+        "at least 2 distributions",
+    );
+    fails(d, &format!("loglik ais {m} --sweeps nan"), 2, "--sweeps");
+    fails(
+        d,
+        &format!("loglik ais {m} --path temperature --reference-data train.npy"),
+        1,
+        "--reference-data",
+    );
+    fails(
+        d,
+        &format!("loglik reverse-ais {m} --start samples"),
+        2,
+        "--samples",
+    );
+    fails(
+        d,
+        &format!("loglik reverse-ais {m} --start exact --burn-in 10"),
+        1,
+        "--burn-in",
+    );
+    fails(
+        d,
+        &format!("loglik reverse-ais {m} --start samples --samples train.npy --chains 5"),
+        1,
+        "--chains",
+    );
+    fails(
+        d,
+        "loglik ptt --trajectory t.safetensors --steps 10 --burn-in 10",
+        1,
+        "--burn-in",
+    );
+    fails(
+        d,
+        "loglik tr-ais --trajectory t.safetensors --rungs 20",
+        1,
+        "only 9 checkpoints",
+    );
+    // Data outside the visible domain, non-finite data, a potts model fitted to data.
+    save_npy(
+        &d.join("spins.npy"),
+        DMatrix::from_element(6, 3, -1.0),
+        Domain::Spin,
+    );
+    fails(
+        d,
+        &format!("loglik ais {m} --data spins.npy"),
+        1,
+        "bernoulli",
+    );
+    fails(
+        d,
+        "loglik tr-ais --trajectory t.safetensors --data spins.npy",
+        1,
+        "{0,1}",
+    );
+    fails(
+        d,
+        &format!("loglik reverse-ais {m} --start samples --samples spins.npy"),
+        1,
+        "spins.npy",
+    );
+    std::fs::write(d.join("nan.csv"), "0,1,0,1,0,1\n1,NaN,0,0,0,0\n").unwrap();
+    fails(d, &format!("loglik ais {m} --data nan.csv"), 1, "nan.csv");
+    // A first checkpoint with non-zero weights and no discrete layer to enumerate.
+    let g = |w: f64| {
+        Rbm::new(
+            Gaussian::<f64>::standard(2),
+            Gaussian::<f64>::standard(1),
+            DMatrix::from_element(2, 1, w),
+        )
+        .unwrap()
+    };
+    let tr = ebm_io::Trajectory::from_checkpoints([(0, g(0.1)), (1, g(0.2))]).unwrap();
+    ebm_io::save_trajectory(&tr, &d.join("g.safetensors")).unwrap();
+    fails(
+        d,
+        "loglik tr-ais --trajectory g.safetensors",
+        1,
+        "first checkpoint has non-zero weights",
+    );
+    // Outputs.
+    fails(
+        d,
+        &format!("loglik ais {m} --out m.safetensors"),
+        1,
+        "overwrite",
+    );
+    fails(
+        d,
+        &format!("loglik ais {m} --out no/such/dir/r.json"),
+        1,
+        "does not exist",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Failure paths: one error line, non-zero exit, never a panic, nothing left behind
 // ---------------------------------------------------------------------------------------------
 
@@ -932,4 +1418,447 @@ fn bad_input_gives_one_clear_error_line() {
     ] {
         assert!(!d.join(f).exists(), "{f} written by a failed run");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// train and demo
+// ---------------------------------------------------------------------------------------------
+
+/// Two clusters of 8 binary units (first half on or second half on), 5 % of the bits flipped
+/// deterministically: `n` samples.
+fn two_clusters(n: usize, shift: usize) -> DMatrix<f64> {
+    DMatrix::from_fn(8, n, |i, j| {
+        let on = (i < 4) == ((j + shift) % 2 == 0);
+        let flip = (i * 31 + (j + shift) * 17) % 20 == 0;
+        (on != flip) as u8 as f64
+    })
+}
+
+/// The tensors of a model file, `(header without metadata, data bytes)`: equal for equal
+/// models even if the safetensors metadata map is written in another order.
+fn model_contents(path: &Path) -> (Value, Vec<u8>) {
+    let b = bytes(path);
+    let n = u64::from_le_bytes(b[..8].try_into().unwrap()) as usize;
+    let header: Value = serde_json::from_slice(&b[8..8 + n]).unwrap();
+    (header, b[8 + n..].to_vec())
+}
+
+#[test]
+fn train_writes_a_model_its_trajectory_state_and_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_npy(&d.join("d.npy"), two_clusters(200, 0), Domain::Binary01);
+    save_npy(&d.join("t.npy"), two_clusters(60, 1), Domain::Binary01);
+    let out = ok(
+        d,
+        "train --data d.npy --test t.npy --hidden-units 4 --updates 300 --loglik-every 50 \
+         --loglik-chains 500 --chains 100 --sweeps 5 --batch-size 50 --learning-rate 0.05 \
+         --seed 3 --out m.safetensors",
+    );
+    assert!(out.contains("m.state.json"), "{out}");
+    for f in [
+        "m.safetensors",
+        "m.trajectory.safetensors",
+        "m.state.json",
+        "m.log.csv",
+        "m.json",
+    ] {
+        assert!(d.join(f).exists(), "{f} missing");
+    }
+    let rec = json(&d.join("m.json"));
+    assert_eq!(rec["command"], "train");
+    let r = &rec["results"];
+    assert_eq!(r["updates"], 300);
+    assert_eq!(r["first_update"], 0);
+    assert_eq!(
+        r["model"]["visible"], "bernoulli",
+        "default kind from {{0,1}} data"
+    );
+    assert_eq!(r["model"]["hidden_units"], 4);
+    assert_eq!(r["negative_sweeps"], 300 * 5);
+    let kept: Vec<u64> = r["checkpoint_updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u.as_u64().unwrap())
+        .collect();
+    assert!(
+        kept.len() >= 2 && kept[0] == 0 && *kept.last().unwrap() == 300,
+        "{kept:?}"
+    );
+
+    // The log: a header, one row per update, log-likelihoods every 50 updates.
+    let log = std::fs::read_to_string(d.join("m.log.csv")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 301);
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
+    let (u, tr, te) = (col("update"), col("train_ll"), col("test_ll"));
+    for (k, l) in lines[1..].iter().enumerate() {
+        let cells: Vec<&str> = l.split(',').collect();
+        assert_eq!(cells[u], (k + 1).to_string());
+        assert_eq!(!cells[tr].is_empty(), (k + 1) % 50 == 0, "row {l}");
+        assert_eq!(!cells[te].is_empty(), (k + 1) % 50 == 0, "row {l}");
+    }
+    let last: Vec<&str> = lines[300].split(',').collect();
+    let online_train: f64 = last[tr].parse().unwrap();
+    let online_test: f64 = last[te].parse().unwrap();
+    assert_eq!(r["train_ll"][1].as_f64().unwrap(), online_train);
+
+    // The model is a model file: its exact log-likelihood agrees with the online estimate,
+    // and training on two clusters beats the uniform model's log(1/2) per bit by a margin.
+    let line = ok(
+        d,
+        "loglik exact --model m.safetensors --data d.npy --data t.npy --json",
+    );
+    let exact: Value = serde_json::from_str(line.trim()).unwrap();
+    let exact_train = exact["results"]["datasets"][0]["mean_log_likelihood"]
+        .as_f64()
+        .unwrap();
+    let exact_test = exact["results"]["datasets"][1]["mean_log_likelihood"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (online_train - exact_train).abs() < 0.1,
+        "online {online_train} vs exact {exact_train}"
+    );
+    assert!((online_test - exact_test).abs() < 0.1);
+    assert!(exact_train > 8.0 * 0.5f64.ln() + 0.5, "{exact_train}");
+
+    // The trajectory feeds trajectory tempering, the log the log-likelihood figure.
+    ok(
+        d,
+        "sample --trajectory m.trajectory.safetensors --sampler ptt --chains 20 --steps 20 \
+         --out s.npy",
+    );
+    ok(d, "plot loglik m.log.csv --out ll.svg");
+    assert_image(&d.join("ll.svg"));
+    let drawn = json(&d.join("ll.json"))["results"]["drawn"].clone();
+    assert_eq!(drawn, serde_json::json!([["train_ll", 6], ["test_ll", 6]]));
+
+    // Other unit kinds and negative phases train as well.
+    let spins = two_clusters(100, 0).map(|x| 2.0 * x - 1.0);
+    save_npy(&d.join("s.npy"), spins, Domain::Spin);
+    for extra in [
+        "--hidden spin --negative cd --sweeps 1",
+        "--hidden relu --negative pt --rungs 3 --schedule lifted --optimizer adam \
+         --learning-rate 0.01",
+        "--hidden gaussian --negative jarzynski --chains 30 --lr-schedule exponential \
+         --final-learning-rate 0.001",
+        "--hidden potts --hidden-states 3 --momentum 0.5 --l2 0.001 --uncentred",
+    ] {
+        ok(
+            d,
+            &format!(
+                "train --data s.npy --hidden-units 3 --updates 20 --batch-size 25 \
+                 --chains 40 {extra} --out k.safetensors"
+            ),
+        );
+        let r = json(&d.join("k.json"))["results"].clone();
+        assert_eq!(r["model"]["visible"], "spin", "{extra}");
+        assert_eq!(r["updates"], 20, "{extra}");
+    }
+}
+
+#[test]
+fn train_resumes_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_npy(&d.join("d.npy"), two_clusters(120, 0), Domain::Binary01);
+    for negative in [
+        "--negative pcd --sweeps 3 --optimizer adam --learning-rate 0.02",
+        "--negative pt --rungs 4 --schedule deo --momentum 0.9",
+    ] {
+        let common = format!(
+            "--data d.npy --hidden-units 3 --chains 30 --batch-size 40 --loglik-every 5 \
+             --loglik-chains 50 --seed 11 {negative}"
+        );
+        ok(
+            d,
+            &format!("train {common} --updates 30 --out full.safetensors"),
+        );
+        ok(
+            d,
+            &format!("train {common} --updates 12 --out half.safetensors"),
+        );
+        ok(
+            d,
+            "train --data d.npy --resume half.state.json --updates 30 --out rest.safetensors",
+        );
+        assert_eq!(
+            model_contents(&d.join("full.safetensors")),
+            model_contents(&d.join("rest.safetensors")),
+            "{negative}: resumed model differs"
+        );
+        assert_eq!(
+            model_contents(&d.join("full.trajectory.safetensors")),
+            model_contents(&d.join("rest.trajectory.safetensors")),
+            "{negative}: resumed trajectory differs"
+        );
+        // The resumed log continues the first part's.
+        assert_eq!(
+            std::fs::read_to_string(d.join("full.log.csv")).unwrap(),
+            std::fs::read_to_string(d.join("rest.log.csv")).unwrap(),
+            "{negative}: logs differ"
+        );
+        let a = json(&d.join("full.state.json"));
+        let b = json(&d.join("rest.state.json"));
+        assert_eq!(a["state"], b["state"], "{negative}: states differ");
+        let r = json(&d.join("rest.json"))["results"].clone();
+        assert_eq!(
+            (r["first_update"].as_u64(), r["updates"].as_u64()),
+            (Some(12), Some(30))
+        );
+    }
+    // A shorter run differs (the comparison can fail).
+    ok(
+        d,
+        "train --data d.npy --hidden-units 3 --chains 30 --batch-size 40 --seed 11 \
+         --updates 29 --out other.safetensors",
+    );
+    assert_ne!(
+        model_contents(&d.join("full.safetensors")).1,
+        model_contents(&d.join("other.safetensors")).1
+    );
+}
+
+#[test]
+fn train_rejects_bad_input_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_npy(&d.join("d.npy"), two_clusters(40, 0), Domain::Binary01);
+    save_npy(&d.join("other.npy"), two_clusters(40, 1), Domain::Binary01);
+    let base = "train --data d.npy --hidden-units 2 --updates 5 --chains 10 --batch-size 10";
+    fails(
+        d,
+        "train --data nope.npy --out m.safetensors",
+        1,
+        "nope.npy",
+    );
+    fails(d, &format!("{base} --out m.npy"), 1, ".safetensors");
+    fails(
+        d,
+        &format!("{base} --out missing/m.safetensors"),
+        1,
+        "does not exist",
+    );
+    fails(
+        d,
+        &format!("{base} --learning-rate nan --out m.safetensors"),
+        2,
+        "not a finite number",
+    );
+    fails(
+        d,
+        &format!("{base} --learning-rate -0.1 --out m.safetensors"),
+        1,
+        "--learning-rate",
+    );
+    fails(
+        d,
+        &format!("{base} --rungs 4 --out m.safetensors"),
+        1,
+        "--rungs does not apply to --negative pcd",
+    );
+    fails(
+        d,
+        "train --data d.npy --negative cd --chains 5 --out m.safetensors",
+        1,
+        "--chains",
+    );
+    fails(
+        d,
+        &format!("{base} --lr-schedule linear --out m.safetensors"),
+        1,
+        "--final-learning-rate",
+    );
+    fails(
+        d,
+        "train --data d.npy --batch-size 41 --out m.safetensors",
+        1,
+        "--batch-size 41",
+    );
+    fails(
+        d,
+        &format!("{base} --hidden potts --out m.safetensors"),
+        1,
+        "--hidden-states",
+    );
+    // Data outside the visible units' domain.
+    fails(
+        d,
+        &format!("{base} --visible spin --out m.safetensors"),
+        1,
+        "d.npy",
+    );
+    save_npy(
+        &d.join("real.npy"),
+        DMatrix::from_fn(8, 20, |i, j| (i + j) as f64 * 0.3 - 2.0),
+        Domain::Real,
+    );
+    fails(
+        d,
+        "train --data real.npy --visible relu --batch-size 10 --out m.safetensors",
+        1,
+        "negative",
+    );
+    std::fs::write(d.join("nan.csv"), "0,1,0,1,0,1,0,1\n1,NaN,0,0,0,0,1,1\n").unwrap();
+    fails(
+        d,
+        "train --data nan.csv --batch-size 2 --out m.safetensors",
+        1,
+        "nan.csv",
+    );
+    // Resume: settings from the file, the same data, a later total, a real state file.
+    ok(d, &format!("{base} --out m.safetensors"));
+    fails(
+        d,
+        "train --data d.npy --resume m.state.json --hidden-units 3 --updates 9 \
+         --out r.safetensors",
+        1,
+        "--hidden-units cannot be given with --resume",
+    );
+    fails(
+        d,
+        "train --data other.npy --resume m.state.json --updates 9 --out r.safetensors",
+        1,
+        "not the training data",
+    );
+    fails(
+        d,
+        "train --data d.npy --resume m.state.json --updates 5 --out r.safetensors",
+        1,
+        "already at update 5",
+    );
+    fails(
+        d,
+        "train --data d.npy --resume m.json --updates 9 --out r.safetensors",
+        1,
+        "not a training state file",
+    );
+    fails(
+        d,
+        "train --data d.npy --resume m.state.json --updates 9 --out m.safetensors",
+        1,
+        "would overwrite the input",
+    );
+    // Too large a step diverges: an error, not a panic or a NaN model.
+    let out = ebm()
+        .current_dir(d)
+        .args(words(&format!(
+            "{base} --learning-rate 1e300 --out big.safetensors"
+        )))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        out.status.code() == Some(1) && stderr.lines().count() == 1 || out.status.success(),
+        "{stderr}"
+    );
+    if out.status.success() {
+        let rec = json(&d.join("big.json"));
+        assert!(
+            rec["results"]["last_gradient_norm"]
+                .as_f64()
+                .unwrap()
+                .is_finite()
+        );
+    }
+}
+
+#[test]
+fn demo_quick_writes_a_consistent_report() {
+    let out = ebm().args(["demo", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(help.contains("--quick") && help.contains("--seed") && help.contains("Ising"));
+    let out = ebm().args(["train", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "--resume",
+        "--negative",
+        "jarzynski",
+        "--loglik-every",
+        "state.json",
+    ] {
+        assert!(help.contains(needle), "train --help lacks {needle}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let stdout = ok(d, "demo --quick --seed 2 --out demo");
+    assert!(stdout.contains("report.md"), "{stdout}");
+    let demo = d.join("demo");
+    let report = std::fs::read_to_string(demo.join("report.md")).unwrap();
+    for f in [
+        "samples-gibbs.png",
+        "samples-ptt.png",
+        "mode-jumps.png",
+        "loglik.png",
+        "swaps.png",
+    ] {
+        assert_image(&demo.join(f));
+        assert!(
+            report.contains(&format!("]({f})")),
+            "report does not show {f}"
+        );
+    }
+    let rec = json(&demo.join("demo.json"));
+    let r = &rec["results"];
+    // The report's numbers are the records' numbers.
+    let data_plus = r["data_mode_plus"].as_f64().unwrap();
+    assert!((0.2..=0.8).contains(&data_plus), "{data_plus}");
+    assert!(report.contains(&format!(
+        "| data | {:.3} | {:.3} |",
+        data_plus,
+        1.0 - data_plus
+    )));
+    for (k, (name, record)) in [("Gibbs", "gibbs.json"), ("PTT", "ptt.json")]
+        .into_iter()
+        .enumerate()
+    {
+        let s = &r["samplers"][k];
+        assert_eq!(s["label"], name);
+        let jumps = json(&demo.join(record))["results"]["mode_jumps"].clone();
+        assert_eq!(s["mean_jumps"], jumps["mean_jumps"]);
+        let plus = s["mode_plus"].as_f64().unwrap();
+        assert!(
+            (plus - jumps["final_mode_fractions"][1].as_f64().unwrap()).abs() < 1e-12,
+            "{name}: the final samples are the last traced states"
+        );
+        let row = format!(
+            "| {name} | {:.3} | {:.3} | {:.2} ± {:.2} |",
+            plus,
+            1.0 - plus,
+            s["mean_jumps"].as_f64().unwrap(),
+            s["jumps_sem"].as_f64().unwrap()
+        );
+        assert!(report.contains(&row), "report lacks {row:?}:\n{report}");
+    }
+    // Equal budgets in Gibbs sweeps per chain.
+    let budget = r["budget_sweeps"].as_u64().unwrap();
+    for record in ["gibbs.json", "ptt.json"] {
+        let s = json(&demo.join(record))["results"].clone();
+        assert_eq!(
+            s["steps"].as_u64().unwrap() * s["gibbs_sweeps_per_step"].as_u64().unwrap(),
+            budget
+        );
+    }
+    // The commands listed are the ones run: rerunning the Gibbs one by hand gives the same
+    // samples.
+    let commands: Vec<String> = r["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    let gibbs = commands
+        .iter()
+        .find(|c| c.contains("--sampler gibbs"))
+        .unwrap()
+        .replace("gibbs.npy", "again.npy");
+    ok(d, gibbs.strip_prefix("ebm ").unwrap());
+    assert_eq!(
+        bytes(&demo.join("gibbs.npy")),
+        bytes(&demo.join("again.npy"))
+    );
 }

@@ -1,20 +1,50 @@
-//! `ebm loglik exact`: exact \\(\log Z\\) by enumeration and the log-likelihood of data.
+//! `ebm loglik`: \\(\log Z\\) of a model and the log-likelihood of data, exactly by
+//! enumeration (`exact`) or estimated with an error bar by annealed importance sampling
+//! (`ais`, `reverse-ais`), trajectory AIS (`tr-ais`) and parallel trajectory tempering with
+//! Bennett's acceptance ratio (`ptt`). The estimators are those of `ebm-estimators`; this
+//! module loads, checks, dispatches and reports.
 
 use std::path::{Path, PathBuf};
 
-use ebm_core::Par;
+use ebm_core::{EnergyModel, Par, RngStreams, Scalar};
 use ebm_data::Dataset;
-use ebm_models::Rbm;
+use ebm_estimators::{
+    Ais, Annealer, DescribeLadder, LadderKind, LogZEstimate, Method, PairAccumulator, PairEstimate,
+    Population, RungLogZ, Start, TransitionInfo, ais, reverse_ais,
+};
+use ebm_models::{Rbm, RbmChains};
+use ebm_samplers::Gibbs;
+use ebm_samplers::tempering::{
+    Ladder, ParallelTempering, PtDiagnostics, PtState, Rung, TemperatureLadder, TrajectoryLadder,
+};
+use indicatif::ProgressBar;
+use rand::Rng;
 use serde::Serialize;
 
-use crate::cli::ExactArgs;
-use crate::error::{Result, bail};
+use super::sample::kept_checkpoints;
+use crate::cli::{
+    AnnealingPathArgs, EstimatorArgs, ExactArgs, LoglikCommand, PathArg, PttArgs, ReverseAisArgs,
+    ReverseStartArg, TrajectoryArgs,
+};
+use crate::error::{CliError, Result, bail};
 use crate::files::{check_outputs, load_dataset};
 use crate::models::{
-    CliLayer, Enumeration, ModelSummary, RbmTask, describe, exact_log_partition, free_energies,
-    visible_data, weighted_mean_and_error, with_model,
+    CliLayer, Enumeration, KindsTask, ModelSummary, RbmTask, describe, exact_log_partition,
+    exact_start, free_energies, uniform_start, visible_data, weighted_mean_and_error, with_kinds,
+    with_model, zero_weights,
 };
 use crate::record::Context;
+
+/// Runs one `ebm loglik` subcommand.
+pub(super) fn execute(c: &LoglikCommand, ctx: &Context) -> Result<()> {
+    match c {
+        LoglikCommand::Exact(a) => exact(a, ctx),
+        LoglikCommand::Ais(a) => annealing(&a.path, &a.common, None, a, ctx),
+        LoglikCommand::ReverseAis(a) => annealing(&a.path, &a.common, Some(a), a, ctx),
+        LoglikCommand::TrAis(a) => trajectory(&a.trajectory, &a.common, None, a, ctx),
+        LoglikCommand::Ptt(a) => trajectory(&a.trajectory, &a.common, Some(a), a, ctx),
+    }
+}
 
 /// What `ebm loglik exact` reports.
 #[derive(Serialize, Debug)]
@@ -41,7 +71,7 @@ struct DatasetLikelihood {
     mean_free_energy: f64,
 }
 
-pub(super) fn exact(a: &ExactArgs, ctx: &Context) -> Result<()> {
+fn exact(a: &ExactArgs, ctx: &Context) -> Result<()> {
     let mut inputs: Vec<&Path> = vec![&a.model];
     inputs.extend(a.data.iter().map(PathBuf::as_path));
     if let Some(out) = &a.out {
@@ -117,6 +147,1084 @@ impl RbmTask for ExactTask<'_> {
                 model: ModelSummary::of(&rbm),
                 log_z,
                 enumeration,
+                datasets,
+            },
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The estimators
+// ---------------------------------------------------------------------------------------------
+
+/// Default number of chains of the annealing estimators.
+const DEFAULT_CHAINS: usize = 1000;
+/// Default number of systems of replicas of `ptt`.
+const DEFAULT_PTT_CHAINS: usize = 100;
+/// Default burn-in of `reverse-ais --start gibbs`, in Gibbs sweeps.
+const DEFAULT_BURN_IN_SWEEPS: u64 = 1000;
+/// A reference path is annealed in stretches of at most this many rungs, each built when it is
+/// reached, so that a long path never holds all its interpolated models at once.
+const SEGMENT_RUNGS: usize = 64;
+
+/// What every estimator of `ebm loglik` reports.
+#[derive(Serialize, Debug)]
+struct EstimateResults {
+    /// `ais`, `reverse-ais`, `tr-ais` or `ptt`.
+    estimator: &'static str,
+    /// A one-line description of the estimator and its settings.
+    description: String,
+    /// The target model's unit kinds and sizes.
+    model: ModelSummary,
+    /// The estimate of \\(\log Z\\) of the target at \\(\beta = 1\\).
+    log_z: f64,
+    /// Its standard error (delta method for AIS, jackknife over chains for PTT).
+    std_err: f64,
+    /// Effective sample size behind the estimate (Kish, of the final importance weights for
+    /// AIS; the smallest over neighbouring pairs for PTT).
+    ess: Option<f64>,
+    /// Number of chains (systems of replicas for ptt).
+    chains: usize,
+    /// Total cost in Gibbs sweeps, summed over chains, burn-in included.
+    gibbs_sweeps: u64,
+    /// The tractable distribution the path starts from, and its exact \\(\log Z\\).
+    start: StartSummary,
+    /// The library's typed estimate (method and settings, error-bar kind, cost in kernel
+    /// steps).
+    estimate: LogZEstimate,
+    /// `ais` and `reverse-ais`: the path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annealing: Option<AnnealingSummary>,
+    /// `tr-ais` and `ptt`: the checkpoints and their \\(\log Z\\).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trajectory: Option<TrajectorySummary>,
+    /// `ptt`: the tempering run and the per-pair estimates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ptt: Option<PttSummary>,
+    /// One entry per data file.
+    datasets: Vec<EstimatedLikelihood>,
+}
+
+/// The tractable start of a path.
+#[derive(Serialize, Debug)]
+struct StartSummary {
+    /// What it is.
+    description: String,
+    /// Its exact \\(\log Z\\).
+    log_z: f64,
+}
+
+/// The path of `ais` and `reverse-ais`.
+#[derive(Serialize, Debug)]
+struct AnnealingSummary {
+    /// `reference` or `temperature`.
+    path: &'static str,
+    /// Number of distributions, both ends included.
+    rungs: usize,
+    /// Gibbs sweeps per distribution.
+    sweeps_per_rung: usize,
+    /// The reference's visible fields (reference path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reference: Option<String>,
+    /// `reverse-ais`: where the samples of the model came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_samples: Option<String>,
+    /// `reverse-ais --start gibbs`: the burn-in, in Gibbs sweeps per chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    burn_in_sweeps: Option<u64>,
+}
+
+/// The rungs of `tr-ais` and `ptt`.
+#[derive(Serialize, Debug)]
+struct TrajectorySummary {
+    /// The training update of every rung (`null` for a `--model` appended after the last
+    /// checkpoint).
+    updates: Vec<Option<u64>>,
+    /// \\(\log Z\\) of every rung with its standard error (rung 0 exact).
+    log_z: Vec<RungLogZ>,
+}
+
+/// The tempering run of `ptt`.
+#[derive(Serialize, Debug)]
+struct PttSummary {
+    /// `seo`, `deo`, `random-pair` or `lifted`.
+    schedule: &'static str,
+    /// Rounds run.
+    rounds: u64,
+    /// Rounds discarded before recording.
+    burn_in: u64,
+    /// Mean swap acceptance probability of each neighbouring pair.
+    acceptance_rates: Vec<Option<f64>>,
+    /// BAR estimate of \\(\log(Z_{t+1}/Z_t)\\) for each neighbouring pair.
+    pairs: Vec<PairEstimate>,
+    /// The one-sided exponential average chained the same way, for comparison.
+    exponential_average: LogZEstimate,
+}
+
+/// The log-likelihood of one data file under an estimated \\(\log Z\\).
+#[derive(Serialize, Debug)]
+struct EstimatedLikelihood {
+    path: PathBuf,
+    n_samples: usize,
+    /// \\(\frac1n \sum_j -F(v_j) - \log \hat Z\\) (weighted by the sample weights).
+    mean_log_likelihood: f64,
+    /// \\(\sqrt{\mathrm{se}_{\text{data}}^2 + \mathrm{se}_{\log Z}^2}\\).
+    standard_error: f64,
+    /// Standard error of the mean of \\(-F(v)\\) over the samples.
+    data_standard_error: f64,
+    /// Standard error of \\(\log \hat Z\\).
+    log_z_standard_error: f64,
+    /// Mean visible free energy \\(\frac1n \sum_j F(v_j)\\).
+    mean_free_energy: f64,
+    /// `tr-ais` and `ptt`: the mean log-likelihood under every rung of the trajectory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    along_trajectory: Option<Vec<RungLikelihood>>,
+}
+
+/// The log-likelihood of a data file under one checkpoint.
+#[derive(Serialize, Debug)]
+struct RungLikelihood {
+    /// Training update of the checkpoint (`null` for an appended `--model`).
+    update: Option<u64>,
+    mean_log_likelihood: f64,
+    standard_error: f64,
+}
+
+/// The mean log-likelihood of `ds` under `rbm` given \\(\log \hat Z \pm\\) `log_z_se`.
+fn likelihood<V: CliLayer, H: CliLayer>(
+    rbm: &Rbm<V, H>,
+    ds: &Dataset,
+    path: &Path,
+    log_z: f64,
+    log_z_se: f64,
+) -> EstimatedLikelihood {
+    let f = free_energies(rbm, ds.data(), 1.0);
+    let neg: Vec<f64> = f.iter().map(|x| -x).collect();
+    let (mean_neg_f, se) = weighted_mean_and_error(&neg, ds.weights());
+    EstimatedLikelihood {
+        path: path.to_path_buf(),
+        n_samples: ds.n_samples(),
+        mean_log_likelihood: mean_neg_f - log_z,
+        standard_error: (se * se + log_z_se * log_z_se).sqrt(),
+        data_standard_error: se,
+        log_z_standard_error: log_z_se,
+        mean_free_energy: -mean_neg_f,
+        along_trajectory: None,
+    }
+}
+
+/// Checks every data file against the model's visible units.
+fn check_data<V: CliLayer>(
+    layer: &V,
+    data: Vec<Dataset>,
+    paths: &[PathBuf],
+) -> Result<Vec<(Dataset, PathBuf)>> {
+    data.into_iter()
+        .zip(paths)
+        .map(|(ds, path)| {
+            if ds.n_samples() == 0 {
+                bail!("{}: no samples", path.display());
+            }
+            Ok((visible_data(layer, ds, path)?, path.clone()))
+        })
+        .collect()
+}
+
+fn chains_of(common: &EstimatorArgs, default: usize) -> Result<usize> {
+    let n = common.chains.unwrap_or(default);
+    if n < 2 {
+        bail!(
+            "--chains {n}: the estimators need at least 2 chains (the error bar comes from \
+             their spread)"
+        );
+    }
+    Ok(n)
+}
+
+/// A seed for the exact draws that start a run, distinct from the streams of the run itself.
+fn start_seed(seed: u64) -> u64 {
+    RngStreams::auxiliary(seed, 3).random()
+}
+
+/// Prints the summary of an estimate and writes its record.
+fn report<S: Serialize>(
+    command: &str,
+    seed: u64,
+    settings: &S,
+    inputs: &[&Path],
+    out: Option<&Path>,
+    model: &str,
+    r: &EstimateResults,
+    ctx: &Context,
+) -> Result<()> {
+    ctx.say(format!("{} on a {model}", r.description));
+    ctx.say(format!(
+        "start: {} (log Z = {:.6})",
+        r.start.description, r.start.log_z
+    ));
+    // AIS: of the chains; PTT: the forward plus reverse sizes of the worst pair.
+    let ess = r.ess.map_or_else(String::new, |e| match r.ptt {
+        None => format!("ESS {e:.1} of {} chains; ", r.estimate.n_samples),
+        Some(_) => format!("ESS {e:.1} over the worst pair; "),
+    });
+    ctx.say(format!(
+        "log Z = {:.6} +- {:.6} ({ess}{} Gibbs sweeps)",
+        r.log_z, r.std_err, r.gibbs_sweeps
+    ));
+    if let Some(p) = &r.ptt {
+        let rates: Vec<String> = p
+            .acceptance_rates
+            .iter()
+            .map(|a| a.map_or("-".into(), |a| format!("{a:.2}")))
+            .collect();
+        ctx.say(format!("swap acceptance per pair: [{}]", rates.join(", ")));
+        ctx.say(format!(
+            "exponential average (for comparison): log Z = {:.6} +- {:.6}",
+            p.exponential_average.log_z, p.exponential_average.std_err
+        ));
+    }
+    for d in &r.datasets {
+        ctx.say(format!(
+            "{}: {} samples, mean log-likelihood {:.6} +- {:.6} (data {:.6}, log Z {:.6}; mean \
+             free energy {:.6})",
+            d.path.display(),
+            d.n_samples,
+            d.mean_log_likelihood,
+            d.standard_error,
+            d.data_standard_error,
+            d.log_z_standard_error,
+            d.mean_free_energy
+        ));
+    }
+    ctx.finish(command, Some(seed), settings, inputs, &[], r, out)
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// An [`Annealer`] that advances a progress bar after every transition of the wrapped one.
+struct WithProgress<'a, A> {
+    inner: &'a A,
+    bar: ProgressBar,
+}
+
+impl<M: EnergyModel, A: Annealer<M>> Annealer<M> for WithProgress<'_, A> {
+    fn transition(
+        &self,
+        from: Rung<'_, M>,
+        to: Rung<'_, M>,
+        population: &mut Population<M::State>,
+        par: Par,
+    ) -> TransitionInfo {
+        let info = self.inner.transition(from, to, population, par);
+        self.bar.inc(1);
+        info
+    }
+
+    fn resample_below_ess(&self) -> Option<f64> {
+        self.inner.resample_below_ess()
+    }
+}
+
+impl<A> Drop for WithProgress<'_, A> {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ais and reverse-ais
+// ---------------------------------------------------------------------------------------------
+
+/// `ais` and `reverse-ais` (with `reverse`); `settings` are the command's arguments, for the
+/// record.
+fn annealing<S: Serialize>(
+    p: &AnnealingPathArgs,
+    common: &EstimatorArgs,
+    reverse: Option<&ReverseAisArgs>,
+    settings: &S,
+    ctx: &Context,
+) -> Result<()> {
+    let n_chains = match reverse {
+        Some(r) if r.start == ReverseStartArg::Samples => {
+            if common.chains.is_some() {
+                bail!("--chains does not apply to --start samples (one chain per sample)");
+            }
+            0
+        }
+        _ => chains_of(common, DEFAULT_CHAINS)?,
+    };
+    if p.rungs < 2 {
+        bail!(
+            "--rungs {}: a path needs at least 2 distributions (its start and the model)",
+            p.rungs
+        );
+    }
+    if p.reference_data.is_some() && p.path != PathArg::Reference {
+        bail!("--reference-data applies only to --path reference");
+    }
+    if let Some(r) = reverse {
+        if r.burn_in.is_some() && r.start != ReverseStartArg::Gibbs {
+            bail!("--burn-in applies only to --start gibbs");
+        }
+        if r.samples.is_some() && r.start != ReverseStartArg::Samples {
+            bail!("--samples needs --start samples");
+        }
+    }
+    let mut inputs: Vec<&Path> = vec![&p.model];
+    inputs.extend(common.data.iter().map(PathBuf::as_path));
+    inputs.extend(p.reference_data.as_deref());
+    inputs.extend(reverse.and_then(|r| r.samples.as_deref()));
+    if let Some(out) = &common.out {
+        check_outputs(&[out], &inputs)?;
+    }
+    let data = common
+        .data
+        .iter()
+        .map(|p| load_dataset(p))
+        .collect::<Result<Vec<_>>>()?;
+    let reference_data = p.reference_data.as_deref().map(load_dataset).transpose()?;
+    let samples = reverse
+        .and_then(|r| r.samples.as_deref())
+        .map(load_dataset)
+        .transpose()?;
+    let task = AnnealingTask {
+        p,
+        common,
+        reverse,
+        ctx,
+        n_chains,
+        data,
+        reference_data,
+        samples,
+    };
+    let (model, results) = with_model(&p.model, task)?;
+    let command = if reverse.is_some() {
+        "loglik reverse-ais"
+    } else {
+        "loglik ais"
+    };
+    report(
+        command,
+        common.seed,
+        settings,
+        &inputs,
+        common.out.as_deref(),
+        &model,
+        &results,
+        ctx,
+    )
+}
+
+struct AnnealingTask<'a> {
+    p: &'a AnnealingPathArgs,
+    common: &'a EstimatorArgs,
+    reverse: Option<&'a ReverseAisArgs>,
+    ctx: &'a Context,
+    /// Chains (0 for `--start samples`: one per sample).
+    n_chains: usize,
+    data: Vec<Dataset>,
+    reference_data: Option<Dataset>,
+    samples: Option<Dataset>,
+}
+
+/// The path of `ais` and `reverse-ais`.
+enum AnnealPath<V: CliLayer, H: CliLayer> {
+    /// The model at inverse temperatures from 0.
+    Temperature(TemperatureLadder<Rbm<V, H>>),
+    /// Interpolated parameters from a zero-weight reference, built stretch by stretch.
+    Reference {
+        model: Rbm<V, H>,
+        reference: Rbm<V, H>,
+        betas: Vec<f64>,
+    },
+}
+
+/// `n` evenly spaced values from 0 to 1, both included.
+fn evenly_spaced(n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|k| {
+            if k + 1 == n {
+                1.0
+            } else {
+                k as f64 / (n - 1) as f64
+            }
+        })
+        .collect()
+}
+
+/// The index ranges `[lo, hi]` of the stretches of a path of `n` rungs: consecutive stretches
+/// share their end rung.
+fn segments(n: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut lo = 0;
+    while lo + 1 < n {
+        let hi = (lo + SEGMENT_RUNGS).min(n - 1);
+        out.push((lo, hi));
+        lo = hi;
+    }
+    out
+}
+
+/// A stretch of a reference-interpolated path: the models
+/// \\(\beta\Theta + (1 - \beta)\Theta_{\text{ref}}\\) at some of its \\(\beta\\)s, all at
+/// temperature 1 (the rungs of `ebm_samplers::tempering::ReferenceLadder`, which would hold
+/// the whole path at once).
+struct ReferenceSegment<V: CliLayer, H: CliLayer> {
+    models: Vec<Rbm<V, H>>,
+}
+
+impl<V: CliLayer, H: CliLayer> ReferenceSegment<V, H> {
+    fn new(model: &Rbm<V, H>, reference: &Rbm<V, H>, betas: &[f64]) -> Result<Self> {
+        let models = betas
+            .iter()
+            .map(|&b| model.interpolate(reference, b))
+            .collect::<ebm_core::Result<Vec<_>>>()?;
+        Ok(Self { models })
+    }
+}
+
+impl<V: CliLayer, H: CliLayer> Ladder for ReferenceSegment<V, H> {
+    type Model = Rbm<V, H>;
+
+    fn n_rungs(&self) -> usize {
+        self.models.len()
+    }
+
+    fn rung(&self, k: usize) -> Rung<'_, Rbm<V, H>> {
+        Rung {
+            model: &self.models[k],
+            beta: 1.0,
+        }
+    }
+}
+
+impl<V: CliLayer, H: CliLayer> DescribeLadder for ReferenceSegment<V, H> {
+    fn kind(&self) -> LadderKind {
+        LadderKind::Reference
+    }
+}
+
+/// The totals of an estimate made of several stretches: its cost and number of rungs.
+fn set_totals(e: &mut LogZEstimate, kernel_steps_per_chain: u64, n_rungs_total: usize) {
+    e.kernel_steps = kernel_steps_per_chain * e.n_samples as u64;
+    if let Method::Ais { n_rungs, .. } = &mut e.method {
+        *n_rungs = n_rungs_total;
+    }
+}
+
+impl<V: CliLayer, H: CliLayer> AnnealPath<V, H> {
+    fn n_rungs(&self) -> usize {
+        match self {
+            Self::Temperature(l) => l.n_rungs(),
+            Self::Reference { betas, .. } => betas.len(),
+        }
+    }
+
+    /// `n` exact draws of the path's tractable start, with its exact \\(\log Z\\).
+    fn start(&self, n: usize, seed: u64) -> Result<Start<RbmChains<f64>>> {
+        match self {
+            Self::Temperature(l) => uniform_start(l.model(), n, seed, Par::Rayon),
+            Self::Reference { reference, .. } => {
+                Ok(Start::independent(reference, 1.0, n, seed, Par::Rayon)?)
+            }
+        }
+    }
+
+    /// Forward AIS from `start` to the model ([`ais`], stretch by stretch on a reference
+    /// path: the population and its weights carry over, and each stretch starts from the
+    /// running estimate, so the last one returns the estimate of the whole path).
+    fn forward<A: Annealer<Rbm<V, H>>>(
+        &self,
+        annealer: &A,
+        start: Start<RbmChains<f64>>,
+    ) -> Result<LogZEstimate> {
+        let (model, reference, betas) = match self {
+            Self::Temperature(l) => return Ok(ais(annealer, l, start, Par::Rayon).estimate),
+            Self::Reference {
+                model,
+                reference,
+                betas,
+            } => (model, reference, betas),
+        };
+        let Start {
+            mut population,
+            log_z: log_z0,
+        } = start;
+        let steps0 = population.steps();
+        let mut running = log_z0.clone();
+        for (lo, hi) in segments(betas.len()) {
+            let ladder = ReferenceSegment::new(model, reference, &betas[lo..=hi])?;
+            let begin = LogZEstimate::exact(running.log_z, log_z0.method.clone());
+            let run = ais(
+                annealer,
+                &ladder,
+                Start {
+                    population,
+                    log_z: begin,
+                },
+                Par::Rayon,
+            );
+            population = run.population;
+            running = run.estimate;
+        }
+        running.std_err = running.std_err.hypot(log_z0.std_err);
+        set_totals(&mut running, population.steps() - steps0, betas.len());
+        Ok(running)
+    }
+
+    /// Reverse AIS from samples of the model down to the path's start, whose exact
+    /// \\(\log Z\\) is `log_z0` ([`reverse_ais`], stretch by stretch from the top on a
+    /// reference path, which sums the same log weights).
+    fn reverse<A: Annealer<Rbm<V, H>>>(
+        &self,
+        annealer: &A,
+        mut population: Population<RbmChains<f64>>,
+        log_z0: &LogZEstimate,
+    ) -> Result<LogZEstimate> {
+        let (model, reference, betas) = match self {
+            Self::Temperature(l) => {
+                return Ok(reverse_ais(annealer, l, population, log_z0, Par::Rayon).estimate);
+            }
+            Self::Reference {
+                model,
+                reference,
+                betas,
+            } => (model, reference, betas),
+        };
+        let steps0 = population.steps();
+        // Each stretch subtracts its log mean weight ratio from the running value.
+        let mut running = log_z0.clone();
+        for (lo, hi) in segments(betas.len()).into_iter().rev() {
+            let ladder = ReferenceSegment::new(model, reference, &betas[lo..=hi])?;
+            let begin = LogZEstimate::exact(running.log_z, log_z0.method.clone());
+            let run = reverse_ais(annealer, &ladder, population, &begin, Par::Rayon);
+            population = run.population;
+            running = run.estimate;
+        }
+        running.std_err = running.std_err.hypot(log_z0.std_err);
+        set_totals(&mut running, population.steps() - steps0, betas.len());
+        Ok(running)
+    }
+}
+
+impl RbmTask for AnnealingTask<'_> {
+    type Output = (String, EstimateResults);
+
+    fn run<V: CliLayer, H: CliLayer>(self, rbm: Rbm<V, H>, file: &Path) -> Result<Self::Output> {
+        let AnnealingTask {
+            p,
+            common,
+            reverse,
+            ctx,
+            n_chains,
+            data,
+            reference_data,
+            samples,
+        } = self;
+        let data = check_data(rbm.visible(), data, &common.data)?;
+        let (path, path_name, reference) = match p.path {
+            PathArg::Temperature => {
+                if V::REAL_VALUED || H::REAL_VALUED {
+                    bail!(
+                        "--path temperature starts at beta = 0, where the real-valued units of \
+                         {} have no probability law; use --path reference",
+                        file.display()
+                    );
+                }
+                let ladder = TemperatureLadder::new(rbm.clone(), evenly_spaced(p.rungs))?;
+                (AnnealPath::Temperature(ladder), "temperature", None)
+            }
+            PathArg::Reference => {
+                let (visible, what) = match (reference_data, &p.reference_data) {
+                    (Some(ds), Some(rp)) => {
+                        let ds = visible_data(rbm.visible(), ds, rp)?;
+                        let Some(layer) = V::from_means(ds.weighted_mean().as_slice()) else {
+                            bail!(
+                                "--reference-data: a reference fitted to data needs bernoulli \
+                                 or spin visible units, the model's are {}",
+                                V::KIND
+                            );
+                        };
+                        (
+                            layer,
+                            format!("visible fields from the means of {}", rp.display()),
+                        )
+                    }
+                    _ => (
+                        rbm.visible().clone(),
+                        "the model's own visible fields".into(),
+                    ),
+                };
+                let reference = Rbm::new(visible, rbm.hidden().clone(), zero_weights(&rbm))?;
+                let path = AnnealPath::Reference {
+                    model: rbm.clone(),
+                    reference,
+                    betas: evenly_spaced(p.rungs),
+                };
+                (path, "reference", Some(what))
+            }
+        };
+        let start_what = match &path {
+            AnnealPath::Temperature(_) => "the uniform law (beta = 0)".to_string(),
+            AnnealPath::Reference { .. } => format!(
+                "the independent-site reference (zero weights; {})",
+                reference.as_deref().unwrap_or_default()
+            ),
+        };
+        let kernel = Ais::new(Gibbs::new(common.sweeps));
+        let transitions = (path.n_rungs() - 1) as u64;
+        let (estimate, start_log_z, chains, burn_in, model_samples, description) = match reverse {
+            None => {
+                let start = path.start(n_chains, common.seed)?;
+                let log_z0 = start.log_z.log_z;
+                let annealer = WithProgress {
+                    inner: &kernel,
+                    bar: ctx.progress(transitions, "ais"),
+                };
+                let e = path.forward(&annealer, start)?;
+                let desc = format!(
+                    "AIS ({path_name} path, {} rungs, {n_chains} chains, {} Gibbs sweeps per rung)",
+                    p.rungs, common.sweeps
+                );
+                (e, log_z0, n_chains, None, None, desc)
+            }
+            Some(r) => {
+                let log_z0 = path.start(2, 0)?.log_z;
+                let (population, burn_in, what) = match r.start {
+                    ReverseStartArg::Gibbs => {
+                        let sweeps = r.burn_in.unwrap_or(DEFAULT_BURN_IN_SWEEPS);
+                        let mut population = path.start(n_chains, common.seed)?.population;
+                        let bar = ctx.progress(sweeps, "burn-in");
+                        let target = Rung {
+                            model: &rbm,
+                            beta: 1.0,
+                        };
+                        for _ in 0..sweeps {
+                            population.advance_chains(&Gibbs::new(1), target, Par::Rayon);
+                            bar.inc(1);
+                        }
+                        bar.finish_and_clear();
+                        let what = format!(
+                            "{sweeps} Gibbs sweeps of the model from draws of the path's start"
+                        );
+                        (population, Some(sweeps), what)
+                    }
+                    ReverseStartArg::Exact => {
+                        let start = exact_start(&rbm, 1.0, n_chains, common.seed, Par::Rayon)
+                            .map_err(|e| CliError::new(format!("--start exact: {e}")))?;
+                        (start.population, None, "exact draws by enumeration".into())
+                    }
+                    ReverseStartArg::Samples => {
+                        let (ds, sp) = match (samples, &r.samples) {
+                            (Some(ds), Some(sp)) => (ds, sp),
+                            _ => bail!("--start samples needs --samples FILE"),
+                        };
+                        let ds = visible_data(rbm.visible(), ds, sp)?;
+                        if ds.n_samples() < 2 {
+                            bail!(
+                                "{}: {} sample(s); reverse AIS needs at least 2 (one chain each)",
+                                sp.display(),
+                                ds.n_samples()
+                            );
+                        }
+                        let mut chains = rbm.default_chains(ds.n_samples());
+                        chains.visible.copy_from(ds.data());
+                        let mut population = Population::new(chains, common.seed)?;
+                        use ebm_core::ConditionalSampler;
+                        rbm.sample_hidden(
+                            &mut population.chains,
+                            1.0,
+                            population.rngs.as_mut_slice(),
+                            Par::Rayon,
+                        );
+                        let what = format!("the {} samples of {}", ds.n_samples(), sp.display());
+                        (population, None, what)
+                    }
+                };
+                let chains = population.n_chains();
+                let annealer = WithProgress {
+                    inner: &kernel,
+                    bar: ctx.progress(transitions, "reverse ais"),
+                };
+                let e = path.reverse(&annealer, population, &log_z0)?;
+                let desc = format!(
+                    "reverse AIS ({path_name} path, {} rungs, {chains} chains, {} Gibbs sweeps per \
+                     rung; samples: {what})",
+                    p.rungs, common.sweeps
+                );
+                (e, log_z0.log_z, chains, burn_in, Some(what), desc)
+            }
+        };
+        if !estimate.log_z.is_finite() {
+            bail!(
+                "the estimate of log Z is not finite ({}): the importance weights over- or \
+                 underflowed; use more rungs",
+                estimate.log_z
+            );
+        }
+        let datasets = data
+            .iter()
+            .map(|(ds, path)| likelihood(&rbm, ds, path, estimate.log_z, estimate.std_err))
+            .collect();
+        // Kernel steps of the path do --sweeps sweeps each; the burn-in ran single sweeps.
+        let gibbs_sweeps =
+            estimate.kernel_steps * common.sweeps as u64 + burn_in.unwrap_or(0) * chains as u64;
+        Ok((
+            describe(&rbm),
+            EstimateResults {
+                estimator: if reverse.is_some() {
+                    "reverse-ais"
+                } else {
+                    "ais"
+                },
+                description,
+                model: ModelSummary::of(&rbm),
+                log_z: estimate.log_z,
+                std_err: estimate.std_err,
+                ess: finite(estimate.ess),
+                chains,
+                gibbs_sweeps,
+                start: StartSummary {
+                    description: start_what,
+                    log_z: start_log_z,
+                },
+                annealing: Some(AnnealingSummary {
+                    path: path_name,
+                    rungs: p.rungs,
+                    sweeps_per_rung: common.sweeps,
+                    reference,
+                    model_samples,
+                    burn_in_sweeps: burn_in,
+                }),
+                trajectory: None,
+                ptt: None,
+                estimate,
+                datasets,
+            },
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// tr-ais and ptt
+// ---------------------------------------------------------------------------------------------
+
+/// `tr-ais` and `ptt` (with `ptt`); `settings` are the command's arguments, for the record.
+fn trajectory<S: Serialize>(
+    t: &TrajectoryArgs,
+    common: &EstimatorArgs,
+    ptt: Option<&PttArgs>,
+    settings: &S,
+    ctx: &Context,
+) -> Result<()> {
+    let n_chains = chains_of(
+        common,
+        if ptt.is_some() {
+            DEFAULT_PTT_CHAINS
+        } else {
+            DEFAULT_CHAINS
+        },
+    )?;
+    let burn_in = match ptt {
+        Some(a) => {
+            let b = a.burn_in.unwrap_or(a.steps / 10);
+            if b >= a.steps {
+                bail!(
+                    "--burn-in {b}: must be less than --steps {} (the rounds after it are the \
+                     samples)",
+                    a.steps
+                );
+            }
+            if a.steps - b < 2 && n_chains < 8 {
+                bail!(
+                    "--steps {}: the error bar needs at least 2 recorded rounds or 8 chains",
+                    a.steps
+                );
+            }
+            b
+        }
+        None => 0,
+    };
+    let mut inputs: Vec<&Path> = vec![&t.trajectory];
+    inputs.extend(t.model.as_deref());
+    inputs.extend(common.data.iter().map(PathBuf::as_path));
+    if let Some(out) = &common.out {
+        check_outputs(&[out], &inputs)?;
+    }
+    let info = ebm_io::read_trajectory_info(&t.trajectory)?;
+    if let Some(m) = &t.model {
+        let mi = ebm_io::read_rbm_info(m)?;
+        if (mi.visible.as_str(), mi.hidden.as_str())
+            != (info.visible.as_str(), info.hidden.as_str())
+            || (mi.visible_units, mi.hidden_units) != (info.visible_units, info.hidden_units)
+        {
+            bail!(
+                "{} is a {}-{} RBM with {} x {} units, but the checkpoints of {} are {}-{} RBMs \
+                 with {} x {} units; the model must have the trajectory's shape",
+                m.display(),
+                mi.visible,
+                mi.hidden,
+                mi.visible_units,
+                mi.hidden_units,
+                t.trajectory.display(),
+                info.visible,
+                info.hidden,
+                info.visible_units,
+                info.hidden_units
+            );
+        }
+    }
+    let data = common
+        .data
+        .iter()
+        .map(|p| load_dataset(p))
+        .collect::<Result<Vec<_>>>()?;
+    let task = TrajectoryTask {
+        t,
+        common,
+        ptt,
+        ctx,
+        n_chains,
+        burn_in,
+        data,
+    };
+    let (model, results) = with_kinds(&info.visible, &info.hidden, &t.trajectory, task)?;
+    let command = if ptt.is_some() {
+        "loglik ptt"
+    } else {
+        "loglik tr-ais"
+    };
+    report(
+        command,
+        common.seed,
+        settings,
+        &inputs,
+        common.out.as_deref(),
+        &model,
+        &results,
+        ctx,
+    )
+}
+
+struct TrajectoryTask<'a> {
+    t: &'a TrajectoryArgs,
+    common: &'a EstimatorArgs,
+    ptt: Option<&'a PttArgs>,
+    ctx: &'a Context,
+    n_chains: usize,
+    burn_in: u64,
+    data: Vec<Dataset>,
+}
+
+/// Exact draws of the first checkpoint and its exact \\(\log Z\\): in closed form when its
+/// weights are zero (training from scratch), by enumeration otherwise.
+fn first_checkpoint_start<V: CliLayer, H: CliLayer>(
+    first: &Rbm<V, H>,
+    n: usize,
+    seed: u64,
+    file: &Path,
+) -> Result<(Start<RbmChains<f64>>, String)> {
+    if first.weights().iter().all(|w| w.as_f64() == 0.0) {
+        let start = Start::independent(first, 1.0, n, seed, Par::Rayon)?;
+        Ok((
+            start,
+            "the first checkpoint, independent sites (zero weights)".into(),
+        ))
+    } else {
+        let start = exact_start(first, 1.0, n, seed, Par::Rayon).map_err(|e| {
+            CliError::new(format!(
+                "{}: the first checkpoint has non-zero weights, so its log Z must be computed by \
+                 enumeration, which is not possible: {e}",
+                file.display()
+            ))
+        })?;
+        Ok((start, "the first checkpoint, by exact enumeration".into()))
+    }
+}
+
+/// Whether two RBMs of the same kinds have the same parameters.
+fn same_parameters<V: CliLayer, H: CliLayer>(a: &Rbm<V, H>, b: &Rbm<V, H>) -> bool {
+    a.weights() == b.weights()
+        && a.visible().tensors() == b.visible().tensors()
+        && a.hidden().tensors() == b.hidden().tensors()
+}
+
+impl KindsTask for TrajectoryTask<'_> {
+    type Output = (String, EstimateResults);
+
+    fn run<V: CliLayer, H: CliLayer>(self) -> Result<Self::Output> {
+        let TrajectoryTask {
+            t,
+            common,
+            ptt,
+            ctx,
+            n_chains,
+            burn_in,
+            data,
+        } = self;
+        let file = &t.trajectory;
+        let trajectory = ebm_io::load_trajectory::<V, H>(file)?;
+        let file_updates = trajectory.updates().to_vec();
+        let all = trajectory.into_models();
+        let n = all.len();
+        if n == 0 {
+            bail!("{}: the trajectory has no checkpoint", file.display());
+        }
+        let keep = match (n, t.rungs) {
+            (1, Some(k)) if k > 1 => bail!("--rungs {k}: {} has only 1 checkpoint", file.display()),
+            (1, _) => vec![0],
+            _ => kept_checkpoints(n, t.rungs, file)?,
+        };
+        let mut updates: Vec<Option<u64>> = keep.iter().map(|&i| Some(file_updates[i])).collect();
+        let mut models: Vec<Rbm<V, H>> = keep.iter().map(|&i| all[i].clone()).collect();
+        drop(all);
+        if let Some(m) = &t.model {
+            let target = ebm_io::load_rbm::<V, H>(m)?;
+            if target.weights().shape() != models[0].weights().shape() {
+                let (a, b) = (target.weights().shape(), models[0].weights().shape());
+                bail!(
+                    "{}: weights of shape {} x {}, but the checkpoints of {} have {} x {}",
+                    m.display(),
+                    a.0,
+                    a.1,
+                    file.display(),
+                    b.0,
+                    b.1
+                );
+            }
+            let last = models.last().expect("at least one checkpoint");
+            if !same_parameters(last, &target) {
+                models.push(target);
+                updates.push(None);
+            }
+        }
+        if models.len() < 2 {
+            bail!(
+                "{}: a single checkpoint and no different --model: there is no path to anneal \
+                 along (its log Z is exact: use `ebm loglik exact`)",
+                file.display()
+            );
+        }
+        let data = check_data(models[0].visible(), data, &common.data)?;
+        let (start, start_what) =
+            first_checkpoint_start(&models[0], n_chains, start_seed(common.seed), file)?;
+        let log_z0 = start.log_z.clone();
+        let k = models.len();
+        let ladder = TrajectoryLadder::new(models)?;
+        let (estimate, profile, ptt_summary, description) = match ptt {
+            None => {
+                let kernel = Ais::new(Gibbs::new(common.sweeps));
+                let annealer = WithProgress {
+                    inner: &kernel,
+                    bar: ctx.progress((k - 1) as u64, "tr-ais"),
+                };
+                let run = ais(&annealer, &ladder, start, Par::Rayon);
+                let desc = format!(
+                    "trajectory AIS ({k} checkpoints, {n_chains} chains, {} Gibbs sweeps per \
+                     checkpoint)",
+                    common.sweeps
+                );
+                (run.estimate, run.profile, None, desc)
+            }
+            Some(a) => {
+                let rungs = vec![start.population.chains; k];
+                let mut state = PtState::new(rungs, common.seed)?;
+                let (schedule, name) = super::sample::schedule_of(a.schedule);
+                let pt = ParallelTempering::new(Gibbs::new(common.sweeps), schedule);
+                let mut diagnostics = PtDiagnostics::new(n_chains);
+                let mut pairs = PairAccumulator::new(k)?;
+                let bar = ctx.progress(a.steps, "ptt");
+                for round in 1..=a.steps {
+                    let info = pt.step(&ladder, &mut state, Par::Rayon);
+                    diagnostics.record(&info);
+                    if round > burn_in {
+                        pairs.record_pt(&ladder, &state, Par::Rayon)?;
+                    }
+                    bar.inc(1);
+                }
+                bar.finish_and_clear();
+                let bar_estimate = pairs.bar(&log_z0)?;
+                let exponential = pairs.exponential_average(&log_z0)?;
+                let summary = PttSummary {
+                    schedule: name,
+                    rounds: a.steps,
+                    burn_in,
+                    acceptance_rates: diagnostics
+                        .acceptance_rates()
+                        .into_iter()
+                        .map(finite)
+                        .collect(),
+                    pairs: bar_estimate.pairs,
+                    exponential_average: exponential.estimate,
+                };
+                let desc = format!(
+                    "PTT + BAR ({k} checkpoints, {n_chains} systems, {} rounds after {burn_in} \
+                     burn-in, {name} swaps, {} Gibbs sweeps per checkpoint and round)",
+                    a.steps - burn_in,
+                    common.sweeps
+                );
+                (
+                    bar_estimate.estimate,
+                    bar_estimate.profile,
+                    Some(summary),
+                    desc,
+                )
+            }
+        };
+        if let Some(bad) = profile.iter().position(|r| !r.log_z.is_finite()) {
+            bail!(
+                "the estimate of log Z of rung {bad} is not finite: the checkpoints are too far \
+                 apart for their laws to overlap; keep more checkpoints"
+            );
+        }
+        let target = ladder.models().last().expect("at least 2 rungs");
+        let datasets = data
+            .iter()
+            .map(|(ds, path)| {
+                let mut d = likelihood(target, ds, path, estimate.log_z, estimate.std_err);
+                d.along_trajectory = Some(
+                    ladder
+                        .models()
+                        .iter()
+                        .zip(&profile)
+                        .zip(&updates)
+                        .map(|((m, z), &update)| {
+                            let l = likelihood(m, ds, path, z.log_z, z.std_err);
+                            RungLikelihood {
+                                update,
+                                mean_log_likelihood: l.mean_log_likelihood,
+                                standard_error: l.standard_error,
+                            }
+                        })
+                        .collect(),
+                );
+                d
+            })
+            .collect();
+        Ok((
+            describe(target),
+            EstimateResults {
+                estimator: if ptt.is_some() { "ptt" } else { "tr-ais" },
+                description,
+                model: ModelSummary::of(target),
+                log_z: estimate.log_z,
+                std_err: estimate.std_err,
+                ess: finite(estimate.ess),
+                chains: n_chains,
+                gibbs_sweeps: estimate.kernel_steps * common.sweeps as u64,
+                start: StartSummary {
+                    description: start_what,
+                    log_z: log_z0.log_z,
+                },
+                annealing: None,
+                trajectory: Some(TrajectorySummary {
+                    updates,
+                    log_z: profile,
+                }),
+                ptt: ptt_summary,
+                estimate,
                 datasets,
             },
         ))

@@ -2,11 +2,13 @@
 //! libraries, writes its outputs and its run record.
 
 mod data;
+mod demo;
 mod loglik;
 mod plot;
 mod sample;
+mod train;
 
-use crate::cli::{Cli, Command, LoglikCommand};
+use crate::cli::{Cli, Command};
 use crate::error::{CliError, Result};
 use crate::record::Context;
 
@@ -16,7 +18,9 @@ pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
     let go = || match &cli.command {
         Command::Data(d) => data::execute(d, &ctx),
         Command::Sample(a) => sample::execute(a, &ctx),
-        Command::Loglik(LoglikCommand::Exact(a)) => loglik::exact(a, &ctx),
+        Command::Train(a) => train::execute(a, &ctx).map(|_| ()),
+        Command::Demo(a) => demo::execute(a, &ctx),
+        Command::Loglik(l) => loglik::execute(l, &ctx),
         Command::Plot(p) => plot::execute(p, &ctx),
     };
     match cli.global.threads {

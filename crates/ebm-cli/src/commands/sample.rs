@@ -214,7 +214,7 @@ fn sampler_name(s: SamplerArg) -> &'static str {
     }
 }
 
-fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
+pub(super) fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
     match s {
         ScheduleArg::Seo => (SwapSchedule::StochasticEvenOdd, "seo"),
         ScheduleArg::Deo => (SwapSchedule::DeterministicEvenOdd, "deo"),
@@ -497,7 +497,7 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
 
 /// The indices of the checkpoints kept as rungs: all of them, or `rungs` evenly spaced ones
 /// (rounded to the nearest index), always the first and the last.
-fn kept_checkpoints(n: usize, rungs: Option<usize>, file: &Path) -> Result<Vec<usize>> {
+pub(super) fn kept_checkpoints(n: usize, rungs: Option<usize>, file: &Path) -> Result<Vec<usize>> {
     if n < 2 {
         bail!(
             "{}: trajectory tempering needs at least 2 checkpoints, the file has {n}",
