@@ -1086,7 +1086,7 @@ fn estimators_reject_bad_input_with_one_line() {
     );
     fails(
         d,
-        &format!("loglik ptt --trajectory t.safetensors --chains 1"),
+        "loglik ptt --trajectory t.safetensors --chains 1",
         1,
         "at least 2",
     );
@@ -1428,8 +1428,8 @@ fn bad_input_gives_one_clear_error_line() {
 /// deterministically: `n` samples.
 fn two_clusters(n: usize, shift: usize) -> DMatrix<f64> {
     DMatrix::from_fn(8, n, |i, j| {
-        let on = (i < 4) == ((j + shift) % 2 == 0);
-        let flip = (i * 31 + (j + shift) * 17) % 20 == 0;
+        let on = (i < 4) == (j + shift).is_multiple_of(2);
+        let flip = (i * 31 + (j + shift) * 17).is_multiple_of(20);
         (on != flip) as u8 as f64
     })
 }
@@ -1497,8 +1497,8 @@ fn train_writes_a_model_its_trajectory_state_and_log() {
     for (k, l) in lines[1..].iter().enumerate() {
         let cells: Vec<&str> = l.split(',').collect();
         assert_eq!(cells[u], (k + 1).to_string());
-        assert_eq!(!cells[tr].is_empty(), (k + 1) % 50 == 0, "row {l}");
-        assert_eq!(!cells[te].is_empty(), (k + 1) % 50 == 0, "row {l}");
+        assert_eq!(!cells[tr].is_empty(), (k + 1).is_multiple_of(50), "row {l}");
+        assert_eq!(!cells[te].is_empty(), (k + 1).is_multiple_of(50), "row {l}");
     }
     let last: Vec<&str> = lines[300].split(',').collect();
     let online_train: f64 = last[tr].parse().unwrap();
