@@ -1541,17 +1541,17 @@ fn train_writes_a_model_its_trajectory_state_and_log() {
     save_npy(&d.join("s.npy"), spins, Domain::Spin);
     for extra in [
         "--hidden spin --negative cd --sweeps 1",
-        "--hidden relu --negative pt --rungs 3 --schedule lifted --optimizer adam \
+        "--chains 40 --hidden relu --negative pt --rungs 3 --schedule lifted --optimizer adam \
          --learning-rate 0.01",
         "--hidden gaussian --negative jarzynski --chains 30 --lr-schedule exponential \
          --final-learning-rate 0.001",
-        "--hidden potts --hidden-states 3 --momentum 0.5 --l2 0.001 --uncentred",
+        "--chains 40 --hidden potts --hidden-states 3 --momentum 0.5 --l2 0.001 --uncentred",
     ] {
         ok(
             d,
             &format!(
                 "train --data s.npy --hidden-units 3 --updates 20 --batch-size 25 \
-                 --chains 40 {extra} --out k.safetensors"
+                 {extra} --out k.safetensors"
             ),
         );
         let r = json(&d.join("k.json"))["results"].clone();

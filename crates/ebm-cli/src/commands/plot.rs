@@ -235,6 +235,14 @@ fn loglik_figure(
     };
     let yk: Vec<usize> = match y {
         Some(names) => names.iter().map(|n| t.column(n)).collect::<Result<_>>()?,
+        // The log of `ebm train`: its log-likelihood columns, not every diagnostic.
+        None if t.columns.iter().any(|c| c == "train_ll") => (0..t.columns.len())
+            .filter(|&k| {
+                k != xk
+                    && ["train_ll", "test_ll"].contains(&t.columns[k].as_str())
+                    && t.is_numeric(k)
+            })
+            .collect(),
         None => (0..t.columns.len())
             .filter(|&k| k != xk && t.is_numeric(k))
             .collect(),

@@ -1,0 +1,510 @@
+//! `ebm demo`: the program's tour. It runs ordinary commands in-process (each parsed from the
+//! command line it prints, so that every step can be rerun by hand), reads their run records
+//! and writes a short report with figures.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::Parser;
+use ebm_data::metrics::{ModeClassifier, mode_fractions};
+use ebm_data::{Centering, Dataset};
+use serde::Serialize;
+
+use super::sample::SampleResults;
+use super::train::TrainResults;
+use crate::cli::{Cli, DemoArgs};
+use crate::error::{CliError, Result, bail};
+use crate::files::load_dataset;
+use crate::record::{Context, read_record};
+
+/// The sizes of a demo run.
+#[derive(Debug, Clone, Serialize)]
+struct DemoPlan {
+    /// Linear size L of the Ising lattice (L x L spins).
+    lattice: usize,
+    /// Inverse temperature of the Ising data (critical point 0.4407).
+    beta: f64,
+    /// Training samples.
+    train_samples: usize,
+    /// Test samples.
+    test_samples: usize,
+    /// Hidden units.
+    hidden_units: usize,
+    /// Parameter updates.
+    updates: u64,
+    /// Online log-likelihood every this many updates.
+    loglik_every: u64,
+    /// Rungs of the parallel-tempering negative phase of the training.
+    train_rungs: usize,
+    /// Persistent chains (systems of replicas) of the training.
+    train_chains: usize,
+    /// Learning rate.
+    learning_rate: f64,
+    /// Chains of each sampler.
+    chains: usize,
+    /// PTT rounds (Gibbs gets rounds x rungs sweeps).
+    ptt_rounds: u64,
+    /// Rungs of PTT (checkpoints kept evenly spaced along the trajectory).
+    max_rungs: usize,
+}
+
+impl DemoPlan {
+    fn new(quick: bool) -> Self {
+        if quick {
+            Self {
+                lattice: 5,
+                beta: 0.6,
+                train_samples: 400,
+                test_samples: 200,
+                hidden_units: 6,
+                updates: 150,
+                loglik_every: 25,
+                train_rungs: 4,
+                train_chains: 100,
+                learning_rate: 0.02,
+                chains: 100,
+                ptt_rounds: 100,
+                max_rungs: 8,
+            }
+        } else {
+            Self {
+                lattice: 8,
+                beta: 0.6,
+                train_samples: 2000,
+                test_samples: 1000,
+                hidden_units: 16,
+                updates: 2000,
+                loglik_every: 100,
+                train_rungs: 5,
+                train_chains: 300,
+                learning_rate: 0.01,
+                chains: 500,
+                ptt_rounds: 1000,
+                max_rungs: 12,
+            }
+        }
+    }
+}
+
+/// What the demo reports in its run record (and report.md).
+#[derive(Debug, Serialize)]
+struct DemoResults {
+    plan: DemoPlan,
+    /// The commands run, in order.
+    commands: Vec<String>,
+    /// Fraction of the data (train) with PC1 >= 0 ("mode +").
+    data_mode_plus: f64,
+    /// Rungs of PTT and the training updates of their checkpoints.
+    ptt_checkpoints: Vec<u64>,
+    /// Gibbs sweeps per chain given to each sampler.
+    budget_sweeps: u64,
+    /// Per sampler: label, final fraction of chains in mode +, mean jumps per chain, its
+    /// standard error.
+    samplers: Vec<SamplerSummary>,
+    /// Last logged train / test log-likelihood.
+    train_ll: Option<f64>,
+    test_ll: Option<f64>,
+    /// Files written.
+    report: PathBuf,
+    figures: Vec<PathBuf>,
+}
+
+#[derive(Debug, Serialize, Clone)]
+struct SamplerSummary {
+    label: String,
+    mode_plus: f64,
+    mean_jumps: f64,
+    jumps_sem: f64,
+    seconds: f64,
+}
+
+/// Runs one `ebm` command line in this process (quietly), as the user would type it after
+/// `ebm`; returns the line for the report.
+fn run_command(line: &[String]) -> Result<String> {
+    let mut argv = vec!["ebm".to_string(), "--quiet".to_string()];
+    argv.extend(line.iter().cloned());
+    let cli = Cli::try_parse_from(&argv)
+        .map_err(|e| CliError::new(format!("demo: internal command line rejected: {e}")))?;
+    super::execute(&cli, argv)?;
+    Ok(format!("ebm {}", line.join(" ")))
+}
+
+fn args(s: &str, paths: &[(&str, &Path)]) -> Vec<String> {
+    s.split_whitespace()
+        .map(|w| match paths.iter().find(|(k, _)| *k == w) {
+            Some((_, p)) => p.display().to_string(),
+            None => w.to_string(),
+        })
+        .collect()
+}
+
+/// Fraction of the samples of `ds` whose projection on the first principal component of
+/// `data` (centred) is at least 0: the same classification as `ebm sample --trace-every`.
+fn mode_plus(data: &Dataset, ds: &Dataset) -> Result<f64> {
+    let pca = ebm_data::pca(data, 1, Centering::Centered)?;
+    let p = pca.project(ds.data())?;
+    let labels = ModeClassifier::Threshold {
+        component: 0,
+        value: 0.0,
+    }
+    .assign(&p)?;
+    Ok(mode_fractions(&labels, 2)[1])
+}
+
+pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
+    let started = Instant::now();
+    let plan = DemoPlan::new(a.quick);
+    let dir = &a.out;
+    if dir.exists() && !dir.is_dir() {
+        bail!("--out {}: exists and is not a directory", dir.display());
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::new(format!("cannot create {}: {e}", dir.display())))?;
+    let p = |name: &str| dir.join(name);
+    let (data, test) = (p("ising.npy"), p("ising-test.npy"));
+    let model = p("model.safetensors");
+    let trajectory = p("model.trajectory.safetensors");
+    let log = p("model.log.csv");
+    let (gibbs, ptt) = (p("gibbs.npy"), p("ptt.npy"));
+    let (gibbs_record, ptt_record) = (p("gibbs.json"), p("ptt.json"));
+    let figures = [
+        p("samples-gibbs.png"),
+        p("samples-ptt.png"),
+        p("mode-jumps.png"),
+        p("loglik.png"),
+        p("swaps.png"),
+    ];
+    let report = p("report.md");
+    let paths: Vec<(&str, &Path)> = vec![
+        ("@DATA", &data),
+        ("@TEST", &test),
+        ("@MODEL", &model),
+        ("@TRAJ", &trajectory),
+        ("@LOG", &log),
+        ("@GIBBS", &gibbs),
+        ("@PTT", &ptt),
+        ("@GREC", &gibbs_record),
+        ("@PREC", &ptt_record),
+        ("@FIG_G", &figures[0]),
+        ("@FIG_P", &figures[1]),
+        ("@FIG_J", &figures[2]),
+        ("@FIG_L", &figures[3]),
+        ("@FIG_S", &figures[4]),
+    ];
+    let seed = a.seed;
+    let mut commands = Vec::new();
+    let mut step = |what: &str, line: String| -> Result<f64> {
+        if !what.is_empty() {
+            ctx.say(format!("demo: {what}"));
+        }
+        let t = Instant::now();
+        commands.push(run_command(&args(&line, &paths))?);
+        Ok(t.elapsed().as_secs_f64())
+    };
+
+    let l = plan.lattice;
+    let beta = plan.beta;
+    step(
+        &format!(
+            "{} equilibrium configurations of the {l}x{l} Ising model at beta = {beta} (below \
+             the critical 0.4407: two modes, magnetisation near +1 or -1)",
+            plan.train_samples
+        ),
+        format!(
+            "data generate ising --size {l} --beta {beta} --samples {} --seed {seed} --out @DATA",
+            plan.train_samples
+        ),
+    )?;
+    step(
+        "test configurations (another seed)",
+        format!(
+            "data generate ising --size {l} --beta {beta} --samples {} --seed {} --out @TEST",
+            plan.test_samples,
+            seed.wrapping_add(1000)
+        ),
+    )?;
+    let t_train = step(
+        &format!(
+            "training a spin-bernoulli RBM ({} x {}), {} updates with a parallel-tempering \
+             negative phase ({} rungs), online log-likelihood and checkpoint trajectory",
+            l * l,
+            plan.hidden_units,
+            plan.updates,
+            plan.train_rungs
+        ),
+        format!(
+            "train --data @DATA --test @TEST --visible spin --hidden bernoulli --hidden-units {} \
+             --negative pt --rungs {} --sweeps 1 --chains {} --learning-rate {} \
+             --batch-size 100 --updates {} --loglik-every {} --seed {seed} --out @MODEL",
+            plan.hidden_units,
+            plan.train_rungs,
+            plan.train_chains,
+            plan.learning_rate,
+            plan.updates,
+            plan.loglik_every
+        ),
+    )?;
+    let trained = read_record::<TrainResults>(&model.with_extension("json"), "train")?.results;
+    let kept = trained.checkpoint_updates.len();
+    if kept < 2 {
+        bail!(
+            "demo: the training kept {kept} checkpoint(s); trajectory tempering needs 2 (a bug \
+             in the demo's settings, please report it)"
+        );
+    }
+    let rungs = kept.min(plan.max_rungs);
+    let budget = plan.ptt_rounds * rungs as u64;
+    // Both samplers record the modes at the same costs, the last at the end of the run.
+    let ptt_trace = (plan.ptt_rounds / 200).max(1);
+    debug_assert!(plan.ptt_rounds.is_multiple_of(ptt_trace));
+    let trace = ptt_trace * rungs as u64;
+    let t_gibbs = step(
+        &format!(
+            "Gibbs sampling of the final model: {} chains x {budget} sweeps, from the same \
+             start as PTT",
+            plan.chains
+        ),
+        format!(
+            "sample --model @MODEL --sampler gibbs --chains {} --steps {budget} --data @DATA \
+             --trace-every {trace} --seed {seed} --out @GIBBS",
+            plan.chains
+        ),
+    )?;
+    let t_ptt = step(
+        &format!(
+            "trajectory tempering over {rungs} of the {kept} checkpoints: {} chains x {} rounds \
+             = {budget} sweeps",
+            plan.chains, plan.ptt_rounds
+        ),
+        format!(
+            "sample --trajectory @TRAJ --sampler ptt --rungs {rungs} --chains {} --steps {} \
+             --data @DATA --trace-every {} --seed {seed} --out @PTT",
+            plan.chains, plan.ptt_rounds, ptt_trace
+        ),
+    )?;
+    step(
+        "figures",
+        "plot samples --data @DATA --samples @GIBBS --out @FIG_G".into(),
+    )?;
+    step(
+        "",
+        "plot samples --data @DATA --samples @PTT --out @FIG_P".into(),
+    )?;
+    step(
+        "",
+        "plot jumps @GREC @PREC --labels Gibbs,PTT --out @FIG_J".into(),
+    )?;
+    step("", "plot loglik @LOG --out @FIG_L".into())?;
+    step("", "plot swaps @PREC --labels PTT --out @FIG_S".into())?;
+
+    // Measurements.
+    let ds = load_dataset(&data)?;
+    let data_plus = mode_plus(&ds, &ds)?;
+    let mut samplers = Vec::new();
+    for (label, record, samples, seconds) in [
+        ("Gibbs", &gibbs_record, &gibbs, t_gibbs),
+        ("PTT", &ptt_record, &ptt, t_ptt),
+    ] {
+        let r = read_record::<SampleResults>(record, "sample")?.results;
+        let jumps = r
+            .mode_jumps
+            .ok_or_else(|| CliError::new("demo: a sample record has no mode jumps"))?;
+        let plus = mode_plus(&ds, &load_dataset(samples)?)?;
+        samplers.push(SamplerSummary {
+            label: label.into(),
+            mode_plus: plus,
+            mean_jumps: jumps.mean_jumps,
+            jumps_sem: jumps.sem,
+            seconds,
+        });
+    }
+    let ptt_info = read_record::<SampleResults>(&ptt_record, "sample")?.results;
+    let pt = ptt_info
+        .pt
+        .ok_or_else(|| CliError::new("demo: the PTT record has no tempering diagnostics"))?;
+    let results = DemoResults {
+        plan: plan.clone(),
+        commands,
+        data_mode_plus: data_plus,
+        ptt_checkpoints: pt.checkpoint_updates.clone().unwrap_or_default(),
+        budget_sweeps: budget,
+        samplers,
+        train_ll: trained.train_ll.map(|x| x.1),
+        test_ll: trained.test_ll.map(|x| x.1),
+        report: report.clone(),
+        figures: figures.to_vec(),
+    };
+    let text = report_text(a, &results, &pt.acceptance_rates, t_train, dir);
+    ebm_io::write_atomically(&report, |w| w.write_all(text.as_bytes()))?;
+
+    let g = &results.samplers[0];
+    let t = &results.samplers[1];
+    ctx.say(format!(
+        "demo: fraction of samples in mode + (PC1 >= 0): data {:.3}, Gibbs {:.3}, PTT {:.3}",
+        data_plus, g.mode_plus, t.mode_plus
+    ));
+    ctx.say(format!(
+        "demo: mode jumps per chain in {budget} sweeps: Gibbs {:.2} +- {:.2}, PTT {:.2} +- {:.2}",
+        g.mean_jumps, g.jumps_sem, t.mean_jumps, t.jumps_sem
+    ));
+    ctx.say(format!(
+        "demo: done in {:.0} s; report: {}\ndemo: figures and every intermediate file in {}",
+        started.elapsed().as_secs_f64(),
+        report.display(),
+        dir.display()
+    ));
+    let inputs: [&Path; 0] = [];
+    let outputs: Vec<&Path> = std::iter::once(report.as_path())
+        .chain(figures.iter().map(PathBuf::as_path))
+        .collect();
+    ctx.finish(
+        "demo",
+        Some(a.seed),
+        a,
+        &inputs,
+        &outputs,
+        &results,
+        Some(&dir.join("demo.json")),
+    )
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The markdown report: what was run, the measured mode weights and jumps, the figures.
+fn report_text(
+    a: &DemoArgs,
+    r: &DemoResults,
+    acceptance: &[Option<f64>],
+    train_seconds: f64,
+    dir: &Path,
+) -> String {
+    let plan = &r.plan;
+    let g = &r.samplers[0];
+    let t = &r.samplers[1];
+    let mut s = String::new();
+    let _ = writeln!(s, "# ebm demo: Gibbs sampling vs trajectory tempering\n");
+    let _ = writeln!(
+        s,
+        "Seed {}{}. Data: {} equilibrium configurations of the {l}x{l} 2D Ising model at \
+         beta = {} (below the critical point 0.4407), drawn by Swendsen–Wang: two modes, \
+         most spins +1 or most spins -1. A spin-bernoulli RBM with {} hidden units was \
+         trained on them ({} updates, negative phase: parallel tempering on {} temperatures, \
+         {:.0} s) while its checkpoints were kept for parallel \
+         trajectory tempering (PTT). The final model was then sampled by plain Gibbs sampling \
+         and by PTT over {} checkpoints, both with {} chains and the same budget of {} Gibbs \
+         sweeps per chain, both starting from the same configuration (every spin -1, i.e. \
+         inside one mode).\n",
+        a.seed,
+        if a.quick {
+            " (quick mode: a smaller run)"
+        } else {
+            ""
+        },
+        plan.train_samples,
+        plan.beta,
+        plan.hidden_units,
+        plan.updates,
+        plan.train_rungs,
+        train_seconds,
+        r.ptt_checkpoints.len(),
+        plan.chains,
+        r.budget_sweeps,
+        l = plan.lattice,
+    );
+    let _ = writeln!(s, "## Mode balance and mode jumps\n");
+    let _ = writeln!(
+        s,
+        "A sample is in mode + when its projection on the first principal component of the \
+         data is at least 0 (the data mean), else in mode -. Weights are the fractions of the \
+         chains' final samples; jumps are changes of mode along each chain, recorded every \
+         few sweeps, averaged over chains (± standard error).\n"
+    );
+    let _ = writeln!(
+        s,
+        "| | weight of mode + | weight of mode - | mode jumps per chain | time |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "| data | {:.3} | {:.3} | | |",
+        r.data_mode_plus,
+        1.0 - r.data_mode_plus
+    );
+    for x in [g, t] {
+        let _ = writeln!(
+            s,
+            "| {} | {:.3} | {:.3} | {:.2} ± {:.2} | {:.1} s |",
+            x.label,
+            x.mode_plus,
+            1.0 - x.mode_plus,
+            x.mean_jumps,
+            x.jumps_sem,
+            x.seconds
+        );
+    }
+    let _ = writeln!(s);
+    let gibbs_stuck = g.mean_jumps < 0.1 * t.mean_jumps.max(1e-12);
+    let verdict = if gibbs_stuck {
+        format!(
+            "Gibbs sampling made {:.2} jumps per chain against {:.2} for PTT at the same cost: \
+             its chains stay in the mode they start in, so its mode weights reflect the start, \
+             not the model. PTT moves configurations along the training trajectory, where the \
+             early, weakly coupled models mix freely, and its weights are those of the trained \
+             model.",
+            g.mean_jumps, t.mean_jumps
+        )
+    } else {
+        format!(
+            "In this run Gibbs sampling made {:.2} jumps per chain against {:.2} for PTT: \
+             the contrast is weaker than usual (quick mode or an unusual seed).",
+            g.mean_jumps, t.mean_jumps
+        )
+    };
+    let _ = writeln!(s, "{verdict}\n");
+    let rates: Vec<String> = acceptance
+        .iter()
+        .map(|a| a.map_or("-".into(), |a| format!("{a:.2}")))
+        .collect();
+    let _ = writeln!(
+        s,
+        "PTT rungs: the checkpoints at training updates {:?}; swap acceptance between \
+         neighbours: [{}].\n",
+        r.ptt_checkpoints,
+        rates.join(", ")
+    );
+    if let (Some(tr), Some(te)) = (r.train_ll, r.test_ll) {
+        let _ = writeln!(
+            s,
+            "Online log-likelihood at the end of training (trajectory AIS): train {tr:.3}, \
+             test {te:.3} per sample.\n"
+        );
+    }
+    let _ = writeln!(s, "## Figures\n");
+    for (title, f) in [
+        ("Gibbs samples over the data, PC1–PC2", &r.figures[0]),
+        ("PTT samples over the data, PC1–PC2", &r.figures[1]),
+        ("Mode jumps against cost", &r.figures[2]),
+        ("Log-likelihood during training", &r.figures[3]),
+        ("PTT swap acceptance", &r.figures[4]),
+    ] {
+        let _ = writeln!(s, "![{title}]({})\n", file_name(f));
+    }
+    let _ = writeln!(s, "## Commands\n");
+    let _ = writeln!(
+        s,
+        "Every step is an ordinary `ebm` command, run in-process by the demo (its outputs in \
+         {}); any of them can be rerun or changed by hand:\n",
+        dir.display()
+    );
+    let _ = writeln!(s, "```console");
+    for c in &r.commands {
+        let _ = writeln!(s, "{c}");
+    }
+    let _ = writeln!(s, "```");
+    s
+}

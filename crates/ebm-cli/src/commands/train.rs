@@ -1,0 +1,1034 @@
+//! `ebm train`: trains an RBM on a data file with `ebm-train`, writes the model, the
+//! checkpoint trajectory, the training state (for `--resume`), a CSV log and the run record.
+
+use std::path::{Path, PathBuf};
+
+use ebm_core::{ChainState, Observer, Par};
+use ebm_data::{Dataset, Domain};
+use ebm_models::{Rbm, RbmChains};
+use ebm_samplers::tempering::{PtState, SwapSchedule};
+use ebm_train::observe::CsvLog;
+use ebm_train::{
+    Cd, CheckpointPolicy, Jarzynski, JarzynskiState, LearningRate, LikelihoodPolicy, NegativeInfo,
+    NegativePhase, Optimizer, Pcd, Penalty, Tempered, TrainInfo, TrainState, TrainableLayer,
+    Trainer, TrainingData, initial_model,
+};
+use nalgebra::DMatrix;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{
+    LrScheduleArg, NegativeArg, OptimizerArg, ScheduleArg, TrainArgs, TrainSettings, UnitArg,
+};
+use crate::error::{CliError, Result, bail};
+use crate::files::{check_outputs, load_dataset};
+use crate::models::{
+    CliLayer, KindsTask, ModelSummary, describe, exact_log_partition, visible_data, with_kinds,
+};
+use crate::progress::ProgressObserver;
+use crate::record::Context;
+
+/// The `format` value of training state files.
+const STATE_FORMAT: &str = "ebm-train-state";
+/// The version of the state file layout.
+const STATE_FORMAT_VERSION: u32 = 1;
+/// Largest number of configurations enumerated for the exact \\(\log Z\\) of an initial model
+/// with couplings (the start of the online log-likelihood).
+const MAX_INITIAL_ENUMERATION: u128 = 1 << 22;
+
+// ---------------------------------------------------------------------------------------------
+// The negative phase chosen at run time
+// ---------------------------------------------------------------------------------------------
+
+/// One of the negative phases of `ebm-train`, chosen on the command line: the trainer is
+/// generic over its negative phase, and this enum dispatches to the chosen one (so the
+/// training code is instantiated once per pair of unit types).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum AnyNegative {
+    /// PCD-k.
+    Pcd(Pcd),
+    /// CD-k.
+    Cd(Cd),
+    /// Parallel tempering on a temperature ladder.
+    Pt(Tempered),
+    /// Reweighted chains with resampling.
+    Jarzynski(Jarzynski),
+}
+
+/// The state of an [`AnyNegative`]: the state of the chosen phase.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum AnyNegativeState {
+    /// Persistent chains of PCD.
+    Pcd(ChainState<RbmChains<f64>>),
+    /// Chains of CD.
+    Cd(ChainState<RbmChains<f64>>),
+    /// Replicas of PT.
+    Pt(PtState<RbmChains<f64>>),
+    /// Weighted chains of Jarzynski.
+    Jarzynski(JarzynskiState<f64>),
+}
+
+impl AnyNegative {
+    fn name(&self) -> &'static str {
+        match self {
+            AnyNegative::Pcd(_) => "pcd",
+            AnyNegative::Cd(_) => "cd",
+            AnyNegative::Pt(_) => "pt",
+            AnyNegative::Jarzynski(_) => "jarzynski",
+        }
+    }
+}
+
+fn state_name(s: &AnyNegativeState) -> &'static str {
+    match s {
+        AnyNegativeState::Pcd(_) => "pcd",
+        AnyNegativeState::Cd(_) => "cd",
+        AnyNegativeState::Pt(_) => "pt",
+        AnyNegativeState::Jarzynski(_) => "jarzynski",
+    }
+}
+
+const MISMATCH: &str = "the negative phase's state is checked against its configuration first";
+
+impl<V, H> NegativePhase<V, H> for AnyNegative
+where
+    V: TrainableLayer<Scalar = f64>,
+    H: TrainableLayer<Scalar = f64>,
+{
+    type State = AnyNegativeState;
+
+    fn init(
+        &self,
+        model: &Rbm<V, H>,
+        batch_size: usize,
+        seed: u64,
+        par: Par,
+    ) -> ebm_core::Result<AnyNegativeState> {
+        Ok(match self {
+            AnyNegative::Pcd(p) => AnyNegativeState::Pcd(NegativePhase::<V, H>::init(
+                p, model, batch_size, seed, par,
+            )?),
+            AnyNegative::Cd(p) => AnyNegativeState::Cd(NegativePhase::<V, H>::init(
+                p, model, batch_size, seed, par,
+            )?),
+            AnyNegative::Pt(p) => AnyNegativeState::Pt(NegativePhase::<V, H>::init(
+                p, model, batch_size, seed, par,
+            )?),
+            AnyNegative::Jarzynski(p) => AnyNegativeState::Jarzynski(NegativePhase::<V, H>::init(
+                p, model, batch_size, seed, par,
+            )?),
+        })
+    }
+
+    fn sample(
+        &self,
+        model: &Rbm<V, H>,
+        state: &mut AnyNegativeState,
+        batch: &DMatrix<f64>,
+        par: Par,
+    ) -> NegativeInfo {
+        match (self, state) {
+            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => p.sample(model, s, batch, par),
+            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => p.sample(model, s, batch, par),
+            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => p.sample(model, s, batch, par),
+            (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
+                p.sample(model, s, batch, par)
+            }
+            _ => unreachable!("{MISMATCH}"),
+        }
+    }
+
+    fn check_state(&self, state: &AnyNegativeState, batch_size: usize) -> ebm_core::Result<()> {
+        match (self, state) {
+            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
+                NegativePhase::<V, H>::check_state(p, s, batch_size)
+            }
+            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => {
+                NegativePhase::<V, H>::check_state(p, s, batch_size)
+            }
+            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => {
+                NegativePhase::<V, H>::check_state(p, s, batch_size)
+            }
+            (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
+                NegativePhase::<V, H>::check_state(p, s, batch_size)
+            }
+            (p, s) => Err(ebm_core::Error::ShapeMismatch {
+                what: "negative phase state".into(),
+                expected: p.name().into(),
+                got: state_name(s).into(),
+            }),
+        }
+    }
+
+    fn chains<'a>(&self, state: &'a AnyNegativeState) -> &'a RbmChains<f64> {
+        match (self, state) {
+            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => NegativePhase::<V, H>::chains(p, s),
+            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => NegativePhase::<V, H>::chains(p, s),
+            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => NegativePhase::<V, H>::chains(p, s),
+            (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
+                NegativePhase::<V, H>::chains(p, s)
+            }
+            _ => unreachable!("{MISMATCH}"),
+        }
+    }
+
+    fn weights<'a>(&self, state: &'a AnyNegativeState) -> Option<&'a [f64]> {
+        match (self, state) {
+            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => NegativePhase::<V, H>::weights(p, s),
+            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => NegativePhase::<V, H>::weights(p, s),
+            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => NegativePhase::<V, H>::weights(p, s),
+            (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
+                NegativePhase::<V, H>::weights(p, s)
+            }
+            _ => unreachable!("{MISMATCH}"),
+        }
+    }
+
+    fn after_update(
+        &self,
+        old: &Rbm<V, H>,
+        new: &Rbm<V, H>,
+        state: &mut AnyNegativeState,
+        info: &mut NegativeInfo,
+        par: Par,
+    ) {
+        match (self, state) {
+            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
+                p.after_update(old, new, s, info, par)
+            }
+            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => p.after_update(old, new, s, info, par),
+            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => p.after_update(old, new, s, info, par),
+            (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
+                p.after_update(old, new, s, info, par)
+            }
+            _ => unreachable!("{MISMATCH}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+// ---------------------------------------------------------------------------------------------
+
+/// The resolved settings of a run (every default filled in): stored in the state file, so
+/// that `--resume` continues with exactly these.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TrainConfig {
+    /// Seed of every stream.
+    pub seed: u64,
+    /// Visible unit kind.
+    pub visible: String,
+    /// Hidden unit kind.
+    pub hidden: String,
+    /// Number of hidden units.
+    pub hidden_units: usize,
+    /// States per visible Potts unit.
+    pub visible_states: Option<usize>,
+    /// States per hidden Potts unit.
+    pub hidden_states: Option<usize>,
+    /// Standard deviation of the initial weights.
+    pub init_std: f64,
+    /// Whether `init_std` was given (otherwise it may drop to 0 for the online likelihood).
+    #[serde(default)]
+    pub init_std_given: bool,
+    /// The trainer: negative phase, batch size, learning rate, optimiser, penalties, centring,
+    /// checkpoint selection and online log-likelihood.
+    pub trainer: Trainer<AnyNegative>,
+}
+
+fn unit_of(domain: Domain) -> UnitArg {
+    match domain {
+        Domain::Binary01 => UnitArg::Bernoulli,
+        Domain::Spin => UnitArg::Spin,
+        Domain::OneHot { .. } | Domain::Categorical { .. } => UnitArg::Potts,
+        Domain::Real => UnitArg::Gaussian,
+    }
+}
+
+/// The data's domain as loaded, refined for real-valued files whose entries all lie in
+/// {0,1} or {-1,+1} (e.g. a .npy of 0/1 values), so that the default visible kind fits them.
+fn inferred_domain(ds: &Dataset) -> Domain {
+    if ds.domain() != Domain::Real {
+        return ds.domain();
+    }
+    let x = ds.data();
+    if x.iter().all(|&v| v == 0.0 || v == 1.0) {
+        Domain::Binary01
+    } else if x.iter().all(|&v| v == -1.0 || v == 1.0) {
+        Domain::Spin
+    } else {
+        Domain::Real
+    }
+}
+
+fn not_for(option: &str, negative: &str) -> CliError {
+    CliError::new(format!("{option} does not apply to --negative {negative}"))
+}
+
+/// Resolves the options of a fresh run against the data.
+fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfig> {
+    let domain = inferred_domain(data);
+    let visible = s.visible.unwrap_or_else(|| unit_of(domain));
+    let hidden = s.hidden.unwrap_or(UnitArg::Bernoulli);
+    let visible_states = match (visible, s.visible_states, domain) {
+        (UnitArg::Potts, Some(q), _) => Some(q),
+        (UnitArg::Potts, None, Domain::OneHot { q } | Domain::Categorical { q }) => Some(q),
+        (UnitArg::Potts, None, _) => bail!(
+            "--visible potts: give the number of states with --visible-states (the data are \
+             not one-hot or categorical)"
+        ),
+        (_, Some(_), _) => bail!("--visible-states applies to --visible potts only"),
+        (_, None, _) => None,
+    };
+    let hidden_states = match (hidden, s.hidden_states) {
+        (UnitArg::Potts, Some(q)) => Some(q),
+        (UnitArg::Potts, None) => bail!("--hidden potts needs --hidden-states Q"),
+        (_, Some(_)) => bail!("--hidden-states applies to --hidden potts only"),
+        (_, None) => None,
+    };
+    let negative_arg = s.negative.unwrap_or(NegativeArg::Pcd);
+    let neg = match negative_arg {
+        NegativeArg::Pcd => "pcd",
+        NegativeArg::Cd => "cd",
+        NegativeArg::Pt => "pt",
+        NegativeArg::Jarzynski => "jarzynski",
+    };
+    if negative_arg != NegativeArg::Pt {
+        for (set, name) in [
+            (s.rungs.is_some(), "--rungs"),
+            (s.beta_min.is_some(), "--beta-min"),
+            (s.betas.is_some(), "--betas"),
+            (s.schedule.is_some(), "--schedule"),
+            (s.rounds.is_some(), "--rounds"),
+        ] {
+            if set {
+                return Err(not_for(name, neg));
+            }
+        }
+    }
+    if negative_arg != NegativeArg::Jarzynski && s.resample_below.is_some() {
+        return Err(not_for("--resample-below", neg));
+    }
+    if negative_arg == NegativeArg::Cd && s.chains.is_some() {
+        return Err(not_for(
+            "--chains",
+            "cd (its chains start at the minibatch: one per sample of --batch-size)",
+        ));
+    }
+    let sweeps = s.sweeps.unwrap_or(if negative_arg == NegativeArg::Pt {
+        1
+    } else {
+        10
+    });
+    let chains = s.chains.unwrap_or(500);
+    let negative = match negative_arg {
+        NegativeArg::Pcd => AnyNegative::Pcd(Pcd { sweeps, chains }),
+        NegativeArg::Cd => AnyNegative::Cd(Cd { sweeps }),
+        NegativeArg::Pt => {
+            let betas = match &s.betas {
+                Some(b) => b.clone(),
+                None => {
+                    let k = s.rungs.unwrap_or(10);
+                    if k < 2 {
+                        bail!("--rungs {k}: parallel tempering needs at least 2 rungs");
+                    }
+                    let b0 = s.beta_min.unwrap_or(0.1);
+                    if !(b0 > 0.0 && b0 < 1.0) {
+                        bail!(
+                            "--beta-min {b0}: the smallest inverse temperature must be in (0, 1)"
+                        );
+                    }
+                    // Geometric: beta_i = beta_min^(1 - i/(k-1)), ending at exactly 1.
+                    (0..k)
+                        .map(|i| {
+                            if i + 1 == k {
+                                1.0
+                            } else {
+                                b0.powf(1.0 - i as f64 / (k - 1) as f64)
+                            }
+                        })
+                        .collect()
+                }
+            };
+            if betas.last() != Some(&1.0)
+                || betas.windows(2).any(|w| w[0] >= w[1])
+                || betas[0] < 0.0
+            {
+                bail!("--betas: the ladder must be strictly increasing from >= 0 to exactly 1");
+            }
+            let schedule = match s.schedule.unwrap_or(ScheduleArg::Deo) {
+                ScheduleArg::Seo => SwapSchedule::StochasticEvenOdd,
+                ScheduleArg::Deo => SwapSchedule::DeterministicEvenOdd,
+                ScheduleArg::RandomPair => SwapSchedule::RandomPair,
+                ScheduleArg::Lifted => SwapSchedule::Lifted,
+            };
+            AnyNegative::Pt(Tempered {
+                betas,
+                schedule,
+                sweeps,
+                rounds: s.rounds.unwrap_or(1),
+                chains,
+            })
+        }
+        NegativeArg::Jarzynski => {
+            let r = s.resample_below.unwrap_or(0.5);
+            if !(r > 0.0 && r <= 1.0) {
+                bail!("--resample-below {r}: the relative ESS threshold must lie in (0, 1]");
+            }
+            AnyNegative::Jarzynski(Jarzynski {
+                sweeps,
+                chains,
+                resample_below_ess: r,
+            })
+        }
+    };
+    let n = data.weights().iter().filter(|&&w| w > 0.0).count();
+    let batch_size = s.batch_size.unwrap_or(100.min(n));
+    if batch_size > n {
+        bail!("--batch-size {batch_size}: the training data have only {n} samples");
+    }
+    let rate = s.learning_rate.unwrap_or(0.01);
+    if rate <= 0.0 {
+        bail!("--learning-rate {rate}: must be > 0");
+    }
+    let schedule = s.lr_schedule.unwrap_or(LrScheduleArg::Constant);
+    let learning_rate = match (schedule, s.final_learning_rate) {
+        (LrScheduleArg::Constant, None) => LearningRate::Constant(rate),
+        (LrScheduleArg::Constant, Some(_)) => {
+            bail!("--final-learning-rate needs --lr-schedule linear or exponential")
+        }
+        (_, None) => bail!("--lr-schedule linear or exponential needs --final-learning-rate"),
+        (_, Some(last)) if last <= 0.0 => {
+            bail!("--final-learning-rate {last}: must be > 0")
+        }
+        (LrScheduleArg::Linear, Some(last)) => LearningRate::Linear {
+            initial: rate,
+            last,
+            updates,
+        },
+        (LrScheduleArg::Exponential, Some(last)) => {
+            if last > rate {
+                bail!(
+                    "--lr-schedule exponential decays: --final-learning-rate {last} must not \
+                     exceed --learning-rate {rate}"
+                );
+            }
+            LearningRate::Exponential {
+                initial: rate,
+                decay: (last / rate).powf(1.0 / updates as f64),
+                floor: last,
+            }
+        }
+    };
+    let optimizer = match s.optimizer.unwrap_or(OptimizerArg::Sgd) {
+        OptimizerArg::Sgd => {
+            let m = s.momentum.unwrap_or(0.0);
+            if !(0.0..1.0).contains(&m) {
+                bail!("--momentum {m}: must lie in [0, 1)");
+            }
+            Optimizer::Sgd { momentum: m }
+        }
+        OptimizerArg::Adam => {
+            if s.momentum.is_some() {
+                bail!("--momentum applies to --optimizer sgd only");
+            }
+            Optimizer::ADAM
+        }
+    };
+    let (l1, l2) = (s.l1.unwrap_or(0.0), s.l2.unwrap_or(0.0));
+    if l1 < 0.0 || l2 < 0.0 {
+        bail!("--l1 and --l2 must be >= 0, got {l1} and {l2}");
+    }
+    let init_std = s.init_std.unwrap_or(0.01);
+    if init_std < 0.0 {
+        bail!("--init-std {init_std}: must be >= 0");
+    }
+    let target = s.target_acceptance.unwrap_or(0.25);
+    if !(target > 0.0 && target < 1.0) {
+        bail!("--target-acceptance {target}: must lie in (0, 1)");
+    }
+    if s.loglik_chains.is_some() && s.loglik_every.is_none() {
+        bail!("--loglik-chains needs --loglik-every");
+    }
+    let loglik_chains = s.loglik_chains.unwrap_or(1000);
+    if loglik_chains < 2 {
+        bail!("--loglik-chains {loglik_chains}: needs at least 2 chains");
+    }
+    let mut trainer = Trainer::new(negative, batch_size);
+    trainer.learning_rate = learning_rate;
+    trainer.optimizer = optimizer;
+    trainer.penalty = Penalty { l1, l2 };
+    trainer.centred = !s.uncentred;
+    trainer.checkpoints = Some(CheckpointPolicy {
+        target_acceptance: target,
+        every: s.checkpoint_every.unwrap_or(1),
+        path: None,
+    });
+    trainer.likelihood = s.loglik_every.map(|every| LikelihoodPolicy {
+        chains: loglik_chains,
+        every,
+        ..LikelihoodPolicy::default()
+    });
+    Ok(TrainConfig {
+        seed: s.seed.unwrap_or(0),
+        visible: visible.kind().into(),
+        hidden: hidden.kind().into(),
+        hidden_units: s.hidden_units.unwrap_or(20),
+        visible_states,
+        hidden_states,
+        init_std,
+        init_std_given: s.init_std.is_some(),
+        trainer,
+    })
+}
+
+/// The training options given on the command line (rejected with `--resume`).
+fn given_settings(s: &TrainSettings) -> Vec<String> {
+    let value = serde_json::to_value(s).unwrap_or_default();
+    let Some(map) = value.as_object() else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter(|(_, v)| !(v.is_null() || *v == &serde_json::Value::Bool(false)))
+        .map(|(k, _)| format!("--{}", k.replace('_', "-")))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// State file
+// ---------------------------------------------------------------------------------------------
+
+/// A fingerprint of the training data, to refuse resuming on other data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DataFingerprint {
+    /// Number of samples.
+    pub samples: usize,
+    /// Values per sample.
+    pub features: usize,
+    /// FNV-1a hash of the values and weights (as `f64` bits), hexadecimal.
+    pub hash: String,
+}
+
+impl DataFingerprint {
+    fn of(ds: &Dataset) -> Self {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for x in ds.data().iter().chain(ds.weights()) {
+            for b in x.to_bits().to_le_bytes() {
+                h ^= b as u64;
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        Self {
+            samples: ds.n_samples(),
+            features: ds.n_features(),
+            hash: format!("{h:016x}"),
+        }
+    }
+}
+
+/// The training state file: the settings, the data fingerprint and the library's
+/// [`TrainState`] (which resumes bit for bit).
+#[derive(Serialize, Deserialize)]
+struct StateFile<S> {
+    format: String,
+    format_version: u32,
+    config: TrainConfig,
+    data: DataFingerprint,
+    state: S,
+}
+
+fn read_state_header(path: &Path) -> Result<(Vec<u8>, StateFile<serde::de::IgnoredAny>)> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError::new(format!("cannot read {}: {e}", path.display())))?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        CliError::new(format!(
+            "{} is not a training state file: not valid JSON (line {}, column {}): {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    if value.get("format").and_then(|f| f.as_str()) != Some(STATE_FORMAT) {
+        bail!(
+            "{} is not a training state file (no \"format\": \"{STATE_FORMAT}\"); it is \
+             written by `ebm train` as <model>.state.json",
+            path.display()
+        );
+    }
+    let header: StateFile<serde::de::IgnoredAny> = serde_json::from_value(value).map_err(|e| {
+        CliError::new(format!(
+            "{}: malformed training state file: {e}",
+            path.display()
+        ))
+    })?;
+    if header.format_version != STATE_FORMAT_VERSION {
+        bail!(
+            "{}: training state format version {} is not supported (this program reads \
+             version {STATE_FORMAT_VERSION})",
+            path.display(),
+            header.format_version
+        );
+    }
+    Ok((bytes, header))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command
+// ---------------------------------------------------------------------------------------------
+
+/// The files of a run, named after the model file.
+pub(crate) struct TrainOutputs {
+    pub model: PathBuf,
+    pub trajectory: PathBuf,
+    pub state: PathBuf,
+    pub log: PathBuf,
+    pub record: PathBuf,
+}
+
+impl TrainOutputs {
+    pub fn of(model: &Path) -> Self {
+        Self {
+            model: model.to_path_buf(),
+            trajectory: model.with_extension("trajectory.safetensors"),
+            state: model.with_extension("state.json"),
+            log: model.with_extension("log.csv"),
+            record: model.with_extension("json"),
+        }
+    }
+}
+
+/// What `ebm train` reports in its run record.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub(crate) struct TrainResults {
+    /// The model's unit kinds and sizes.
+    pub model: ModelSummary,
+    /// The negative phase (`pcd`, `cd`, `pt`, `jarzynski`).
+    pub negative: String,
+    /// Update the run started from (0, or the resumed state's).
+    pub first_update: u64,
+    /// Updates done in total.
+    pub updates: u64,
+    /// Gibbs sweeps per chain of the negative phase during this run.
+    pub negative_sweeps: u64,
+    /// Training updates of the checkpoints in the trajectory file (the final model last).
+    pub checkpoint_updates: Vec<u64>,
+    /// The last online estimate of \\(\log Z\\) and its standard error.
+    pub log_z: Option<[f64; 2]>,
+    /// The last logged mean log-likelihood of the training data (update, value).
+    pub train_ll: Option<(u64, f64)>,
+    /// The last logged mean log-likelihood of the test data (update, value).
+    pub test_ll: Option<(u64, f64)>,
+    /// Norm of the last gradient estimate.
+    pub last_gradient_norm: f64,
+}
+
+pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
+    let ext = a.out.extension().and_then(|e| e.to_str());
+    if ext != Some("safetensors") {
+        bail!(
+            "--out {}: the model file must have the extension .safetensors",
+            a.out.display()
+        );
+    }
+    let out = TrainOutputs::of(&a.out);
+    let mut inputs: Vec<&Path> = vec![&a.data];
+    if let Some(t) = &a.test {
+        inputs.push(t);
+    }
+    if let Some(r) = &a.resume {
+        inputs.push(r);
+    }
+    check_outputs(
+        &[
+            &out.model,
+            &out.trajectory,
+            &out.state,
+            &out.log,
+            &out.record,
+        ],
+        &inputs,
+    )?;
+    let resume = match &a.resume {
+        Some(path) => {
+            let given = given_settings(&a.settings);
+            if !given.is_empty() {
+                bail!(
+                    "{} cannot be given with --resume: the settings come from the state file",
+                    given.join(", ")
+                );
+            }
+            let (bytes, header) = read_state_header(path)?;
+            Some((path.as_path(), bytes, header.config, header.data))
+        }
+        None => None,
+    };
+    let data = load_dataset(&a.data)?;
+    let test = a.test.as_deref().map(load_dataset).transpose()?;
+    let config = match &resume {
+        Some((_, _, config, _)) => config.clone(),
+        None => resolve(&a.settings, a.updates, &data)?,
+    };
+    let (visible, hidden) = (config.visible.clone(), config.hidden.clone());
+    let task = TrainTask {
+        a,
+        ctx,
+        config,
+        data,
+        test,
+        resume: resume.map(|(p, b, _, d)| (p, b, d)),
+        out: &out,
+    };
+    let outcome = with_kinds(&visible, &hidden, &a.data, task)?;
+    let r = &outcome.results;
+    ctx.say(format!(
+        "{} trained with {}: updates {} -> {}, {} checkpoints kept",
+        outcome.model,
+        r.negative,
+        r.first_update,
+        r.updates,
+        r.checkpoint_updates.len()
+    ));
+    if let Some([z, se]) = r.log_z {
+        let ll = |x: Option<(u64, f64)>| x.map_or("-".into(), |(_, v)| format!("{v:.4}"));
+        ctx.say(format!(
+            "online log Z {z:.4} +- {se:.4}; log-likelihood train {} test {}",
+            ll(r.train_ll),
+            ll(r.test_ll)
+        ));
+    }
+    ctx.say(format!(
+        "model: {}\ntrajectory: {}\nstate (for --resume): {}\nlog: {}",
+        out.model.display(),
+        out.trajectory.display(),
+        out.state.display(),
+        out.log.display()
+    ));
+    ctx.finish(
+        "train",
+        Some(outcome.seed),
+        &outcome.settings,
+        &inputs,
+        &[&out.model, &out.trajectory, &out.state, &out.log],
+        r,
+        Some(&out.record),
+    )?;
+    Ok(outcome.results)
+}
+
+/// The settings as recorded: the command line's paths and the resolved configuration.
+#[derive(Serialize)]
+struct RecordedSettings<'a> {
+    data: &'a Path,
+    test: Option<&'a Path>,
+    out: &'a Path,
+    resume: Option<&'a Path>,
+    updates: u64,
+    config: TrainConfig,
+}
+
+struct TrainTask<'a> {
+    a: &'a TrainArgs,
+    ctx: &'a Context,
+    config: TrainConfig,
+    data: Dataset,
+    test: Option<Dataset>,
+    resume: Option<(&'a Path, Vec<u8>, DataFingerprint)>,
+    out: &'a TrainOutputs,
+}
+
+struct TrainOutcome<'a> {
+    model: String,
+    seed: u64,
+    settings: RecordedSettings<'a>,
+    results: TrainResults,
+}
+
+/// Puts data in the form the visible layer takes (categorical codes become one-hot blocks).
+fn potts_ready(ds: Dataset, q: Option<usize>, file: &Path) -> Result<Dataset> {
+    match (ds.domain(), q) {
+        (Domain::Categorical { q: dq }, Some(q)) => {
+            if dq > q {
+                bail!(
+                    "{}: categorical data with {dq} states do not fit potts units of {q} states",
+                    file.display()
+                );
+            }
+            ds.to_domain(Domain::OneHot { q }).map_err(|e| {
+                CliError::new(format!("{}: cannot one-hot encode: {e}", file.display()))
+            })
+        }
+        _ => Ok(ds),
+    }
+}
+
+fn training_data<V: CliLayer>(layer: &V, ds: &Dataset) -> Result<TrainingData<f64>> {
+    Ok(TrainingData::new(layer, ds.data().clone())?.with_weights(ds.weights().to_vec())?)
+}
+
+impl<'a> KindsTask for TrainTask<'a> {
+    type Output = TrainOutcome<'a>;
+
+    fn run<V: CliLayer, H: CliLayer>(self) -> Result<TrainOutcome<'a>> {
+        let TrainTask {
+            a,
+            ctx,
+            config,
+            data,
+            test,
+            resume,
+            out,
+        } = self;
+        // The visible layer's shape from the data.
+        let q = config.visible_states;
+        let data = potts_ready(data, q, &a.data)?;
+        let width = data.n_features();
+        let units = match q {
+            Some(q) => {
+                if width % q != 0 {
+                    bail!(
+                        "{}: {width} values per sample are not whole one-hot blocks of {q} \
+                         states (potts units)",
+                        a.data.display()
+                    );
+                }
+                width / q
+            }
+            None => width,
+        };
+        let layer =
+            V::with_units(units, q).map_err(|e| CliError::new(format!("--visible: {e}")))?;
+        let data = visible_data(&layer, data, &a.data)?;
+        let test = match (test, &a.test) {
+            (Some(t), Some(path)) => {
+                let t = potts_ready(t, q, path)?;
+                Some(visible_data(&layer, t, path)?)
+            }
+            _ => None,
+        };
+        let fingerprint = DataFingerprint::of(&data);
+        let train = training_data(&layer, &data)?;
+        let test = test
+            .as_ref()
+            .map(|t| training_data(&layer, t))
+            .transpose()?;
+
+        let mut config = config;
+        let mut state: TrainState<V, H, AnyNegativeState> = match &resume {
+            Some((path, bytes, expected)) => {
+                if *expected != fingerprint {
+                    bail!(
+                        "{}: these are not the training data of the state {} ({} samples x {} \
+                         values, hash {}; the state was trained on {} x {}, hash {})",
+                        a.data.display(),
+                        path.display(),
+                        fingerprint.samples,
+                        fingerprint.features,
+                        fingerprint.hash,
+                        expected.samples,
+                        expected.features,
+                        expected.hash
+                    );
+                }
+                let file: StateFile<TrainState<V, H, AnyNegativeState>> =
+                    serde_json::from_slice(bytes).map_err(|e| {
+                        CliError::new(format!(
+                            "{}: malformed training state (line {}, column {}): {e}",
+                            path.display(),
+                            e.line(),
+                            e.column()
+                        ))
+                    })?;
+                file.state
+            }
+            None => {
+                let hidden = H::with_units(config.hidden_units, config.hidden_states)
+                    .map_err(|e| CliError::new(format!("--hidden: {e}")))?;
+                // The online likelihood starts from the exact log Z of the initial model: by
+                // default, zero initial weights when the model is too large to enumerate.
+                if config.trainer.likelihood.is_some()
+                    && !config.init_std_given
+                    && !enumerable(&layer, &hidden)
+                {
+                    config.init_std = 0.0;
+                }
+                let model =
+                    initial_model(layer, hidden, Some(&train), config.init_std, config.seed)?;
+                let mut trainer = config.trainer.clone();
+                if let Some(policy) = trainer.likelihood.as_mut()
+                    && config.init_std > 0.0
+                {
+                    policy.initial_log_z = Some(initial_log_z(&model)?);
+                }
+                trainer.init(model, &train, config.seed, Par::Rayon)?
+            }
+        };
+        let first = state.update;
+        if a.updates <= first {
+            bail!(
+                "--updates {}: the state is already at update {first}; give a larger total",
+                a.updates
+            );
+        }
+        let todo = a.updates - first;
+        let trainer = &config.trainer;
+
+        let mut tracker = Tracker::default();
+        let mut log = CsvLog::new(Vec::new());
+        {
+            let progress = ProgressObserver(ctx.progress(todo, "train"));
+            trainer.run(
+                &mut state,
+                &train,
+                test.as_ref(),
+                todo,
+                Par::Rayon,
+                (progress, (&mut tracker, &mut log)),
+            )?;
+        }
+
+        // Outputs: model, trajectory (kept checkpoints and the final model), state, log.
+        let mut meta = std::collections::BTreeMap::new();
+        meta.insert("training_update".to_string(), state.update.to_string());
+        ebm_io::save_rbm_with_metadata(&state.model, &out.model, &meta)?;
+        let trajectory = state.trajectory();
+        ebm_io::save_trajectory(&trajectory, &out.trajectory)?;
+        let file = StateFile {
+            format: STATE_FORMAT.into(),
+            format_version: STATE_FORMAT_VERSION,
+            config: config.clone(),
+            data: fingerprint,
+            state: &state,
+        };
+        let json = serde_json::to_vec(&file)
+            .map_err(|e| CliError::new(format!("cannot encode the training state: {e}")))?;
+        ebm_io::write_atomically(&out.state, |w| w.write_all(&json))?;
+        let new_rows = String::from_utf8(log.into_inner()).expect("the CSV log is UTF-8");
+        let previous = resume
+            .as_ref()
+            .map(|(p, _, _)| previous_log(p, first))
+            .unwrap_or_default();
+        let text = merge_logs(&previous, &new_rows);
+        ebm_io::write_atomically(&out.log, |w| w.write_all(text.as_bytes()))?;
+
+        let negative = trainer.negative.name().to_string();
+        Ok(TrainOutcome {
+            model: describe(&state.model),
+            seed: config.seed,
+            settings: RecordedSettings {
+                data: &a.data,
+                test: a.test.as_deref(),
+                out: &a.out,
+                resume: a.resume.as_deref(),
+                updates: a.updates,
+                config,
+            },
+            results: TrainResults {
+                model: ModelSummary::of(&state.model),
+                negative,
+                first_update: first,
+                updates: state.update,
+                negative_sweeps: tracker.sweeps,
+                checkpoint_updates: trajectory.updates().to_vec(),
+                log_z: state.likelihood.as_ref().map(|l| {
+                    let e = l.estimate();
+                    [e.log_z, e.std_err]
+                }),
+                train_ll: tracker.train,
+                test_ll: tracker.test,
+                last_gradient_norm: tracker.gradient_norm,
+            },
+        })
+    }
+}
+
+/// Whether the smaller discrete layer of `v`, `h` has at most [`MAX_INITIAL_ENUMERATION`]
+/// configurations.
+fn enumerable<V: CliLayer, H: CliLayer>(v: &V, h: &H) -> bool {
+    [v.n_configurations(), h.n_configurations()]
+        .into_iter()
+        .flatten()
+        .min()
+        .is_some_and(|n| n <= MAX_INITIAL_ENUMERATION)
+}
+
+/// The exact \\(\log Z\\) of an initial model with couplings, by enumeration.
+fn initial_log_z<V: CliLayer, H: CliLayer>(model: &Rbm<V, H>) -> Result<f64> {
+    if enumerable(model.visible(), model.hidden()) {
+        Ok(exact_log_partition(model, 1.0, Par::Rayon)?.0)
+    } else {
+        bail!(
+            "--loglik-every starts from the exact log Z of the initial model, but its {}-{} \
+             layers are too large to enumerate (or real-valued); use --init-std 0 (zero initial \
+             weights, whose log Z is exact) or leave out --loglik-every",
+            V::KIND,
+            H::KIND
+        )
+    }
+}
+
+/// The rows of the log next to a resumed state (`<model>.state.json` -> `<model>.log.csv`)
+/// up to update `upto`, header included; empty if there is none.
+fn previous_log(state: &Path, upto: u64) -> String {
+    let name = state.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(stem) = name.strip_suffix(".state.json") else {
+        return String::new();
+    };
+    let Ok(text) = std::fs::read_to_string(state.with_file_name(format!("{stem}.log.csv"))) else {
+        return String::new();
+    };
+    let mut lines = text.lines();
+    let Some(header) = lines.next() else {
+        return String::new();
+    };
+    let mut out = format!("{header}\n");
+    for l in lines {
+        match l.split(',').next().and_then(|u| u.parse::<u64>().ok()) {
+            Some(u) if u <= upto => {
+                out.push_str(l);
+                out.push('\n');
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The previous log's rows followed by the new rows (whose header is dropped when the previous
+/// log has the same one).
+fn merge_logs(previous: &str, new: &str) -> String {
+    let (Some(old_header), Some(new_header)) = (previous.lines().next(), new.lines().next()) else {
+        return format!("{previous}{new}");
+    };
+    if old_header == new_header {
+        let body = new.split_once('\n').map_or("", |(_, b)| b);
+        format!("{previous}{body}")
+    } else {
+        new.to_string()
+    }
+}
+
+/// Keeps what the summary and the record report.
+#[derive(Default)]
+struct Tracker {
+    sweeps: u64,
+    train: Option<(u64, f64)>,
+    test: Option<(u64, f64)>,
+    gradient_norm: f64,
+}
+
+impl Observer<TrainInfo> for Tracker {
+    fn observe(&mut self, step: u64, info: &TrainInfo) -> ebm_core::Result<()> {
+        self.sweeps += info.negative.sweeps;
+        self.gradient_norm = info.gradient_norm;
+        if let Some(l) = &info.likelihood {
+            if let Some(v) = l.train {
+                self.train = Some((step, v));
+            }
+            if let Some(v) = l.test {
+                self.test = Some((step, v));
+            }
+        }
+        Ok(())
+    }
+}
