@@ -318,13 +318,49 @@ fn write_tensors<F: Scalar>(
                 })
         })
         .collect::<Result<Vec<_>>>()?;
-    let bytes = safetensors::tensor::serialize(views, Some(metadata)).map_err(|e| {
-        Error::InvalidParameter {
-            name: "model".into(),
-            reason: format!("cannot serialise: {e}"),
-        }
-    })?;
+    let serialise_error = |reason: String| Error::InvalidParameter {
+        name: "model".into(),
+        reason: format!("cannot serialise: {reason}"),
+    };
+    let bytes = safetensors::tensor::serialize(views, Some(metadata))
+        .map_err(|e| serialise_error(e.to_string()))?;
+    let bytes = canonical_header(bytes).map_err(serialise_error)?;
     write_atomically(path, |w| w.write_all(&bytes))
+}
+
+/// Rewrites the JSON header of serialised safetensors `bytes` with its keys in sorted order
+/// (tensor entries and the `__metadata__` map), so that the same model always gives the same
+/// file, byte for byte: `safetensors` writes the metadata from a `HashMap`, whose order varies
+/// from one map to the next. The data section and the offsets into it are unchanged; the
+/// header is padded with spaces to a multiple of 8 bytes, as `safetensors` does.
+fn canonical_header(bytes: Vec<u8>) -> std::result::Result<Vec<u8>, String> {
+    let malformed = || "unexpected safetensors layout".to_string();
+    let len_bytes: [u8; 8] = bytes.get(..8).ok_or_else(malformed)?.try_into().unwrap();
+    let n = usize::try_from(u64::from_le_bytes(len_bytes)).map_err(|_| malformed())?;
+    let header = bytes.get(8..8 + n).ok_or_else(malformed)?;
+    let entries: BTreeMap<String, serde_json::Value> =
+        serde_json::from_slice(header).map_err(|e| e.to_string())?;
+    let mut sorted = BTreeMap::new();
+    for (key, value) in entries {
+        let value = if key == "__metadata__" {
+            let map: BTreeMap<String, String> =
+                serde_json::from_value(value).map_err(|e| e.to_string())?;
+            serde_json::to_value(map).map_err(|e| e.to_string())?
+        } else {
+            value
+        };
+        sorted.insert(key, value);
+    }
+    let mut text = serde_json::to_string(&sorted).map_err(|e| e.to_string())?;
+    text.extend(std::iter::repeat_n(
+        ' ',
+        text.len().next_multiple_of(8) - text.len(),
+    ));
+    let mut out = Vec::with_capacity(8 + text.len() + bytes.len() - 8 - n);
+    out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(&bytes[8 + n..]);
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -262,6 +262,44 @@ fn metadata_is_readable_without_loading_and_extra_entries_survive() {
     assert!(!q.exists());
 }
 
+#[test]
+fn the_same_model_always_gives_the_same_bytes() {
+    // safetensors writes its metadata from a HashMap, whose order differs between maps: the
+    // header is rewritten in sorted order, so every save of one model is byte-identical.
+    let dir = tmp();
+    let mut extra = BTreeMap::new();
+    for k in 0..12 {
+        extra.insert(format!("key{k}"), format!("value {k}"));
+    }
+    let first = dir.path().join("0.safetensors");
+    save_rbm_with_metadata(&bs(), &first, &extra).unwrap();
+    let bytes = std::fs::read(&first).unwrap();
+    for i in 1..8 {
+        let p = dir.path().join(format!("{i}.safetensors"));
+        save_rbm_with_metadata(&bs(), &p, &extra).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), bytes, "save {i} differs");
+    }
+    // The header is sorted JSON padded to 8 bytes, and the file still loads.
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    assert_eq!(n % 8, 0);
+    let header = std::str::from_utf8(&bytes[8..8 + n]).unwrap();
+    let h = header.find("\"hidden.bias\"").unwrap();
+    let v = header.find("\"visible.bias\"").unwrap();
+    let w = header.find("\"weights\"").unwrap();
+    assert!(
+        header.starts_with("{\"__metadata__\":") && h < v && v < w,
+        "{header}"
+    );
+    let mut names: Vec<String> = (0..12).map(|k| format!("\"key{k}\"")).collect();
+    names.sort();
+    let positions: Vec<usize> = names
+        .iter()
+        .map(|k| header.find(k.as_str()).unwrap())
+        .collect();
+    assert!(positions.windows(2).all(|p| p[0] < p[1]), "{header}");
+    assert_eq!(load_rbm::<Bernoulli<f64>, Spin<f64>>(&first).unwrap(), bs());
+}
+
 /// Asserts a format error whose "location: reason" contains every needle.
 fn expect_format<T: std::fmt::Debug>(result: Result<T, Error>, needles: &[&str]) {
     match result {
