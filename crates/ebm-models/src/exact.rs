@@ -242,3 +242,78 @@ impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> Tractable for Enumerated<V,
         self.rbm.sample_hidden(x, beta, rngs, par);
     }
 }
+
+/// The exact hidden marginal \\(p_\beta(h)\\) of every hidden configuration (summing to 1), in
+/// the order of [`DiscreteLayer::write_configuration`].
+///
+/// # Errors
+/// [`Error::TooLarge`] beyond [`MAX_ENUMERATION`] configurations.
+pub fn hidden_probabilities<V, H>(
+    rbm: &Rbm<V, H>,
+    beta: f64,
+    par: Par,
+) -> ebm_core::Result<Vec<f64>>
+where
+    V: Layer,
+    H: DiscreteLayer<Scalar = V::Scalar>,
+{
+    let neg: Vec<f64> = hidden_free_energies(rbm, beta, par)?
+        .iter()
+        .map(|x| -x)
+        .collect();
+    let log_z = log_sum_exp(&neg);
+    Ok(neg.iter().map(|x| (x - log_z).exp()).collect())
+}
+
+/// Replaces every chain of `x` by an independent exact draw of \\((v, h)\\) from the tempered
+/// joint \\(p_\beta(v, h)\\), by enumerating the **hidden** layer: \\(h\\) by inversion of the
+/// enumerated marginal \\(p_\beta(h) \propto e^{-F_\beta(h)}\\), then \\(v \sim p_\beta(v \mid h)\\)
+/// from the model's own conditional sampler. This is the ground truth for models with a large
+/// visible layer and a small discrete hidden layer (spec `ptt-trais-rcm.md` §2.3: \\(N_h \le
+/// 20\\)), whose visible layer may even be real-valued.
+///
+/// Chain `i` consumes only `rngs[i]`; the result does not depend on `par`.
+///
+/// # Errors
+/// [`Error::TooLarge`] if the hidden layer has more than [`MAX_ENUMERATION`] configurations.
+///
+/// # Panics
+/// If `rngs.len() != x.visible.ncols()` or `x` does not have the model's shape.
+pub fn sample_by_hidden<V, H, R>(
+    rbm: &Rbm<V, H>,
+    x: &mut RbmChains<V::Scalar>,
+    beta: f64,
+    rngs: &mut [R],
+    par: Par,
+) -> ebm_core::Result<()>
+where
+    V: Layer,
+    H: DiscreteLayer<Scalar = V::Scalar>,
+    R: Rng + Send,
+{
+    assert_eq!(
+        rngs.len(),
+        x.hidden.ncols(),
+        "sample_by_hidden: one RNG per chain"
+    );
+    let p = hidden_probabilities(rbm, beta, par)?;
+    let mut cdf = Vec::with_capacity(p.len());
+    let mut acc = 0.0;
+    for q in &p {
+        acc += q;
+        cdf.push(acc);
+    }
+    let w = rbm.hidden().width();
+    for (col, rng) in x
+        .hidden
+        .as_mut_slice()
+        .chunks_mut(w.max(1))
+        .zip(rngs.iter_mut())
+    {
+        let u = f64::uniform(rng) * acc;
+        let k = cdf.partition_point(|&c| c <= u).min(p.len() - 1);
+        rbm.hidden().write_configuration(k as u128, col);
+    }
+    rbm.sample_visible(x, beta, rngs, par);
+    Ok(())
+}

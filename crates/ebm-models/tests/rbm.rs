@@ -255,3 +255,65 @@ fn energies_at_several_temperatures_match_energies_bit_for_bit() {
         }
     }
 }
+
+/// Exact joint draws by enumerating the hidden layer follow the exact visible marginal; the
+/// same test rejects draws whose hidden layer is taken at the wrong temperature.
+#[test]
+fn sampling_by_hidden_enumeration_follows_the_exact_law() {
+    let rbm = Rbm::new(
+        Spin::new(vec![0.4, -0.2, 0.1, 0.0]),
+        Bernoulli::new(vec![0.3, -0.6, 0.2]),
+        DMatrix::from_row_slice(
+            4,
+            3,
+            &[
+                1.1, -0.7, 0.3, 0.5, 0.9, -1.2, -0.8, 0.2, 0.6, 0.4, -0.5, 1.0,
+            ],
+        ),
+    )
+    .unwrap();
+    let beta = 0.8;
+    let p = exact::visible_probabilities(&rbm, beta, Par::Seq).unwrap();
+    let ph = exact::hidden_probabilities(&rbm, beta, Par::Seq).unwrap();
+    assert!((ph.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    let n = 60_000;
+    let histogram = |draw_beta: f64| {
+        let mut x = rbm.new_state(n);
+        let mut rngs = ebm_core::RngStreams::new(11, n);
+        // Hidden configurations from p_{draw_beta}(h), visible from p_beta(v | h).
+        exact::sample_by_hidden(&rbm, &mut x, draw_beta, rngs.as_mut_slice(), Par::Rayon).unwrap();
+        rbm.sample_visible(&mut x, beta, rngs.as_mut_slice(), Par::Rayon);
+        let mut counts = vec![0u64; p.len()];
+        for c in x.visible.column_iter() {
+            counts[rbm.visible().configuration_index(c.as_slice()) as usize] += 1;
+        }
+        ebm_testkit::chi_square(&counts, &p)
+    };
+    let good = histogram(beta);
+    assert!(good.p_value > 1e-4, "exact draws rejected: {good:?}");
+    let wrong = histogram(0.4);
+    assert!(
+        wrong.p_value < 1e-6,
+        "draws at the wrong temperature accepted: {wrong:?}"
+    );
+    // Thread-count invariance: the same streams give the same draws.
+    let mut a = rbm.new_state(100);
+    let mut b = rbm.new_state(100);
+    exact::sample_by_hidden(
+        &rbm,
+        &mut a,
+        beta,
+        ebm_core::RngStreams::new(5, 100).as_mut_slice(),
+        Par::Seq,
+    )
+    .unwrap();
+    exact::sample_by_hidden(
+        &rbm,
+        &mut b,
+        beta,
+        ebm_core::RngStreams::new(5, 100).as_mut_slice(),
+        Par::Rayon,
+    )
+    .unwrap();
+    assert_eq!(a, b);
+}

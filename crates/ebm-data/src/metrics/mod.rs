@@ -12,4 +12,7 @@ pub use autocorr::{
     exponential_autocorrelation_time, importance_ess_fraction, integrated_autocorrelation_time,
 };
 pub use histogram::{HistogramDistance, compare_projections, histogram_distance, wasserstein_1d};
-pub use modes::{JumpStats, ModeClassifier, count_jumps, mode_fractions, mode_jumps};
+pub use modes::{
+    JumpStats, ModeClassifier, WindowedWeights, count_jumps, mode_fractions, mode_jumps,
+    windowed_mode_weights,
+};

@@ -180,6 +180,147 @@ pub fn mode_jumps(labels_by_time: &[Vec<usize>]) -> Result<JumpStats> {
     })
 }
 
+/// Mode weights estimated as time averages over a window of recorded times, with error bars
+/// from independent chains, and the checks that say when they cannot be trusted.
+///
+/// Each chain's weight of mode \(k\) is the fraction of its records in the window that are in
+/// \(k\); the estimate is the mean over chains and its standard error the standard deviation
+/// over chains divided by \(\sqrt{\text{chains}}\). Because the chains are independent, this error
+/// bar is honest whatever the autocorrelation along each chain, **provided** the chains are in
+/// equilibrium during the window. Two checks test that:
+///
+/// - `drift`: the weights over the first and the second half of the window, compared mode by
+///   mode in units of their combined standard error; a chain population still relaxing gives a
+///   large value (the window started before equilibrium);
+/// - `mean_jumps`: mode changes per chain inside the window; chains that never change mode
+///   report the mode they started in, not the model's weights, and their spread across chains
+///   (hence the error bar) reflects only the starting points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowedWeights {
+    /// First recorded time index of the window (records before it are discarded as burn-in).
+    pub first_record: usize,
+    /// Number of records in the window.
+    pub records: usize,
+    /// Time-averaged weight of each mode.
+    pub weights: Vec<f64>,
+    /// Standard error of each weight over independent chains.
+    pub se: Vec<f64>,
+    /// Largest \(|w_k^{(1)} - w_k^{(2)}| / \sqrt{se_1^2 + se_2^2}\) over modes between the two
+    /// halves of the window (0 when both halves agree exactly).
+    pub drift: f64,
+    /// Mean number of mode changes per chain inside the window.
+    pub mean_jumps: f64,
+}
+
+impl WindowedWeights {
+    /// Drift above this many combined standard errors is reported as not equilibrated.
+    pub const DRIFT_LIMIT: f64 = 4.0;
+    /// Fewer mode changes per chain than this inside the window are reported as too few to
+    /// estimate the weights.
+    pub const MIN_JUMPS: f64 = 10.0;
+
+    /// Plain-language warnings when the estimate cannot be trusted (empty when both checks
+    /// pass).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.mean_jumps < Self::MIN_JUMPS {
+            w.push(format!(
+                "only {:.2} mode changes per chain after burn-in (fewer than {}): the mode \
+                 weights reflect where the chains started, not the model, and their error bars \
+                 cannot be trusted; run longer or use a tempering sampler",
+                self.mean_jumps,
+                Self::MIN_JUMPS
+            ));
+        }
+        if self.drift > Self::DRIFT_LIMIT {
+            w.push(format!(
+                "the mode weights of the two halves after burn-in differ by {:.1} standard \
+                 errors (limit {}): the chains had not reached equilibrium; run longer",
+                self.drift,
+                Self::DRIFT_LIMIT
+            ));
+        }
+        w
+    }
+}
+
+/// Time-averaged mode weights of a trajectory `labels_by_time[t][c]` (time-major, as
+/// [`mode_jumps`]) over the records `first_record..`, with their checks ([`WindowedWeights`]).
+/// Labels `>= n_modes` count in no mode.
+///
+/// # Errors
+/// [`Error::Shape`] if the label vectors have different lengths; [`Error::InvalidArgument`] if
+/// there is no chain, `n_modes` is 0, or the window has fewer than 2 records.
+pub fn windowed_mode_weights(
+    labels_by_time: &[Vec<usize>],
+    first_record: usize,
+    n_modes: usize,
+) -> Result<WindowedWeights> {
+    let window = labels_by_time.get(first_record..).unwrap_or(&[]);
+    if window.len() < 2 || n_modes == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "mode weights need at least 2 records after burn-in and at least one mode (got {} \
+             records from record {first_record}, {n_modes} modes)",
+            window.len()
+        )));
+    }
+    let jumps = mode_jumps(window)?;
+    let n_chains = window[0].len();
+    // Per-chain fractions of the records in [from, to) spent in each mode.
+    let fractions = |from: usize, to: usize| -> Vec<Vec<f64>> {
+        let mut f = vec![vec![0.0; n_modes]; n_chains];
+        for labels in &window[from..to] {
+            for (c, &l) in labels.iter().enumerate() {
+                if l < n_modes {
+                    f[c][l] += 1.0;
+                }
+            }
+        }
+        let len = (to - from) as f64;
+        f.iter_mut().flatten().for_each(|x| *x /= len);
+        f
+    };
+    let mean_se = |f: &[Vec<f64>]| -> (Vec<f64>, Vec<f64>) {
+        let n = f.len() as f64;
+        (0..n_modes)
+            .map(|k| {
+                let m = f.iter().map(|c| c[k]).sum::<f64>() / n;
+                let var = if f.len() > 1 {
+                    f.iter().map(|c| (c[k] - m).powi(2)).sum::<f64>() / (n - 1.0)
+                } else {
+                    0.0
+                };
+                (m, (var / n).sqrt())
+            })
+            .unzip()
+    };
+    let (weights, se) = mean_se(&fractions(0, window.len()));
+    let half = window.len() / 2;
+    let (w1, s1) = mean_se(&fractions(0, half));
+    let (w2, s2) = mean_se(&fractions(half, window.len()));
+    let drift = (0..n_modes)
+        .map(|k| {
+            let d = (w1[k] - w2[k]).abs();
+            let s = (s1[k].powi(2) + s2[k].powi(2)).sqrt();
+            if d == 0.0 {
+                0.0
+            } else if s == 0.0 {
+                f64::INFINITY
+            } else {
+                d / s
+            }
+        })
+        .fold(0.0, f64::max);
+    Ok(WindowedWeights {
+        first_record,
+        records: window.len(),
+        weights,
+        se,
+        drift,
+        mean_jumps: jumps.mean,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,5 +398,57 @@ mod tests {
         );
         // binomial sd per chain sqrt(40 * 0.98) ≈ 6.26; sem ≈ 0.31
         assert!((st.sem - (expect * (1.0 - p) / chains as f64).sqrt()).abs() < 0.05);
+    }
+
+    /// Independent two-state chains at known weights: the estimate covers the truth within its
+    /// error bar; a population still relaxing from one mode is flagged by the drift check, and
+    /// chains stuck where they started by the jump check.
+    #[test]
+    fn windowed_weights_cover_the_truth_and_flag_relaxation_and_stuck_chains() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
+        let (chains, records, p) = (400, 200, 0.3);
+        // Equilibrium: i.i.d. labels with P(mode 1) = p.
+        let labels: Vec<Vec<usize>> = (0..records)
+            .map(|_| {
+                (0..chains)
+                    .map(|_| (rng.random::<f64>() < p) as usize)
+                    .collect()
+            })
+            .collect();
+        let w = windowed_mode_weights(&labels, 0, 2).unwrap();
+        assert!((w.weights[1] - p).abs() < 4.0 * w.se[1], "{w:?}");
+        assert!((w.weights[0] + w.weights[1] - 1.0).abs() < 1e-12);
+        assert!(w.drift < WindowedWeights::DRIFT_LIMIT, "{w:?}");
+        assert!(w.warnings().is_empty(), "{:?}", w.warnings());
+        // Relaxation: P(mode 1) grows from 0 to p along the window.
+        let relaxing: Vec<Vec<usize>> = (0..records)
+            .map(|t| {
+                let q = p * t as f64 / records as f64;
+                (0..chains)
+                    .map(|_| (rng.random::<f64>() < q) as usize)
+                    .collect()
+            })
+            .collect();
+        let r = windowed_mode_weights(&relaxing, 0, 2).unwrap();
+        assert!(r.drift > WindowedWeights::DRIFT_LIMIT, "{r:?}");
+        assert_eq!(r.warnings().len(), 1);
+        // Stuck: every chain keeps its starting mode (30 % start in mode 1).
+        let stuck: Vec<Vec<usize>> = (0..records)
+            .map(|_| {
+                (0..chains)
+                    .map(|c| (c * 10 < chains * 3) as usize)
+                    .collect()
+            })
+            .collect();
+        let s = windowed_mode_weights(&stuck, 0, 2).unwrap();
+        assert_eq!(s.mean_jumps, 0.0);
+        assert_eq!(s.drift, 0.0);
+        assert!(
+            s.warnings()[0].contains("mode changes"),
+            "{:?}",
+            s.warnings()
+        );
+        // The window must hold two records.
+        assert!(windowed_mode_weights(&labels, records - 1, 2).is_err());
     }
 }
