@@ -317,7 +317,8 @@ Samplers:
           geometrically from --beta-min to 1 (or exactly --betas). Each step (a round) runs
           --sweeps Gibbs sweeps on every rung, then proposes exchanges of neighbouring rungs
           by the --schedule: seo (stochastic even/odd), deo (deterministic even/odd,
-          non-reversible; the default), random-pair, lifted (one lifted replica per system).
+          non-reversible; the default), random-pair, lifted (one lifted replica per system),
+          sweep (every pair each round, in sequence from the bottom rung up).
   pt-ref  parallel tempering between an independent-site reference (rung 0, zero weights) and
           the model, through the interpolated models beta*theta + (1 - beta)*theta_ref at
           --rungs evenly spaced betas from 0 to 1 (or --betas). With --data the reference's
@@ -325,7 +326,8 @@ Samplers:
           the model's own fields.
   ptt     parallel trajectory tempering: the rungs are the checkpoints of a training run
           saved in --trajectory (rung 0 the first checkpoint, the target the last), all at
-          beta = 1, exchanged by the --schedule; --rungs K keeps K checkpoints evenly spaced
+          beta = 1, exchanged by the --schedule (default sweep: every pair each round, from
+          the bottom up, as in the PTT paper); --rungs K keeps K checkpoints evenly spaced
           in the file's order, always the first and the last.
 
 Cost: a gibbs step costs --sweeps Gibbs sweeps per chain; a pt, pt-ref or ptt round costs
@@ -395,7 +397,8 @@ pub(crate) struct SampleArgs {
         conflicts_with_all = ["rungs", "beta_min"]
     )]
     pub betas: Option<Vec<f64>>,
-    /// pt, pt-ref, ptt: swap schedule (default deo).
+    /// pt, pt-ref, ptt: swap schedule (default deo for pt and pt-ref, sweep for ptt as in the
+    /// PTT paper).
     #[arg(long, value_enum)]
     pub schedule: Option<ScheduleArg>,
     /// Data file: reference fields of pt-ref, starting states of --init data, PCA of
@@ -439,6 +442,9 @@ pub(crate) enum ScheduleArg {
     RandomPair,
     /// Lifted PT: one lifted replica per system with a direction.
     Lifted,
+    /// Every neighbouring pair each round, in sequence from the bottom rung up (the PTT
+    /// schedule of the paper).
+    Sweep,
 }
 
 /// Starting states.
@@ -846,7 +852,7 @@ the data term exact (hidden units averaged out) and the model term from a negati
   cd         chains restarted at the minibatch, --sweeps sweeps (CD-k)
   pt         parallel tempering on a geometric ladder of --rungs inverse temperatures from
              --beta-min to 1 (or --betas), --rounds rounds of --sweeps sweeps per update, swaps
-             by --schedule (seo, deo: the default, random-pair, lifted)
+             by --schedule (seo, deo: the default, random-pair, lifted, sweep)
   jarzynski  persistent chains reweighted by the parameter changes and resampled when their
              relative ESS falls below --resample-below (--sweeps sweeps per update)
 

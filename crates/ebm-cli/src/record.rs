@@ -77,6 +77,13 @@ impl Context {
         }
     }
 
+    /// Prints `warning: line` on stderr (not with `--quiet`; the run record keeps it anyway).
+    pub fn warn(&self, line: impl AsRef<str>) {
+        if !self.quiet {
+            eprintln!("warning: {}", line.as_ref());
+        }
+    }
+
     /// A progress bar of `len` steps on stderr, with rate and ETA. Hidden with `--quiet` or
     /// `--json`, and by indicatif itself when stderr is not a terminal.
     pub fn progress(&self, len: u64, what: &str) -> ProgressBar {

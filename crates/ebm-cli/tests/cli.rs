@@ -1795,10 +1795,14 @@ fn demo_quick_writes_a_consistent_report() {
     // The report's numbers are the records' numbers.
     let data_plus = r["data_mode_plus"].as_f64().unwrap();
     assert!((0.2..=0.8).contains(&data_plus), "{data_plus}");
+    assert!(report.contains(&format!("| data (reference only) | {data_plus:.3} |")));
+    // The ground truth is the model's own exact weight, with a binomial error bar.
+    let exact = r["exact_mode_plus"].as_f64().unwrap();
+    let exact_se = r["exact_mode_plus_se"].as_f64().unwrap();
+    let draws = r["plan"]["exact_draws"].as_f64().unwrap();
+    assert!((exact_se - (exact * (1.0 - exact) / draws).sqrt()).abs() < 1e-12);
     assert!(report.contains(&format!(
-        "| data | {:.3} | {:.3} |",
-        data_plus,
-        1.0 - data_plus
+        "| **model, exact** | **{exact:.3} ± {exact_se:.3}** |"
     )));
     for (k, (name, record)) in [("Gibbs", "gibbs.json"), ("PTT", "ptt.json")]
         .into_iter()
@@ -1806,22 +1810,33 @@ fn demo_quick_writes_a_consistent_report() {
     {
         let s = &r["samplers"][k];
         assert_eq!(s["label"], name);
-        let jumps = json(&demo.join(record))["results"]["mode_jumps"].clone();
+        let sample = json(&demo.join(record))["results"].clone();
+        let jumps = sample["mode_jumps"].clone();
         assert_eq!(s["mean_jumps"], jumps["mean_jumps"]);
+        // The weights are the sampler's own after-burn-in averages, and z is computed from them.
         let plus = s["mode_plus"].as_f64().unwrap();
-        assert!(
-            (plus - jumps["final_mode_fractions"][1].as_f64().unwrap()).abs() < 1e-12,
-            "{name}: the final samples are the last traced states"
-        );
-        let row = format!(
-            "| {name} | {:.3} | {:.3} | {:.2} ± {:.2} |",
-            plus,
-            1.0 - plus,
-            s["mean_jumps"].as_f64().unwrap(),
-            s["jumps_sem"].as_f64().unwrap()
-        );
+        let se = s["mode_plus_se"].as_f64().unwrap();
+        assert_eq!(plus, jumps["weights"][1].as_f64().unwrap());
+        assert_eq!(se, jumps["weights_se"][1].as_f64().unwrap());
+        let z = s["z_vs_exact"].as_f64().unwrap();
+        if se > 0.0 {
+            let expected = (plus - exact) / (se * se + exact_se * exact_se).sqrt();
+            assert!((z - expected).abs() < 1e-9, "{name}: z {z} vs {expected}");
+        }
+        assert_eq!(s["warnings"], sample["warnings"]);
+        let row = format!("| {name} | {plus:.3} ± {se:.3} | {z:+.1} σ");
         assert!(report.contains(&row), "report lacks {row:?}:\n{report}");
     }
+    // Gibbs started in one mode stays there, and says its weights cannot be trusted.
+    assert!(
+        r["samplers"][0]["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("mode changes per chain"),
+        "{}",
+        r["samplers"][0]
+    );
+    assert!(report.contains("**Gibbs** does **not** give the model's weight"));
     // Equal budgets in Gibbs sweeps per chain.
     let budget = r["budget_sweeps"].as_u64().unwrap();
     for record in ["gibbs.json", "ptt.json"] {

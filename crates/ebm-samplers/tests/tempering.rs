@@ -115,6 +115,7 @@ fn one_pt_round_leaves_the_product_target_invariant_under_every_schedule() {
         SwapSchedule::StochasticEvenOdd,
         SwapSchedule::DeterministicEvenOdd,
         SwapSchedule::RandomPair,
+        SwapSchedule::Sweep,
     ]
     .into_iter()
     .enumerate()
@@ -147,6 +148,7 @@ fn swap_acceptance_with_the_beta_one_free_energy_is_rejected() {
         SwapSchedule::StochasticEvenOdd,
         SwapSchedule::DeterministicEvenOdd,
         SwapSchedule::RandomPair,
+        SwapSchedule::Sweep,
     ] {
         let p = pt_round_p_value(
             &wrong,

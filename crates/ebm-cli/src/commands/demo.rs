@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Parser;
+use ebm_core::{Par, RngStreams};
 use ebm_data::metrics::{ModeClassifier, mode_fractions};
 use ebm_data::{Centering, Dataset};
+use ebm_models::{Bernoulli, Rbm, Spin};
 use serde::Serialize;
 
 use super::sample::SampleResults;
@@ -47,6 +49,8 @@ struct DemoPlan {
     ptt_rounds: u64,
     /// Rungs of PTT (checkpoints kept evenly spaced along the trajectory).
     max_rungs: usize,
+    /// Exact draws of the trained model (hidden layer enumerated) giving its mode weights.
+    exact_draws: usize,
 }
 
 impl DemoPlan {
@@ -64,8 +68,9 @@ impl DemoPlan {
                 train_chains: 100,
                 learning_rate: 0.02,
                 chains: 100,
-                ptt_rounds: 100,
+                ptt_rounds: 400,
                 max_rungs: 8,
+                exact_draws: 20_000,
             }
         } else {
             Self {
@@ -80,8 +85,9 @@ impl DemoPlan {
                 train_chains: 300,
                 learning_rate: 0.01,
                 chains: 500,
-                ptt_rounds: 1000,
+                ptt_rounds: 4000,
                 max_rungs: 12,
+                exact_draws: 100_000,
             }
         }
     }
@@ -95,6 +101,10 @@ struct DemoResults {
     commands: Vec<String>,
     /// Fraction of the data (train) with PC1 >= 0 ("mode +").
     data_mode_plus: f64,
+    /// The trained model's own weight of mode +, from exact draws (hidden layer enumerated),
+    /// and its standard error.
+    exact_mode_plus: f64,
+    exact_mode_plus_se: f64,
     /// Rungs of PTT and the training updates of their checkpoints.
     ptt_checkpoints: Vec<u64>,
     /// Gibbs sweeps per chain given to each sampler.
@@ -113,10 +123,27 @@ struct DemoResults {
 #[derive(Debug, Serialize, Clone)]
 struct SamplerSummary {
     label: String,
+    /// Weight of mode + averaged over the second half of the run and over chains.
     mode_plus: f64,
+    /// Its standard error over independent chains.
+    mode_plus_se: f64,
+    /// (mode_plus - exact) / combined standard error.
+    z_vs_exact: f64,
+    /// Mode changes per chain after burn-in.
+    window_jumps: f64,
     mean_jumps: f64,
     jumps_sem: f64,
     seconds: f64,
+    /// The sampler's own warnings about its mode weights.
+    warnings: Vec<String>,
+}
+
+impl SamplerSummary {
+    /// Whether the sampler's weight agrees with the exact one within 3 combined standard
+    /// errors and its own checks passed.
+    fn agrees(&self) -> bool {
+        self.z_vs_exact.abs() <= 3.0 && self.warnings.is_empty()
+    }
 }
 
 /// Runs one `ebm` command line in this process (quietly), as the user would type it after
@@ -139,17 +166,29 @@ fn args(s: &str, paths: &[(&str, &Path)]) -> Vec<String> {
         .collect()
 }
 
-/// Fraction of the samples of `ds` whose projection on the first principal component of
+/// Fraction of the `samples` (one per column) whose projection on the first principal component of
 /// `data` (centred) is at least 0: the same classification as `ebm sample --trace-every`.
-fn mode_plus(data: &Dataset, ds: &Dataset) -> Result<f64> {
+fn mode_plus(data: &Dataset, samples: &nalgebra::DMatrix<f64>) -> Result<f64> {
     let pca = ebm_data::pca(data, 1, Centering::Centered)?;
-    let p = pca.project(ds.data())?;
+    let p = pca.project(samples)?;
     let labels = ModeClassifier::Threshold {
         component: 0,
         value: 0.0,
     }
     .assign(&p)?;
     Ok(mode_fractions(&labels, 2)[1])
+}
+
+/// The trained model's own weight of mode + (the same classification as [`mode_plus`]) and its
+/// standard error, from `n` independent exact draws: hidden configurations by enumeration of the
+/// hidden layer, then visible units from their exact conditional law.
+fn exact_mode_plus(model: &Path, data: &Dataset, n: usize, seed: u64) -> Result<(f64, f64)> {
+    let rbm: Rbm<Spin<f64>, Bernoulli<f64>> = ebm_io::load_rbm(model)?;
+    let mut x = rbm.default_chains(n);
+    let mut rngs = RngStreams::new(seed ^ 0x5eed_e4ac, n);
+    ebm_models::exact::sample_by_hidden(&rbm, &mut x, 1.0, rngs.as_mut_slice(), Par::Rayon)?;
+    let plus = mode_plus(data, &x.visible)?;
+    Ok((plus, (plus * (1.0 - plus) / n as f64).sqrt()))
 }
 
 pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
@@ -278,8 +317,8 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
             plan.chains, plan.ptt_rounds
         ),
         format!(
-            "sample --trajectory @TRAJ --sampler ptt --rungs {rungs} --chains {} --steps {} \
-             --data @DATA --trace-every {} --seed {seed} --out @PTT",
+            "sample --trajectory @TRAJ --sampler ptt --rungs {rungs} --schedule sweep --chains {} \
+             --steps {} --data @DATA --trace-every {} --seed {seed} --out @PTT",
             plan.chains, plan.ptt_rounds, ptt_trace
         ),
     )?;
@@ -300,23 +339,41 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
 
     // Measurements.
     let ds = load_dataset(&data)?;
-    let data_plus = mode_plus(&ds, &ds)?;
+    let data_plus = mode_plus(&ds, ds.data())?;
+    ctx.say(format!(
+        "demo: the trained model's exact mode weights, from {} exact draws (its {} hidden \
+         units enumerated)",
+        plan.exact_draws, plan.hidden_units
+    ));
+    let (exact_plus, exact_se) = exact_mode_plus(&model, &ds, plan.exact_draws, seed)?;
     let mut samplers = Vec::new();
-    for (label, record, samples, seconds) in [
-        ("Gibbs", &gibbs_record, &gibbs, t_gibbs),
-        ("PTT", &ptt_record, &ptt, t_ptt),
+    for (label, record, seconds) in [
+        ("Gibbs", &gibbs_record, t_gibbs),
+        ("PTT", &ptt_record, t_ptt),
     ] {
         let r = read_record::<SampleResults>(record, "sample")?.results;
         let jumps = r
             .mode_jumps
             .ok_or_else(|| CliError::new("demo: a sample record has no mode jumps"))?;
-        let plus = mode_plus(&ds, &load_dataset(samples)?)?;
+        let (plus, se) = match (jumps.weights.get(1), jumps.weights_se.get(1)) {
+            (Some(&w), Some(&s)) => (w, s),
+            _ => bail!("demo: a sample record has no mode weights"),
+        };
+        let combined = (se * se + exact_se * exact_se).sqrt();
         samplers.push(SamplerSummary {
             label: label.into(),
             mode_plus: plus,
+            mode_plus_se: se,
+            z_vs_exact: if combined > 0.0 {
+                (plus - exact_plus) / combined
+            } else {
+                f64::INFINITY
+            },
+            window_jumps: jumps.window_mean_jumps,
             mean_jumps: jumps.mean_jumps,
             jumps_sem: jumps.sem,
             seconds,
+            warnings: r.warnings,
         });
     }
     let ptt_info = read_record::<SampleResults>(&ptt_record, "sample")?.results;
@@ -327,6 +384,8 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         plan: plan.clone(),
         commands,
         data_mode_plus: data_plus,
+        exact_mode_plus: exact_plus,
+        exact_mode_plus_se: exact_se,
         ptt_checkpoints: pt.checkpoint_updates.clone().unwrap_or_default(),
         budget_sweeps: budget,
         samplers,
@@ -341,9 +400,31 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
     let g = &results.samplers[0];
     let t = &results.samplers[1];
     ctx.say(format!(
-        "demo: fraction of samples in mode + (PC1 >= 0): data {:.3}, Gibbs {:.3}, PTT {:.3}",
-        data_plus, g.mode_plus, t.mode_plus
+        "demo: weight of mode + (PC1 >= 0): the model's exact {:.3} +- {:.3}; Gibbs {:.3} +- {:.3} \
+         ({}); PTT {:.3} +- {:.3} ({}); the data {:.3}",
+        exact_plus,
+        exact_se,
+        g.mode_plus,
+        g.mode_plus_se,
+        if g.agrees() {
+            "agrees"
+        } else {
+            "does not agree"
+        },
+        t.mode_plus,
+        t.mode_plus_se,
+        if t.agrees() {
+            "agrees"
+        } else {
+            "does not agree"
+        },
+        data_plus
     ));
+    for x in [g, t] {
+        for w in &x.warnings {
+            ctx.warn(format!("{}: {w}", x.label));
+        }
+    }
     ctx.say(format!(
         "demo: mode jumps per chain in {budget} sweeps: Gibbs {:.2} +- {:.2}, PTT {:.2} +- {:.2}",
         g.mean_jumps, g.jumps_sem, t.mean_jumps, t.jumps_sem
@@ -396,9 +477,10 @@ fn report_text(
          trained on them ({} updates, negative phase: parallel tempering on {} temperatures, \
          {:.0} s) while its checkpoints were kept for parallel \
          trajectory tempering (PTT). The final model was then sampled by plain Gibbs sampling \
-         and by PTT over {} checkpoints, both with {} chains and the same budget of {} Gibbs \
-         sweeps per chain, both starting from the same configuration (every spin -1, i.e. \
-         inside one mode).\n",
+         and by PTT over {} checkpoints (every neighbouring pair proposed for exchange each \
+         round, from the bottom up, as in the PTT paper), both with {} chains and the same \
+         budget of {} Gibbs sweeps per chain, both starting from the same configuration \
+         (every spin -1, i.e. inside one mode).\n",
         a.seed,
         if a.quick {
             " (quick mode: a smaller run)"
@@ -416,56 +498,76 @@ fn report_text(
         r.budget_sweeps,
         l = plan.lattice,
     );
-    let _ = writeln!(s, "## Mode balance and mode jumps\n");
+    let _ = writeln!(s, "## Mode weights against the model's exact ones\n");
     let _ = writeln!(
         s,
-        "A sample is in mode + when its projection on the first principal component of the \
-         data is at least 0 (the data mean), else in mode -. Weights are the fractions of the \
-         chains' final samples; jumps are changes of mode along each chain, recorded every \
-         few sweeps, averaged over chains (± standard error).\n"
+        "A configuration is in mode + when its projection on the first principal component of \
+         the data is at least 0 (the data mean), else in mode -. The **ground truth** is the \
+         trained model's own weight of mode +, computed from {} independent exact draws (all \
+         2^{} hidden configurations enumerated, then the visible units drawn from their exact \
+         conditional law); the data's weight is shown for reference only, since a trained \
+         model need not reproduce it. Each sampler's weight is averaged over the second half \
+         of its run (the first half is burn-in) and over its chains; its error bar is the \
+         spread over the independent chains. Jumps are changes of mode along each chain, \
+         recorded every few sweeps (± standard error over chains).\n",
+        plan.exact_draws, plan.hidden_units
     );
     let _ = writeln!(
         s,
-        "| | weight of mode + | weight of mode - | mode jumps per chain | time |"
+        "| | weight of mode + | vs exact | mode jumps per chain (after burn-in) | time |"
     );
     let _ = writeln!(s, "|---|---|---|---|---|");
     let _ = writeln!(
         s,
-        "| data | {:.3} | {:.3} | | |",
-        r.data_mode_plus,
-        1.0 - r.data_mode_plus
+        "| **model, exact** | **{:.3} ± {:.3}** | | | |",
+        r.exact_mode_plus, r.exact_mode_plus_se
     );
     for x in [g, t] {
         let _ = writeln!(
             s,
-            "| {} | {:.3} | {:.3} | {:.2} ± {:.2} | {:.1} s |",
+            "| {} | {:.3} ± {:.3} | {:+.1} σ{} | {:.2} ± {:.2} ({:.2}) | {:.1} s |",
             x.label,
             x.mode_plus,
-            1.0 - x.mode_plus,
+            x.mode_plus_se,
+            x.z_vs_exact,
+            if x.agrees() { "" } else { " ✗" },
             x.mean_jumps,
             x.jumps_sem,
+            x.window_jumps,
             x.seconds
         );
     }
+    let _ = writeln!(
+        s,
+        "| data (reference only) | {:.3} | | | |",
+        r.data_mode_plus
+    );
     let _ = writeln!(s);
-    let gibbs_stuck = g.mean_jumps < 0.1 * t.mean_jumps.max(1e-12);
-    let verdict = if gibbs_stuck {
-        format!(
-            "Gibbs sampling made {:.2} jumps per chain against {:.2} for PTT at the same cost: \
-             its chains stay in the mode they start in, so its mode weights reflect the start, \
-             not the model. PTT moves configurations along the training trajectory, where the \
-             early, weakly coupled models mix freely, and its weights are those of the trained \
-             model.",
-            g.mean_jumps, t.mean_jumps
-        )
-    } else {
-        format!(
-            "In this run Gibbs sampling made {:.2} jumps per chain against {:.2} for PTT: \
-             the contrast is weaker than usual (quick mode or an unusual seed).",
-            g.mean_jumps, t.mean_jumps
-        )
-    };
-    let _ = writeln!(s, "{verdict}\n");
+    for x in [g, t] {
+        let verdict = if x.agrees() {
+            format!(
+                "**{}** agrees with the model's exact weight ({:+.1} standard errors) and its \
+                 chains changed mode {:.1} times each after burn-in.",
+                x.label, x.z_vs_exact, x.window_jumps
+            )
+        } else if x.warnings.is_empty() {
+            format!(
+                "**{}** does **not** agree with the model's exact weight ({:+.1} combined \
+                 standard errors) although its own checks passed: its run was too short to \
+                 forget its start, or its error bar is too small.",
+                x.label, x.z_vs_exact
+            )
+        } else {
+            format!(
+                "**{}** does **not** give the model's weight ({:+.1} combined standard errors), \
+                 and says so itself: {}",
+                x.label,
+                x.z_vs_exact,
+                x.warnings.join("; ")
+            )
+        };
+        let _ = writeln!(s, "{verdict}\n");
+    }
     let rates: Vec<String> = acceptance
         .iter()
         .map(|a| a.map_or("-".into(), |a| format!("{a:.2}")))

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use ebm_core::{ChainState, Observer, Par, RngStreams};
-use ebm_data::metrics::{ModeClassifier, mode_fractions, mode_jumps};
+use ebm_data::metrics::{ModeClassifier, mode_fractions, mode_jumps, windowed_mode_weights};
 use ebm_data::{Centering, Dataset, Pca};
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
@@ -55,6 +55,9 @@ pub(crate) struct SampleResults {
     pub pt: Option<PtSummary>,
     /// Mode jumps of the target chains (with `--trace-every`).
     pub mode_jumps: Option<JumpCurve>,
+    /// Why the mode weights cannot be trusted, if they cannot (also printed on stderr).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// Parallel-tempering diagnostics of a run ([`PtDiagnostics`]).
@@ -102,6 +105,23 @@ pub(crate) struct JumpCurve {
     pub sem: f64,
     /// Fraction of the chains in each mode at the last record.
     pub final_mode_fractions: Vec<f64>,
+    /// Records discarded as burn-in before the mode weights are averaged: the first half.
+    #[serde(default)]
+    pub burn_in_records: usize,
+    /// Mode weights averaged over the records after burn-in and over chains
+    /// ([`ebm_data::metrics::windowed_mode_weights`]).
+    #[serde(default)]
+    pub weights: Vec<f64>,
+    /// Their standard errors over independent chains.
+    #[serde(default)]
+    pub weights_se: Vec<f64>,
+    /// Largest difference of the weights between the two halves of the window, in combined
+    /// standard errors.
+    #[serde(default)]
+    pub weights_drift: f64,
+    /// Mean mode changes per chain after burn-in.
+    #[serde(default)]
+    pub window_mean_jumps: f64,
 }
 
 fn not_for(option: &str, sampler: &str, hint: &str) -> CliError {
@@ -220,6 +240,7 @@ pub(super) fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
         ScheduleArg::Deo => (SwapSchedule::DeterministicEvenOdd, "deo"),
         ScheduleArg::RandomPair => (SwapSchedule::RandomPair, "random-pair"),
         ScheduleArg::Lifted => (SwapSchedule::Lifted, "lifted"),
+        ScheduleArg::Sweep => (SwapSchedule::Sweep, "sweep"),
     }
 }
 
@@ -284,6 +305,22 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+    }
+    if let Some(j) = &r.mode_jumps {
+        ctx.say(format!(
+            "mode weights after burn-in ({} of {} records, over chains): {}",
+            j.steps.len() - j.burn_in_records,
+            j.steps.len(),
+            j.weights
+                .iter()
+                .zip(&j.weights_se)
+                .map(|(w, s)| format!("{w:.3} +- {s:.3}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for w in &r.warnings {
+        ctx.warn(w);
     }
     ctx.say(format!(
         "mean free energy of the samples {:.6}; samples: {}",
@@ -430,7 +467,7 @@ impl KindsTask for SampleTask<'_> {
         };
         let f = free_energies(&rbm, &samples, beta);
         let mean_free_energy = f.iter().sum::<f64>() / f.len().max(1) as f64;
-        let mode_jumps = tracer.finish(sweeps_per_step)?;
+        let (mode_jumps, warnings) = tracer.finish(sweeps_per_step)?;
         Ok(SampleOutcome {
             model: describe(&rbm),
             results: SampleResults {
@@ -445,6 +482,7 @@ impl KindsTask for SampleTask<'_> {
                 mean_free_energy,
                 pt,
                 mode_jumps,
+                warnings,
             },
             samples,
         })
@@ -460,7 +498,13 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     chains: RbmChains<f64>,
     tracer: &mut ModeTracer,
 ) -> Result<(DMatrix<f64>, PtSummary)> {
-    let (schedule, schedule_name) = schedule_of(a.schedule.unwrap_or(ScheduleArg::Deo));
+    // PTT proposes every pair each round, bottom up (spec `ptt-trais-rcm.md` §2.10): a
+    // configuration at the first checkpoint can climb several rungs in one round.
+    let default = match a.sampler {
+        SamplerArg::Ptt => ScheduleArg::Sweep,
+        _ => ScheduleArg::Deo,
+    };
+    let (schedule, schedule_name) = schedule_of(a.schedule.unwrap_or(default));
     let pt = ParallelTempering::new(Gibbs::new(a.sweeps), schedule);
     let k = ladder.n_rungs();
     let mut state = PtState::new(vec![chains; k], a.seed)?;
@@ -590,13 +634,22 @@ impl ModeTracer {
         Ok(())
     }
 
-    fn finish(self, sweeps_per_step: u64) -> Result<Option<JumpCurve>> {
+    /// The jump curve and mode weights, and the warnings of the weights' checks.
+    fn finish(self, sweeps_per_step: u64) -> Result<(Option<JumpCurve>, Vec<String>)> {
         let Some(s) = self.state else {
-            return Ok(None);
+            return Ok((None, Vec::new()));
         };
         let stats = mode_jumps(&s.labels)?;
         let last = s.labels.last().map(Vec::as_slice).unwrap_or(&[]);
-        Ok(Some(JumpCurve {
+        let burn_in = s.labels.len() / 2;
+        let window = windowed_mode_weights(&s.labels, burn_in, 2).map_err(|e| {
+            CliError::new(format!(
+                "--trace-every {}: {e} (record more often or run more steps)",
+                s.every
+            ))
+        })?;
+        let warnings = window.warnings();
+        let curve = JumpCurve {
             component: 0,
             threshold: s.threshold,
             record_every: s.every,
@@ -606,7 +659,13 @@ impl ModeTracer {
             mean_jumps: stats.mean,
             sem: stats.sem,
             final_mode_fractions: mode_fractions(last, 2),
-        }))
+            burn_in_records: burn_in,
+            weights_drift: window.drift,
+            window_mean_jumps: window.mean_jumps,
+            weights: window.weights.clone(),
+            weights_se: window.se.clone(),
+        };
+        Ok((Some(curve), warnings))
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use ebm_core::{ChainState, Observer, Par};
 use ebm_data::{Dataset, Domain};
 use ebm_models::{Rbm, RbmChains};
-use ebm_samplers::tempering::{PtState, SwapSchedule};
+use ebm_samplers::tempering::PtState;
 use ebm_train::observe::CsvLog;
 use ebm_train::{
     Cd, CheckpointPolicy, Jarzynski, JarzynskiState, LearningRate, LikelihoodPolicy, NegativeInfo,
@@ -357,12 +357,7 @@ fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfi
             {
                 bail!("--betas: the ladder must be strictly increasing from >= 0 to exactly 1");
             }
-            let schedule = match s.schedule.unwrap_or(ScheduleArg::Deo) {
-                ScheduleArg::Seo => SwapSchedule::StochasticEvenOdd,
-                ScheduleArg::Deo => SwapSchedule::DeterministicEvenOdd,
-                ScheduleArg::RandomPair => SwapSchedule::RandomPair,
-                ScheduleArg::Lifted => SwapSchedule::Lifted,
-            };
+            let schedule = super::sample::schedule_of(s.schedule.unwrap_or(ScheduleArg::Deo)).0;
             AnyNegative::Pt(Tempered {
                 betas,
                 schedule,

@@ -227,7 +227,7 @@ impl WindowedWeights {
             w.push(format!(
                 "only {:.2} mode changes per chain after burn-in (fewer than {}): the mode \
                  weights reflect where the chains started, not the model, and their error bars \
-                 cannot be trusted; run longer or use a tempering sampler",
+                 cannot be trusted; run longer, or use a tempering sampler",
                 self.mean_jumps,
                 Self::MIN_JUMPS
             ));

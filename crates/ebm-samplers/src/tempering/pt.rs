@@ -15,6 +15,12 @@ pub enum SwapSchedule {
     DeterministicEvenOdd,
     /// One uniformly random adjacent pair per round and system. Reversible.
     RandomPair,
+    /// Every adjacent pair, in sequence from the bottom to the top, every round: the schedule
+    /// of parallel trajectory tempering (spec `ptt-trais-rcm.md` §2.10, "sequential neighbour
+    /// swaps, bottom to top"). Each exchange sees the states left by the one below it, so a
+    /// fresh configuration injected at rung 0 (an exact refresh) can climb several rungs in one
+    /// round. Each exchange leaves the product target invariant; the sweep is not reversible.
+    Sweep,
     /// Lifted PT (spec `lifted-deo-pt.md` §2.7, with the corrected involution): each system
     /// carries one lifted replica at rung \\(\eta\\) with a direction \\(\varepsilon = \pm1\\)
     /// ([`PtState::lifted`]); each round proposes the single exchange \\((\eta, \eta +
@@ -211,6 +217,7 @@ impl<K, B> ParallelTempering<K, B> {
         // Which pair parity (or which single pair) each system proposes this round.
         let choice: Vec<usize> = match self.schedule {
             SwapSchedule::DeterministicEvenOdd => vec![(state.round % 2) as usize; n],
+            SwapSchedule::Sweep => vec![0; n],
             SwapSchedule::StochasticEvenOdd => streams[0]
                 .iter_mut()
                 .map(|r| (r.next_u32() >> 31) as usize)
@@ -233,6 +240,7 @@ impl<K, B> ParallelTempering<K, B> {
                 .iter()
                 .map(|&c| match self.schedule {
                     SwapSchedule::RandomPair | SwapSchedule::Lifted => c == k,
+                    SwapSchedule::Sweep => true,
                     _ => k % 2 == c,
                 })
                 .collect();
