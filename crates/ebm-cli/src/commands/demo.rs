@@ -22,39 +22,39 @@ use crate::record::{Context, read_record};
 
 /// The sizes of a demo run.
 #[derive(Debug, Clone, Serialize)]
-struct DemoPlan {
+pub(super) struct DemoPlan {
     /// Linear size L of the Ising lattice (L x L spins).
-    lattice: usize,
+    pub(super) lattice: usize,
     /// Inverse temperature of the Ising data (critical point 0.4407).
-    beta: f64,
+    pub(super) beta: f64,
     /// Training samples.
-    train_samples: usize,
+    pub(super) train_samples: usize,
     /// Test samples.
-    test_samples: usize,
+    pub(super) test_samples: usize,
     /// Hidden units.
-    hidden_units: usize,
+    pub(super) hidden_units: usize,
     /// Parameter updates.
-    updates: u64,
+    pub(super) updates: u64,
     /// Online log-likelihood every this many updates.
-    loglik_every: u64,
+    pub(super) loglik_every: u64,
     /// Rungs of the parallel-tempering negative phase of the training.
-    train_rungs: usize,
+    pub(super) train_rungs: usize,
     /// Persistent chains (systems of replicas) of the training.
-    train_chains: usize,
+    pub(super) train_chains: usize,
     /// Learning rate.
-    learning_rate: f64,
+    pub(super) learning_rate: f64,
     /// Chains of each sampler.
-    chains: usize,
+    pub(super) chains: usize,
     /// PTT rounds (Gibbs gets rounds x rungs sweeps).
-    ptt_rounds: u64,
+    pub(super) ptt_rounds: u64,
     /// Rungs of PTT (checkpoints kept evenly spaced along the trajectory).
-    max_rungs: usize,
+    pub(super) max_rungs: usize,
     /// Exact draws of the trained model (hidden layer enumerated) giving its mode weights.
-    exact_draws: usize,
+    pub(super) exact_draws: usize,
 }
 
 impl DemoPlan {
-    fn new(quick: bool) -> Self {
+    pub(super) fn new(quick: bool) -> Self {
         if quick {
             Self {
                 lattice: 5,
@@ -166,9 +166,101 @@ fn args(s: &str, paths: &[(&str, &Path)]) -> Vec<String> {
         .collect()
 }
 
+/// Runs `ebm` command lines in-process, with `@NAME` placeholders replaced by paths, and keeps
+/// the lines run (for the report) and their durations.
+pub(super) struct Runner<'a> {
+    /// What the progress lines start with (`demo`, `reproduce`).
+    pub prefix: &'static str,
+    /// Placeholder -> path.
+    pub paths: Vec<(&'static str, &'a Path)>,
+    /// The command lines run so far, as a user would type them.
+    pub commands: Vec<String>,
+}
+
+impl Runner<'_> {
+    /// Runs one command line (saying `what` first, unless empty); returns its duration in
+    /// seconds.
+    pub fn step(&mut self, ctx: &Context, what: &str, line: &str) -> Result<f64> {
+        if !what.is_empty() {
+            ctx.say(format!("{}: {what}", self.prefix));
+        }
+        let t = Instant::now();
+        self.commands.push(run_command(&args(line, &self.paths))?);
+        Ok(t.elapsed().as_secs_f64())
+    }
+}
+
+/// The demo's data and training: Ising configurations at `plan.beta` (train and test files at
+/// `@DATA` and `@TEST`), then a spin-bernoulli RBM trained with a PT negative phase, the online
+/// log-likelihood and a checkpoint trajectory (`@MODEL`, its `.trajectory.safetensors`, `.json`
+/// and `.log.csv`). Returns the training's duration and its run record.
+pub(super) fn ising_and_training(
+    plan: &DemoPlan,
+    seed: u64,
+    model: &Path,
+    runner: &mut Runner,
+    ctx: &Context,
+) -> Result<(f64, TrainResults)> {
+    let l = plan.lattice;
+    let beta = plan.beta;
+    runner.step(
+        ctx,
+        &format!(
+            "{} equilibrium configurations of the {l}x{l} Ising model at beta = {beta} (below \
+             the critical 0.4407: two modes, magnetisation near +1 or -1)",
+            plan.train_samples
+        ),
+        &format!(
+            "data generate ising --size {l} --beta {beta} --samples {} --seed {seed} --out @DATA",
+            plan.train_samples
+        ),
+    )?;
+    runner.step(
+        ctx,
+        "test configurations (another seed)",
+        &format!(
+            "data generate ising --size {l} --beta {beta} --samples {} --seed {} --out @TEST",
+            plan.test_samples,
+            seed.wrapping_add(1000)
+        ),
+    )?;
+    let t_train = runner.step(
+        ctx,
+        &format!(
+            "training a spin-bernoulli RBM ({} x {}), {} updates with a parallel-tempering \
+             negative phase ({} rungs), online log-likelihood and checkpoint trajectory",
+            l * l,
+            plan.hidden_units,
+            plan.updates,
+            plan.train_rungs
+        ),
+        &format!(
+            "train --data @DATA --test @TEST --visible spin --hidden bernoulli --hidden-units {} \
+             --negative pt --rungs {} --sweeps 1 --chains {} --learning-rate {} \
+             --batch-size 100 --updates {} --loglik-every {} --seed {seed} --out @MODEL",
+            plan.hidden_units,
+            plan.train_rungs,
+            plan.train_chains,
+            plan.learning_rate,
+            plan.updates,
+            plan.loglik_every
+        ),
+    )?;
+    let trained = read_record::<TrainResults>(&model.with_extension("json"), "train")?.results;
+    if trained.checkpoint_updates.len() < 2 {
+        bail!(
+            "{}: the training kept {} checkpoint(s); trajectory tempering needs 2 (a bug in \
+             the settings, please report it)",
+            runner.prefix,
+            trained.checkpoint_updates.len()
+        );
+    }
+    Ok((t_train, trained))
+}
+
 /// Fraction of the `samples` (one per column) whose projection on the first principal component of
 /// `data` (centred) is at least 0: the same classification as `ebm sample --trace-every`.
-fn mode_plus(data: &Dataset, samples: &nalgebra::DMatrix<f64>) -> Result<f64> {
+pub(super) fn mode_plus(data: &Dataset, samples: &nalgebra::DMatrix<f64>) -> Result<f64> {
     let pca = ebm_data::pca(data, 1, Centering::Centered)?;
     let p = pca.project(samples)?;
     let labels = ModeClassifier::Threshold {
@@ -182,7 +274,12 @@ fn mode_plus(data: &Dataset, samples: &nalgebra::DMatrix<f64>) -> Result<f64> {
 /// The trained model's own weight of mode + (the same classification as [`mode_plus`]) and its
 /// standard error, from `n` independent exact draws: hidden configurations by enumeration of the
 /// hidden layer, then visible units from their exact conditional law.
-fn exact_mode_plus(model: &Path, data: &Dataset, n: usize, seed: u64) -> Result<(f64, f64)> {
+pub(super) fn exact_mode_plus(
+    model: &Path,
+    data: &Dataset,
+    n: usize,
+    seed: u64,
+) -> Result<(f64, f64)> {
     let rbm: Rbm<Spin<f64>, Bernoulli<f64>> = ebm_io::load_rbm(model)?;
     let mut x = rbm.default_chains(n);
     let mut rngs = RngStreams::new(seed ^ 0x5eed_e4ac, n);
@@ -215,7 +312,7 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         p("swaps.png"),
     ];
     let report = p("report.md");
-    let paths: Vec<(&str, &Path)> = vec![
+    let paths: Vec<(&'static str, &Path)> = vec![
         ("@DATA", &data),
         ("@TEST", &test),
         ("@MODEL", &model),
@@ -232,66 +329,14 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         ("@FIG_S", &figures[4]),
     ];
     let seed = a.seed;
-    let mut commands = Vec::new();
-    let mut step = |what: &str, line: String| -> Result<f64> {
-        if !what.is_empty() {
-            ctx.say(format!("demo: {what}"));
-        }
-        let t = Instant::now();
-        commands.push(run_command(&args(&line, &paths))?);
-        Ok(t.elapsed().as_secs_f64())
+    let mut runner = Runner {
+        prefix: "demo",
+        paths,
+        commands: Vec::new(),
     };
-
-    let l = plan.lattice;
-    let beta = plan.beta;
-    step(
-        &format!(
-            "{} equilibrium configurations of the {l}x{l} Ising model at beta = {beta} (below \
-             the critical 0.4407: two modes, magnetisation near +1 or -1)",
-            plan.train_samples
-        ),
-        format!(
-            "data generate ising --size {l} --beta {beta} --samples {} --seed {seed} --out @DATA",
-            plan.train_samples
-        ),
-    )?;
-    step(
-        "test configurations (another seed)",
-        format!(
-            "data generate ising --size {l} --beta {beta} --samples {} --seed {} --out @TEST",
-            plan.test_samples,
-            seed.wrapping_add(1000)
-        ),
-    )?;
-    let t_train = step(
-        &format!(
-            "training a spin-bernoulli RBM ({} x {}), {} updates with a parallel-tempering \
-             negative phase ({} rungs), online log-likelihood and checkpoint trajectory",
-            l * l,
-            plan.hidden_units,
-            plan.updates,
-            plan.train_rungs
-        ),
-        format!(
-            "train --data @DATA --test @TEST --visible spin --hidden bernoulli --hidden-units {} \
-             --negative pt --rungs {} --sweeps 1 --chains {} --learning-rate {} \
-             --batch-size 100 --updates {} --loglik-every {} --seed {seed} --out @MODEL",
-            plan.hidden_units,
-            plan.train_rungs,
-            plan.train_chains,
-            plan.learning_rate,
-            plan.updates,
-            plan.loglik_every
-        ),
-    )?;
-    let trained = read_record::<TrainResults>(&model.with_extension("json"), "train")?.results;
+    let (t_train, trained) = ising_and_training(&plan, seed, &model, &mut runner, ctx)?;
     let kept = trained.checkpoint_updates.len();
-    if kept < 2 {
-        bail!(
-            "demo: the training kept {kept} checkpoint(s); trajectory tempering needs 2 (a bug \
-             in the demo's settings, please report it)"
-        );
-    }
+    let mut step = |what: &str, line: String| runner.step(ctx, what, &line);
     let rungs = kept.min(plan.max_rungs);
     let budget = plan.ptt_rounds * rungs as u64;
     // Both samplers record the modes at the same costs, the last at the end of the run.
@@ -382,7 +427,7 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         .ok_or_else(|| CliError::new("demo: the PTT record has no tempering diagnostics"))?;
     let results = DemoResults {
         plan: plan.clone(),
-        commands,
+        commands: std::mem::take(&mut runner.commands),
         data_mode_plus: data_plus,
         exact_mode_plus: exact_plus,
         exact_mode_plus_se: exact_se,

@@ -5,6 +5,7 @@ mod data;
 mod demo;
 mod loglik;
 mod plot;
+mod reproduce;
 mod sample;
 mod train;
 
@@ -20,6 +21,7 @@ pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
         Command::Sample(a) => sample::execute(a, &ctx),
         Command::Train(a) => train::execute(a, &ctx).map(|_| ()),
         Command::Demo(a) => demo::execute(a, &ctx),
+        Command::Reproduce(a) => reproduce::execute(a, &ctx),
         Command::Loglik(l) => loglik::execute(l, &ctx),
         Command::Plot(p) => plot::execute(p, &ctx),
     };

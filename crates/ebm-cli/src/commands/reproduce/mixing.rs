@@ -1,0 +1,392 @@
+//! `ptt-mixing-ising` (paper 000, Fig. 4, Ising row): "PTT outperforms AGS, PT and PTref" in
+//! mode jumps at equal Gibbs-sweep budget, on an RBM trained on 2D Ising configurations below
+//! the critical temperature; the final mode weights of every sampler against the trained model's
+//! exact ones (hidden layer enumerated).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::output_dir;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::super::demo::{DemoPlan, Runner, exact_mode_plus, ising_and_training, mode_plus};
+use super::super::sample::SampleResults;
+use crate::cli::ReproduceArgs;
+use crate::error::{CliError, Result, bail};
+use crate::files::load_dataset;
+use crate::record::{Context, read_record};
+
+/// One sampler of the mixing comparison, as measured.
+#[derive(Debug, Serialize, Clone)]
+struct MixingRow {
+    /// Label in the report and the figure.
+    label: String,
+    /// The `ebm sample` options that select it.
+    options: String,
+    /// Gibbs sweeps per chain spent (equal for every sampler).
+    gibbs_sweeps: u64,
+    /// Mode jumps per chain over the whole run, and its standard error.
+    mean_jumps: f64,
+    jumps_sem: f64,
+    /// Mode jumps per chain after burn-in (second half of the run).
+    window_jumps: f64,
+    /// Weight of mode + after burn-in, its standard error, and its distance to the exact
+    /// weight in combined standard errors.
+    mode_plus: f64,
+    mode_plus_se: f64,
+    z_vs_exact: f64,
+    /// The sampler's own warnings about its weights.
+    warnings: Vec<String>,
+    /// Wall-clock seconds.
+    seconds: f64,
+}
+
+impl MixingRow {
+    fn agrees(&self) -> bool {
+        self.z_vs_exact.abs() <= 3.0 && self.warnings.is_empty()
+    }
+}
+
+/// What `ebm reproduce ptt-mixing-ising` measured.
+#[derive(Debug, Serialize)]
+struct MixingResults {
+    claim: &'static str,
+    paper_statement: &'static str,
+    plan: DemoPlan,
+    /// Training updates of the checkpoints used as PTT rungs.
+    rungs: usize,
+    /// The trained model's exact weight of mode + and its standard error.
+    exact_mode_plus: f64,
+    exact_mode_plus_se: f64,
+    /// The data's weight of mode + (for reference only).
+    data_mode_plus: f64,
+    rows: Vec<MixingRow>,
+    /// `reproduced`, `partly reproduced` or `not reproduced`.
+    verdict: String,
+    /// Why.
+    reason: String,
+    commands: Vec<String>,
+}
+
+const PAPER_000_FIG4: &str = "In all cases, PTT sampling outperforms the other methods [AGS, PT, \
+    PTref, stacked tempering] (paper 000, Fig. 4C: mode jumps per chain against the total number \
+    of AGS steps).";
+
+pub(super) fn ptt_mixing_ising(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
+    let started = Instant::now();
+    let plan = DemoPlan::new(a.quick);
+    let dir = output_dir(a, "ptt-mixing-ising")?;
+    let p = |name: &str| dir.join(name);
+    let (data, test, model) = (p("ising.npy"), p("ising-test.npy"), p("model.safetensors"));
+    let trajectory = p("model.trajectory.safetensors");
+    let (report, csv, figure) = (p("report.md"), p("results.csv"), p("mode-jumps.png"));
+    let samplers: [(&str, &str, &str); 5] = [
+        ("AGS", "gibbs", "--sampler gibbs"),
+        ("PT", "pt", "--sampler pt --schedule deo"),
+        ("PTref", "pt-ref", "--sampler pt-ref --schedule deo"),
+        (
+            "PTT",
+            "ptt",
+            "--sampler ptt --schedule sweep --trajectory @TRAJ",
+        ),
+        (
+            "PTT (DEO)",
+            "ptt-deo",
+            "--sampler ptt --schedule deo --trajectory @TRAJ",
+        ),
+    ];
+    let outputs: Vec<(PathBuf, PathBuf)> = samplers
+        .iter()
+        .map(|(_, stem, _)| (p(&format!("{stem}.npy")), p(&format!("{stem}.json"))))
+        .collect();
+    const OUT: [&str; 5] = ["@OUT0", "@OUT1", "@OUT2", "@OUT3", "@OUT4"];
+    const REC: [&str; 5] = ["@REC0", "@REC1", "@REC2", "@REC3", "@REC4"];
+    let mut paths: Vec<(&'static str, &Path)> = vec![
+        ("@DATA", &data),
+        ("@TEST", &test),
+        ("@MODEL", &model),
+        ("@TRAJ", &trajectory),
+        ("@FIG", &figure),
+    ];
+    for (k, (samples, record)) in outputs.iter().enumerate() {
+        paths.push((OUT[k], samples));
+        paths.push((REC[k], record));
+    }
+    let mut runner = Runner {
+        prefix: "reproduce",
+        paths,
+        commands: Vec::new(),
+    };
+    let seed = a.seed;
+    let (_, trained) = ising_and_training(&plan, seed, &model, &mut runner, ctx)?;
+    let rungs = trained.checkpoint_updates.len().min(plan.max_rungs);
+    let rounds = plan.ptt_rounds;
+    let trace = (rounds / 200).max(1);
+    let chains = plan.chains;
+    let mut rows = Vec::new();
+    for (k, ((label, _, options), (_, record))) in samplers.iter().zip(&outputs).enumerate() {
+        // Every sampler gets rounds x rungs Gibbs sweeps per chain; Gibbs records its modes at
+        // the same costs as the tempering samplers.
+        let (steps, every, ladder) = if options.contains("gibbs") {
+            (rounds * rungs as u64, trace * rungs as u64, String::new())
+        } else {
+            (rounds, trace, format!(" --rungs {rungs}"))
+        };
+        let model_option = if options.contains("@TRAJ") {
+            ""
+        } else {
+            " --model @MODEL"
+        };
+        let line = format!(
+            "sample{model_option} {options}{ladder} --chains {chains} --steps {steps} \
+             --data @DATA --trace-every {every} --seed {seed} --out {}",
+            OUT[k]
+        );
+        let seconds = runner.step(
+            ctx,
+            &format!(
+                "{label}: {chains} chains, {} Gibbs sweeps each",
+                rounds * rungs as u64
+            ),
+            &line,
+        )?;
+        let r = read_record::<SampleResults>(record, "sample")?.results;
+        let j = r
+            .mode_jumps
+            .ok_or_else(|| CliError::new("reproduce: a sample record has no mode jumps"))?;
+        let (Some(&w), Some(&se)) = (j.weights.get(1), j.weights_se.get(1)) else {
+            bail!("reproduce: a sample record has no mode weights");
+        };
+        rows.push(MixingRow {
+            label: (*label).into(),
+            options: (*options).into(),
+            gibbs_sweeps: r.steps * r.gibbs_sweeps_per_step,
+            mean_jumps: j.mean_jumps,
+            jumps_sem: j.sem,
+            window_jumps: j.window_mean_jumps,
+            mode_plus: w,
+            mode_plus_se: se,
+            z_vs_exact: f64::NAN,
+            warnings: r.warnings,
+            seconds,
+        });
+    }
+    let records = REC.join(" ");
+    let labels: Vec<&str> = samplers.iter().map(|s| s.0).collect();
+    runner.step(
+        ctx,
+        "figure",
+        &format!(
+            "plot jumps {} --labels {} --out @FIG",
+            records,
+            labels.join(",").replace(' ', "")
+        ),
+    )?;
+
+    ctx.say(format!(
+        "reproduce: the trained model's exact mode weights ({} exact draws, hidden layer \
+         enumerated)",
+        plan.exact_draws
+    ));
+    let ds = load_dataset(&data)?;
+    let (exact, exact_se) = exact_mode_plus(&model, &ds, plan.exact_draws, seed)?;
+    for r in &mut rows {
+        let s = (r.mode_plus_se.powi(2) + exact_se.powi(2)).sqrt();
+        r.z_vs_exact = if s > 0.0 {
+            (r.mode_plus - exact) / s
+        } else {
+            f64::INFINITY
+        };
+    }
+    let (verdict, reason) = mixing_verdict(&rows);
+    let results = MixingResults {
+        claim: "ptt-mixing-ising",
+        paper_statement: PAPER_000_FIG4,
+        plan: plan.clone(),
+        rungs,
+        exact_mode_plus: exact,
+        exact_mode_plus_se: exact_se,
+        data_mode_plus: mode_plus(&ds, ds.data())?,
+        rows,
+        verdict: verdict.into(),
+        reason,
+        commands: std::mem::take(&mut runner.commands),
+    };
+    ebm_io::write_atomically(&report, |w| {
+        w.write_all(mixing_report(a, &results, &dir).as_bytes())
+    })?;
+    ebm_io::write_atomically(&csv, |w| w.write_all(mixing_csv(&results).as_bytes()))?;
+    for r in &results.rows {
+        ctx.say(format!(
+            "reproduce: {:<10} jumps per chain {:>7.2} ± {:.2}; weight of mode + {:.3} ± {:.3} \
+             ({:+.1} s.e. from the exact {:.3}){}",
+            r.label,
+            r.mean_jumps,
+            r.jumps_sem,
+            r.mode_plus,
+            r.mode_plus_se,
+            r.z_vs_exact,
+            exact,
+            if r.warnings.is_empty() {
+                ""
+            } else {
+                "; warned"
+            }
+        ));
+    }
+    ctx.say(format!(
+        "reproduce: {}: {} ({:.0} s); report: {}",
+        results.verdict,
+        results.reason,
+        started.elapsed().as_secs_f64(),
+        report.display()
+    ));
+    let inputs: [&Path; 0] = [];
+    ctx.finish(
+        "reproduce",
+        Some(seed),
+        a,
+        &inputs,
+        &[&report, &csv, &figure],
+        &results,
+        Some(&dir.join("reproduce.json")),
+    )
+}
+
+/// The verdict on "PTT outperforms AGS, PT and PTref": reproduced when PTT has the most mode
+/// jumps per chain after burn-in and its weight agrees with the exact one; partly when it
+/// agrees but another sampler jumps more (or the reverse); not reproduced otherwise.
+fn mixing_verdict(rows: &[MixingRow]) -> (&'static str, String) {
+    let ptt = &rows[3];
+    let best_other = rows
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| *k != 3)
+        .map(|(_, r)| r)
+        .max_by(|a, b| a.window_jumps.total_cmp(&b.window_jumps))
+        .expect("five samplers");
+    let fastest = ptt.window_jumps > best_other.window_jumps;
+    let how = format!(
+        "PTT {:.2} mode jumps per chain after burn-in against {:.2} for {}, the best of the \
+         others; its weight of mode + is {:+.1} standard errors from the exact one",
+        ptt.window_jumps, best_other.window_jumps, best_other.label, ptt.z_vs_exact
+    );
+    match (fastest, ptt.agrees()) {
+        (true, true) => ("reproduced", how),
+        (false, true) => ("partly reproduced", how),
+        (true, false) => ("partly reproduced", format!("{how}, outside its error bar")),
+        (false, false) => ("not reproduced", how),
+    }
+}
+
+fn mixing_csv(r: &MixingResults) -> String {
+    let mut s = String::from(
+        "sampler,gibbs_sweeps_per_chain,mean_jumps,jumps_sem,jumps_after_burn_in,mode_plus,\
+         mode_plus_se,exact_mode_plus,exact_mode_plus_se,z_vs_exact,warned\n",
+    );
+    for x in &r.rows {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            x.label,
+            x.gibbs_sweeps,
+            x.mean_jumps,
+            x.jumps_sem,
+            x.window_jumps,
+            x.mode_plus,
+            x.mode_plus_se,
+            r.exact_mode_plus,
+            r.exact_mode_plus_se,
+            x.z_vs_exact,
+            !x.warnings.is_empty()
+        );
+    }
+    s
+}
+
+fn mixing_report(a: &ReproduceArgs, r: &MixingResults, dir: &Path) -> String {
+    let plan = &r.plan;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# Reproduction: paper 000, Fig. 4 (Ising row) — mode jumps at equal cost\n"
+    );
+    let _ = writeln!(s, "**Claim.** {}\n", r.paper_statement);
+    let _ = writeln!(
+        s,
+        "**Verdict: {}.** {}.\n",
+        r.verdict.to_uppercase(),
+        r.reason
+    );
+    let _ = writeln!(
+        s,
+        "**Setting** (seed {}{}). {} equilibrium configurations of the {l}x{l} Ising model at \
+         beta = {}; a spin-bernoulli RBM with {} hidden units trained on them ({} updates, PT \
+         negative phase), its checkpoints kept for PTT. Each sampler then ran {} chains from \
+         the all -1 configuration (inside one mode) for {} Gibbs sweeps per chain (PT, PTref \
+         and PTT on {} rungs: {} rounds; AGS: that many sweeps). Stacked tempering is not in \
+         this comparison yet.\n",
+        a.seed,
+        if a.quick { ", quick mode" } else { "" },
+        plan.train_samples,
+        plan.beta,
+        plan.hidden_units,
+        plan.updates,
+        plan.chains,
+        r.rows[0].gibbs_sweeps,
+        r.rungs,
+        plan.ptt_rounds,
+        l = plan.lattice
+    );
+    let _ = writeln!(
+        s,
+        "**Ground truth.** A configuration is in mode + when its projection on the data's first \
+         principal component is at least 0. The trained model's own weight of mode + is {:.3} \
+         ± {:.3}, from {} independent exact draws (all 2^{} hidden configurations enumerated, \
+         then exact conditional draws of the visible units). The data's weight ({:.3}) is not \
+         the reference. Each sampler's weight is averaged over the second half of its run and \
+         over chains (standard error over independent chains).\n",
+        r.exact_mode_plus,
+        r.exact_mode_plus_se,
+        plan.exact_draws,
+        plan.hidden_units,
+        r.data_mode_plus
+    );
+    let _ = writeln!(
+        s,
+        "| sampler | mode jumps per chain | after burn-in | weight of mode + | vs exact | time |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for x in &r.rows {
+        let _ = writeln!(
+            s,
+            "| {} | {:.2} ± {:.2} | {:.2} | {:.3} ± {:.3} | {:+.1} σ{} | {:.1} s |",
+            x.label,
+            x.mean_jumps,
+            x.jumps_sem,
+            x.window_jumps,
+            x.mode_plus,
+            x.mode_plus_se,
+            x.z_vs_exact,
+            if x.agrees() { "" } else { " ✗" },
+            x.seconds
+        );
+    }
+    let _ = writeln!(s);
+    for x in r.rows.iter().filter(|x| !x.warnings.is_empty()) {
+        let _ = writeln!(s, "- {} warned: {}", x.label, x.warnings.join("; "));
+    }
+    let _ = writeln!(s, "\n![Mode jumps against cost](mode-jumps.png)\n");
+    let _ = writeln!(
+        s,
+        "## Commands\n\nRun in-process (outputs in {}); each can be rerun by hand:\n\n```console",
+        dir.display()
+    );
+    for c in &r.commands {
+        let _ = writeln!(s, "{c}");
+    }
+    let _ = writeln!(s, "```");
+    s
+}
