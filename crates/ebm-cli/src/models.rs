@@ -49,6 +49,27 @@ pub(crate) trait CliLayer:
         rngs: &mut [ChainRng],
         par: Par,
     ) -> Option<ebm_core::Result<()>>;
+
+    /// The exact sampler of `rbm` at `beta` that enumerates this (hidden) layer once
+    /// ([`exact::HiddenEnumeration`]), for discrete layers.
+    fn hidden_enumeration<V: Layer<Scalar = f64>>(
+        rbm: &Rbm<V, Self>,
+        beta: f64,
+        par: Par,
+    ) -> Option<ebm_core::Result<exact::HiddenEnumeration>>;
+
+    /// An exact draw of every chain from `sampler`, built by [`CliLayer::hidden_enumeration`]
+    /// for `rbm`.
+    ///
+    /// # Panics
+    /// For real-valued layers (which have no such sampler).
+    fn sample_hidden_enumerated<V: Layer<Scalar = f64>, R: rand::Rng + Send>(
+        sampler: &exact::HiddenEnumeration,
+        rbm: &Rbm<V, Self>,
+        chains: &mut RbmChains<f64>,
+        rngs: &mut [R],
+        par: Par,
+    );
 }
 
 macro_rules! discrete_layer {
@@ -87,6 +108,24 @@ macro_rules! discrete_layer {
                     exact::Enumerated::new(rbm.clone())
                         .map(|e| e.sample_exact(chains, beta, rngs, par)),
                 )
+            }
+
+            fn hidden_enumeration<V: Layer<Scalar = f64>>(
+                rbm: &Rbm<V, Self>,
+                beta: f64,
+                par: Par,
+            ) -> Option<ebm_core::Result<exact::HiddenEnumeration>> {
+                Some(exact::HiddenEnumeration::new(rbm, beta, par))
+            }
+
+            fn sample_hidden_enumerated<V: Layer<Scalar = f64>, R: rand::Rng + Send>(
+                sampler: &exact::HiddenEnumeration,
+                rbm: &Rbm<V, Self>,
+                chains: &mut RbmChains<f64>,
+                rngs: &mut [R],
+                par: Par,
+            ) {
+                sampler.sample(rbm, chains, rngs, par);
             }
         }
     };
@@ -142,6 +181,24 @@ macro_rules! real_layer {
                 _par: Par,
             ) -> Option<ebm_core::Result<()>> {
                 None
+            }
+
+            fn hidden_enumeration<V: Layer<Scalar = f64>>(
+                _rbm: &Rbm<V, Self>,
+                _beta: f64,
+                _par: Par,
+            ) -> Option<ebm_core::Result<exact::HiddenEnumeration>> {
+                None
+            }
+
+            fn sample_hidden_enumerated<V: Layer<Scalar = f64>, R: rand::Rng + Send>(
+                _sampler: &exact::HiddenEnumeration,
+                _rbm: &Rbm<V, Self>,
+                _chains: &mut RbmChains<f64>,
+                _rngs: &mut [R],
+                _par: Par,
+            ) {
+                unreachable!("a real-valued layer has no hidden-enumeration sampler")
             }
         }
     };

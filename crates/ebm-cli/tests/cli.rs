@@ -1865,3 +1865,87 @@ fn demo_quick_writes_a_consistent_report() {
         bytes(&demo.join("again.npy"))
     );
 }
+
+/// `ebm reproduce ptt-mixing-ising --quick`: on a trained model whose exact mode weights are
+/// known (hidden layer enumerated), the tempering samplers' weights agree with the exact one
+/// within their error bars, while Gibbs started in one mode does not and warns; PTT refreshes
+/// its first checkpoint exactly and records its index-process times; the report, CSV and
+/// figure exist and carry the record's numbers.
+#[test]
+fn reproduce_mixing_quick_measures_against_the_exact_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, "reproduce ptt-mixing-ising --quick --seed 1 --out r");
+    let r = d.join("r");
+    assert_image(&r.join("mode-jumps.png"));
+    let report = std::fs::read_to_string(r.join("report.md")).unwrap();
+    let csv = std::fs::read_to_string(r.join("results.csv")).unwrap();
+    let rec = json(&r.join("reproduce.json"))["results"].clone();
+    let exact = rec["exact_mode_plus"].as_f64().unwrap();
+    assert!((0.05..0.95).contains(&exact), "{exact}");
+    let rows = rec["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(csv.lines().count(), 6);
+    let budget = rows[0]["gibbs_sweeps"].as_u64().unwrap();
+    for row in rows {
+        let label = row["label"].as_str().unwrap();
+        assert_eq!(row["gibbs_sweeps"].as_u64().unwrap(), budget, "{label}");
+        let z = row["z_vs_exact"].as_f64().unwrap();
+        let warned = !row["warnings"].as_array().unwrap().is_empty();
+        if label == "AGS" {
+            assert!(z.abs() > 10.0 && warned, "Gibbs should be stuck: {row}");
+            assert_eq!(row["mean_jumps"].as_f64().unwrap(), 0.0);
+        } else {
+            assert!(z.abs() <= 3.0, "{label} off the exact weight: {row}");
+        }
+        assert!(
+            report.contains(&format!("| {label} |")),
+            "{label} not in report"
+        );
+    }
+    for stem in ["ptt", "ptt-deo"] {
+        let pt = json(&r.join(format!("{stem}.json")))["results"]["pt"].clone();
+        assert_eq!(pt["rung0"], "exact", "{stem}");
+        assert!(pt["index_tau_int"].as_f64().unwrap() > 0.5, "{pt}");
+    }
+    let pt = json(&r.join("pt.json"))["results"]["pt"].clone();
+    assert_eq!(pt["rung0"], "gibbs");
+    let verdict = rec["verdict"].as_str().unwrap();
+    assert!(
+        ["reproduced", "partly reproduced", "not reproduced"].contains(&verdict),
+        "{verdict}"
+    );
+    assert!(report.contains(&verdict.to_uppercase()));
+}
+
+/// A tempering run shorter than 20 exponential autocorrelation times of its index process, or
+/// whose replicas never complete a round trip, warns in its record.
+#[test]
+fn short_tempering_runs_warn() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ebm_io::save_rbm(&small_rbm(), &d.join("m.safetensors")).unwrap();
+    ok(
+        d,
+        "sample --model m.safetensors --sampler pt --rungs 4 --beta-min 0.05 --chains 20 \
+         --steps 2 --seed 1 --out s.npy",
+    );
+    let rec = json(&d.join("s.json"))["results"].clone();
+    // Two DEO rounds cannot carry a replica across 4 rungs and back.
+    assert_eq!(rec["pt"]["round_trips"], 0);
+    let warnings = rec["warnings"].to_string();
+    assert!(
+        warnings.contains("no replica completed a round trip"),
+        "{warnings}"
+    );
+    // A long enough run of the same ladder does not warn.
+    ok(
+        d,
+        "sample --model m.safetensors --sampler pt --rungs 4 --beta-min 0.05 --chains 20 \
+         --steps 2000 --seed 1 --out long.npy",
+    );
+    let rec = json(&d.join("long.json"))["results"].clone();
+    let tau = rec["pt"]["index_tau_exp"].as_f64().unwrap();
+    assert!(2000.0 > 20.0 * tau, "{tau}");
+    assert_eq!(rec["warnings"].as_array().unwrap().len(), 0, "{rec}");
+}

@@ -8,7 +8,7 @@
 use crate::layer::{DiscreteLayer, Layer};
 use crate::rbm::{Rbm, RbmChains};
 use ebm_core::numerics::log_sum_exp;
-use ebm_core::{ConditionalSampler, EnergyModel, Error, Par, Scalar, Tractable};
+use ebm_core::{ConditionalSampler, EnergyModel, Error, Kernel, Par, Scalar, Tractable};
 use nalgebra::DMatrix;
 use rand::Rng;
 
@@ -265,12 +265,149 @@ where
     Ok(neg.iter().map(|x| (x - log_z).exp()).collect())
 }
 
+/// Exact draws of \\((v, h)\\) from the tempered joint \\(p_\beta(v, h)\\) of one RBM, by
+/// enumerating its **hidden** layer once: \\(h\\) by inversion of the enumerated marginal
+/// \\(p_\beta(h) \propto e^{-F_\beta(h)}\\) (its cumulative distribution is kept), then
+/// \\(v \sim p_\beta(v \mid h)\\) from the model's own conditional sampler.
+///
+/// This is the ground truth for models with a large visible layer and a small discrete hidden
+/// layer (paper 000, *Fast training and sampling of Restricted Boltzmann Machines*, computes
+/// exact log-likelihoods the same way for \\(N_h \le 20\\)), whose visible layer may even be
+/// real-valued. As a [`Kernel`] it is the exact refresh of rung 0 of parallel trajectory
+/// tempering when the first checkpoint has a small hidden layer: every step replaces each chain
+/// by an independent exact draw, which leaves \\(p_\beta\\) trivially invariant.
+///
+/// The sampler belongs to the model and inverse temperature it was built for; used as a kernel,
+/// it checks the inverse temperature and the layer sizes, and must be given the same model.
+#[derive(Clone, Debug)]
+pub struct HiddenEnumeration {
+    beta: f64,
+    n_visible: usize,
+    n_hidden: usize,
+    /// Cumulative (unnormalised) marginal of the hidden configurations.
+    cdf: Vec<f64>,
+}
+
+impl HiddenEnumeration {
+    /// Enumerates the hidden configurations of `rbm` at `beta`.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] if the hidden layer has more than [`MAX_ENUMERATION`]
+    /// configurations; [`Error::InvalidParameter`] for a non-finite `beta`.
+    pub fn new<V, H>(rbm: &Rbm<V, H>, beta: f64, par: Par) -> ebm_core::Result<Self>
+    where
+        V: Layer,
+        H: DiscreteLayer<Scalar = V::Scalar>,
+    {
+        if !beta.is_finite() {
+            return Err(Error::InvalidParameter {
+                name: "beta".into(),
+                reason: format!("must be finite, got {beta}"),
+            });
+        }
+        let p = hidden_probabilities(rbm, beta, par)?;
+        let mut acc = 0.0;
+        let cdf = p
+            .iter()
+            .map(|q| {
+                acc += q;
+                acc
+            })
+            .collect();
+        Ok(Self {
+            beta,
+            n_visible: rbm.visible().width(),
+            n_hidden: rbm.hidden().width(),
+            cdf,
+        })
+    }
+
+    /// The inverse temperature it samples at.
+    pub fn beta(&self) -> f64 {
+        self.beta
+    }
+
+    /// Replaces every chain of `x` by an independent exact draw from \\(p_\beta(v, h)\\) of
+    /// `rbm`, the model this sampler was built from. Chain `i` consumes only `rngs[i]`; the
+    /// result does not depend on `par`.
+    ///
+    /// # Panics
+    /// If `rngs.len()` differs from the number of chains, or the layer sizes from the model's
+    /// this sampler was built for.
+    pub fn sample<V, H, R>(
+        &self,
+        rbm: &Rbm<V, H>,
+        x: &mut RbmChains<V::Scalar>,
+        rngs: &mut [R],
+        par: Par,
+    ) where
+        V: Layer,
+        H: DiscreteLayer<Scalar = V::Scalar>,
+        R: Rng + Send,
+    {
+        assert_eq!(
+            rngs.len(),
+            x.hidden.ncols(),
+            "HiddenEnumeration: one RNG per chain"
+        );
+        assert!(
+            rbm.visible().width() == self.n_visible && rbm.hidden().width() == self.n_hidden,
+            "HiddenEnumeration: built for a {}x{} model, given {}x{}",
+            self.n_visible,
+            self.n_hidden,
+            rbm.visible().width(),
+            rbm.hidden().width()
+        );
+        let total = *self.cdf.last().expect("at least one hidden configuration");
+        let w = self.n_hidden;
+        for (col, rng) in x
+            .hidden
+            .as_mut_slice()
+            .chunks_mut(w.max(1))
+            .zip(rngs.iter_mut())
+        {
+            let u = f64::uniform(rng) * total;
+            let k = self
+                .cdf
+                .partition_point(|&c| c <= u)
+                .min(self.cdf.len() - 1);
+            rbm.hidden().write_configuration(k as u128, col);
+        }
+        rbm.sample_visible(x, self.beta, rngs, par);
+    }
+}
+
+impl<V, H> Kernel<Rbm<V, H>> for HiddenEnumeration
+where
+    V: Layer,
+    H: DiscreteLayer<Scalar = V::Scalar>,
+    Rbm<V, H>: ConditionalSampler<State = RbmChains<V::Scalar>>,
+{
+    type Info = ();
+
+    /// # Panics
+    /// If `beta` is not the inverse temperature the sampler was built for, or as
+    /// [`HiddenEnumeration::sample`].
+    fn step<R: Rng + Send>(
+        &self,
+        model: &Rbm<V, H>,
+        beta: f64,
+        x: &mut RbmChains<V::Scalar>,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        assert!(
+            beta == self.beta,
+            "HiddenEnumeration: built for beta = {}, stepped at beta = {beta}",
+            self.beta
+        );
+        self.sample(model, x, rngs, par);
+    }
+}
+
 /// Replaces every chain of `x` by an independent exact draw of \\((v, h)\\) from the tempered
-/// joint \\(p_\beta(v, h)\\), by enumerating the **hidden** layer: \\(h\\) by inversion of the
-/// enumerated marginal \\(p_\beta(h) \propto e^{-F_\beta(h)}\\), then \\(v \sim p_\beta(v \mid h)\\)
-/// from the model's own conditional sampler. This is the ground truth for models with a large
-/// visible layer and a small discrete hidden layer (spec `ptt-trais-rcm.md` §2.3: \\(N_h \le
-/// 20\\)), whose visible layer may even be real-valued.
+/// joint \\(p_\beta(v, h)\\), by enumerating the hidden layer (see [`HiddenEnumeration`],
+/// which keeps the enumeration for repeated draws).
 ///
 /// Chain `i` consumes only `rngs[i]`; the result does not depend on `par`.
 ///
@@ -291,29 +428,6 @@ where
     H: DiscreteLayer<Scalar = V::Scalar>,
     R: Rng + Send,
 {
-    assert_eq!(
-        rngs.len(),
-        x.hidden.ncols(),
-        "sample_by_hidden: one RNG per chain"
-    );
-    let p = hidden_probabilities(rbm, beta, par)?;
-    let mut cdf = Vec::with_capacity(p.len());
-    let mut acc = 0.0;
-    for q in &p {
-        acc += q;
-        cdf.push(acc);
-    }
-    let w = rbm.hidden().width();
-    for (col, rng) in x
-        .hidden
-        .as_mut_slice()
-        .chunks_mut(w.max(1))
-        .zip(rngs.iter_mut())
-    {
-        let u = f64::uniform(rng) * acc;
-        let k = cdf.partition_point(|&c| c <= u).min(p.len() - 1);
-        rbm.hidden().write_configuration(k as u128, col);
-    }
-    rbm.sample_visible(x, beta, rngs, par);
+    HiddenEnumeration::new(rbm, beta, par)?.sample(rbm, x, rngs, par);
     Ok(())
 }

@@ -317,3 +317,50 @@ fn sampling_by_hidden_enumeration_follows_the_exact_law() {
     .unwrap();
     assert_eq!(a, b);
 }
+
+/// As a kernel, `HiddenEnumeration` leaves the joint law exactly invariant (one step from exact
+/// draws, chi-square on all (v, h)); the same test rejects a sampler enumerated for another
+/// model of the same shape, and stepping at another temperature panics.
+#[test]
+fn hidden_enumeration_kernel_is_exact_and_checks_its_model() {
+    let w = [
+        1.1, -0.7, 0.3, 0.5, 0.9, -1.2, -0.8, 0.2, 0.6, 0.4, -0.5, 1.0,
+    ];
+    let rbm = Rbm::new(
+        Spin::new(vec![0.4, -0.2, 0.1, 0.0]),
+        Bernoulli::new(vec![0.3, -0.6, 0.2]),
+        DMatrix::from_row_slice(4, 3, &w),
+    )
+    .unwrap();
+    let beta = 0.9;
+    let kernel = exact::HiddenEnumeration::new(&rbm, beta, Par::Rayon).unwrap();
+    let good = ebm_testkit::joint_invariance(&rbm, &kernel, beta, 80_000, 3);
+    assert!(good.p_value > 1e-4, "exact refresh rejected: {good:?}");
+
+    // Negative control: enumerated for a model whose weights differ by 0.3 in one entry.
+    let mut w2 = w;
+    w2[0] += 0.3;
+    let other = Rbm::new(
+        Spin::new(vec![0.4, -0.2, 0.1, 0.0]),
+        Bernoulli::new(vec![0.3, -0.6, 0.2]),
+        DMatrix::from_row_slice(4, 3, &w2),
+    )
+    .unwrap();
+    let wrong = exact::HiddenEnumeration::new(&other, beta, Par::Rayon).unwrap();
+    let bad = ebm_testkit::joint_invariance(&rbm, &wrong, beta, 80_000, 3);
+    assert!(
+        bad.p_value < 1e-6,
+        "a refresh enumerated for another model accepted: {bad:?}"
+    );
+
+    let stepped_elsewhere = std::panic::catch_unwind(|| {
+        let mut x = rbm.new_state(4);
+        let mut rngs = ebm_core::RngStreams::new(1, 4);
+        ebm_core::Kernel::step(&kernel, &rbm, 0.5, &mut x, rngs.as_mut_slice(), Par::Seq);
+    });
+    assert!(
+        stepped_elsewhere.is_err(),
+        "a step at another beta must panic"
+    );
+    assert!(exact::HiddenEnumeration::new(&rbm, f64::NAN, Par::Seq).is_err());
+}

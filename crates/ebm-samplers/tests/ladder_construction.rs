@@ -248,11 +248,21 @@ fn index_process_autocorrelation_matches_the_two_state_chain() {
     let pt = ParallelTempering::new(ExactRefresh, SwapSchedule::StochasticEvenOdd);
     let mut state = PtState::new(vec![rbm.new_state(200); 2], 3).unwrap();
     let mut trace = IndexProcess::new();
+    let mut first = IndexProcess::with_max_systems(7);
     for _ in 0..2000 {
         pt.step(&ladder, &mut state, Par::Rayon);
         trace.record(&state);
+        first.record(&state);
     }
     assert_eq!(trace.rounds(), 2000);
+    // A bounded record keeps exactly the series of the first systems.
+    assert_eq!(first.rounds(), 2000);
+    for i in 0..7 {
+        for r in 0..2 {
+            assert_eq!(first.series(i, r), trace.series(i, r));
+        }
+    }
+    assert!(std::panic::catch_unwind(|| first.series(7, 0).len()).is_err());
     let rho = trace.autocorrelation(3).unwrap();
     for (t, r) in rho.iter().enumerate() {
         assert!((r - lambda.powi(t as i32)).abs() < 0.01, "rho({t}) = {r}");

@@ -142,7 +142,21 @@ impl SamplerSummary {
     /// Whether the sampler's weight agrees with the exact one within 3 combined standard
     /// errors and its own checks passed.
     fn agrees(&self) -> bool {
-        self.z_vs_exact.abs() <= 3.0 && self.warnings.is_empty()
+        self.within_error_bars() && self.warnings.is_empty()
+    }
+
+    /// Whether the weight is within 3 combined standard errors of the exact one.
+    fn within_error_bars(&self) -> bool {
+        self.z_vs_exact.abs() <= 3.0
+    }
+
+    /// The one-word verdict of the console line.
+    fn verdict(&self) -> &'static str {
+        match (self.within_error_bars(), self.warnings.is_empty()) {
+            (true, true) => "agrees",
+            (true, false) => "within its error bar, but warned",
+            (false, _) => "does not agree",
+        }
     }
 }
 
@@ -451,18 +465,10 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         exact_se,
         g.mode_plus,
         g.mode_plus_se,
-        if g.agrees() {
-            "agrees"
-        } else {
-            "does not agree"
-        },
+        g.verdict(),
         t.mode_plus,
         t.mode_plus_se,
-        if t.agrees() {
-            "agrees"
-        } else {
-            "does not agree"
-        },
+        t.verdict(),
         data_plus
     ));
     for x in [g, t] {
@@ -594,6 +600,15 @@ fn report_text(
                 "**{}** agrees with the model's exact weight ({:+.1} standard errors) and its \
                  chains changed mode {:.1} times each after burn-in.",
                 x.label, x.z_vs_exact, x.window_jumps
+            )
+        } else if x.within_error_bars() {
+            format!(
+                "**{}** is within {:+.1} combined standard errors of the model's exact weight, \
+                 but its own checks warn that the run may be too short for this to be a \
+                 guarantee: {}",
+                x.label,
+                x.z_vs_exact,
+                x.warnings.join("; ")
             )
         } else if x.warnings.is_empty() {
             format!(

@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use ebm_core::{ChainState, Observer, Par, RngStreams};
+use ebm_core::{ChainState, Kernel, Observer, Par, RngStreams};
 use ebm_data::metrics::{ModeClassifier, mode_fractions, mode_jumps, windowed_mode_weights};
 use ebm_data::{Centering, Dataset, Pca};
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
-    Ladder, ParallelTempering, PtDiagnostics, PtState, ReferenceLadder, SwapSchedule,
+    IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtState, ReferenceLadder, SwapSchedule,
     TemperatureLadder, TrajectoryLadder,
 };
 use ebm_samplers::{Gibbs, GibbsInfo, StepInfo, run};
@@ -82,6 +82,14 @@ pub(crate) struct PtSummary {
     pub round_trip_rate: f64,
     /// The DEO round-trip rate under perfect exploration given the acceptance rates.
     pub ideal_deo_round_trip_rate: Option<f64>,
+    /// How rung 0 was explored: `gibbs`, or `exact` (an independent exact draw every round,
+    /// the hidden layer of the first checkpoint enumerated: PTT as in paper 000).
+    pub rung0: String,
+    /// Exponential and integrated autocorrelation times of the replica index process, in
+    /// rounds (spec `ptt-trais-rcm.md` §5.4), from the first 64 systems; null when they could
+    /// not be estimated.
+    pub index_tau_exp: Option<f64>,
+    pub index_tau_int: Option<f64>,
 }
 
 /// Mean cumulative mode jumps per chain against the cost.
@@ -378,6 +386,7 @@ impl KindsTask for SampleTask<'_> {
         };
         let chains = initial_chains(&rbm, a, data.as_ref())?;
         let mut tracer = ModeTracer::new(a, data.as_ref())?;
+        let mut run_warnings = Vec::new();
         let (samples, beta, sweeps_per_step, description, pt) = match a.sampler {
             SamplerArg::Gibbs => {
                 let beta = a.beta.unwrap_or(1.0);
@@ -420,7 +429,8 @@ impl KindsTask for SampleTask<'_> {
                     );
                 }
                 let betas = ladder.betas().to_vec();
-                let (samples, mut pt) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                let (samples, mut pt, pt_warnings) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                run_warnings = pt_warnings;
                 pt.betas = betas;
                 let desc = format!("PT ({}, {} rungs)", pt.schedule, pt.betas.len());
                 let k = pt.betas.len() as u64;
@@ -445,7 +455,8 @@ impl KindsTask for SampleTask<'_> {
                     Rbm::new(reference_visible, rbm.hidden().clone(), zero_weights(&rbm))?;
                 let ladder = ReferenceLadder::new(&rbm, &reference_rbm, betas.clone())
                     .map_err(|e| CliError::new(format!("--betas: {e}")))?;
-                let (samples, mut pt) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                let (samples, mut pt, pt_warnings) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                run_warnings = pt_warnings;
                 pt.betas = betas;
                 pt.reference = Some(reference.into());
                 let desc = format!("PT-ref ({}, {} rungs)", pt.schedule, pt.betas.len());
@@ -457,7 +468,8 @@ impl KindsTask for SampleTask<'_> {
                 let keep = kept_checkpoints(models.len(), a.rungs, file)?;
                 let ladder =
                     TrajectoryLadder::new(keep.iter().map(|&i| models[i].clone()).collect())?;
-                let (samples, mut pt) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                let (samples, mut pt, pt_warnings) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                run_warnings = pt_warnings;
                 pt.betas = vec![1.0; keep.len()];
                 pt.checkpoint_updates = Some(keep.iter().map(|&i| updates[i]).collect());
                 let desc = format!("PTT ({}, {} checkpoints)", pt.schedule, keep.len());
@@ -467,7 +479,8 @@ impl KindsTask for SampleTask<'_> {
         };
         let f = free_energies(&rbm, &samples, beta);
         let mean_free_energy = f.iter().sum::<f64>() / f.len().max(1) as f64;
-        let (mode_jumps, warnings) = tracer.finish(sweeps_per_step)?;
+        let (mode_jumps, mut warnings) = tracer.finish(sweeps_per_step)?;
+        warnings.extend(run_warnings);
         Ok(SampleOutcome {
             model: describe(&rbm),
             results: SampleResults {
@@ -489,15 +502,57 @@ impl KindsTask for SampleTask<'_> {
     }
 }
 
+/// What explores rung 0 of a PT run.
+enum Rung0 {
+    /// The same Gibbs sweeps as every other rung.
+    Gibbs(Gibbs),
+    /// An independent exact draw every round (the hidden layer enumerated).
+    Exact(ebm_models::exact::HiddenEnumeration),
+}
+
+impl<V: CliLayer, H: CliLayer> Kernel<Rbm<V, H>> for Rung0 {
+    type Info = ();
+
+    fn step<R: Rng + Send>(
+        &self,
+        model: &Rbm<V, H>,
+        beta: f64,
+        x: &mut RbmChains<f64>,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        match self {
+            Rung0::Gibbs(g) => {
+                g.step(model, beta, x, rngs, par);
+            }
+            Rung0::Exact(e) => H::sample_hidden_enumerated(e, model, x, rngs, par),
+        }
+    }
+}
+
+/// Hidden layers with at most this many configurations are enumerated to refresh rung 0 of
+/// PTT exactly (\(N_h \le 20\) binary units, as in paper 000).
+const MAX_RUNG0_ENUMERATION: u128 = 1 << 20;
+
+/// Systems whose replica index process is recorded (memory: systems x rungs x rounds).
+const INDEX_SYSTEMS: usize = 64;
+
 /// Runs `--steps` rounds of PT on `ladder`, every rung starting from `chains`; returns the
-/// visible configurations of the target rung and the diagnostics.
+/// visible configurations of the target rung, the diagnostics and the run's warnings.
+///
+/// PTT refreshes rung 0 with an exact draw every round when the first checkpoint's hidden
+/// layer can be enumerated (paper 000, SI B: "a fresh independent sample at the bottom each
+/// step"); other samplers, and PTT on larger first checkpoints, explore rung 0 with Gibbs.
+/// The run warns when the ladder completed no round trip, or when it was shorter than 20
+/// exponential autocorrelation times of its replica index process (Sokal's conservative
+/// thermalisation time, the criterion of paper 000, SI B.1).
 fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     a: &SampleArgs,
     ctx: &Context,
     ladder: &L,
     chains: RbmChains<f64>,
     tracer: &mut ModeTracer,
-) -> Result<(DMatrix<f64>, PtSummary)> {
+) -> Result<(DMatrix<f64>, PtSummary, Vec<String>)> {
     // PTT proposes every pair each round, bottom up (spec `ptt-trais-rcm.md` §2.10): a
     // configuration at the first checkpoint can climb several rungs in one round.
     let default = match a.sampler {
@@ -505,10 +560,22 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
         _ => ScheduleArg::Deo,
     };
     let (schedule, schedule_name) = schedule_of(a.schedule.unwrap_or(default));
-    let pt = ParallelTempering::new(Gibbs::new(a.sweeps), schedule);
+    let bottom = ladder.rung(0);
+    let enumerable =
+        H::n_configurations(bottom.model.hidden()).is_some_and(|n| n <= MAX_RUNG0_ENUMERATION);
+    let rung0 = match H::hidden_enumeration(bottom.model, bottom.beta, Par::Rayon) {
+        Some(e) if a.sampler == SamplerArg::Ptt && enumerable => Rung0::Exact(e?),
+        _ => Rung0::Gibbs(Gibbs::new(a.sweeps)),
+    };
+    let rung0_name = match rung0 {
+        Rung0::Exact(_) => "exact",
+        Rung0::Gibbs(_) => "gibbs",
+    };
+    let pt = ParallelTempering::new(Gibbs::new(a.sweeps), schedule).with_rung0_kernel(rung0);
     let k = ladder.n_rungs();
     let mut state = PtState::new(vec![chains; k], a.seed)?;
     let mut diagnostics = PtDiagnostics::new(a.chains);
+    let mut index = IndexProcess::with_max_systems(INDEX_SYSTEMS);
     tracer.record(0, &state.rungs[k - 1].visible)?;
     let mut observers = (
         ProgressObserver(ctx.progress(a.steps, sampler_name(a.sampler))),
@@ -517,9 +584,29 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     for round in 1..=a.steps {
         let info = pt.step(ladder, &mut state, Par::Rayon);
         diagnostics.record(&info);
+        index.record(&state);
         observers.observe(round, &state.rungs[k - 1])?;
     }
     let finite = |x: f64| x.is_finite().then_some(x);
+    let tau_exp = index.exponential_time().ok().and_then(|t| finite(t.tau));
+    let tau_int = index.integrated_time().ok().and_then(|t| finite(t.tau));
+    let mut warnings = Vec::new();
+    if diagnostics.round_trips == 0 {
+        warnings.push(format!(
+            "no replica completed a round trip between rung 0 and the target in {} rounds: \
+             the ladder did not communicate, so the target's samples are not equilibrated",
+            a.steps
+        ));
+    }
+    if let Some(t) = tau_exp.filter(|t| (a.steps as f64) < 20.0 * t) {
+        warnings.push(format!(
+            "the run lasted {} rounds, fewer than 20 exponential autocorrelation times of the \
+             replica index process (tau_exp = {t:.1} rounds): it may not have equilibrated; run \
+             at least {} rounds",
+            a.steps,
+            (20.0 * t).ceil()
+        ));
+    }
     let summary = PtSummary {
         schedule: schedule_name.into(),
         betas: Vec::new(),
@@ -534,9 +621,12 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
         round_trips: diagnostics.round_trips,
         round_trip_rate: diagnostics.round_trip_rate(),
         ideal_deo_round_trip_rate: finite(diagnostics.ideal_deo_round_trip_rate()),
+        rung0: rung0_name.into(),
+        index_tau_exp: tau_exp,
+        index_tau_int: tau_int,
     };
     let target = state.rungs.pop().expect("at least two rungs");
-    Ok((target.visible, summary))
+    Ok((target.visible, summary, warnings))
 }
 
 /// The indices of the checkpoints kept as rungs: all of them, or `rungs` evenly spaced ones

@@ -88,6 +88,8 @@ impl PtDiagnostics {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct IndexProcess {
     n_rungs: usize,
+    /// Only systems `0..max_systems` are recorded (`None`: all).
+    max_systems: Option<usize>,
     /// `series[i * n_rungs + r]`: the rungs of replica `r` of system `i`, one per round.
     series: Vec<Vec<u32>>,
 }
@@ -98,12 +100,26 @@ impl IndexProcess {
         Self::default()
     }
 
-    /// Appends the current rung of every replica of `state`.
+    /// An empty record that keeps only the first `max_systems` systems of each state (its
+    /// memory is then bounded by `max_systems` x rungs x rounds, whatever the number of chains;
+    /// the systems are independent, so the times estimated from a subset are unbiased).
+    pub fn with_max_systems(max_systems: usize) -> Self {
+        Self {
+            max_systems: Some(max_systems),
+            ..Self::default()
+        }
+    }
+
+    /// Appends the current rung of every replica of `state` (of its first systems, see
+    /// [`IndexProcess::with_max_systems`]).
     ///
     /// # Panics
     /// If `state` has a different number of rungs or systems than the states recorded before.
     pub fn record<S: ebm_core::Chains>(&mut self, state: &super::PtState<S>) {
-        let (k_max, n) = (state.rungs.len(), state.n_chains());
+        let k_max = state.rungs.len();
+        let n = self
+            .max_systems
+            .map_or(state.n_chains(), |m| m.min(state.n_chains()));
         if self.series.is_empty() {
             self.n_rungs = k_max;
             self.series = vec![Vec::new(); k_max * n];
@@ -116,7 +132,7 @@ impl IndexProcess {
             k_max * n
         );
         for (k, replicas) in state.replica.iter().enumerate() {
-            for (i, &r) in replicas.iter().enumerate() {
+            for (i, &r) in replicas.iter().take(n).enumerate() {
                 self.series[i * k_max + r as usize].push(k as u32);
             }
         }
