@@ -1145,6 +1145,11 @@ pub(crate) enum ClaimArg {
     /// Gibbs-sweep budget, on an RBM trained on 2D Ising configurations; every sampler's mode
     /// weights against the trained model's exact ones. About a minute on two cores.
     PttMixingIsing,
+    /// Paper 000, Fig. 3: error of log Z against Gibbs sweeps per chain for temperature AIS,
+    /// AIS from a reference, offline trajectory AIS and PTT + BAR (online trajectory AIS from
+    /// the training beside them), against the exact log Z of the trained model (hidden layer
+    /// enumerated). A few minutes on two cores.
+    LogzEstimators,
 }
 
 // ---------------------------------------------------------------------------------------------

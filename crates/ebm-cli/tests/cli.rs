@@ -1949,3 +1949,40 @@ fn short_tempering_runs_warn() {
     assert!(2000.0 > 20.0 * tau, "{tau}");
     assert_eq!(rec["warnings"].as_array().unwrap().len(), 0, "{rec}");
 }
+
+/// `ebm reproduce logz-estimators --quick`: every offline estimator at every budget is compared
+/// with the exact log Z of the trained model, the CSV and report carry the records' numbers,
+/// and the ranking is sorted by the absolute error.
+#[test]
+fn reproduce_logz_quick_compares_every_estimator_with_the_exact_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, "reproduce logz-estimators --quick --seed 2 --out r");
+    let r = d.join("r");
+    assert_image(&r.join("logz.png"));
+    let rec = json(&r.join("reproduce.json"))["results"].clone();
+    let exact_rec = json(&r.join("exact.json"))["results"].clone();
+    let exact = rec["exact_log_z"].as_f64().unwrap();
+    assert_eq!(exact, exact_rec["log_z"].as_f64().unwrap());
+    let rows = rec["rows"].as_array().unwrap();
+    let budgets = rec["budgets"].as_array().unwrap().len();
+    assert_eq!(rows.len(), 4 * budgets);
+    let csv = std::fs::read_to_string(r.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), rows.len() + 1);
+    for row in rows {
+        let (z, err, se) = (
+            row["log_z"].as_f64().unwrap(),
+            row["error"].as_f64().unwrap(),
+            row["std_err"].as_f64().unwrap(),
+        );
+        assert!((z - exact - err).abs() < 1e-9, "{row}");
+        assert!(se > 0.0 && err.abs() < 5.0, "{row}");
+        assert!(row["gibbs_sweeps_per_chain"].as_f64().unwrap() > 0.0);
+    }
+    let ranking = rec["ranking"].as_array().unwrap();
+    let errors: Vec<f64> = ranking.iter().map(|x| x[1].as_f64().unwrap()).collect();
+    assert!(errors.windows(2).all(|w| w[0] <= w[1]), "{errors:?}");
+    let report = std::fs::read_to_string(r.join("report.md")).unwrap();
+    assert!(report.contains(&format!("{exact:.4}")));
+    assert!(report.contains(&rec["verdict"].as_str().unwrap().to_uppercase()));
+}

@@ -195,11 +195,24 @@ impl Runner<'_> {
     /// Runs one command line (saying `what` first, unless empty); returns its duration in
     /// seconds.
     pub fn step(&mut self, ctx: &Context, what: &str, line: &str) -> Result<f64> {
+        self.step_with(ctx, what, line, &[])
+    }
+
+    /// As [`Runner::step`], with placeholders of this line only (e.g. its own record file).
+    pub fn step_with(
+        &mut self,
+        ctx: &Context,
+        what: &str,
+        line: &str,
+        extra: &[(&str, &Path)],
+    ) -> Result<f64> {
         if !what.is_empty() {
             ctx.say(format!("{}: {what}", self.prefix));
         }
         let t = Instant::now();
-        self.commands.push(run_command(&args(line, &self.paths))?);
+        let mut paths: Vec<(&str, &Path)> = self.paths.clone();
+        paths.extend_from_slice(extra);
+        self.commands.push(run_command(&args(line, &paths))?);
         Ok(t.elapsed().as_secs_f64())
     }
 }

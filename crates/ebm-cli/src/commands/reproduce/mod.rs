@@ -13,11 +13,13 @@ use crate::cli::{ClaimArg, ReproduceArgs};
 use crate::error::{CliError, Result, bail};
 use crate::record::Context;
 
+mod logz;
 mod mixing;
 
 pub(super) fn execute(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     match a.claim {
         ClaimArg::PttMixingIsing => mixing::ptt_mixing_ising(a, ctx),
+        ClaimArg::LogzEstimators => logz::logz_estimators(a, ctx),
     }
 }
 
