@@ -36,6 +36,7 @@ pub mod exact;
 mod layer;
 mod potts;
 mod rbm;
+mod stack;
 
 pub use analytic::{CurieWeiss, Hopfield};
 pub use binary::{Bernoulli, Spin};
@@ -43,6 +44,7 @@ pub use continuous::{DReLU, Gaussian, ReLU};
 pub use layer::{BinaryLayer, DiscreteLayer, Layer, LinearFields, NamedTensor, TensorLookup};
 pub use potts::Potts;
 pub use rbm::{Rbm, RbmChains, Reparametrised};
+pub use stack::{Stack, StackedRbm};
 
 /// An RBM with Bernoulli units on both sides.
 pub type BernoulliRbm<F = f64> = Rbm<Bernoulli<F>, Bernoulli<F>>;

@@ -13,6 +13,8 @@
 //!
 //! - [`tempering`]: ladders, the [`tempering::Exchange`] move and [`tempering::ParallelTempering`]
 //!   with stochastic even/odd, deterministic even/odd and random-pair schedules.
+//!   The same loop runs stacked tempering ([`tempering::StackLadder`],
+//!   [`tempering::StackedTempering`]): a stack of RBMs exchanging hidden and visible layers.
 //!
 //! Every kernel here has an exact invariance test and a detailed-balance test in the test kit.
 

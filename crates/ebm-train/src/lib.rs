@@ -21,6 +21,7 @@
 //! | [`TrainableLayer`] | data domains, visible-field initialisation from data frequencies, precision floors |
 //! | [`initial_model`], [`zero_sum_gauge`], [`independent_log_partition`] | model initialisation, the Potts gauge on all parameters, exact \\(\log Z\\) at \\(W = 0\\) |
 //! | [`observe`] | progress line, CSV and JSON-lines logs |
+//! | [`StackTrainer`], [`sampled_representations`] | a stack of RBMs for stacked tempering, trained bottom first on sampled hidden representations |
 //!
 //! # Example
 //! ```
@@ -53,6 +54,7 @@ mod negative;
 pub mod observe;
 mod optim;
 mod params;
+mod stack;
 mod stats;
 mod trainer;
 
@@ -61,6 +63,7 @@ pub use layers::TrainableLayer;
 pub use negative::{Cd, Jarzynski, JarzynskiState, NegativeInfo, NegativePhase, Pcd, Tempered};
 pub use optim::{LearningRate, Optimizer, OptimizerState, Penalty};
 pub use params::{independent_log_partition, initial_model, zero_sum_gauge};
+pub use stack::{StackTrainer, sampled_representations};
 pub use stats::{Centre, Gradient, Moments};
 pub use trainer::{
     CheckpointPolicy, LikelihoodInfo, LikelihoodPolicy, TrainInfo, TrainState, Trainer,

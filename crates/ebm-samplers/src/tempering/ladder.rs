@@ -1,4 +1,5 @@
 use ebm_core::{ChainState, Chains, EnergyModel, Error, Kernel, Par};
+use rand::Rng;
 
 /// One distribution of a ladder: a model at an inverse temperature, \\(p_\beta \propto
 /// e^{-E_\beta}\\) with \\(E_\beta\\) as returned by [`EnergyModel::energies`].
@@ -44,27 +45,57 @@ pub trait Ladder: Sync {
 ///
 /// where \\(E_k\\) is rung \\(k\\)'s energy **at its own inverse temperature** (for an RBM the
 /// tempered free energy \\(F_{\beta_k}\\), not \\(\beta_k F_1\\)). Models of other structure (a
-/// stack of RBMs) implement it by hand.
+/// stack of RBMs, [`super::StackLadder`]) implement it by hand.
+///
+/// The PT loop explores rung `k` with its kernel on [`Exchange::explored`]`(k)`, so one loop
+/// (with its schedules and diagnostics) runs every implementation.
 pub trait Exchange: Sync {
     /// The state of one rung (a batch of chains).
     type State: Chains;
+    /// The model type explored at every rung.
+    type RungModel: EnergyModel<State = Self::State>;
 
     /// Number of rungs.
     fn n_exchange_rungs(&self) -> usize;
+
+    /// The model and inverse temperature that the exploration kernel samples at rung `k`.
+    ///
+    /// # Panics
+    /// If `k >= n_exchange_rungs()`.
+    fn explored(&self, k: usize) -> Rung<'_, Self::RungModel>;
 
     /// Writes the log acceptance of exchanging chain `i` of rung `k` (`lo`) with chain `i` of
     /// rung `k + 1` (`hi`) into `out[i]`, for every chain.
     fn log_accept(&self, k: usize, lo: &Self::State, hi: &Self::State, out: &mut [f64], par: Par);
 
-    /// Performs the exchange of chain `i` between rungs `k` and `k + 1` wherever `accept[i]`.
-    fn exchange(&self, k: usize, lo: &mut Self::State, hi: &mut Self::State, accept: &[bool]);
+    /// Performs the exchange of chain `i` between rungs `k` and `k + 1` wherever `accept[i]`,
+    /// followed by whatever exact conditional refresh the move needs to be valid (none for a
+    /// ladder; [`super::StackLadder`] redraws the two layers left out of its collapsed
+    /// acceptance). Chain `i` consumes only `rngs[i]`.
+    ///
+    /// # Panics
+    /// If `accept` or `rngs` does not have one entry per chain.
+    fn exchange<R: Rng + Send>(
+        &self,
+        k: usize,
+        lo: &mut Self::State,
+        hi: &mut Self::State,
+        accept: &[bool],
+        rngs: &mut [R],
+        par: Par,
+    );
 }
 
 impl<L: Ladder> Exchange for L {
     type State = <L::Model as EnergyModel>::State;
+    type RungModel = L::Model;
 
     fn n_exchange_rungs(&self) -> usize {
         self.n_rungs()
+    }
+
+    fn explored(&self, k: usize) -> Rung<'_, L::Model> {
+        self.rung(k)
     }
 
     /// When both rungs share one model (a temperature ladder), each state's energies at the
@@ -95,7 +126,16 @@ impl<L: Ladder> Exchange for L {
         }
     }
 
-    fn exchange(&self, _k: usize, lo: &mut Self::State, hi: &mut Self::State, accept: &[bool]) {
+    /// Swaps whole chains; no refresh, so `rngs` is not used.
+    fn exchange<R: Rng + Send>(
+        &self,
+        _k: usize,
+        lo: &mut Self::State,
+        hi: &mut Self::State,
+        accept: &[bool],
+        _rngs: &mut [R],
+        _par: Par,
+    ) {
         for (i, &a) in accept.iter().enumerate() {
             if a {
                 lo.swap_chain(hi, i);

@@ -6,6 +6,7 @@ mod diagnostics;
 mod ladder;
 mod pt;
 mod selection;
+mod stacked;
 
 pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
@@ -15,3 +16,4 @@ pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
 pub use selection::{
     CheckpointSelector, Selection, equalised_schedule, estimated_swap_acceptance, select_rungs,
 };
+pub use stacked::{StInfo, StackLadder, StackedTempering};

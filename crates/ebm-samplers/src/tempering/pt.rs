@@ -1,5 +1,5 @@
-use super::ladder::{Exchange, Ladder};
-use ebm_core::{Chains, EnergyModel, Error, Kernel, Par, RngStreams, Scalar};
+use super::ladder::Exchange;
+use ebm_core::{Chains, Error, Kernel, Par, RngStreams, Scalar};
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 
@@ -171,18 +171,13 @@ impl<K, B> ParallelTempering<K, B> {
     ///
     /// # Panics
     /// If the state does not have one batch per rung of `ladder`.
-    pub fn step<L>(
-        &self,
-        ladder: &L,
-        state: &mut PtState<<L::Model as EnergyModel>::State>,
-        par: Par,
-    ) -> PtInfo
+    pub fn step<L>(&self, ladder: &L, state: &mut PtState<L::State>, par: Par) -> PtInfo
     where
-        L: Ladder,
-        K: Kernel<L::Model>,
-        B: Kernel<L::Model>,
+        L: Exchange,
+        K: Kernel<L::RungModel>,
+        B: Kernel<L::RungModel>,
     {
-        let n_rungs = ladder.n_rungs();
+        let n_rungs = ladder.n_exchange_rungs();
         assert_eq!(
             state.rungs.len(),
             n_rungs,
@@ -193,7 +188,7 @@ impl<K, B> ParallelTempering<K, B> {
         let mut streams: Vec<&mut [ebm_core::ChainRng]> =
             state.rngs.as_mut_slice().chunks_mut(n.max(1)).collect();
         for (k, x) in state.rungs.iter_mut().enumerate() {
-            let rung = ladder.rung(k);
+            let rung = ladder.explored(k);
             match (&self.rung0_kernel, k) {
                 (Some(bottom), 0) => {
                     bottom.step(rung.model, rung.beta, x, streams[k], par);
@@ -261,7 +256,7 @@ impl<K, B> ParallelTempering<K, B> {
                     info.acceptance_probability_sum[k] += a.exp();
                 }
             }
-            ladder.exchange(k, lo, hi, &accept);
+            ladder.exchange(k, lo, hi, &accept, streams[k], par);
             let (rl, ru) = state.replica.split_at_mut(k + 1);
             for i in 0..n {
                 if accept[i] {

@@ -1,0 +1,240 @@
+//! Stacked tempering (paper 002, *Accelerated sampling with stacked restricted Boltzmann
+//! machines*, Fernandez-de-Cossio-Diaz, Roussel, Cocco, Monasson, ICLR 2024): the rungs of the
+//! PT engine are the RBMs of a [`Stack`], and the exchange swaps the hidden configuration of
+//! RBM \\(n\\) with the visible configuration of RBM \\(n + 1\\).
+
+use super::ladder::{Exchange, Rung};
+use super::pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
+use crate::Gibbs;
+use ebm_core::{Error, Par, RngStreams};
+use ebm_models::{Layer, RbmChains, Stack, StackedRbm};
+use rand::Rng;
+
+/// A [`Stack`] seen as a ladder of the PT engine, rung 0 the easy end: rung \\(k\\) holds the
+/// \\((v, h)\\) chains of RBM \\(L - k\\) (1-based), so the last rung is the bottom RBM, the
+/// target, and rung 0 the top of the stack. The rungs differ in layer sizes; every rung is
+/// explored at \\(\beta = 1\\) by the PT kernel (one AGS step with [`Gibbs`]).
+///
+/// The exchange of pair \\((k, k + 1)\\), i.e. of RBM \\(n + 1\\) (`lo`) and RBM \\(n\\) (`hi`),
+/// proposes to swap \\(h_n\\) with \\(v_{n+1}\\) and accepts with probability
+/// \\(\min(1, e^{-\Delta F})\\) (paper 002, Eq. 4, written in the log domain with the marginal
+/// free energies of §2):
+///
+/// \\[ \Delta F = \big[F^h_n(v_{n+1}) - F^h_n(h_n)\big]
+///              + \big[F^v_{n+1}(h_n) - F^v_{n+1}(v_{n+1})\big], \\]
+///
+/// where the partition functions cancel. That Metropolis move is valid only on the collapsed
+/// pair \\((h_n, v_{n+1})\\) with target \\(P^h_n \otimes P^v_{n+1}\\); so, accepted or not,
+/// it is always followed by the exact refresh \\(v_n \sim P_n(v \mid h_n)\\) and
+/// \\(h_{n+1} \sim P_{n+1}(h \mid v_{n+1})\\), which makes the move leave the product
+/// \\(\prod_n P_n(v_n, h_n)\\) invariant (checked by exact enumeration in the tests; without
+/// the refresh it is not). Under a schedule that does not propose a pair to every system
+/// (stochastic even/odd, random pair), the refresh is still applied to every chain of the
+/// pair: it is an exact Gibbs half-step, hence harmless.
+#[derive(Clone, Debug)]
+pub struct StackLadder<V: Layer, H: Layer<Scalar = V::Scalar>> {
+    stack: Stack<V, H>,
+    /// The upper RBMs transposed (`transposed[n - 1]` is RBM \(n + 1\)), whose hidden free
+    /// energy is the visible free energy of the RBM: \(F^v_{n+1}\) is evaluated by the same
+    /// code path as \(F^h_n\), so a mirrored pair gives \(\Delta F = 0\) bit for bit.
+    transposed: Vec<ebm_models::Rbm<H, H>>,
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackLadder<V, H> {
+    /// The ladder of `stack`.
+    pub fn new(stack: Stack<V, H>) -> Self {
+        let transposed = stack.upper().map(|r| r.transposed()).collect();
+        Self { stack, transposed }
+    }
+
+    /// The stack.
+    pub fn stack(&self) -> &Stack<V, H> {
+        &self.stack
+    }
+
+    /// Gives back the stack.
+    pub fn into_stack(self) -> Stack<V, H> {
+        self.stack
+    }
+
+    /// The RBM at rung `k`.
+    fn at(&self, k: usize) -> &StackedRbm<V, H> {
+        self.stack.rbm(self.stack.len() - 1 - k)
+    }
+
+    /// The free-energy difference \\(\Delta F\\) of swapping `h_n` (the hidden layer of `hi`,
+    /// RBM \\(n\\) at rung `k + 1`) with `v_{n+1}` (the visible layer of `lo`, RBM \\(n + 1\\)
+    /// at rung `k`), for every chain, into `out`.
+    ///
+    /// # Panics
+    /// If `k + 1 >= len()` or the batches do not match the RBMs.
+    pub fn delta_free_energy(
+        &self,
+        k: usize,
+        lo: &RbmChains<V::Scalar>,
+        hi: &RbmChains<V::Scalar>,
+        out: &mut [f64],
+        par: Par,
+    ) {
+        let lower = self.at(k + 1);
+        // RBM n + 1 (0-based index L - 1 - k) is upper RBM L - 2 - k.
+        let upper = &self.transposed[self.stack.len() - 2 - k];
+        let n = out.len();
+        let mut buf = vec![0.0; 4 * n];
+        let (fh_v, rest) = buf.split_at_mut(n);
+        let (fh_h, rest) = rest.split_at_mut(n);
+        let (fv_h, fv_v) = rest.split_at_mut(n);
+        lower.free_energy_hidden(&lo.visible, fh_v, par);
+        lower.free_energy_hidden(&hi.hidden, fh_h, par);
+        upper.free_energy_hidden(&hi.hidden, 1.0, fv_h, par);
+        upper.free_energy_hidden(&lo.visible, 1.0, fv_v, par);
+        for i in 0..n {
+            out[i] = (fh_v[i] - fh_h[i]) + (fv_h[i] - fv_v[i]);
+        }
+    }
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
+    type State = RbmChains<V::Scalar>;
+    type RungModel = StackedRbm<V, H>;
+
+    fn n_exchange_rungs(&self) -> usize {
+        self.stack.len()
+    }
+
+    fn explored(&self, k: usize) -> Rung<'_, StackedRbm<V, H>> {
+        Rung {
+            model: self.at(k),
+            beta: 1.0,
+        }
+    }
+
+    /// \\(\log\alpha = -\Delta F\\) ([`StackLadder::delta_free_energy`]).
+    fn log_accept(&self, k: usize, lo: &Self::State, hi: &Self::State, out: &mut [f64], par: Par) {
+        self.delta_free_energy(k, lo, hi, out, par);
+        for x in out.iter_mut() {
+            *x = -*x;
+        }
+    }
+
+    /// Swaps \\(h_n\\) (`hi.hidden`) and \\(v_{n+1}\\) (`lo.visible`) of the accepted chains,
+    /// then refreshes \\(v_n \mid h_n\\) and \\(h_{n+1} \mid v_{n+1}\\) for every chain.
+    fn exchange<R: Rng + Send>(
+        &self,
+        k: usize,
+        lo: &mut Self::State,
+        hi: &mut Self::State,
+        accept: &[bool],
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        for (i, &a) in accept.iter().enumerate() {
+            if a {
+                ebm_core::swap_columns(&mut hi.hidden, &mut lo.visible, i);
+            }
+        }
+        use ebm_core::ConditionalSampler;
+        self.at(k + 1).sample_visible(hi, 1.0, rngs, par);
+        self.at(k).sample_hidden(lo, 1.0, rngs, par);
+    }
+}
+
+/// The stacked-tempering driver (paper 002, §3.2 and §3.5; the schedule of the reference
+/// code): each iteration does one AGS step on every RBM, then proposes the exchanges of
+/// alternating disjoint pairs (deterministic even/odd, one attempt per adjacent pair every two
+/// iterations), each with its refresh. It is [`ParallelTempering`] with [`Gibbs`] on a
+/// [`StackLadder`]: the same loop, schedules (SEO, DEO, lifted) and diagnostics as
+/// temperature and trajectory ladders.
+///
+/// Cost accounting (§3.6): one iteration costs \\(L\\) AGS steps, one per RBM, the unit in
+/// which mixing is compared with AGS and with PT over \\(R\\) replicas (\\(R\\) AGS steps per
+/// round).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StackedTempering {
+    /// The PT loop run on the stack.
+    pub pt: ParallelTempering<Gibbs>,
+}
+
+impl Default for StackedTempering {
+    fn default() -> Self {
+        Self::new(SwapSchedule::DeterministicEvenOdd)
+    }
+}
+
+/// What one stacked-tempering iteration did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StInfo {
+    /// The exchanges per pair (pair `k` is rung `k` with rung `k + 1`, i.e. RBM \\(L - k\\)
+    /// with RBM \\(L - k - 1\\)), as for any PT round.
+    pub exchanges: PtInfo,
+    /// AGS steps spent in this iteration, summed over the RBMs (\\(L\\) per iteration).
+    pub ags_steps: u64,
+}
+
+impl StackedTempering {
+    /// Stacked tempering with one AGS step per RBM and the given exchange schedule (the
+    /// reference is [`SwapSchedule::DeterministicEvenOdd`]).
+    pub fn new(schedule: SwapSchedule) -> Self {
+        Self {
+            pt: ParallelTempering::new(Gibbs::new(1), schedule),
+        }
+    }
+
+    /// The initial state of `n` chains from bottom visible configurations (one column per
+    /// chain), by the bottom-to-top pass ([`Stack::bottom_to_top`]), with RNG streams derived
+    /// from `seed` (rung `k` chain `i` uses stream `k n + i`, as [`PtState`]).
+    ///
+    /// # Errors
+    /// As [`Stack::bottom_to_top`].
+    pub fn init<V: Layer, H: Layer<Scalar = V::Scalar>>(
+        &self,
+        ladder: &StackLadder<V, H>,
+        bottom_visible: &nalgebra::DMatrix<V::Scalar>,
+        seed: u64,
+        par: Par,
+    ) -> ebm_core::Result<PtState<RbmChains<V::Scalar>>> {
+        let n = bottom_visible.ncols();
+        if n == 0 {
+            return Err(Error::InvalidParameter {
+                name: "bottom_visible".into(),
+                reason: "stacked tempering needs at least one chain".into(),
+            });
+        }
+        // The pass uses the target rung's streams (the last rung holds the bottom RBM).
+        let mut streams = RngStreams::new(seed, ladder.stack.len() * n);
+        let last = (ladder.stack.len() - 1) * n;
+        let mut chains =
+            ladder
+                .stack
+                .bottom_to_top(bottom_visible, &mut streams.as_mut_slice()[last..], par)?;
+        chains.reverse();
+        let mut state = PtState::new(chains, seed)?;
+        state.rngs = streams;
+        Ok(state)
+    }
+
+    /// One iteration: one AGS step on every RBM, then the exchanges of the schedule.
+    ///
+    /// # Panics
+    /// If `state` does not have one batch per RBM of the stack.
+    pub fn step<V: Layer, H: Layer<Scalar = V::Scalar>>(
+        &self,
+        ladder: &StackLadder<V, H>,
+        state: &mut PtState<RbmChains<V::Scalar>>,
+        par: Par,
+    ) -> StInfo {
+        let exchanges = self.pt.step(ladder, state, par);
+        StInfo {
+            exchanges,
+            ags_steps: (self.pt.kernel.sweeps * ladder.stack.len()) as u64,
+        }
+    }
+
+    /// The bottom RBM's chains (the samples of the target) in a stacked-tempering state.
+    pub fn bottom<F: ebm_core::Scalar>(state: &PtState<RbmChains<F>>) -> &RbmChains<F> {
+        state
+            .rungs
+            .last()
+            .expect("a PT state has at least one rung")
+    }
+}

@@ -1,0 +1,257 @@
+//! Stacked tempering (paper 002, *Accelerated sampling with stacked restricted Boltzmann
+//! machines*) against alternating Gibbs sampling (AGS) and parallel tempering (PT) at equal
+//! cost, on an RBM trained on the 2D Ising model below its critical temperature: two modes
+//! (magnetisation + and -) that AGS does not cross.
+//!
+//! 1. Ising configurations (8 x 8, beta = 0.5 > beta_c = 0.44) by Swendsen–Wang.
+//! 2. A stack 64 spins -> 12 -> 6 -> 2 Bernoulli units, trained bottom first, each RBM on one
+//!    sampled hidden representation per data point of the RBM below.
+//! 3. The bottom RBM's exact + mode weight, by enumerating its 12 hidden units (given h the
+//!    spins are independent, so the law of the magnetisation is a Poisson-binomial sum).
+//! 4. 100 chains per sampler, all started in the + mode, the same budget of AGS steps per chain
+//!    (ST: 3 per iteration; PT: one per replica per round): mode switches per 10^5 AGS steps
+//!    and the + mode weight seen by the bottom RBM, against the exact weight.
+//!
+//! Run with `cargo run --release --example stacked_tempering` (well under a minute).
+
+use ebm::data::generators::ising::{IsingConfig, ising_2d};
+use ebm::models::Stack;
+use ebm::models::exact::hidden_probabilities;
+use ebm::prelude::*;
+use ebm::samplers::tempering::{
+    ParallelTempering, PtState, StackLadder, StackedTempering, SwapSchedule, TemperatureLadder,
+};
+use ebm_train::{LearningRate, Optimizer, StackTrainer, Tempered, Trainer, TrainingData};
+
+type Bottom = Rbm<Spin, Bernoulli>;
+
+/// The exact + mode weight of the bottom RBM, \\(P(M > 0) / P(M \ne 0)\\) with
+/// \\(M = \sum_i v_i\\): the hidden layer is enumerated, and given \\(h\\) the number of
+/// + spins is a sum of independent Bernoulli variables (dynamic programming over the units).
+fn exact_plus_weight(rbm: &Bottom) -> Result<f64, Error> {
+    let ph = hidden_probabilities(rbm, 1.0, Par::Rayon)?;
+    let (n, nh) = (rbm.visible().n_units(), rbm.hidden().n_units());
+    let mut h = vec![0.0; nh];
+    let (mut plus, mut minus) = (0.0, 0.0);
+    for (c, &p) in ph.iter().enumerate() {
+        rbm.hidden().write_configuration(c as u128, &mut h);
+        // counts[k] = P(k spins are +1 | h).
+        let mut counts = vec![0.0; n + 1];
+        counts[0] = 1.0;
+        for i in 0..n {
+            let field: f64 = rbm.visible().fields()[i]
+                + (0..nh)
+                    .map(|mu| rbm.weights()[(i, mu)] * h[mu])
+                    .sum::<f64>();
+            let up = 1.0 / (1.0 + (-2.0 * field).exp());
+            for k in (0..=i + 1).rev() {
+                let stay = if k <= i { counts[k] * (1.0 - up) } else { 0.0 };
+                let from = if k > 0 { counts[k - 1] * up } else { 0.0 };
+                counts[k] = stay + from;
+            }
+        }
+        for (k, q) in counts.iter().enumerate() {
+            match (2 * k).cmp(&n) {
+                std::cmp::Ordering::Greater => plus += p * q,
+                std::cmp::Ordering::Less => minus += p * q,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+    }
+    Ok(plus / (plus + minus))
+}
+
+/// Mode switches and + mode time fraction of a batch of bottom chains, observed once per
+/// iteration after a burn-in. A chain switches when its magnetisation per spin crosses to the
+/// other side of \\(\pm\\)`threshold` (hysteresis: fluctuations around 0 are not switches);
+/// the weight counts the sign of \\(M\\) at each observation (\\(M = 0\\) excluded), as the exact
+/// weight, per chain, so that the chains (independent) give an error bar.
+struct Modes {
+    label: Vec<bool>,
+    switches: u64,
+    plus: Vec<u64>,
+    signed: Vec<u64>,
+}
+
+impl Modes {
+    fn new(n: usize) -> Self {
+        Self {
+            label: vec![true; n],
+            switches: 0,
+            plus: vec![0; n],
+            signed: vec![0; n],
+        }
+    }
+
+    fn observe(&mut self, v: &ebm::nalgebra::DMatrix<f64>, threshold: f64, record: bool) {
+        let n = v.nrows() as f64;
+        for (i, col) in v.column_iter().enumerate() {
+            let m = col.sum();
+            if record && m != 0.0 {
+                self.signed[i] += 1;
+                self.plus[i] += (m > 0.0) as u64;
+            }
+            let label = &mut self.label[i];
+            let new = if m / n > threshold {
+                true
+            } else if m / n < -threshold {
+                false
+            } else {
+                *label
+            };
+            self.switches += (record && new != *label) as u64;
+            *label = new;
+        }
+    }
+
+    /// The + weight over all recorded observations and its standard error across chains.
+    fn weight(&self) -> (f64, f64) {
+        let total = self.plus.iter().sum::<u64>() as f64 / self.signed.iter().sum::<u64>() as f64;
+        let per_chain: Vec<f64> = self
+            .plus
+            .iter()
+            .zip(&self.signed)
+            .map(|(&p, &s)| p as f64 / s.max(1) as f64)
+            .collect();
+        let n = per_chain.len() as f64;
+        let mean = per_chain.iter().sum::<f64>() / n;
+        let var = per_chain.iter().map(|w| (w - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        (total, (var / n).sqrt())
+    }
+}
+
+fn main() -> Result<(), Error> {
+    let start = std::time::Instant::now();
+    // ANCHOR: train
+    let ising = ising_2d(&IsingConfig::new(8, 0.5, 2000), 1).expect("valid Ising settings");
+    let visible = Spin::zeros(64);
+    let data = TrainingData::from_f64(&visible, ising.data())?;
+    // Parallel tempering in the negative phase, so that the model learns both modes (PCD
+    // chains stuck in one mode unbalance them).
+    let mut trainer = Trainer::new(
+        Tempered {
+            betas: (1..=8).map(|k| k as f64 / 8.0).collect(),
+            schedule: SwapSchedule::DeterministicEvenOdd,
+            sweeps: 1,
+            rounds: 2,
+            chains: 100,
+        },
+        100,
+    );
+    trainer.optimizer = Optimizer::ADAM;
+    trainer.learning_rate = LearningRate::Constant(0.005);
+    let stack: Stack<Spin, Bernoulli> = StackTrainer {
+        trainer,
+        updates: 1500,
+        weight_std: 0.01,
+    }
+    .train(
+        visible,
+        vec![
+            Bernoulli::zeros(12),
+            Bernoulli::zeros(6),
+            Bernoulli::zeros(2),
+        ],
+        &data,
+        2,
+        Par::Rayon,
+        |_, _, _| Ok(()),
+    )?;
+    // ANCHOR_END: train
+    let bottom = stack.bottom().clone();
+    let exact = exact_plus_weight(&bottom)?;
+    let depth = stack.len();
+    println!(
+        "stack 64 -> 12 -> 6 -> 2 trained on 2000 Ising 8x8 configurations at beta = 0.5 ({:.1} s)",
+        start.elapsed().as_secs_f64()
+    );
+    println!("exact + mode weight of the bottom RBM: {exact:.4}\n");
+
+    let (chains, budget, threshold) = (50usize, 120_000usize, 0.3);
+    let all_plus = ebm::nalgebra::DMatrix::from_element(64, chains, 1.0);
+    // Observations in the first fifth of the budget are discarded (burn-in).
+    let burn_in = budget / 5;
+    let per_1e5 = |switches: u64| 1e5 * switches as f64 / (chains * (budget - burn_in)) as f64;
+    let row = |name: String, cost: usize, m: &Modes| {
+        let (w, se) = m.weight();
+        println!(
+            "{name:<30} {cost:>8} {:>22.1} {w:>9.3} ± {se:.3} ({exact:.3})",
+            per_1e5(m.switches)
+        );
+    };
+    println!(
+        "{:<30} {:>8} {:>22} {:>24}",
+        "sampler", "AGS/iter", "switches / 1e5 AGS", "+ weight ± s.e. (exact)"
+    );
+
+    // Plain AGS on the bottom RBM.
+    let mut ags = ChainState::new(bottom.new_state(chains), 3);
+    ags.chains.visible.copy_from(&all_plus);
+    let mut modes = Modes::new(chains);
+    for t in 0..budget {
+        Gibbs::new(1).step(
+            &bottom,
+            1.0,
+            &mut ags.chains,
+            ags.rngs.as_mut_slice(),
+            Par::Rayon,
+        );
+        modes.observe(&ags.chains.visible, threshold, t >= burn_in);
+    }
+    row("AGS".into(), 1, &modes);
+
+    // PT with uniform inverse temperatures in [0, 1] (the paper's baseline), R replicas.
+    for replicas in [depth, 10] {
+        let betas = (0..replicas)
+            .map(|k| k as f64 / (replicas - 1) as f64)
+            .collect();
+        let ladder = TemperatureLadder::new(bottom.clone(), betas)?;
+        let rungs = (0..replicas)
+            .map(|_| {
+                let mut x = bottom.new_state(chains);
+                x.visible.copy_from(&all_plus);
+                x
+            })
+            .collect();
+        let mut state = PtState::new(rungs, 4)?;
+        let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
+        let mut modes = Modes::new(chains);
+        for round in 0..budget / replicas {
+            pt.step(&ladder, &mut state, Par::Rayon);
+            let record = round * replicas >= burn_in;
+            modes.observe(&state.rungs[replicas - 1].visible, threshold, record);
+        }
+        let name = format!("PT, {replicas} uniform betas (DEO)");
+        row(name, replicas, &modes);
+    }
+
+    // ANCHOR: st
+    let ladder = StackLadder::new(stack);
+    let st = StackedTempering::default();
+    let mut state = st.init(&ladder, &all_plus, 5, Par::Rayon)?;
+    let mut modes = Modes::new(chains);
+    let (mut ags_steps, mut accepted, mut proposed) =
+        (0u64, vec![0u64; depth - 1], vec![0u64; depth - 1]);
+    while ags_steps < budget as u64 {
+        let record = ags_steps >= burn_in as u64;
+        let info = st.step(&ladder, &mut state, Par::Rayon);
+        ags_steps += info.ags_steps;
+        for k in 0..depth - 1 {
+            accepted[k] += info.exchanges.accepted[k];
+            proposed[k] += info.exchanges.proposed[k];
+        }
+        modes.observe(&StackedTempering::bottom(&state).visible, threshold, record);
+    }
+    // ANCHOR_END: st
+    row(format!("ST, {depth} RBMs (DEO)"), depth, &modes);
+    let rates: Vec<String> = accepted
+        .iter()
+        .zip(&proposed)
+        .rev()
+        .enumerate()
+        .map(|(n, (a, p))| format!("RBM {} <-> {}: {:.3}", n + 1, n + 2, *a as f64 / *p as f64))
+        .collect();
+    println!("\nST exchange acceptance: {}", rates.join(", "));
+    println!("total time {:.1} s", start.elapsed().as_secs_f64());
+    Ok(())
+}
