@@ -34,6 +34,7 @@ mod binary;
 mod continuous;
 pub mod exact;
 mod layer;
+pub mod lowrank;
 mod potts;
 mod rbm;
 
@@ -41,6 +42,7 @@ pub use analytic::{CurieWeiss, Hopfield};
 pub use binary::{Bernoulli, Spin};
 pub use continuous::{DReLU, Gaussian, ReLU};
 pub use layer::{BinaryLayer, DiscreteLayer, Layer, LinearFields, NamedTensor, TensorLookup};
+pub use lowrank::{LowRankBasis, Mesh, PriorWeight};
 pub use potts::Potts;
 pub use rbm::{Rbm, RbmChains, Reparametrised};
 
