@@ -338,7 +338,13 @@ impl Mesh {
         par: Par,
     ) -> Result<Self> {
         let d = basis.dim();
-        if lo.len() != d || hi.len() != d || lo.iter().zip(hi).any(|(a, b)| a >= b || a.is_nan() || b.is_nan()) {
+        if lo.len() != d
+            || hi.len() != d
+            || lo
+                .iter()
+                .zip(hi)
+                .any(|(a, b)| a >= b || a.is_nan() || b.is_nan())
+        {
             return Err(invalid(
                 "mesh box",
                 format!("expected {d} intervals lo < hi, got lo = {lo:?}, hi = {hi:?}"),
