@@ -53,6 +53,7 @@ mod negative;
 pub mod observe;
 mod optim;
 mod params;
+pub mod pretrain;
 mod stats;
 mod trainer;
 
