@@ -54,6 +54,7 @@ mod negative;
 pub mod observe;
 mod optim;
 mod params;
+pub mod pretrain;
 mod stack;
 mod stats;
 mod trainer;
