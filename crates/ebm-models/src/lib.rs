@@ -34,6 +34,7 @@ mod binary;
 mod continuous;
 pub mod exact;
 mod layer;
+pub mod low_temperature;
 mod potts;
 mod rbm;
 
