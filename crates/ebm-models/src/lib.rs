@@ -30,6 +30,7 @@
 //! ```
 
 pub mod analytic;
+pub mod barriers;
 mod binary;
 mod continuous;
 pub mod exact;
