@@ -45,7 +45,7 @@ impl ReducedChain {
     /// [`Error::InvalidParameter`] for a non-zero field, a negative coupling or
     /// \\(\beta \le 0\\).
     pub fn new(model: &CurieWeiss, beta: f64, sampler: ReducedSampler) -> ebm_core::Result<Self> {
-        if model.field() != 0.0 || model.coupling() < 0.0 || !(beta > 0.0) {
+        if model.field() != 0.0 || model.coupling() < 0.0 || beta.is_nan() || beta <= 0.0 {
             return Err(Error::InvalidParameter {
                 name: "ReducedChain".into(),
                 reason: format!(
