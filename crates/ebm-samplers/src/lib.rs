@@ -11,6 +11,8 @@
 //!   (Algorithms 3 and 4, §4.3–4.4), exact for discrete hidden units and exact by a
 //!   Metropolis–Hastings correction of a grid proposal for continuous ones; [`Alternate`]
 //!   composes it with AGS.
+//! - [`EscapeTimes`]: first-passage times of many chains between modes, with error bars
+//!   (the exact Curie–Weiss reference is `ebm_models::barriers`).
 //! - [`ExactRefresh`]: independent exact draws for [`ebm_core::Tractable`] models.
 //! - [`run`]: applies a kernel repeatedly to a [`ebm_core::ChainState`], reporting to an
 //!   [`ebm_core::Observer`].
@@ -20,6 +22,7 @@
 //!
 //! Every kernel here has an exact invariance test and a detailed-balance test in the test kit.
 
+mod escape;
 mod gibbs;
 pub mod latent;
 mod metropolis;
@@ -27,6 +30,7 @@ mod refresh;
 mod run;
 pub mod tempering;
 
+pub use escape::{EscapeSummary, EscapeTimes};
 pub use gibbs::{Gibbs, GibbsInfo};
 pub use latent::{Alternate, Block, Grid, LatentGibbs, LatentInfo, LatentUnits};
 pub use metropolis::{Metropolis, MetropolisInfo};

@@ -534,3 +534,79 @@ fn beta_copy_ags_samples_the_powered_marginal() {
     }
     assert!(ebm_models::low_temperature::beta_copies(&rbm, 0).is_err());
 }
+
+/// Measured AGS escape times of the Curie–Weiss RBM against the exact mean first-passage time
+/// of the reduced chain (spec §7.3: 695.6 at N = 40, w = 1.2; 805.3 at N = 10, w = 1.5), from
+/// \\(S_0 \approx m^* N\\) until \\(m \le -m^*/2\\); Algorithm 3 escapes in a few steps.
+#[test]
+fn ags_escape_times_match_the_exact_mean_first_passage_time() {
+    use ebm_models::barriers::{ReducedChain, ReducedSampler};
+    use ebm_samplers::{EscapeTimes, run};
+    for (w, n, seed) in [(1.2f64, 40usize, 3u64), (1.5, 10, 4)] {
+        let cw = CurieWeiss::new(n, w * w, 0.0).unwrap();
+        let m = cw.mean_field_magnetisation(1.0);
+        let chain = ReducedChain::new(&cw, 1.0, ReducedSampler::Ags).unwrap();
+        let k0 = chain.mode_state(m);
+        let exact = chain.mean_first_passage(m / 2.0).unwrap()[k0];
+        let rbm = cw.to_rbm().unwrap();
+        let chains = 500;
+        let start = || {
+            let mut s = ChainState::new(rbm.default_chains(chains), seed);
+            for mut col in s.chains.visible.column_iter_mut() {
+                for (i, x) in col.iter_mut().enumerate() {
+                    *x = if i < k0 { 1.0 } else { -1.0 };
+                }
+            }
+            s
+        };
+        let target = |c: &ebm_models::RbmChains<f64>, i: usize| {
+            c.visible.column(i).sum() <= -m / 2.0 * n as f64
+        };
+        let mut state = start();
+        let mut esc = EscapeTimes::new(chains, target);
+        let mut steps = 0;
+        while !esc.all_escaped() && steps < 40 * exact as u64 {
+            run(
+                &rbm,
+                &Gibbs::new(1),
+                1.0,
+                &mut state,
+                500,
+                Par::Rayon,
+                &mut esc,
+            )
+            .unwrap();
+            steps += 200;
+        }
+        let s = esc.summary();
+        eprintln!(
+            "w {w} N {n}: AGS escape {:.1} ± {:.1} (exact {exact:.1})",
+            s.mean, s.std_error
+        );
+        assert_eq!(s.censored, 0);
+        assert!(
+            (s.mean - exact).abs() < 4.0 * s.std_error,
+            "{s:?} vs {exact}"
+        );
+        // Negative control: the exact time of a different N is rejected by the same test.
+        let other = CurieWeiss::new(n + 4, w * w, 0.0).unwrap();
+        let oc = ReducedChain::new(&other, 1.0, ReducedSampler::Ags).unwrap();
+        let wrong = oc.mean_first_passage(m / 2.0).unwrap()[oc.mode_state(m)];
+        assert!(
+            (s.mean - wrong).abs() > 4.0 * s.std_error,
+            "{s:?} vs {wrong}"
+        );
+        // Algorithm 3 removes the barrier.
+        let mut state = start();
+        let mut esc = EscapeTimes::new(chains, target);
+        let latent = LatentGibbs::single();
+        run(&rbm, &latent, 1.0, &mut state, 60, Par::Rayon, &mut esc).unwrap();
+        let s = esc.summary();
+        eprintln!(
+            "w {w} N {n}: Algorithm 3 escape {:.2} ± {:.2}",
+            s.mean, s.std_error
+        );
+        assert_eq!(s.censored, 0);
+        assert!(s.mean < 5.0, "{s:?}");
+    }
+}
