@@ -44,7 +44,7 @@ pub fn mean_field_magnetisation(a: f64, b: f64) -> f64 {
 }
 
 /// \\(\log \binom{n}{k}\\) for all \\(k = 0..=n\\), by exact cumulative sums of logs.
-fn log_binomials(n: usize) -> Vec<f64> {
+pub(crate) fn log_binomials(n: usize) -> Vec<f64> {
     let mut lf = vec![0.0; n + 1];
     for i in 1..=n {
         lf[i] = lf[i - 1] + (i as f64).ln();

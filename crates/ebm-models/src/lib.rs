@@ -30,11 +30,13 @@
 //! ```
 
 pub mod analytic;
+pub mod barriers;
 mod binary;
 mod continuous;
 pub mod exact;
 mod layer;
 pub mod lowrank;
+pub mod low_temperature;
 mod potts;
 mod rbm;
 mod stack;

@@ -7,6 +7,12 @@
 //!   \\(v \sim p_\beta(v \mid h)\\), for every chain (spec `ags-barriers-analytic-models.md` §4.1).
 //! - [`Metropolis`]: single-site Metropolis on the visible layer of an RBM with the exact
 //!   tempered free-energy difference as acceptance (§4.2).
+//! - [`LatentGibbs`]: hidden-space Gibbs sampling with the visible layer summed out
+//!   (Algorithms 3 and 4, §4.3–4.4), exact for discrete hidden units and exact by a
+//!   Metropolis–Hastings correction of a grid proposal for continuous ones; [`Alternate`]
+//!   composes it with AGS.
+//! - [`EscapeTimes`]: first-passage times of many chains between modes, with error bars
+//!   (the exact Curie–Weiss reference is `ebm_models::barriers`).
 //! - [`ExactRefresh`]: independent exact draws for [`ebm_core::Tractable`] models.
 //! - [`run`]: applies a kernel repeatedly to a [`ebm_core::ChainState`], reporting to an
 //!   [`ebm_core::Observer`].
@@ -18,13 +24,17 @@
 //!
 //! Every kernel here has an exact invariance test and a detailed-balance test in the test kit.
 
+mod escape;
 mod gibbs;
+pub mod latent;
 mod metropolis;
 mod refresh;
 mod run;
 pub mod tempering;
 
+pub use escape::{EscapeSummary, EscapeTimes};
 pub use gibbs::{Gibbs, GibbsInfo};
+pub use latent::{Alternate, Block, Grid, LatentGibbs, LatentInfo, LatentUnits};
 pub use metropolis::{Metropolis, MetropolisInfo};
 pub use refresh::ExactRefresh;
 pub use run::{StepInfo, run};
