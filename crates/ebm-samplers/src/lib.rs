@@ -14,6 +14,9 @@
 //! - [`tempering`]: ladders, the [`tempering::Exchange`] move and [`tempering::ParallelTempering`]
 //!   with stochastic even/odd, deterministic even/odd and random-pair schedules.
 //!
+//! - [`tethered`]: Tethered Monte Carlo (order parameters, tethers, the [`tethered::Tethered`]
+//!   kernel, reconstruction of \\(p(\hat m)\\) and barriers).
+//!
 //! Every kernel here has an exact invariance test and a detailed-balance test in the test kit.
 
 mod gibbs;
@@ -21,6 +24,7 @@ mod metropolis;
 mod refresh;
 mod run;
 pub mod tempering;
+pub mod tethered;
 
 pub use gibbs::{Gibbs, GibbsInfo};
 pub use metropolis::{Metropolis, MetropolisInfo};
