@@ -549,23 +549,8 @@ fn rank_one_exact(b: f64, alpha: f64, grid: &[f64]) -> Reconstruction {
                 }
         })
         .collect();
-    let lz = log_sum_exp(&lps);
-    let log_density: Vec<f64> = grid
-        .iter()
-        .map(|&g| {
-            let t: Vec<f64> = lps
-                .iter()
-                .enumerate()
-                .map(|(s, l)| l - lz - 0.5 * alpha * (s as f64 / n as f64 - g).powi(2))
-                .collect();
-            log_sum_exp(&t) + 0.5 * (alpha / (2.0 * std::f64::consts::PI)).ln()
-        })
-        .collect();
-    Reconstruction {
-        grid: grid.to_vec(),
-        omega: log_density.iter().map(|l| -l / alpha).collect(),
-        log_density,
-    }
+    let values: Vec<f64> = (0..=n).map(|s| s as f64 / n as f64).collect();
+    Reconstruction::exact(&values, &lps, grid, alpha).unwrap()
 }
 
 /// T6: TMC reconstructs the two equal peaks and the barrier of the rank-1 RBM, and the

@@ -291,6 +291,53 @@ fn trapezoid(x: &[f64], y: &[f64]) -> f64 {
 }
 
 impl Reconstruction {
+    /// The exact tethered probability of a model whose order parameter takes the values
+    /// `values` with unnormalised log weights `log_weights` (e.g. by enumeration, or by a
+    /// 1D sum for symmetric models): the canonical law of \\(m\\) convolved with a Gaussian
+    /// of variance \\(1/\alpha\\),
+    /// \\(p(\hat m) = \sum_m p(m) \sqrt{\alpha/2\pi}\, e^{-\alpha (m - \hat m)^2/2}\\),
+    /// and \\(\Omega = -\ln p / \alpha\\) up to a constant. The reference that TMC estimates
+    /// are compared with.
+    ///
+    /// # Errors
+    /// As [`reconstruct`] for the grid and `alpha`; [`Error::ShapeMismatch`] if `values` and
+    /// `log_weights` differ in length or are empty.
+    pub fn exact(values: &[f64], log_weights: &[f64], grid: &[f64], alpha: f64) -> Result<Self> {
+        check_grid(grid)?;
+        GaussianTether::new(alpha)?;
+        if values.len() != log_weights.len() || values.is_empty() {
+            return Err(Error::ShapeMismatch {
+                what: "canonical law of the order parameter".into(),
+                expected: format!(
+                    "as many log weights as values ({}), at least one",
+                    values.len()
+                ),
+                got: format!("{}", log_weights.len()),
+            });
+        }
+        let lz = ebm_core::numerics::log_sum_exp(log_weights);
+        let half_log = 0.5 * (alpha / (2.0 * std::f64::consts::PI)).ln();
+        let mut terms = vec![0.0; values.len()];
+        let log_density: Vec<f64> = grid
+            .iter()
+            .map(|&g| {
+                for ((t, m), l) in terms.iter_mut().zip(values).zip(log_weights) {
+                    *t = l - lz - 0.5 * alpha * (m - g) * (m - g);
+                }
+                ebm_core::numerics::log_sum_exp(&terms) + half_log
+            })
+            .collect();
+        let omega = log_density
+            .iter()
+            .map(|l| (log_density[0] - l) / alpha)
+            .collect();
+        Ok(Self {
+            grid: grid.to_vec(),
+            omega,
+            log_density,
+        })
+    }
+
     /// \\(p(\hat m_j)\\).
     pub fn density(&self) -> Vec<f64> {
         self.log_density.iter().map(|x| x.exp()).collect()
