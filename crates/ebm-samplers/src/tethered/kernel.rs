@@ -166,7 +166,7 @@ impl<T: Tether> Tethered<T> {
         self.order.project(v, &mut m);
         let mut m_new = vec![0.0; k];
         let mut slot = vec![V::Scalar::from_f64(0.0); rbm.visible().unit_width()];
-        let d = self.delta(
+        let (d, _) = self.delta(
             rbm.visible(),
             beta,
             v,
@@ -174,6 +174,7 @@ impl<T: Tether> Tethered<T> {
             i,
             new_state,
             &m,
+            self.tether.bias(&m, target),
             target,
             &mut m_new,
             &mut slot,
@@ -181,8 +182,9 @@ impl<T: Tether> Tethered<T> {
         (-d).min(0.0)
     }
 
-    /// \\(\Delta\\) of moving unit `i` to `new_state`; leaves the proposed slot in `slot` and
-    /// the proposed order parameters in `m_new`.
+    /// \\(\Delta\\) of moving unit `i` to `new_state` and the proposed bias, given the current
+    /// bias `cur_bias`; leaves the proposed slot in `slot` and the proposed order parameters in
+    /// `m_new`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn delta<V: DiscreteLayer>(
@@ -194,10 +196,11 @@ impl<T: Tether> Tethered<T> {
         i: usize,
         new_state: usize,
         m: &[f64],
+        cur_bias: f64,
         target: &[f64],
         m_new: &mut [f64],
         slot: &mut [V::Scalar],
-    ) -> f64 {
+    ) -> (f64, f64) {
         let uw = slot.len();
         let first = i * uw;
         let old = &v[first..first + uw];
@@ -208,7 +211,8 @@ impl<T: Tether> Tethered<T> {
         }
         let de = vis.unit_energy(i, slot) - vis.unit_energy(i, old) - coupling;
         self.order.add_increment(first, old, slot, m, m_new);
-        beta * de + self.tether.bias(m_new, target) - self.tether.bias(m, target)
+        let new_bias = self.tether.bias(m_new, target);
+        (beta * de + new_bias - cur_bias, new_bias)
     }
 }
 
@@ -295,6 +299,7 @@ where
                         let target = &self.targets[(first + c) * k..(first + c + 1) * k];
                         let phi = &phi[c * nv..(c + 1) * nv];
                         self.order.project(v, m);
+                        let mut bias = self.tether.bias(m, target);
                         for i in 0..n_units {
                             let cur = vis.read_unit_state(&v[i * uw..(i + 1) * uw]);
                             // Binary units: the only other state, without a draw.
@@ -304,12 +309,14 @@ where
                                 let s = rng.random_range(0..q - 1);
                                 s + usize::from(s >= cur)
                             };
-                            let d = self
-                                .delta(vis, beta, v, phi, i, s, m, target, &mut m_new, &mut slot);
+                            let (d, new_bias) = self.delta(
+                                vis, beta, v, phi, i, s, m, bias, target, &mut m_new, &mut slot,
+                            );
                             let u = f64::uniform(&mut **rng);
                             if d <= 0.0 || u < (-d).exp() {
                                 v[i * uw..(i + 1) * uw].copy_from_slice(&slot);
                                 m.copy_from_slice(&m_new);
+                                bias = new_bias;
                                 acc += 1;
                             }
                         }
