@@ -22,6 +22,9 @@
 //!   The same loop runs stacked tempering ([`tempering::StackLadder`],
 //!   [`tempering::StackedTempering`]): a stack of RBMs exchanging hidden and visible layers.
 //!
+//! - [`tethered`]: Tethered Monte Carlo (order parameters, tethers, the [`tethered::Tethered`]
+//!   kernel, reconstruction of \\(p(\hat m)\\) and barriers).
+//!
 //! Every kernel here has an exact invariance test and a detailed-balance test in the test kit.
 
 mod escape;
@@ -31,6 +34,7 @@ mod metropolis;
 mod refresh;
 mod run;
 pub mod tempering;
+pub mod tethered;
 
 pub use escape::{EscapeSummary, EscapeTimes};
 pub use gibbs::{Gibbs, GibbsInfo};
