@@ -11,12 +11,7 @@ use ebm_models::{Bernoulli, Rbm};
 fn rows(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
-    let header = lines
-        .next()
-        .unwrap()
-        .split(',')
-        .map(String::from)
-        .collect();
+    let header = lines.next().unwrap().split(',').map(String::from).collect();
     let body = lines
         .map(|l| {
             l.split(',')

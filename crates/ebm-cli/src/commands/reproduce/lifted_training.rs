@@ -624,7 +624,7 @@ fn lifted_report(a: &ReproduceArgs, r: &LiftedResults, dir: &Path) -> String {
         }
         let _ = writeln!(s);
     }
-    let _ = writeln!(s, "\n![PLL curves]({})\n", "pll.png");
+    let _ = writeln!(s, "\n![PLL curves](pll.png)\n");
     let _ = writeln!(
         s,
         "The paper's one-coordinate estimate at the last epoch, against the exact value (its \
