@@ -6,7 +6,7 @@ use std::path::Path;
 
 use ebm_core::{ChainRng, EnergyModel, Par, Scalar, Tractable};
 use ebm_data::{Dataset, Domain};
-use ebm_estimators::{LogZEstimate, Method, Population, Start};
+use ebm_estimators::{LogZEstimate, Method, Population, PseudoLogLikelihood, Start};
 use ebm_models::{Bernoulli, DReLU, Gaussian, Layer, Potts, Rbm, RbmChains, ReLU, Spin, exact};
 use nalgebra::DMatrix;
 
@@ -70,6 +70,17 @@ pub(crate) trait CliLayer:
         rngs: &mut [R],
         par: Par,
     );
+
+    /// The mean pseudo-log-likelihood of `data` under `rbm`, for discrete (visible) layers:
+    /// exact without `rngs`, the one-coordinate estimate with one RNG stream per sample
+    /// ([`ebm_estimators::pseudo_log_likelihood`] and
+    /// [`ebm_estimators::pseudo_log_likelihood_estimate`]).
+    fn pseudo_log_likelihood_as_visible<H: Layer<Scalar = f64>>(
+        rbm: &Rbm<Self, H>,
+        data: &DMatrix<f64>,
+        rngs: Option<&mut [ChainRng]>,
+        par: Par,
+    ) -> Option<ebm_core::Result<PseudoLogLikelihood>>;
 }
 
 macro_rules! discrete_layer {
@@ -126,6 +137,18 @@ macro_rules! discrete_layer {
                 par: Par,
             ) {
                 sampler.sample(rbm, chains, rngs, par);
+            }
+
+            fn pseudo_log_likelihood_as_visible<H: Layer<Scalar = f64>>(
+                rbm: &Rbm<Self, H>,
+                data: &DMatrix<f64>,
+                rngs: Option<&mut [ChainRng]>,
+                par: Par,
+            ) -> Option<ebm_core::Result<PseudoLogLikelihood>> {
+                Some(match rngs {
+                    None => ebm_estimators::pseudo_log_likelihood(rbm, data, par),
+                    Some(r) => ebm_estimators::pseudo_log_likelihood_estimate(rbm, data, r, par),
+                })
             }
         }
     };
@@ -199,6 +222,15 @@ macro_rules! real_layer {
                 _par: Par,
             ) {
                 unreachable!("a real-valued layer has no hidden-enumeration sampler")
+            }
+
+            fn pseudo_log_likelihood_as_visible<H: Layer<Scalar = f64>>(
+                _rbm: &Rbm<Self, H>,
+                _data: &DMatrix<f64>,
+                _rngs: Option<&mut [ChainRng]>,
+                _par: Par,
+            ) -> Option<ebm_core::Result<PseudoLogLikelihood>> {
+                None
             }
         }
     };

@@ -7,6 +7,7 @@
 //!   binarised scikit-learn digits ([`loaders::digits()`]).
 //! - [`Dataset`]: data, weights, domain ({0,1}, ±1, categorical, one-hot, real), labels, seeded
 //!   train/test split, explicit domain conversions.
+//! - [`augment`]: the one-pixel "nudge" augmentation of image data (paper 004's digits).
 //! - [`Pca`]: centred and uncentred PCA and projections of data and chains.
 //! - [`metrics`]: mode assignment and jumps, τ_int / τ_exp / ESS, AA_TS and privacy loss,
 //!   histogram distances on principal components.
@@ -27,6 +28,7 @@
 //! # Ok::<(), ebm_data::Error>(())
 //! ```
 
+pub mod augment;
 pub mod dataset;
 pub mod error;
 pub mod generators;

@@ -13,6 +13,7 @@
 //! | online trajectory AIS, advanced by a trainer after each update, with ESS resampling | [`OnlineTrajectoryAis`] | delta method |
 //! | BAR and exponential averages between neighbouring rungs of PT / PTT | [`PairAccumulator`] | jackknife over chains |
 //! | log-likelihood of a dataset | [`log_likelihood`] | propagated from \\(\log Z\\) |
+//! | pseudo-log-likelihood of a dataset (no \\(\log Z\\)): exact, or paper 004's one-coordinate estimate | [`pseudo_log_likelihood`], [`pseudo_log_likelihood_estimate`] | over samples |
 //!
 //! Every annealing estimator is a sequence of one transition rule, the [`Annealer`] trait, over
 //! a ladder of `ebm_samplers::tempering` ([`Ladder`](ebm_samplers::tempering::Ladder)); the
@@ -54,6 +55,7 @@ mod exact;
 mod likelihood;
 mod online;
 mod population;
+mod pseudo;
 
 pub use ais::{Ais, AisRun, Annealer, Reversed, TransitionInfo, ais, reverse_ais};
 pub use bar::{LadderEstimate, PairAccumulator, PairEstimate, bennett_acceptance_ratio};
@@ -65,3 +67,7 @@ pub use exact::{Start, exact_log_partition};
 pub use likelihood::{LogLikelihood, log_likelihood};
 pub use online::{OnlineAisInfo, OnlineTrajectoryAis};
 pub use population::{Population, SelectChains, systematic_resampling};
+pub use pseudo::{
+    PseudoLogLikelihood, pseudo_log_likelihood, pseudo_log_likelihood_estimate,
+    pseudo_log_likelihoods,
+};

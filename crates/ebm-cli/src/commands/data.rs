@@ -153,7 +153,7 @@ fn generate(g: &Generator, ctx: &Context) -> Result<()> {
             }
             ("clusters", GeneratorSpec::Clusters(cfg), common)
         }
-        Generator::Digits { common } => ("digits", GeneratorSpec::Digits, common),
+        Generator::Digits { common, .. } => ("digits", GeneratorSpec::Digits, common),
         Generator::CurieWeiss {
             spins,
             coupling,
@@ -198,6 +198,10 @@ fn generate(g: &Generator, ctx: &Context) -> Result<()> {
 
     let mut ds = ebm_data::generate(&spec, common.seed)
         .map_err(|e| CliError::new(format!("{name}: {e}")))?;
+    if let Generator::Digits { nudge: true, .. } = g {
+        ds = ebm_data::augment::nudge(&ds, 8, 8)
+            .map_err(|e| CliError::new(format!("--nudge: {e}")))?;
+    }
     if let Some(d) = common.domain {
         let target = match d {
             DomainArg::Spin => Domain::Spin,

@@ -4,6 +4,7 @@
 mod data;
 mod demo;
 mod loglik;
+mod pll_log;
 mod plot;
 mod reproduce;
 mod sample;

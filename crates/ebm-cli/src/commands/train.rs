@@ -16,6 +16,7 @@ use ebm_train::{
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
+use super::pll_log::{PllLog, PllRow};
 use crate::cli::{
     LrScheduleArg, NegativeArg, OptimizerArg, ScheduleArg, TrainArgs, TrainSettings, UnitArg,
 };
@@ -579,6 +580,8 @@ pub(crate) struct TrainOutputs {
     pub state: PathBuf,
     pub log: PathBuf,
     pub record: PathBuf,
+    /// The pseudo-log-likelihood log of `--pll-every`.
+    pub pll: PathBuf,
 }
 
 impl TrainOutputs {
@@ -589,6 +592,7 @@ impl TrainOutputs {
             state: model.with_extension("state.json"),
             log: model.with_extension("log.csv"),
             record: model.with_extension("json"),
+            pll: model.with_extension("pll.csv"),
         }
     }
 }
@@ -616,6 +620,9 @@ pub(crate) struct TrainResults {
     pub test_ll: Option<(u64, f64)>,
     /// Norm of the last gradient estimate.
     pub last_gradient_norm: f64,
+    /// The last row of the `--pll-every` log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pll: Option<PllRow>,
 }
 
 pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
@@ -641,6 +648,7 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
             &out.state,
             &out.log,
             &out.record,
+            &out.pll,
         ],
         &inputs,
     )?;
@@ -699,12 +707,16 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
         out.state.display(),
         out.log.display()
     ));
+    let mut written: Vec<&Path> = vec![&out.model, &out.trajectory, &out.state, &out.log];
+    if r.pll.is_some() {
+        written.push(&out.pll);
+    }
     ctx.finish(
         "train",
         Some(outcome.seed),
         &outcome.settings,
         &inputs,
-        &[&out.model, &out.trajectory, &out.state, &out.log],
+        &written,
         r,
         Some(&out.record),
     )?;
@@ -870,16 +882,35 @@ impl<'a> KindsTask for TrainTask<'a> {
 
         let mut tracker = Tracker::default();
         let mut log = CsvLog::new(Vec::new());
+        let exact_ll = enumerable(state.model.visible(), state.model.hidden());
+        let mut pll = a.pll_every.map(|_| PllLog::new(config.seed, exact_ll));
         {
-            let progress = ProgressObserver(ctx.progress(todo, "train"));
-            trainer.run(
-                &mut state,
-                &train,
-                test.as_ref(),
-                todo,
-                Par::Rayon,
-                (progress, (&mut tracker, &mut log)),
-            )?;
+            let mut progress = ProgressObserver(ctx.progress(todo, "train"));
+            // In stretches ending at the multiples of --pll-every, each followed by a PLL row.
+            if let Some(p) = pll.as_mut() {
+                p.record(first, &state.model, train.samples())?;
+            }
+            while state.update < a.updates {
+                let next = a
+                    .pll_every
+                    .map_or(a.updates, |n| (state.update / n + 1) * n)
+                    .min(a.updates);
+                let stretch = next - state.update;
+                trainer.run(
+                    &mut state,
+                    &train,
+                    test.as_ref(),
+                    stretch,
+                    Par::Rayon,
+                    (&mut progress, (&mut tracker, &mut log)),
+                )?;
+                if let Some(p) = pll.as_mut() {
+                    p.record(state.update, &state.model, train.samples())?;
+                }
+            }
+        }
+        if let Some(p) = &pll {
+            ebm_io::write_atomically(&out.pll, |w| w.write_all(p.text.as_bytes()))?;
         }
 
         // Outputs: model, trajectory (kept checkpoints and the final model), state, log.
@@ -932,6 +963,7 @@ impl<'a> KindsTask for TrainTask<'a> {
                 train_ll: tracker.train,
                 test_ll: tracker.test,
                 last_gradient_norm: tracker.gradient_norm,
+                pll: pll.and_then(|p| p.last),
             },
         })
     }

@@ -13,6 +13,7 @@ use crate::cli::{ClaimArg, ReproduceArgs};
 use crate::error::{CliError, Result, bail};
 use crate::record::Context;
 
+mod lifted_training;
 mod logz;
 mod mixing;
 
@@ -20,6 +21,7 @@ pub(super) fn execute(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     match a.claim {
         ClaimArg::PttMixingIsing => mixing::ptt_mixing_ising(a, ctx),
         ClaimArg::LogzEstimators => logz::logz_estimators(a, ctx),
+        ClaimArg::LiftedTrainingDigits => lifted_training::lifted_training_digits(a, ctx),
     }
 }
 
