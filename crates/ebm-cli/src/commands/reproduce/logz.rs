@@ -6,7 +6,7 @@
 //! training's own negative phase).
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -299,7 +299,7 @@ fn verdict(ranking: &[(String, f64)], rows: &[LogZRow], largest: u64) -> (&'stat
     (v, how)
 }
 
-fn write_csv(path: &PathBuf, rows: &[LogZRow], exact: f64) -> Result<()> {
+fn write_csv(path: &Path, rows: &[LogZRow], exact: f64) -> Result<()> {
     let mut s = String::from("estimator,gibbs_sweeps,log_z,std_err,ess,error,exact_log_z\n");
     for r in rows {
         let _ = writeln!(
