@@ -325,19 +325,13 @@ pub(super) fn lifted_training_digits(a: &ReproduceArgs, ctx: &Context) -> Result
             c.seconds
         ));
     }
-    ctx.say(format!(
-        "reproduce: {}: {} ({:.0} s); report: {}",
-        results.verdict,
-        results.reason,
-        started.elapsed().as_secs_f64(),
-        report.display()
-    ));
-    let inputs: [&Path; 0] = [];
-    ctx.finish(
-        "reproduce",
-        Some(seed),
+    super::finish(
         a,
-        &inputs,
+        ctx,
+        &dir,
+        (&results.verdict, &results.reason),
+        started,
+        &report,
         &[
             &report,
             &csv,
@@ -347,7 +341,6 @@ pub(super) fn lifted_training_digits(a: &ReproduceArgs, ctx: &Context) -> Result
             &small_figure,
         ],
         &results,
-        Some(&dir.join("reproduce.json")),
     )
 }
 

@@ -216,22 +216,15 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     for (label, e) in &results.ranking {
         ctx.say(format!("reproduce: {label:<18} |error| {e:.4}"));
     }
-    ctx.say(format!(
-        "reproduce: {}: {} ({:.0} s); report: {}",
-        results.verdict,
-        results.reason,
-        started.elapsed().as_secs_f64(),
-        report.display()
-    ));
-    let inputs: [&Path; 0] = [];
-    ctx.finish(
-        "reproduce",
-        Some(seed),
+    super::finish(
         a,
-        &inputs,
+        ctx,
+        &dir,
+        (&results.verdict, &results.reason),
+        started,
+        &report,
         &[&report, &csv, &figure],
         &results,
-        Some(&dir.join("reproduce.json")),
     )
 }
 

@@ -242,22 +242,15 @@ pub(super) fn ptt_mixing_ising(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
             }
         ));
     }
-    ctx.say(format!(
-        "reproduce: {}: {} ({:.0} s); report: {}",
-        results.verdict,
-        results.reason,
-        started.elapsed().as_secs_f64(),
-        report.display()
-    ));
-    let inputs: [&Path; 0] = [];
-    ctx.finish(
-        "reproduce",
-        Some(seed),
+    super::finish(
         a,
-        &inputs,
+        ctx,
+        &dir,
+        (&results.verdict, &results.reason),
+        started,
+        &report,
         &[&report, &csv, &figure],
         &results,
-        Some(&dir.join("reproduce.json")),
     )
 }
 

@@ -7,7 +7,10 @@
 //! model's ground truth (never the data) and gives a verdict: reproduced, partly reproduced or
 //! not reproduced, with the reason.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
 
 use crate::cli::{ClaimArg, ReproduceArgs};
 use crate::error::{CliError, Result, bail};
@@ -37,4 +40,34 @@ fn output_dir(a: &ReproduceArgs, name: &str) -> Result<PathBuf> {
     std::fs::create_dir_all(&dir)
         .map_err(|e| CliError::new(format!("cannot create {}: {e}", dir.display())))?;
     Ok(dir)
+}
+
+/// The end of every claim: says its verdict, the time it took and where the report is, and writes
+/// the run record `reproduce.json` into `dir` (listing `outputs`).
+#[allow(clippy::too_many_arguments)]
+fn finish<R: Serialize>(
+    a: &ReproduceArgs,
+    ctx: &Context,
+    dir: &Path,
+    (verdict, reason): (&str, &str),
+    started: Instant,
+    report: &Path,
+    outputs: &[&Path],
+    results: &R,
+) -> Result<()> {
+    ctx.say(format!(
+        "reproduce: {verdict}: {reason} ({:.0} s); report: {}",
+        started.elapsed().as_secs_f64(),
+        report.display()
+    ));
+    let inputs: [&Path; 0] = [];
+    ctx.finish(
+        "reproduce",
+        Some(a.seed),
+        a,
+        &inputs,
+        outputs,
+        results,
+        Some(&dir.join("reproduce.json")),
+    )
 }
