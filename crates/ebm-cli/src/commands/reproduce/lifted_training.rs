@@ -505,7 +505,7 @@ fn findings(curves: &[Curve], plan: &Plan) -> Vec<Finding> {
         }
         .into(),
         numbers: format!(
-            "final |PT - LPT| = {gap:.3} nats (tolerance 0.2, twice the paper's digitisation)"
+            "final abs(PT - LPT) = {gap:.3} nats (tolerance 0.2, twice the paper's digitisation)"
         ),
     });
     out
