@@ -542,17 +542,11 @@ fn long_csv(r: &LiftedResults) -> String {
 fn lifted_report(a: &ReproduceArgs, r: &LiftedResults, dir: &Path) -> String {
     let plan = &r.plan;
     let per = plan.updates_per_epoch;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# Reproduction: paper 004, Fig. 2 — digits training curves of PCD, CD, PT, LPT and DEO\n"
-    );
-    let _ = writeln!(s, "**Claim.** {}\n", r.paper_statement);
-    let _ = writeln!(
-        s,
-        "**Verdict: {}.** {}.\n",
-        r.verdict.to_uppercase(),
-        r.reason
+    let mut s = super::report_head(
+        "paper 004, Fig. 2 — digits training curves of PCD, CD, PT, LPT and DEO",
+        r.paper_statement,
+        &r.verdict,
+        &r.reason,
     );
     let _ = writeln!(
         s,
@@ -671,14 +665,6 @@ fn lifted_report(a: &ReproduceArgs, r: &LiftedResults, dir: &Path) -> String {
             "a different"
         }
     );
-    let _ = writeln!(
-        s,
-        "## Commands\n\nRun in-process (outputs in {}); each can be rerun by hand:\n\n```console",
-        dir.display()
-    );
-    for c in &r.commands {
-        let _ = writeln!(s, "{c}");
-    }
-    let _ = writeln!(s, "```");
+    s.push_str(&super::commands_section(dir, &r.commands));
     s
 }

@@ -312,17 +312,11 @@ fn write_csv(path: &Path, rows: &[LogZRow], exact: f64) -> Result<()> {
 }
 
 fn report_text(a: &ReproduceArgs, r: &LogZResults, dir: &Path) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# Reproduction: paper 000, Fig. 3 — error of log Z against cost\n"
-    );
-    let _ = writeln!(s, "**Claim.** {}\n", r.paper_statement);
-    let _ = writeln!(
-        s,
-        "**Verdict: {}.** {}.\n",
-        r.verdict.to_uppercase(),
-        r.reason
+    let mut s = super::report_head(
+        "paper 000, Fig. 3 — error of log Z against cost",
+        r.paper_statement,
+        &r.verdict,
+        &r.reason,
     );
     let _ = writeln!(
         s,
@@ -362,14 +356,6 @@ fn report_text(a: &ReproduceArgs, r: &LogZResults, dir: &Path) -> String {
         );
     }
     let _ = writeln!(s, "\n![log Z against cost](logz.png)\n");
-    let _ = writeln!(
-        s,
-        "## Commands\n\nRun in-process (outputs in {}); each can be rerun by hand:\n\n```console",
-        dir.display()
-    );
-    for c in &r.commands {
-        let _ = writeln!(s, "{c}");
-    }
-    let _ = writeln!(s, "```");
+    s.push_str(&super::commands_section(dir, &r.commands));
     s
 }

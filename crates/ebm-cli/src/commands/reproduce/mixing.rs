@@ -319,17 +319,11 @@ fn mixing_csv(r: &MixingResults) -> String {
 
 fn mixing_report(a: &ReproduceArgs, r: &MixingResults, dir: &Path) -> String {
     let plan = &r.plan;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# Reproduction: paper 000, Fig. 4 (Ising row) — mode jumps at equal cost\n"
-    );
-    let _ = writeln!(s, "**Claim.** {}\n", r.paper_statement);
-    let _ = writeln!(
-        s,
-        "**Verdict: {}.** {}.\n",
-        r.verdict.to_uppercase(),
-        r.reason
+    let mut s = super::report_head(
+        "paper 000, Fig. 4 (Ising row) — mode jumps at equal cost",
+        r.paper_statement,
+        &r.verdict,
+        &r.reason,
     );
     let _ = writeln!(
         s,
@@ -393,14 +387,6 @@ fn mixing_report(a: &ReproduceArgs, r: &MixingResults, dir: &Path) -> String {
         let _ = writeln!(s, "- {} warned: {}", x.label, x.warnings.join("; "));
     }
     let _ = writeln!(s, "\n![Mode jumps against cost](mode-jumps.png)\n");
-    let _ = writeln!(
-        s,
-        "## Commands\n\nRun in-process (outputs in {}); each can be rerun by hand:\n\n```console",
-        dir.display()
-    );
-    for c in &r.commands {
-        let _ = writeln!(s, "{c}");
-    }
-    let _ = writeln!(s, "```");
+    s.push_str(&super::commands_section(dir, &r.commands));
     s
 }

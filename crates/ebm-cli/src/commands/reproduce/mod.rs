@@ -71,3 +71,25 @@ fn finish<R: Serialize>(
         Some(&dir.join("reproduce.json")),
     )
 }
+
+/// The head of every claim's report: title, the paper's statement and the verdict with its
+/// reason.
+fn report_head(title: &str, statement: &str, verdict: &str, reason: &str) -> String {
+    format!(
+        "# Reproduction: {title}\n\n**Claim.** {statement}\n\n**Verdict: {}.** {reason}.\n\n",
+        verdict.to_uppercase()
+    )
+}
+
+/// The tail of every claim's report: the `ebm` command lines it ran, to rerun by hand.
+fn commands_section(dir: &Path, commands: &[String]) -> String {
+    format!(
+        "## Commands\n\nRun in-process (outputs in {}); each can be rerun by hand:\n\n\
+         ```console\n{}```\n",
+        dir.display(),
+        commands
+            .iter()
+            .map(|c| format!("{c}\n"))
+            .collect::<String>()
+    )
+}
