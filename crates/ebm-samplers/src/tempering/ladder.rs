@@ -222,7 +222,7 @@ impl<M: EnergyModel> TemperatureLadder<M> {
     /// of `kernel` per grid point, and [`select_rungs`](super::select_rungs) keeps the rungs
     /// (spec `ptt-trais-rcm.md` §2.8, where the reference code scans 1000 points with 10 Gibbs
     /// sweeps and targets 0.3). Start `state` in equilibrium at `grid[0]` (for RBMs at
-    /// \(eta = 0\): uniform random states, or any state after one Gibbs sweep).
+    /// \(\beta = 0\): uniform random states, or any state after one Gibbs sweep).
     ///
     /// # Errors
     /// As [`TemperatureLadder::new`] for the grid, and as [`select_rungs`](super::select_rungs).

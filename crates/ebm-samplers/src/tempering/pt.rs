@@ -42,7 +42,7 @@ pub enum SwapSchedule {
 /// ([`ParallelTempering::with_rung0_kernel`]), typically [`crate::ExactRefresh`] when the
 /// ladder's models are [`ebm_core::Tractable`]: every round then injects independent exact
 /// draws at the bottom, as PTT does with its exactly sampled first model (spec
-/// `ptt-trais-rcm.md` §2.10). For RBM ladders whose rung 0 is at \(eta = 0\) or is an
+/// `ptt-trais-rcm.md` §2.10). For RBM ladders whose rung 0 is at \(\beta = 0\) or is an
 /// independent-site reference (zero weights), one Gibbs sweep at rung 0 already is an exact
 /// draw, because neither conditional depends on the other layer there.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
