@@ -692,9 +692,10 @@ pub(crate) struct ReverseAisArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub path: AnnealingPathArgs,
-    /// Where the samples of the model come from.
-    #[arg(long, value_enum, default_value_t = ReverseStartArg::Gibbs)]
-    pub start: ReverseStartArg,
+    /// Where the samples of the model come from (default: exact draws when the model can be
+    /// enumerated, else an error).
+    #[arg(long, value_enum)]
+    pub start: Option<ReverseStartArg>,
     /// --start gibbs: Gibbs sweeps of the model before annealing down (default 1000).
     #[arg(long, value_name = "SWEEPS", value_parser = positive_u64)]
     pub burn_in: Option<u64>,

@@ -1026,15 +1026,8 @@ fn trajectory_estimators_agree_with_exact_log_z() {
     );
     // The cost counts every round, burn-in included.
     assert_eq!(r["gibbs_sweeps"], 400 * 9 * 64);
-    let exp = &r["ptt"]["exponential_average"];
-    let (e, s) = (
-        exp["log_z"].as_f64().unwrap(),
-        exp["std_err"].as_f64().unwrap(),
-    );
-    assert!(
-        (e - z).abs() <= 4.0 * s,
-        "exponential average {e} +- {s} vs {z}"
-    );
+    // The one-sided exponential average is no longer reported (its jackknife bar did not hold).
+    assert!(r["ptt"].get("exponential_average").is_none());
 }
 
 #[test]

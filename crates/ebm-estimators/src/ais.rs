@@ -3,7 +3,7 @@
 //! and the transition that the online trajectory estimator applies after each training update.
 
 use crate::estimate::{
-    DescribeLadder, Direction, ErrorBar, LadderKind, LogZEstimate, Method, RungLogZ,
+    DescribeLadder, Direction, ErrorBar, LadderKind, LogMeanExp, LogZEstimate, Method, RungLogZ,
 };
 use crate::exact::Start;
 use crate::population::{Population, SelectChains};
@@ -227,22 +227,46 @@ where
     ratios
 }
 
-fn ais_estimate(
+/// The estimate at the end of an annealing run over `population`: `log_z` with the error
+/// `other_var` (variance of the start's \\(\log Z_0\\)) combined with the robust error of the
+/// population's log mean weight ([`crate::trust::robust_std_err`] on the current segment, the
+/// delta-method variance of the segments before a resampling), the ESS and the largest-weight
+/// fraction of the final weights, and the warnings of [`crate::trust`].
+pub(crate) fn ais_estimate<S: ebm_core::Chains>(
     log_z: f64,
-    std_err: f64,
-    ratio_ess: f64,
+    other_var: f64,
+    population: &Population<S>,
     population_steps: u64,
-    n: usize,
     method: Method,
 ) -> LogZEstimate {
+    let w = &population.log_weights;
+    let current = LogMeanExp::of(w);
+    let se = crate::trust::robust_std_err(w, current.std_err);
+    let largest = crate::trust::largest_weight_fraction(w);
+    let n = population.log_weights.len();
+    let mut std_err = (other_var + population.carried_variance() + se * se).sqrt();
+    let mut warnings = crate::trust::weight_warnings(current.ess, largest);
+    if let Some((var, lineages)) = population.lineage_variance() {
+        std_err = std_err.max((other_var + var).sqrt());
+        if (lineages as f64) < crate::trust::MIN_ESS {
+            warnings.push(crate::Warning::LineageCollapse {
+                lineages,
+                threshold: crate::trust::MIN_ESS,
+            });
+        }
+    }
     LogZEstimate {
         log_z,
         std_err,
-        ess: ratio_ess,
+        ess: current.ess,
         n_samples: n,
         kernel_steps: population_steps * n as u64,
         method,
-        error_bar: ErrorBar::DeltaMethod,
+        error_bar: ErrorBar::LargerOfDeltaAndBootstrap {
+            resamples: crate::trust::BOOTSTRAP_RESAMPLES,
+        },
+        largest_weight_fraction: Some(largest),
+        warnings,
     }
 }
 
@@ -256,15 +280,32 @@ fn ais_estimate(
 ///
 /// with the transitions of `annealer` (normally [`Ais`]). The estimate of \\(Z_K\\) is
 /// unbiased, so \\(\log \hat Z_K\\) is a stochastic lower bound: \\(\mathbb E[\log\hat Z_K] \le
-/// \log Z_K\\). The standard error is the delta-method error of the log mean weight (per
-/// segment between resamplings) combined with the error of `start.log_z`.
+/// \log Z_K\\). The standard error is the larger of the delta-method and the bootstrap-over-
+/// chains error of the log mean weight ([`crate::trust`]; segments before a resampling add their
+/// delta-method variance), combined with the error of `start.log_z`; the estimate carries the
+/// ESS and largest-weight fraction of its final weights and the warnings of [`crate::trust`]
+/// ([`Warning::LowEss`](crate::Warning::LowEss),
+/// [`Warning::WeightConcentration`](crate::Warning::WeightConcentration)). The `profile`
+/// entries below the last rung carry delta-method errors only.
 ///
 /// One function serves every ladder: temperature AIS from the uniform law
 /// ([`Start::uniform`] on a `TemperatureLadder` starting at \\(\beta = 0\\)), AIS with an
 /// independent-site reference ([`Start::independent`] on a `ReferenceLadder`), and offline
 /// trajectory AIS over saved checkpoints ([`Start::independent`] or [`Start::enumerated`] for
-/// the first checkpoint, on a `TrajectoryLadder`). `start` must hold draws of rung 0 of
-/// `ladder` (not checked).
+/// the first checkpoint, on a `TrajectoryLadder`).
+///
+/// `start` must hold exact draws of rung 0 of `ladder`, with that rung's \\(\log Z_0\\). This is
+/// **not checked**, and cannot be in general: a [`Start`] is a population and a number, and
+/// the [`Ladder`] trait exposes rung 0 only as an energy function, so neither the law the draws
+/// came from nor the model whose \\(\log Z\\) was computed can be compared with rung 0 (models
+/// have no equality, and a statistical test that draws are from \\(p_0\\) would need its
+/// normaliser and marginals, which the trait does not give). Build starts with the constructors
+/// of [`Start`] from the same model and \\(\beta\\) as rung 0 ([`Start::uniform`] for a
+/// temperature ladder from \\(\beta = 0\\), [`Start::independent`] with the ladder's reference,
+/// [`Start::enumerated`] for the first checkpoint): then rung 0 and the start agree by
+/// construction. Draws of another law bias the estimate silently (wrong weights from the first
+/// transition on), and a wrong \\(\log Z_0\\) shifts it by the difference. The CLI builds the
+/// start and the ladder from the same model, so its paths satisfy this.
 ///
 /// The cost is one kernel step per chain and rung above 0.
 pub fn ais<L, A>(
@@ -295,13 +336,11 @@ where
         std_err: (var0 + r.std_err * r.std_err).sqrt(),
     }));
     let last = *profile.last().expect("rung 0 is always there");
-    let ess = ratios.last().map_or(base.ess, |r| r.ess);
     let estimate = ais_estimate(
         last.log_z,
-        last.std_err,
-        ess,
+        var0,
+        &population,
         population.steps() - steps0,
-        population.n_chains(),
         Method::Ais {
             direction: Direction::Forward,
             ladder: ladder.kind(),
@@ -327,8 +366,13 @@ where
 /// The mean weight estimates \\(Z_0 / Z_K\\) without bias when the starting draws are exact
 /// (e.g. [`Start::enumerated`] on the target), so \\(\log\hat Z_K\\) is then a stochastic
 /// **upper** bound; with forward [`ais`] it sandwiches \\(\log Z_K\\). From equilibrium (PT,
-/// long Gibbs) draws the bound holds only as far as the draws are in equilibrium. Same
-/// transitions, same error bars as [`ais`]; the returned profile is empty.
+/// long Gibbs) draws the bound holds only as far as the draws are in equilibrium, and draws
+/// confined to some of the modes bias the estimate without any sign in the weights (measured
+/// on a bimodal 16 x 20 RBM from 1000 Gibbs sweeps in one mode: \\(-1.0\\) nat with an error
+/// bar of 0.008). This function cannot know where `target` came from: a caller that did not
+/// draw it exactly must add [`Warning::StartNotAtEquilibrium`](crate::Warning::StartNotAtEquilibrium)
+/// to the estimate ([`LogZEstimate::warn`]), as the CLI does. Same transitions, same error
+/// bars and weight warnings as [`ais`]; the returned profile is empty.
 pub fn reverse_ais<L, A>(
     annealer: &A,
     ladder: &L,
@@ -346,15 +390,12 @@ where
     let base = population.log_ratio();
     let reversed = Reversed(ladder);
     let ratios = anneal(annealer, &reversed, &mut population, par);
-    let (log_ratio, ratio_se, ess) = ratios.last().map_or((0.0, 0.0, base.ess), |r| {
-        (r.log_mean - base.log_mean, r.std_err, r.ess)
-    });
+    let log_ratio = ratios.last().map_or(0.0, |r| r.log_mean - base.log_mean);
     let estimate = ais_estimate(
         log_z0.log_z - log_ratio,
-        (log_z0.std_err * log_z0.std_err + ratio_se * ratio_se).sqrt(),
-        ess,
+        log_z0.std_err * log_z0.std_err,
+        &population,
         population.steps() - steps0,
-        population.n_chains(),
         Method::Ais {
             direction: Direction::Reverse,
             ladder: reversed.kind(),

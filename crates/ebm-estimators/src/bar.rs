@@ -5,6 +5,7 @@
 use crate::estimate::{
     DescribeLadder, ErrorBar, LadderKind, LogMeanExp, LogZEstimate, Method, RungLogZ,
 };
+use crate::trust::{HALVES_Z, MIN_ESS, Warning};
 use ebm_core::numerics::sigmoid;
 use ebm_core::{Chains, EnergyModel, Error, Par};
 use ebm_samplers::tempering::{Ladder, PtState};
@@ -395,7 +396,66 @@ impl PairAccumulator {
         }
     }
 
+    /// The estimate with its warnings: [`Warning::LowEss`] when the smallest pair ESS is below
+    /// [`MIN_ESS`], [`Warning::NotEquilibrated`] when the estimates from the first and second
+    /// halves of the recorded rounds differ by more than [`HALVES_Z`] combined standard errors.
     fn chain(&self, log_z0: &LogZEstimate, bar: bool) -> ebm_core::Result<LadderEstimate> {
+        let mut out = self.chain_unchecked(log_z0, bar)?;
+        let e = &mut out.estimate;
+        if e.ess.is_nan() || e.ess < MIN_ESS {
+            e.warn(Warning::LowEss {
+                ess: e.ess,
+                threshold: MIN_ESS,
+            });
+        }
+        if let Some((first, second)) = self.halves() {
+            let a = first.chain_unchecked(log_z0, bar)?.estimate;
+            let b = second.chain_unchecked(log_z0, bar)?.estimate;
+            let z = (a.log_z - b.log_z).abs() / a.std_err.hypot(b.std_err);
+            if z.is_nan() || z > HALVES_Z {
+                e.warn(Warning::NotEquilibrated {
+                    first_half: a.log_z,
+                    second_half: b.log_z,
+                    z,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The recorded rounds split into their first and second halves, when each half can have
+    /// an error bar (at least 2 rounds each).
+    fn halves(&self) -> Option<(Self, Self)> {
+        let rounds = self.rounds as usize;
+        if rounds < 4 {
+            return None;
+        }
+        let cut = rounds / 2 * self.n_chains;
+        let part = |lo: usize, hi: Option<usize>| {
+            let take = |v: &Vec<Vec<f64>>| {
+                v.iter()
+                    .map(|x| x[lo..hi.unwrap_or(x.len())].to_vec())
+                    .collect()
+            };
+            let n = (hi.unwrap_or(rounds * self.n_chains) - lo) / self.n_chains;
+            Self {
+                rounds: n as u64,
+                pt_rounds: None,
+                forward: take(&self.forward),
+                reverse: take(&self.reverse),
+                scratch: Vec::new(),
+                ladder: self.ladder.clone(),
+                ..*self
+            }
+        };
+        Some((part(0, Some(cut)), part(cut, None)))
+    }
+
+    fn chain_unchecked(
+        &self,
+        log_z0: &LogZEstimate,
+        bar: bool,
+    ) -> ebm_core::Result<LadderEstimate> {
         if self.rounds == 0 {
             return Err(Error::InvalidParameter {
                 name: "recorded rounds".into(),
@@ -502,6 +562,8 @@ impl PairAccumulator {
                 kernel_steps: cost_rounds * (self.n_rungs * self.n_chains) as u64,
                 method,
                 error_bar: ErrorBar::Jackknife { groups: n_groups },
+                largest_weight_fraction: None,
+                warnings: Vec::new(),
             },
             profile,
             pairs,

@@ -1,6 +1,7 @@
 //! The typed result of every estimator: \\(\log Z\\) with its standard error, the effective
 //! sample size, the cost, and a record of the method and settings that produced it.
 
+use crate::trust::Warning;
 use ebm_samplers::tempering::{Concat, ReferenceLadder, TemperatureLadder, TrajectoryLadder};
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +29,14 @@ pub struct LogZEstimate {
     pub method: Method,
     /// How `std_err` was obtained.
     pub error_bar: ErrorBar,
+    /// Estimators from importance weights: the fraction of the total weight carried by the
+    /// largest chain, \(\max_i e^{w_i} / \sum_j e^{w_j}\) (`None` for other estimators).
+    #[serde(default)]
+    pub largest_weight_fraction: Option<f64>,
+    /// Why the estimate or its error bar should not be trusted; empty when every check of
+    /// [`crate::trust`] passed. See [`LogZEstimate::is_trusted`].
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
 }
 
 impl LogZEstimate {
@@ -41,7 +50,30 @@ impl LogZEstimate {
             kernel_steps: 0,
             method,
             error_bar: ErrorBar::Exact,
+            largest_weight_fraction: None,
+            warnings: Vec::new(),
         }
+    }
+
+    /// Whether no warning was raised (the rule is in [`crate::trust`]). An untrusted estimate
+    /// may still be right; a trusted one is calibrated on the models of the calibration suite
+    /// but can still miss a mode that no chain visited.
+    pub fn is_trusted(&self) -> bool {
+        self.warnings.is_empty()
+    }
+
+    /// Adds `warning` unless an equal one is already there.
+    pub fn warn(&mut self, warning: Warning) {
+        if !self.warnings.contains(&warning) {
+            self.warnings.push(warning);
+        }
+    }
+
+    /// Whether the estimate is within `k` standard errors of `truth` **or** carries a warning:
+    /// the criterion of the calibration suite (an estimate is honest when its error bar holds
+    /// or it says that it cannot be trusted).
+    pub fn covers_or_warns(&self, truth: f64, k: f64) -> bool {
+        self.covers(truth, k) || !self.is_trusted()
     }
 
     /// The ESS relative to the number of samples, in \\([0, 1]\\) (1 for exact values).
@@ -74,6 +106,16 @@ pub enum ErrorBar {
     /// Delta method on the log of a mean of importance weights (see [`LogMeanExp`]), summed in
     /// quadrature over the segments separated by resampling.
     DeltaMethod,
+    /// The larger of the delta-method error and the standard deviation of the log mean weight
+    /// over bootstrap resamplings of the chains ([`crate::trust::BOOTSTRAP_RESAMPLES`]; segments
+    /// before a resampling, if any, contribute their delta-method error in quadrature): an error
+    /// bar that does not collapse when a few chains dominate (see [`crate::trust`]). After a
+    /// resampling, the error is at least the genealogy-based one of
+    /// [`crate::Population::lineage_variance`].
+    LargerOfDeltaAndBootstrap {
+        /// Number of bootstrap resamples.
+        resamples: usize,
+    },
     /// Delete-one-group jackknife over `groups` groups of chains (or of consecutive rounds when
     /// there are too few chains), which accounts for the autocorrelation of each chain.
     Jackknife {
@@ -394,6 +436,8 @@ mod tests {
             kernel_steps: 1000,
             method: Method::Tractable,
             error_bar: ErrorBar::DeltaMethod,
+            largest_weight_fraction: None,
+            warnings: Vec::new(),
         };
         assert!(e.covers(1.15, 2.0) && !e.covers(1.25, 2.0));
         assert!((e.z_score(0.8) - 2.0).abs() < 1e-12);

@@ -56,6 +56,7 @@ mod likelihood;
 mod online;
 mod population;
 mod pseudo;
+pub mod trust;
 
 pub use ais::{Ais, AisRun, Annealer, Reversed, TransitionInfo, ais, reverse_ais};
 pub use bar::{LadderEstimate, PairAccumulator, PairEstimate, bennett_acceptance_ratio};
@@ -71,3 +72,4 @@ pub use pseudo::{
     PseudoLogLikelihood, pseudo_log_likelihood, pseudo_log_likelihood_estimate,
     pseudo_log_likelihoods,
 };
+pub use trust::Warning;

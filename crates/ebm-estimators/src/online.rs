@@ -2,7 +2,7 @@
 //! Gibbs sweep per parameter update (spec `ptt-trais-rcm.md` §2.7).
 
 use crate::ais::weight_then_move;
-use crate::estimate::{ErrorBar, LogZEstimate, Method};
+use crate::estimate::{LogZEstimate, Method};
 use crate::population::{Population, SelectChains};
 use ebm_core::{Chains, EnergyModel, Error, Kernel, Par};
 use ebm_samplers::tempering::Rung;
@@ -140,24 +140,23 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
 
     /// The current log Z estimate with its error bar and ESS: \\(\log \hat Z\\) of the last
     /// model passed to [`advance`](Self::advance) (of the initial model before the first
-    /// update), its delta-method standard error, the Kish ESS of the current weights, and the
-    /// cost so far (updates x chains kernel steps).
+    /// update), its standard error (the larger of the delta-method and bootstrap errors of the
+    /// current weights, the delta-method variance of the segments before resamplings added),
+    /// the Kish ESS and largest-weight fraction of the current weights with the warnings of
+    /// [`crate::trust`], and the cost so far (updates x chains kernel steps).
     pub fn estimate(&self) -> LogZEstimate {
         let r = self.population.log_ratio();
-        let n = self.population.n_chains();
-        LogZEstimate {
-            log_z: self.log_z0 + r.log_mean,
-            std_err: r.std_err,
-            ess: r.ess,
-            n_samples: n,
-            kernel_steps: self.population.steps() * n as u64,
-            method: Method::OnlineTrajectoryAis {
+        crate::ais::ais_estimate(
+            self.log_z0 + r.log_mean,
+            0.0,
+            &self.population,
+            self.population.steps(),
+            Method::OnlineTrajectoryAis {
                 updates: self.updates,
                 resample_below_ess: self.resample_below_ess,
                 resamplings: self.population.resamplings(),
             },
-            error_bar: ErrorBar::DeltaMethod,
-        }
+        )
     }
 
     /// The weighted population (chains, log weights, RNG streams): e.g. weighted samples of the

@@ -103,6 +103,9 @@ pub struct Population<S> {
     resample_rng: ChainRng,
     carried_log_ratio: f64,
     carried_variance: f64,
+    /// The founder (index among the chains before the first resampling) of every chain.
+    #[serde(default)]
+    founders: Vec<usize>,
     resamplings: u64,
     steps: u64,
     #[serde(skip)]
@@ -118,6 +121,7 @@ impl<S: PartialEq> PartialEq for Population<S> {
             && self.resample_rng == other.resample_rng
             && self.carried_log_ratio == other.carried_log_ratio
             && self.carried_variance == other.carried_variance
+            && self.founders == other.founders
             && self.resamplings == other.resamplings
             && self.steps == other.steps
     }
@@ -147,6 +151,7 @@ impl<S: Chains> Population<S> {
             log_weights: vec![0.0; n],
             carried_log_ratio: 0.0,
             carried_variance: 0.0,
+            founders: (0..n).collect(),
             resamplings: 0,
             steps: 0,
             scratch: Vec::new(),
@@ -180,6 +185,48 @@ impl<S: Chains> Population<S> {
             std_err: (self.carried_variance + current.std_err * current.std_err).sqrt(),
             ..current
         }
+    }
+
+    /// The variance carried over from the segments before the last resampling (delta method).
+    pub(crate) fn carried_variance(&self) -> f64 {
+        self.carried_variance
+    }
+
+    /// After at least one resampling: the Chan–Lai estimate of the relative variance of the
+    /// estimate of \\(Z\\) from the genealogy of the chains (Chan and Lai 2013, "A general theory
+    /// of particle filters in hidden Markov models and some applications"),
+    ///
+    /// \\[ \hat V = \sum_{e=1}^{n} \Big(\sum_{i:\,E_i = e} \bar w_i - \frac1n\Big)^2, \\]
+    ///
+    /// where \\(E_i\\) is the founder of chain \\(i\\) (its ancestor before the first resampling)
+    /// and \\(\bar w_i\\) its normalised current weight; without resampling it reduces to the
+    /// delta method. It accounts for the correlation resampling creates between chains: when all
+    /// chains descend from a few founders it tends to 1. Returns \\(\hat V\\) (the variance of
+    /// \\(\log\hat Z\\) to first order) and the number of distinct founders among the chains;
+    /// `None` without resampling (or for a population restored from a record without genealogy).
+    pub fn lineage_variance(&self) -> Option<(f64, usize)> {
+        let n = self.log_weights.len();
+        if self.resamplings == 0 || self.founders.len() != n {
+            return None;
+        }
+        let m = self
+            .log_weights
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
+        if !m.is_finite() {
+            return None;
+        }
+        let total: f64 = self.log_weights.iter().map(|w| (w - m).exp()).sum();
+        let mut share = vec![0.0; n];
+        let mut seen = vec![false; n];
+        for (&e, &w) in self.founders.iter().zip(&self.log_weights) {
+            share[e] += (w - m).exp() / total;
+            seen[e] = true;
+        }
+        let inv = 1.0 / n as f64;
+        let var = share.iter().map(|g| (g - inv) * (g - inv)).sum();
+        Some((var, seen.iter().filter(|s| **s).count()))
     }
 
     /// The current relative ESS of the weights, \\(\mathrm{ESS}/n\\).
@@ -243,6 +290,9 @@ impl<S: SelectChains> Population<S> {
         let u = f64::uniform(&mut self.resample_rng);
         let ancestors = systematic_resampling(&self.log_weights, u);
         self.chains = self.chains.select_chains(&ancestors);
+        if self.founders.len() == ancestors.len() {
+            self.founders = ancestors.iter().map(|&a| self.founders[a]).collect();
+        }
         self.carried_log_ratio += current.log_mean;
         self.carried_variance += current.std_err * current.std_err;
         self.log_weights.fill(0.0);

@@ -90,7 +90,12 @@ fn temperature_ais_is_accurate() {
         }
     );
     assert_eq!(run.estimate.kernel_steps, 100 * 1000);
-    assert_eq!(run.estimate.error_bar, ErrorBar::DeltaMethod);
+    assert_eq!(
+        run.estimate.error_bar,
+        ErrorBar::LargerOfDeltaAndBootstrap { resamples: 200 }
+    );
+    assert!(run.estimate.is_trusted(), "{:?}", run.estimate.warnings);
+    assert!(run.estimate.largest_weight_fraction.unwrap() < 0.01);
     assert_eq!(run.profile.len(), 101);
     assert!(run.estimate.relative_ess() > 0.5 && run.estimate.relative_ess() <= 1.0);
 

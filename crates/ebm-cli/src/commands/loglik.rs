@@ -10,7 +10,7 @@ use ebm_core::{EnergyModel, Par, RngStreams, Scalar};
 use ebm_data::Dataset;
 use ebm_estimators::{
     Ais, Annealer, DescribeLadder, LadderKind, LogZEstimate, Method, PairAccumulator, PairEstimate,
-    Population, RungLogZ, Start, TransitionInfo, ais, reverse_ais,
+    Population, RungLogZ, Start, TransitionInfo, Warning, ais, reverse_ais,
 };
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::Gibbs;
@@ -232,6 +232,36 @@ struct AnnealingSummary {
     /// `reverse-ais --start gibbs`: the burn-in, in Gibbs sweeps per chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     burn_in_sweeps: Option<u64>,
+    /// `reverse-ais`: forward AIS on the same path with as many chains, and whether the
+    /// sandwich AIS <= reverse AIS held (within 3 combined standard errors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandwich: Option<SandwichSummary>,
+}
+
+/// The forward half of the AIS / reverse-AIS sandwich.
+#[derive(Serialize, Debug)]
+struct SandwichSummary {
+    /// The forward AIS estimate (a stochastic lower bound).
+    ais: LogZEstimate,
+    /// Whether AIS did not exceed reverse AIS by more than 3 combined standard errors.
+    holds: bool,
+}
+
+/// What `reverse-ais` calls exact draws of the model.
+const EXACT_DRAWS: &str = "exact draws by enumeration";
+
+/// The error of `reverse-ais` when the model cannot be enumerated for exact draws.
+fn reverse_start_error(start: Option<ReverseStartArg>, e: CliError) -> CliError {
+    match start {
+        Some(_) => CliError::new(format!("--start exact: {e}")),
+        None => CliError::new(format!(
+            "reverse AIS needs equilibrium draws of the model, and by default it draws them \
+             exactly by enumeration, which is not possible here ({e}). Give samples of the model \
+             with --start samples --samples FILE (e.g. from `ebm sample --sampler pt`), or ask \
+             for --start gibbs; both are flagged 'start not at equilibrium', since their \
+             equilibrium cannot be checked"
+        )),
+    }
 }
 
 /// The rungs of `tr-ais` and `ptt`.
@@ -257,8 +287,6 @@ struct PttSummary {
     acceptance_rates: Vec<Option<f64>>,
     /// BAR estimate of \\(\log(Z_{t+1}/Z_t)\\) for each neighbouring pair.
     pairs: Vec<PairEstimate>,
-    /// The one-sided exponential average chained the same way, for comparison.
-    exponential_average: LogZEstimate,
 }
 
 /// The log-likelihood of one data file under an estimated \\(\log Z\\).
@@ -367,10 +395,37 @@ fn report<S: Serialize>(
         None => format!("ESS {e:.1} of {} chains; ", r.estimate.n_samples),
         Some(_) => format!("ESS {e:.1} over the worst pair; "),
     });
+    let trust = if r.estimate.is_trusted() {
+        String::new()
+    } else {
+        format!(
+            "; NOT TRUSTED: {} warning(s), see stderr and the record",
+            r.estimate.warnings.len()
+        )
+    };
+    let largest = r
+        .estimate
+        .largest_weight_fraction
+        .map_or_else(String::new, |f| {
+            format!("largest weight {:.1}%; ", 100.0 * f)
+        });
     ctx.say(format!(
-        "log Z = {:.6} +- {:.6} ({ess}{} Gibbs sweeps)",
+        "log Z = {:.6} +- {:.6} ({ess}{largest}{} Gibbs sweeps{trust})",
         r.log_z, r.std_err, r.gibbs_sweeps
     ));
+    for w in &r.estimate.warnings {
+        ctx.warn(w.to_string());
+    }
+    if let Some(s) = r.annealing.as_ref().and_then(|a| a.sandwich.as_ref()) {
+        ctx.say(format!(
+            "sandwich: AIS {:.6} +- {:.6} <= log Z <= reverse AIS {:.6} +- {:.6} ({})",
+            s.ais.log_z,
+            s.ais.std_err,
+            r.log_z,
+            r.std_err,
+            if s.holds { "consistent" } else { "INVERTED" }
+        ));
+    }
     if let Some(p) = &r.ptt {
         let rates: Vec<String> = p
             .acceptance_rates
@@ -378,10 +433,6 @@ fn report<S: Serialize>(
             .map(|a| a.map_or("-".into(), |a| format!("{a:.2}")))
             .collect();
         ctx.say(format!("swap acceptance per pair: [{}]", rates.join(", ")));
-        ctx.say(format!(
-            "exponential average (for comparison): log Z = {:.6} +- {:.6}",
-            p.exponential_average.log_z, p.exponential_average.std_err
-        ));
     }
     for d in &r.datasets {
         ctx.say(format!(
@@ -447,7 +498,7 @@ fn annealing<S: Serialize>(
     ctx: &Context,
 ) -> Result<()> {
     let n_chains = match reverse {
-        Some(r) if r.start == ReverseStartArg::Samples => {
+        Some(r) if r.start == Some(ReverseStartArg::Samples) => {
             if common.chains.is_some() {
                 bail!("--chains does not apply to --start samples (one chain per sample)");
             }
@@ -465,10 +516,10 @@ fn annealing<S: Serialize>(
         bail!("--reference-data applies only to --path reference");
     }
     if let Some(r) = reverse {
-        if r.burn_in.is_some() && r.start != ReverseStartArg::Gibbs {
+        if r.burn_in.is_some() && r.start != Some(ReverseStartArg::Gibbs) {
             bail!("--burn-in applies only to --start gibbs");
         }
-        if r.samples.is_some() && r.start != ReverseStartArg::Samples {
+        if r.samples.is_some() && r.start != Some(ReverseStartArg::Samples) {
             bail!("--samples needs --start samples");
         }
     }
@@ -775,6 +826,7 @@ impl RbmTask for AnnealingTask<'_> {
         };
         let kernel = Ais::new(Gibbs::new(common.sweeps));
         let transitions = (path.n_rungs() - 1) as u64;
+        let mut sandwich = None;
         let (estimate, start_log_z, chains, burn_in, model_samples, description) = match reverse {
             None => {
                 let start = path.start(n_chains, common.seed)?;
@@ -793,7 +845,7 @@ impl RbmTask for AnnealingTask<'_> {
             Some(r) => {
                 let log_z0 = path.start(2, 0)?.log_z;
                 let (population, burn_in, what) = match r.start {
-                    ReverseStartArg::Gibbs => {
+                    Some(ReverseStartArg::Gibbs) => {
                         let sweeps = r.burn_in.unwrap_or(DEFAULT_BURN_IN_SWEEPS);
                         let mut population = path.start(n_chains, common.seed)?.population;
                         let bar = ctx.progress(sweeps, "burn-in");
@@ -811,12 +863,12 @@ impl RbmTask for AnnealingTask<'_> {
                         );
                         (population, Some(sweeps), what)
                     }
-                    ReverseStartArg::Exact => {
+                    None | Some(ReverseStartArg::Exact) => {
                         let start = exact_start(&rbm, 1.0, n_chains, common.seed, Par::Rayon)
-                            .map_err(|e| CliError::new(format!("--start exact: {e}")))?;
-                        (start.population, None, "exact draws by enumeration".into())
+                            .map_err(|e| reverse_start_error(r.start, e))?;
+                        (start.population, None, EXACT_DRAWS.into())
                     }
-                    ReverseStartArg::Samples => {
+                    Some(ReverseStartArg::Samples) => {
                         let (ds, sp) = match (samples, &r.samples) {
                             (Some(ds), Some(sp)) => (ds, sp),
                             _ => bail!("--start samples needs --samples FILE"),
@@ -848,7 +900,25 @@ impl RbmTask for AnnealingTask<'_> {
                     inner: &kernel,
                     bar: ctx.progress(transitions, "reverse ais"),
                 };
-                let e = path.reverse(&annealer, population, &log_z0)?;
+                let mut e = path.reverse(&annealer, population, &log_z0)?;
+                drop(annealer);
+                if what != EXACT_DRAWS {
+                    e.warn(Warning::StartNotAtEquilibrium {
+                        start: what.clone(),
+                    });
+                }
+                // The sandwich: forward AIS on the same path with as many chains.
+                let forward_start = path.start(chains, common.seed)?;
+                let annealer = WithProgress {
+                    inner: &kernel,
+                    bar: ctx.progress(transitions, "ais (sandwich)"),
+                };
+                let mut forward = path.forward(&annealer, forward_start)?;
+                let holds = ebm_estimators::trust::sandwich(&mut forward, &mut e);
+                sandwich = Some(SandwichSummary {
+                    ais: forward,
+                    holds,
+                });
                 let desc = format!(
                     "reverse AIS ({path_name} path, {} rungs, {chains} chains, {} Gibbs sweeps per \
                      rung; samples: {what})",
@@ -869,6 +939,7 @@ impl RbmTask for AnnealingTask<'_> {
             .map(|(ds, path)| likelihood(&rbm, ds, path, estimate.log_z, estimate.std_err))
             .collect();
         // Kernel steps of the path do --sweeps sweeps each; the burn-in ran single sweeps.
+        // (The forward run of the sandwich records its own cost in its estimate.)
         let gibbs_sweeps =
             estimate.kernel_steps * common.sweeps as u64 + burn_in.unwrap_or(0) * chains as u64;
         Ok((
@@ -897,6 +968,7 @@ impl RbmTask for AnnealingTask<'_> {
                     reference,
                     model_samples,
                     burn_in_sweeps: burn_in,
+                    sandwich,
                 }),
                 trajectory: None,
                 ptt: None,
@@ -1146,7 +1218,6 @@ impl KindsTask for TrajectoryTask<'_> {
                 }
                 bar.finish_and_clear();
                 let bar_estimate = pairs.bar(&log_z0)?;
-                let exponential = pairs.exponential_average(&log_z0)?;
                 let summary = PttSummary {
                     schedule: name,
                     rounds: a.steps,
@@ -1157,7 +1228,6 @@ impl KindsTask for TrajectoryTask<'_> {
                         .map(finite)
                         .collect(),
                     pairs: bar_estimate.pairs,
-                    exponential_average: exponential.estimate,
                 };
                 let desc = format!(
                     "PTT + BAR ({k} checkpoints, {n_chains} systems, {} rounds after {burn_in} \

@@ -1,0 +1,119 @@
+//! Estimator honesty in `ebm loglik` (run in-process): warnings reach the run record, reverse
+//! AIS starts from exact draws by default and refuses a model it cannot enumerate, a Gibbs
+//! start is flagged, and the AIS / reverse-AIS sandwich is reported together.
+
+use std::path::Path;
+
+use ebm_models::{Bernoulli, Rbm};
+use nalgebra::DMatrix;
+use serde_json::Value;
+
+/// Runs `ebm --quiet <args>` in-process; returns whether it succeeded.
+fn run(args: &str) -> bool {
+    let mut all = vec!["ebm", "--quiet"];
+    all.extend(args.split_whitespace());
+    let code = ebm_cli::run(all);
+    format!("{code:?}") == format!("{:?}", std::process::ExitCode::SUCCESS)
+}
+
+fn record(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn kinds(rec: &Value) -> Vec<String> {
+    rec["results"]["estimate"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A strongly bimodal 8 x 2 RBM: both hidden units push all visible units the same way.
+fn bimodal(strength: f64, nv: usize) -> Rbm<Bernoulli<f64>, Bernoulli<f64>> {
+    let w = DMatrix::from_fn(nv, 2, |_, j| if j == 0 { strength } else { -strength });
+    Rbm::new(
+        Bernoulli::new(vec![0.0; nv]),
+        Bernoulli::new(vec![
+            -strength * nv as f64 / 2.0,
+            strength * nv as f64 / 2.0,
+        ]),
+        w,
+    )
+    .unwrap()
+}
+
+#[test]
+fn reverse_ais_defaults_to_exact_draws_and_reports_the_sandwich() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let m = d.join("m.safetensors");
+    ebm_io::save_rbm(&bimodal(0.8, 8), &m).unwrap();
+    let out = d.join("r.json");
+    assert!(run(&format!(
+        "loglik reverse-ais --model {} --rungs 100 --chains 500 --seed 1 --out {}",
+        m.display(),
+        out.display()
+    )));
+    let rec = record(&out);
+    let a = &rec["results"]["annealing"];
+    assert_eq!(a["model_samples"], "exact draws by enumeration");
+    assert!(kinds(&rec).is_empty(), "{:?}", kinds(&rec));
+    assert_eq!(a["sandwich"]["holds"], true);
+    let (lo, hi) = (
+        a["sandwich"]["ais"]["log_z"].as_f64().unwrap(),
+        rec["results"]["log_z"].as_f64().unwrap(),
+    );
+    assert!(lo.is_finite() && hi.is_finite());
+
+    // --start gibbs: flagged, whatever the numbers say.
+    let out = d.join("g.json");
+    assert!(run(&format!(
+        "loglik reverse-ais --model {} --rungs 100 --chains 500 --start gibbs --burn-in 5 \
+         --seed 2 --out {}",
+        m.display(),
+        out.display()
+    )));
+    assert!(kinds(&record(&out)).contains(&"start_not_at_equilibrium".to_string()));
+}
+
+#[test]
+fn reverse_ais_refuses_a_model_it_cannot_draw_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("big.safetensors");
+    let big = Rbm::new(
+        Bernoulli::new(vec![0.0; 26]),
+        Bernoulli::new(vec![0.0; 26]),
+        DMatrix::from_element(26, 26, 0.01),
+    )
+    .unwrap();
+    ebm_io::save_rbm(&big, &m).unwrap();
+    assert!(!run(&format!(
+        "loglik reverse-ais --model {} --rungs 10 --chains 10",
+        m.display()
+    )));
+}
+
+#[test]
+fn a_too_short_ais_path_is_flagged_in_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let m = d.join("m.safetensors");
+    ebm_io::save_rbm(&bimodal(2.0, 12), &m).unwrap();
+    let out = d.join("a.json");
+    assert!(run(&format!(
+        "loglik ais --model {} --rungs 3 --chains 200 --seed 3 --out {}",
+        m.display(),
+        out.display()
+    )));
+    let rec = record(&out);
+    let k = kinds(&rec);
+    assert!(
+        k.contains(&"low_ess".to_string()) || k.contains(&"weight_concentration".to_string()),
+        "{k:?}"
+    );
+    let f = rec["results"]["estimate"]["largest_weight_fraction"]
+        .as_f64()
+        .unwrap();
+    assert!(f > 0.1, "{f}");
+}
