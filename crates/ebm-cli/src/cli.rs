@@ -508,7 +508,19 @@ each --data file the mean log-likelihood LL = (1/n) sum_j -F(v_j) - log Z with t
 error sqrt(se_data^2 + se_logZ^2), where se_data is the standard error of the mean of -F(v)
 over the file's samples and se_logZ the error of log Z: the two are independent (one comes
 from the data, the other from the Monte Carlo run), so their variances add. Both parts are
-recorded separately. A file's values must fit the model's visible units."
+recorded separately. A file's values must fit the model's visible units.
+
+When to trust it: every estimate is checked, and each failed check is printed on stderr as
+`warning: ...`, marks the estimate NOT TRUSTED in the summary and is written in the record
+(results.estimate.warnings, with a `kind`):
+  low_ess                   Kish ESS < 30 (BAR: of the worst pair): rests on a few chains
+  weight_concentration      one chain holds > 10% of the total weight: path too coarse
+  not_equilibrated          (ptt) the two halves of the rounds differ by > 3 standard errors
+  start_not_at_equilibrium  (reverse-ais) the start was not drawn exactly
+  sandwich_inverted         (reverse-ais) forward AIS above reverse AIS by > 3 standard errors
+  lineage_collapse          after resampling, < 30 initial chains have descendants
+Without warnings, the calibration suite finds |log Z - exact| <= 3 standard errors in >= 95% of
+runs on small enumerable models; no check can see a mode that no chain visited."
     };
 }
 
@@ -518,9 +530,10 @@ Estimate log Z of the model in --model by annealed importance sampling (Neal 200
 independent chains start from exact draws of a tractable distribution with known log Z, walk
 through --rungs distributions to the model (weighting first, then --sweeps Gibbs sweeps at the
 new distribution), and log Z = log Z_0 + log mean_i exp(w_i). The estimate of Z is unbiased,
-so log Z is a stochastic lower bound; the error bar is the delta-method standard error of the
-log mean weight, and ESS the Kish effective sample size of the final weights (an ESS much
-smaller than the number of chains means the path is too coarse: add rungs).
+so log Z is a stochastic lower bound; the error bar is the larger of the delta-method and a
+bootstrap-over-chains standard error of the log mean weight, ESS the Kish effective sample size
+of the final weights and `largest weight` the share of the heaviest chain (an ESS much smaller
+than the number of chains means the path is too coarse: add rungs).
 
 Paths (--path):
   reference    the interpolated models beta*theta + (1 - beta)*theta_ref, beta evenly spaced
@@ -543,16 +556,21 @@ Estimate log Z of the model by reverse annealed importance sampling: start from 
 model and walk the path of `ebm loglik ais` (same --path, --rungs, --sweeps) down to its
 tractable end, whose log Z_0 is known; then log Z = log Z_0 - log mean_i exp(w_i). From exact
 samples the estimate is a stochastic upper bound, so with `ebm loglik ais` it brackets log Z;
-from approximate samples the bound holds only as far as they are in equilibrium.
+from approximate samples the bound holds only as far as they are in equilibrium, and a start
+confined to one mode of a multimodal model can be biased by a nat or more with a tiny error bar.
+Forward AIS is run on the same path with as many chains and the sandwich AIS <= log Z <=
+reverse AIS is reported together (record: annealing.sandwich; sandwich_inverted warning).
 
 Where the model samples come from (--start):
-  gibbs    --burn-in Gibbs sweeps of the model (default 1000), starting from exact draws of the
-           path's tractable end; --chains chains. Approximate: a multimodal model needs a long
-           burn-in, or PT samples given with --samples.
+  (default) exact draws when the model can be enumerated; otherwise an error asking for one of
+           the two approximate starts below.
   exact    exact draws by enumerating the smaller discrete layer (at most 2^24
            configurations), the setting in which the upper bound is guaranteed.
   samples  the rows of --samples FILE (e.g. the output of `ebm sample --sampler pt`), one chain
-           per row; hidden units are drawn from their conditional law.
+           per row; hidden units are drawn from their conditional law. Flagged
+           start_not_at_equilibrium (their equilibrium cannot be checked here).
+  gibbs    --burn-in Gibbs sweeps of the model (default 1000), starting from exact draws of the
+           path's tractable end; --chains chains. Flagged start_not_at_equilibrium.
 
 Cost: burn-in, plus (--rungs - 1) x --sweeps Gibbs sweeps per chain.
 
@@ -589,9 +607,9 @@ round's samples of neighbouring checkpoints t, t+1 give log(Z_{t+1}/Z_t) by Benn
 acceptance ratio (BAR), and log Z = log Z_0 + sum_t of these, from the first checkpoint's exact
 log Z (zero weights or enumeration, as for tr-ais). The error bar is a jackknife over groups
 of chains, which accounts for the correlation of successive rounds; ESS is the smallest,
-over pairs, Kish effective size of the reweighted samples. The one-sided exponential average
-(the reference code's estimator) is recorded for comparison. Works well when neighbouring
-checkpoints exchange often (see the acceptance rates in the output).
+over pairs, Kish effective size of the reweighted samples. The estimates from the first and
+second halves of the recorded rounds are compared (not_equilibrated warning). Works well when
+neighbouring checkpoints exchange often (see the acceptance rates in the output).
 
 Cost: --steps x --sweeps x checkpoints Gibbs sweeps per system.
 

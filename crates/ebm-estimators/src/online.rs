@@ -1,9 +1,9 @@
 //! Online trajectory AIS: \\(\log Z\\) of the current model during training, for about one
 //! Gibbs sweep per parameter update (spec `ptt-trais-rcm.md` §2.7).
 
-use crate::ais::weight_then_move;
 use crate::estimate::{LogZEstimate, Method};
 use crate::population::{Population, SelectChains};
+use crate::trust::Warning;
 use ebm_core::{Chains, EnergyModel, Error, Kernel, Par};
 use ebm_samplers::tempering::Rung;
 use serde::{Deserialize, Serialize};
@@ -29,15 +29,47 @@ use serde::{Deserialize, Serialize};
 ///
 /// with the delta-method variances of the segments added ([`crate::Population::log_ratio`]).
 ///
+/// Its assumptions are checked at every update: when one update alone leaves a relative ESS of
+/// its weight increments below [`MIN_STEP_RELATIVE_ESS`] (steps too large for one kernel step
+/// to follow), or the energies become non-finite (diverged parameters), every later estimate
+/// carries [`Warning::AssumptionBroken`] with the first update that broke them; after
+/// divergence the estimate is `NaN` and nothing panics. The genealogy error bar and the
+/// [`Warning::LineageCollapse`] warning follow resampling ([`crate::trust`]).
+///
 /// The whole state (chains, weights, carried \\(\log Z\\), RNG streams, counters) serialises, so a
 /// training checkpoint resumes the estimator bit for bit.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(bound(serialize = "S: Serialize", deserialize = "S: Deserialize<'de>"))]
 pub struct OnlineTrajectoryAis<S> {
     population: Population<S>,
     log_z0: f64,
     resample_below_ess: f64,
     updates: u64,
+    /// Why the estimator's assumptions broke, from the first update that broke them.
+    #[serde(default)]
+    broken: Option<String>,
+    /// Whether the weights became non-finite (the estimate is then `NaN`).
+    #[serde(default)]
+    diverged: bool,
+    #[serde(skip)]
+    previous: Vec<f64>,
+}
+
+/// The relative ESS of the weight increments of a single update below which the update is
+/// too large for the chains to follow ([`Warning::AssumptionBroken`]): one parameter update
+/// must change the law little, so that one kernel step keeps the chains close to it.
+pub const MIN_STEP_RELATIVE_ESS: f64 = 0.1;
+
+/// Equality of everything but the internal buffer.
+impl<S: PartialEq> PartialEq for OnlineTrajectoryAis<S> {
+    fn eq(&self, other: &Self) -> bool {
+        self.population == other.population
+            && self.log_z0 == other.log_z0
+            && self.resample_below_ess == other.resample_below_ess
+            && self.updates == other.updates
+            && self.broken == other.broken
+            && self.diverged == other.diverged
+    }
 }
 
 /// What one [`OnlineTrajectoryAis::advance`] did, and the estimate after it.
@@ -98,6 +130,9 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
             log_z0,
             resample_below_ess,
             updates: 0,
+            broken: None,
+            diverged: false,
+            previous: Vec::new(),
         })
     }
 
@@ -115,9 +150,12 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
         M: EnergyModel<State = S>,
         K: Kernel<M>,
     {
-        let info = weight_then_move(
-            kernel,
-            Some(self.resample_below_ess),
+        self.updates += 1;
+        let t = self.updates;
+        if self.diverged {
+            return self.info(f64::NAN, false);
+        }
+        let (from, to) = (
             Rung {
                 model: old,
                 beta: 1.0,
@@ -126,16 +164,52 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
                 model: new,
                 beta: 1.0,
             },
-            &mut self.population,
-            par,
         );
-        self.updates += 1;
+        self.previous.clone_from(&self.population.log_weights);
+        self.population.reweight(from, to, par);
+        let w = &self.population.log_weights;
+        if w.iter().any(|x| !x.is_finite()) {
+            self.population.log_weights.clone_from(&self.previous);
+            self.diverged = true;
+            self.broken.get_or_insert_with(|| {
+                format!(
+                    "update {t}: the energies became non-finite (parameters diverged, e.g. a \
+                     learning rate far too large); the online log Z is not computed any more"
+                )
+            });
+            return self.info(f64::NAN, false);
+        }
+        let step_ess = relative_ess_of_increments(w, &self.previous);
+        if step_ess < MIN_STEP_RELATIVE_ESS {
+            self.broken.get_or_insert_with(|| {
+                format!(
+                    "update {t}: one parameter update left a relative ESS of {step_ess:.3} \
+                     (< {MIN_STEP_RELATIVE_ESS}): the steps are too large for one kernel step \
+                     to follow (lower the learning rate); the estimate is biased from there on"
+                )
+            });
+        }
+        let relative_ess = self.population.relative_ess();
+        let resampled = relative_ess < self.resample_below_ess;
+        if resampled {
+            self.population.resample();
+        }
+        self.population.advance_chains(kernel, to, par);
+        self.info(relative_ess, resampled)
+    }
+
+    fn info(&self, relative_ess: f64, resampled: bool) -> OnlineAisInfo {
         OnlineAisInfo {
             update: self.updates,
-            relative_ess: info.relative_ess,
-            resampled: info.resampled,
+            relative_ess,
+            resampled,
             estimate: self.estimate(),
         }
+    }
+
+    /// Why the estimator's assumptions broke (first occurrence), if they did.
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
     }
 
     /// The current log Z estimate with its error bar and ESS: \\(\log \hat Z\\) of the last
@@ -146,7 +220,7 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
     /// [`crate::trust`], and the cost so far (updates x chains kernel steps).
     pub fn estimate(&self) -> LogZEstimate {
         let r = self.population.log_ratio();
-        crate::ais::ais_estimate(
+        let mut e = crate::ais::ais_estimate(
             self.log_z0 + r.log_mean,
             0.0,
             &self.population,
@@ -156,7 +230,17 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
                 resample_below_ess: self.resample_below_ess,
                 resamplings: self.population.resamplings(),
             },
-        )
+        );
+        if let Some(reason) = &self.broken {
+            e.warn(Warning::AssumptionBroken {
+                reason: reason.clone(),
+            });
+        }
+        if self.diverged {
+            e.log_z = f64::NAN;
+            e.std_err = f64::NAN;
+        }
+        e
     }
 
     /// The weighted population (chains, log weights, RNG streams): e.g. weighted samples of the
@@ -173,5 +257,62 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
     /// The exact \\(\log Z_0\\) of the initial model.
     pub fn log_z0(&self) -> f64 {
         self.log_z0
+    }
+}
+
+/// The relative Kish ESS of the increments `now - before` of one reweighting.
+fn relative_ess_of_increments(now: &[f64], before: &[f64]) -> f64 {
+    let m = now
+        .iter()
+        .zip(before)
+        .map(|(a, b)| a - b)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let (mut s1, mut s2) = (0.0, 0.0);
+    for (a, b) in now.iter().zip(before) {
+        let x = (a - b - m).exp();
+        s1 += x;
+        s2 += x * x;
+    }
+    s1 * s1 / s2 / now.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ebm_models::{Bernoulli, Rbm};
+    use ebm_samplers::Gibbs;
+    use nalgebra::DMatrix;
+
+    fn rbm(w: f64) -> Rbm<Bernoulli<f64>, Bernoulli<f64>> {
+        Rbm::new(
+            Bernoulli::new(vec![0.0; 4]),
+            Bernoulli::new(vec![0.0; 3]),
+            DMatrix::from_element(4, 3, w),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn small_steps_are_trusted_huge_steps_are_flagged_and_divergence_does_not_panic() {
+        let m0 = rbm(0.0);
+        let chains = m0.default_chains(200);
+        let mut o = OnlineTrajectoryAis::new(chains, 1, (7.0f64) * 2f64.ln(), 0.5);
+        o.advance(&m0, &rbm(0.01), &Gibbs::new(1), Par::Seq);
+        assert!(o.broken().is_none());
+        assert!(o.estimate().is_trusted(), "{:?}", o.estimate().warnings);
+        // A huge step: the increments concentrate on a few chains.
+        o.advance(&rbm(0.01), &rbm(30.0), &Gibbs::new(1), Par::Seq);
+        assert!(o.broken().is_some_and(|r| r.contains("update 2")));
+        let e = o.estimate();
+        assert!(
+            e.warnings
+                .iter()
+                .any(|w| matches!(w, Warning::AssumptionBroken { .. }))
+        );
+        // Infinite parameters: no panic, a NaN estimate with the warning.
+        let info = o.advance(&rbm(30.0), &rbm(1e308), &Gibbs::new(1), Par::Seq);
+        assert!(info.estimate.log_z.is_nan() && !info.estimate.is_trusted());
+        let info = o.advance(&rbm(1e308), &rbm(1.0), &Gibbs::new(1), Par::Seq);
+        assert!(info.estimate.log_z.is_nan());
     }
 }

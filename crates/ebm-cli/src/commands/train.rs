@@ -614,6 +614,10 @@ pub(crate) struct TrainResults {
     pub checkpoint_updates: Vec<u64>,
     /// The last online estimate of \\(\log Z\\) and its standard error.
     pub log_z: Option<[f64; 2]>,
+    /// Why the online estimate of \\(\log Z\\) (and so the log-likelihood) is not to be trusted
+    /// (ESS, weight concentration, lineage collapse, steps too large, divergence); empty if it is.
+    #[serde(default)]
+    pub log_z_warnings: Vec<ebm_estimators::Warning>,
     /// The last logged mean log-likelihood of the training data (update, value).
     pub train_ll: Option<(u64, f64)>,
     /// The last logged mean log-likelihood of the test data (update, value).
@@ -699,6 +703,9 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
             ll(r.train_ll),
             ll(r.test_ll)
         ));
+        for w in &r.log_z_warnings {
+            ctx.warn(format!("online log-likelihood: {w}"));
+        }
     }
     ctx.say(format!(
         "model: {}\ntrajectory: {}\nstate (for --resume): {}\nlog: {}",
@@ -960,6 +967,10 @@ impl<'a> KindsTask for TrainTask<'a> {
                     let e = l.estimate();
                     [e.log_z, e.std_err]
                 }),
+                log_z_warnings: state
+                    .likelihood
+                    .as_ref()
+                    .map_or_else(Vec::new, |l| l.estimate().warnings),
                 train_ll: tracker.train,
                 test_ll: tracker.test,
                 last_gradient_norm: tracker.gradient_norm,
