@@ -66,7 +66,7 @@ pub use estimate::{
 };
 pub use exact::{Start, exact_log_partition};
 pub use likelihood::{LogLikelihood, log_likelihood};
-pub use online::{OnlineAisInfo, OnlineTrajectoryAis};
+pub use online::{MIN_STEP_RELATIVE_ESS, OnlineAisInfo, OnlineTrajectoryAis};
 pub use population::{Population, SelectChains, systematic_resampling};
 pub use pseudo::{
     PseudoLogLikelihood, pseudo_log_likelihood, pseudo_log_likelihood_estimate,
