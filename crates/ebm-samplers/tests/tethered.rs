@@ -474,6 +474,44 @@ fn t1_t2_reconstruction_and_eq15_from_exact_tethered_averages() {
     assert!((eq15c - e.o).abs() < 1e-3, "{eq15c} vs {}", e.o);
 }
 
+/// T12 (sign conventions), on the exact 12 x 4 RBM: \\(\Omega' = \hat m - \langle m\rangle_{\hat m}\\)
+/// is positive to the right of every maximum of \\(p(\hat m)\\) and negative to its left, each
+/// interior maximum of the exact \\(p\\) sits where \\(\Omega'\\) crosses zero upwards, and
+/// negating a direction leaves the order parameter (and so all results) unchanged. Negative
+/// control: the reference code's sign-flipped gradient \\(\langle m\rangle - \hat m\\) puts
+/// downward crossings at the maxima.
+#[test]
+fn t12_sign_conventions() {
+    let e = exact12(400.0, 401);
+    let g: Vec<f64> = e.grid.iter().zip(&e.mean_m).map(|(a, b)| a - b).collect();
+    let n = g.len();
+    let maxima: Vec<usize> = (1..n - 1)
+        .filter(|&j| e.log_p[j] > e.log_p[j - 1] && e.log_p[j] >= e.log_p[j + 1])
+        .collect();
+    assert!(!maxima.is_empty(), "the exact p has an interior maximum");
+    let upward = |g: &[f64], j: usize| g[j - 1] < 0.0 && g[j + 1] > 0.0;
+    for &j in &maxima {
+        assert!(
+            upward(&g, j),
+            "Omega' at the maximum {}: {:?}",
+            e.grid[j],
+            &g[j - 1..=j + 1]
+        );
+    }
+    // Far right of the last maximum Omega' > 0, far left of the first Omega' < 0.
+    assert!(g[n - 1] > 0.0 && g[0] < 0.0, "{} {}", g[0], g[n - 1]);
+    // Negative control: the flipped sign has downward crossings at the same maxima.
+    let flipped: Vec<f64> = g.iter().map(|x| -x).collect();
+    assert!(maxima.iter().all(|&j| !upward(&flipped, j)));
+    // Orientation: a negated direction gives the same order parameter.
+    let d = DMatrix::from_column_slice(12, 1, e.order.scaled_direction(0));
+    let neg = -d.clone();
+    assert_eq!(
+        OrderParameter::new(&d, 12).unwrap(),
+        OrderParameter::new(&neg, 12).unwrap()
+    );
+}
+
 /// T3: the kernel's \\(\langle m \rangle_{\hat m}\\) on the 12 x 4 RBM agrees with the exact
 /// tethered average within 5 standard errors at several targets.
 #[test]
