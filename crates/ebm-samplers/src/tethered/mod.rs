@@ -24,9 +24,12 @@
 //! - [`Tethered`]: the TMC kernel (a [`ebm_core::Kernel`]).
 //! - [`profile`]: grids, measurement of \\(\Omega'\\), reconstruction, barriers, canonical
 //!   averages and generation of samples.
+//! - [`plane`]: two order parameters on a tensor grid, path integration of
+//!   \\(\nabla\Omega\\) along both L-shaped paths as a consistency check.
 
 mod kernel;
 mod order;
+pub mod plane;
 pub mod profile;
 
 pub use kernel::{Tethered, TetheredInfo, randomize_visible};
