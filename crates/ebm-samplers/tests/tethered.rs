@@ -12,7 +12,7 @@ use ebm_samplers::tethered::profile::{
     ProfileSettings, Reconstruction, generate, measure_profile, profile_chains, reconstruct,
     uniform_grid,
 };
-use ebm_samplers::tethered::{GaussianTether, OrderParameter, Tether, Tethered};
+use ebm_samplers::tethered::{GaussianTether, HiddenTethered, OrderParameter, Tether, Tethered};
 use ebm_testkit::{
     chi_square, detailed_balance_violation, single_site_transition_matrix, stationarity_violation,
 };
@@ -590,6 +590,72 @@ fn t9_two_dimensional_path_independence() {
     let bad_disc = bad.path_discrepancy(alpha, 1e-3);
     println!("T9 control (curl): path discrepancy {bad_disc:.2} nats");
     assert!(bad_disc > 1.0, "curl not detected: {bad_disc}");
+}
+
+/// Hidden-layer tethering: exact draws of \\((v, h)\\) from
+/// \\(\pi(v, h) \propto e^{-E(v,h) - B(m(h))}\\) (3 visible x 5 hidden units, joint law
+/// enumerated), one step of [`HiddenTethered`], chi-square over the 256 joint states.
+fn hidden_invariance_p_value<T: Tether>(tether: T) -> f64 {
+    let rbm = binary_model::<Bernoulli<f64>, Bernoulli<f64>>(3, 5, 41);
+    let t = rbm.transposed();
+    let order = OrderParameter::from_weights(&t, 1).unwrap();
+    let (alpha, target) = (20.0, 0.3);
+    // Joint law with index a * 8 + b (a hidden, b visible configuration).
+    let p = tethered_joint(&t, &order, &GaussianTether::new(alpha).unwrap(), &[target]);
+    let (nh_conf, nv_conf) = (32usize, 8usize);
+    let n = 40_000;
+    let mut state = ChainState::new(rbm.default_chains(n), 91);
+    let mut aux = RngStreams::auxiliary(91, 1);
+    for c in 0..n {
+        let u = f64::uniform(&mut aux);
+        let mut acc = 0.0;
+        let k = p
+            .iter()
+            .position(|x| {
+                acc += x;
+                acc > u
+            })
+            .unwrap_or(p.len() - 1);
+        let (a, b) = (k / nv_conf, k % nv_conf);
+        rbm.hidden()
+            .write_configuration(a as u128, state.chains.hidden.column_mut(c).as_mut_slice());
+        rbm.visible()
+            .write_configuration(b as u128, state.chains.visible.column_mut(c).as_mut_slice());
+    }
+    let kernel = HiddenTethered::new(order, tether, vec![target; n], 1).unwrap();
+    kernel.step(
+        &rbm,
+        1.0,
+        &mut state.chains,
+        state.rngs.as_mut_slice(),
+        Par::Rayon,
+    );
+    let mut counts = vec![0u64; nh_conf * nv_conf];
+    for c in 0..n {
+        let a = rbm
+            .hidden()
+            .configuration_index(state.chains.hidden.column(c).as_slice()) as usize;
+        let b = rbm
+            .visible()
+            .configuration_index(state.chains.visible.column(c).as_slice())
+            as usize;
+        counts[a * nv_conf + b] += 1;
+    }
+    chi_square(&counts, &p).p_value
+}
+
+/// The hidden-tethered kernel leaves its target law invariant (exact draws, one step,
+/// chi-square); the wrong-sign and missing-cross-term tethers are rejected.
+#[test]
+fn hidden_tethering_exact_invariance_with_negative_controls() {
+    let good = hidden_invariance_p_value(GaussianTether::new(20.0).unwrap());
+    let sign = hidden_invariance_p_value(WrongSign(20.0));
+    let cross = hidden_invariance_p_value(MissingCrossTerm(20.0));
+    println!(
+        "hidden tether: p = {good:.3}; wrong sign p = {sign:e}; missing cross term p = {cross:e}"
+    );
+    assert!(good > 1e-3, "p = {good}");
+    assert!(sign < 1e-6 && cross < 1e-6, "{sign} {cross}");
 }
 
 /// T3: the kernel's \\(\langle m \rangle_{\hat m}\\) on the 12 x 4 RBM agrees with the exact
