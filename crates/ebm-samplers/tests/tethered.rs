@@ -7,11 +7,12 @@ use ebm_core::numerics::log_sum_exp;
 use ebm_core::{ChainState, Kernel, Par, RngStreams, Scalar};
 use ebm_models::{Bernoulli, BinaryLayer, DiscreteLayer, Potts, Rbm, Spin, exact};
 use ebm_samplers::Gibbs;
+use ebm_samplers::tethered::plane::reconstruct_2d;
 use ebm_samplers::tethered::profile::{
     ProfileSettings, Reconstruction, generate, measure_profile, profile_chains, reconstruct,
     uniform_grid,
 };
-use ebm_samplers::tethered::{GaussianTether, OrderParameter, Tether, Tethered};
+use ebm_samplers::tethered::{GaussianTether, HiddenTethered, OrderParameter, Tether, Tethered};
 use ebm_testkit::{
     chi_square, detailed_balance_violation, single_site_transition_matrix, stationarity_violation,
 };
@@ -472,6 +473,189 @@ fn t1_t2_reconstruction_and_eq15_from_exact_tethered_averages() {
     let eq15c = rc.canonical_average(&coarse.mean_o);
     println!("T2 (101 points): {eq15c:.9} vs exact {:.9}", e.o);
     assert!((eq15c - e.o).abs() < 1e-3, "{eq15c} vs {}", e.o);
+}
+
+/// T12 (sign conventions), on the exact 12 x 4 RBM: \\(\Omega' = \hat m - \langle m\rangle_{\hat m}\\)
+/// is positive to the right of every maximum of \\(p(\hat m)\\) and negative to its left, each
+/// interior maximum of the exact \\(p\\) sits where \\(\Omega'\\) crosses zero upwards, and
+/// negating a direction leaves the order parameter (and so all results) unchanged. Negative
+/// control: the reference code's sign-flipped gradient \\(\langle m\rangle - \hat m\\) puts
+/// downward crossings at the maxima.
+#[test]
+fn t12_sign_conventions() {
+    let e = exact12(400.0, 401);
+    let g: Vec<f64> = e.grid.iter().zip(&e.mean_m).map(|(a, b)| a - b).collect();
+    let n = g.len();
+    let maxima: Vec<usize> = (1..n - 1)
+        .filter(|&j| e.log_p[j] > e.log_p[j - 1] && e.log_p[j] >= e.log_p[j + 1])
+        .collect();
+    assert!(!maxima.is_empty(), "the exact p has an interior maximum");
+    let upward = |g: &[f64], j: usize| g[j - 1] < 0.0 && g[j + 1] > 0.0;
+    for &j in &maxima {
+        assert!(
+            upward(&g, j),
+            "Omega' at the maximum {}: {:?}",
+            e.grid[j],
+            &g[j - 1..=j + 1]
+        );
+    }
+    // Far right of the last maximum Omega' > 0, far left of the first Omega' < 0.
+    assert!(g[n - 1] > 0.0 && g[0] < 0.0, "{} {}", g[0], g[n - 1]);
+    // Negative control: the flipped sign has downward crossings at the same maxima.
+    let flipped: Vec<f64> = g.iter().map(|x| -x).collect();
+    assert!(maxima.iter().all(|&j| !upward(&flipped, j)));
+    // Orientation: a negated direction gives the same order parameter.
+    let d = DMatrix::from_column_slice(12, 1, e.order.scaled_direction(0));
+    let neg = -d.clone();
+    assert_eq!(
+        OrderParameter::new(&d, 12).unwrap(),
+        OrderParameter::new(&neg, 12).unwrap()
+    );
+}
+
+/// T9 (2D path independence), on the exact 12 x 4 RBM with the two leading singular
+/// directions of \\(W\\) and \\(\alpha = 400\\): integrating the exact \\(\nabla\Omega\\) along
+/// both L-shaped paths gives the same \\(\Omega\\) up to quadrature error, and the reconstructed
+/// \\(p(\hat m_1, \hat m_2)\\) is the exact one (the law of \\(\mathbf m\\) convolved with the
+/// tether). Negative control: a gradient field with a curl added is path dependent.
+#[test]
+fn t9_two_dimensional_path_independence() {
+    let alpha = 400.0;
+    let rbm = binary_model::<Bernoulli<f64>, Bernoulli<f64>>(12, 4, 51);
+    let order = OrderParameter::from_weights(&rbm, 2).unwrap();
+    let f = exact::visible_free_energies(&rbm, 1.0, Par::Seq).unwrap();
+    let lz = log_sum_exp(&f.iter().map(|x| -x).collect::<Vec<_>>());
+    let mut v = vec![0.0; 12];
+    let mut m = [0.0; 2];
+    let ms: Vec<[f64; 2]> = (0..f.len())
+        .map(|a| {
+            rbm.visible().write_configuration(a as u128, &mut v);
+            order.project(&v, &mut m);
+            m
+        })
+        .collect();
+    let axis = |l: usize| {
+        let lo = ms.iter().map(|x| x[l]).fold(f64::INFINITY, f64::min) - 0.3;
+        let hi = ms.iter().map(|x| x[l]).fold(f64::NEG_INFINITY, f64::max) + 0.3;
+        uniform_grid(lo, hi, 121).unwrap()
+    };
+    let (gx, gy) = (axis(0), axis(1));
+    let (mut dx, mut dy, mut log_p) = (Vec::new(), Vec::new(), Vec::new());
+    for &y in &gy {
+        for &x in &gx {
+            let lw: Vec<f64> = f
+                .iter()
+                .zip(&ms)
+                .map(|(fv, m)| -fv - lz - 0.5 * alpha * ((m[0] - x).powi(2) + (m[1] - y).powi(2)))
+                .collect();
+            let l = log_sum_exp(&lw);
+            let (mut m0, mut m1) = (0.0, 0.0);
+            for (w, m) in lw.iter().zip(&ms) {
+                let p = (w - l).exp();
+                m0 += p * m[0];
+                m1 += p * m[1];
+            }
+            dx.push(x - m0);
+            dy.push(y - m1);
+            log_p.push(l + (alpha / (2.0 * std::f64::consts::PI)).ln());
+        }
+    }
+    let r = reconstruct_2d(&gx, &gy, &dx, &dy, alpha).unwrap();
+    let disc = r.path_discrepancy(alpha, 1e-3);
+    let lmax = log_p.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let dev = r
+        .log_density
+        .iter()
+        .zip(&log_p)
+        .filter(|(_, e)| **e > lmax + 1e-3f64.ln())
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    println!("T9: path discrepancy {disc:.2e} nats, max |ln p - exact| {dev:.2e}");
+    assert!(disc < 0.05, "paths disagree by {disc} nats");
+    assert!(dev < 0.05, "2D p off by {dev} in ln p");
+    // Negative control: add the curl field (-(y - y_c), x - x_c) * 0.05.
+    let (xc, yc) = (gx[60], gy[60]);
+    let nx = gx.len();
+    let cx: Vec<f64> = dx
+        .iter()
+        .enumerate()
+        .map(|(k, d)| d - 0.05 * (gy[k / nx] - yc))
+        .collect();
+    let cy: Vec<f64> = dy
+        .iter()
+        .enumerate()
+        .map(|(k, d)| d + 0.05 * (gx[k % nx] - xc))
+        .collect();
+    let bad = reconstruct_2d(&gx, &gy, &cx, &cy, alpha).unwrap();
+    let bad_disc = bad.path_discrepancy(alpha, 1e-3);
+    println!("T9 control (curl): path discrepancy {bad_disc:.2} nats");
+    assert!(bad_disc > 1.0, "curl not detected: {bad_disc}");
+}
+
+/// Hidden-layer tethering: exact draws of \\((v, h)\\) from
+/// \\(\pi(v, h) \propto e^{-E(v,h) - B(m(h))}\\) (3 visible x 5 hidden units, joint law
+/// enumerated), one step of [`HiddenTethered`], chi-square over the 256 joint states.
+fn hidden_invariance_p_value<T: Tether>(tether: T) -> f64 {
+    let rbm = binary_model::<Bernoulli<f64>, Bernoulli<f64>>(3, 5, 41);
+    let t = rbm.transposed();
+    let order = OrderParameter::from_weights(&t, 1).unwrap();
+    let (alpha, target) = (20.0, 0.3);
+    // Joint law with index a * 8 + b (a hidden, b visible configuration).
+    let p = tethered_joint(&t, &order, &GaussianTether::new(alpha).unwrap(), &[target]);
+    let (nh_conf, nv_conf) = (32usize, 8usize);
+    let n = 40_000;
+    let mut state = ChainState::new(rbm.default_chains(n), 91);
+    let mut aux = RngStreams::auxiliary(91, 1);
+    for c in 0..n {
+        let u = f64::uniform(&mut aux);
+        let mut acc = 0.0;
+        let k = p
+            .iter()
+            .position(|x| {
+                acc += x;
+                acc > u
+            })
+            .unwrap_or(p.len() - 1);
+        let (a, b) = (k / nv_conf, k % nv_conf);
+        rbm.hidden()
+            .write_configuration(a as u128, state.chains.hidden.column_mut(c).as_mut_slice());
+        rbm.visible()
+            .write_configuration(b as u128, state.chains.visible.column_mut(c).as_mut_slice());
+    }
+    let kernel = HiddenTethered::new(order, tether, vec![target; n], 1).unwrap();
+    kernel.step(
+        &rbm,
+        1.0,
+        &mut state.chains,
+        state.rngs.as_mut_slice(),
+        Par::Rayon,
+    );
+    let mut counts = vec![0u64; nh_conf * nv_conf];
+    for c in 0..n {
+        let a = rbm
+            .hidden()
+            .configuration_index(state.chains.hidden.column(c).as_slice()) as usize;
+        let b = rbm
+            .visible()
+            .configuration_index(state.chains.visible.column(c).as_slice())
+            as usize;
+        counts[a * nv_conf + b] += 1;
+    }
+    chi_square(&counts, &p).p_value
+}
+
+/// The hidden-tethered kernel leaves its target law invariant (exact draws, one step,
+/// chi-square); the wrong-sign and missing-cross-term tethers are rejected.
+#[test]
+fn hidden_tethering_exact_invariance_with_negative_controls() {
+    let good = hidden_invariance_p_value(GaussianTether::new(20.0).unwrap());
+    let sign = hidden_invariance_p_value(WrongSign(20.0));
+    let cross = hidden_invariance_p_value(MissingCrossTerm(20.0));
+    println!(
+        "hidden tether: p = {good:.3}; wrong sign p = {sign:e}; missing cross term p = {cross:e}"
+    );
+    assert!(good > 1e-3, "p = {good}");
+    assert!(sign < 1e-6 && cross < 1e-6, "{sign} {cross}");
 }
 
 /// T3: the kernel's \\(\langle m \rangle_{\hat m}\\) on the 12 x 4 RBM agrees with the exact

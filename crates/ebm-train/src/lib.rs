@@ -15,7 +15,7 @@
 //! | [`Trainer`] | configuration: negative phase, batch size, learning-rate schedule, optimiser, penalties, centring, gauge, checkpoint policy, online likelihood |
 //! | [`TrainState`] | the model, optimiser moments, chains, streams, counters, kept checkpoints, the online estimator; saves and resumes bit for bit |
 //! | [`LikelihoodPolicy`] | online train / test log-likelihood from `ebm_estimators::OnlineTrajectoryAis`, starting at the exact \\(\log Z\\) of the initial model |
-//! | [`NegativePhase`] | where model samples come from: [`Pcd`] (PCD-k), [`Cd`] (CD-k), [`Tempered`] (PT / DEO / lifted PT on a temperature ladder), [`Jarzynski`] (reweighted, ESS-triggered resampling) |
+//! | [`NegativePhase`] | where model samples come from: [`Pcd`] (PCD-k), [`Cd`] (CD-k), [`Tempered`] (PT / DEO / lifted PT on a temperature ladder), [`Jarzynski`] (reweighted, ESS-triggered resampling), [`Tmc`] (tethered Monte Carlo, weighted by the reconstructed \\(p(\hat m)\\)) |
 //! | [`Moments`], [`Gradient`] | sufficient statistics written once over the [`ebm_models::Layer`] trait; the (centred) gradient |
 //! | [`Optimizer`], [`LearningRate`], [`Penalty`] | SGD with momentum, Adam; constant, linear and exponential schedules; L1 / L2 on the weights |
 //! | [`TrainableLayer`] | data domains, visible-field initialisation from data frequencies, precision floors |
@@ -57,6 +57,7 @@ mod params;
 pub mod pretrain;
 mod stack;
 mod stats;
+mod tethered;
 mod trainer;
 
 pub use data::TrainingData;
@@ -66,6 +67,7 @@ pub use optim::{LearningRate, Optimizer, OptimizerState, Penalty};
 pub use params::{independent_log_partition, initial_model, zero_sum_gauge};
 pub use stack::{StackTrainer, sampled_representations};
 pub use stats::{Centre, Gradient, Moments};
+pub use tethered::{Tmc, TmcDirection, TmcState};
 pub use trainer::{
     CheckpointPolicy, LikelihoodInfo, LikelihoodPolicy, TrainInfo, TrainState, Trainer,
     mean_log_likelihood,

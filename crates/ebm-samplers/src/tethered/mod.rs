@@ -21,13 +21,19 @@
 //! - [`OrderParameter`]: the directions \\(\omega_l\\) (from a PCA, from the SVD of \\(W\\), or
 //!   given), projections and their single-site increments.
 //! - [`Tether`] and [`GaussianTether`]: the bias \\(B\\).
-//! - [`Tethered`]: the TMC kernel (a [`ebm_core::Kernel`]).
+//! - [`Tethered`]: the TMC kernel (a [`ebm_core::Kernel`]); [`HiddenTethered`]: the variant
+//!   tethering hidden order parameters.
 //! - [`profile`]: grids, measurement of \\(\Omega'\\), reconstruction, barriers, canonical
 //!   averages and generation of samples.
+//! - [`plane`]: two order parameters on a tensor grid, path integration of
+//!   \\(\nabla\Omega\\) along both L-shaped paths as a consistency check.
 
+mod hidden;
 mod kernel;
 mod order;
+pub mod plane;
 pub mod profile;
 
+pub use hidden::HiddenTethered;
 pub use kernel::{Tethered, TetheredInfo, randomize_visible};
 pub use order::{GaussianTether, OrderParameter, Tether};

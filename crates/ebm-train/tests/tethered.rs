@@ -1,0 +1,240 @@
+//! The tethered (TMC) negative phase against the exact model moments of an enumerable RBM,
+//! with a negative control (the same chains without the p(m̂) weighting), exact resume and
+//! thread-count independence, and typed errors for bad configurations.
+
+mod common;
+
+use common::all_configurations;
+use ebm_core::{Par, RngStreams, Scalar};
+use ebm_models::{Bernoulli, Rbm, exact};
+use ebm_samplers::tethered::OrderParameter;
+use ebm_train::{Moments, NegativePhase, Tmc, TmcDirection, Trainer, TrainingData};
+use nalgebra::DMatrix;
+
+fn pseudo_random(n: usize, seed: u64, scale: f64) -> Vec<f64> {
+    let mut g = RngStreams::auxiliary(seed, 3);
+    (0..n)
+        .map(|_| {
+            let (u, v) = (f64::uniform(&mut g).max(1e-300), f64::uniform(&mut g));
+            scale * (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+        })
+        .collect()
+}
+
+type Model = Rbm<Bernoulli<f64>, Bernoulli<f64>>;
+
+/// A random 10 x 4 binary RBM, weights ~ N(0, 0.8^2), fields ~ N(0, 0.3^2).
+fn model() -> Model {
+    let (nv, nh) = (10, 4);
+    Rbm::new(
+        Bernoulli::new(pseudo_random(nv, 12, 0.3)),
+        Bernoulli::new(pseudo_random(nh, 13, 0.3)),
+        DMatrix::from_vec(nv, nh, pseudo_random(nv * nh, 11, 0.8)),
+    )
+    .unwrap()
+}
+
+fn phase() -> Tmc {
+    Tmc {
+        alpha: 400.0,
+        points: 41,
+        replicas: 48,
+        sweeps: 10,
+        measure: 5,
+        border: 0.2,
+        direction: TmcDirection::Weights,
+    }
+}
+
+/// The moments as one vector: <v>, <E[h|v]>, <v E[h|v]^T>.
+fn flat(m: &Moments) -> Vec<f64> {
+    let mut x = m.visible_mean.clone();
+    x.extend_from_slice(&m.hidden_mean);
+    x.extend(m.visible_hidden.iter());
+    x
+}
+
+#[test]
+fn tmc_negative_moments_reweighted_by_p_match_exact_moments() {
+    let rbm = model();
+    let all = all_configurations(rbm.visible());
+    let p = exact::visible_probabilities(&rbm, 1.0, Par::Seq).unwrap();
+    let exact = flat(&Moments::of_visible(&rbm, &all, Some(&p), Par::Seq));
+    let tmc = phase();
+    let mut state =
+        <Tmc as NegativePhase<Bernoulli<f64>, Bernoulli<f64>>>::init(&tmc, &rbm, 1, 5, Par::Rayon)
+            .unwrap();
+    // The grid spans the projections of every configuration (the batch), plus the border.
+    let (rounds, burn) = (40, 3);
+    let (mut weighted, mut uniform, mut shifted) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..rounds + burn {
+        let info = tmc.sample(&rbm, &mut state, &all, Par::Rayon);
+        assert!(info.ess.unwrap() > 0.0 && info.ess.unwrap() <= 1.0);
+        if r < burn {
+            continue;
+        }
+        let x = &state.chains.chains.visible;
+        weighted.push(flat(&Moments::of_visible(
+            &rbm,
+            x,
+            Some(&state.weights),
+            Par::Seq,
+        )));
+        // Negative control: the same chains, every grid point weighted equally.
+        uniform.push(flat(&Moments::of_visible(&rbm, x, None, Par::Seq)));
+        // Negative control: p(m̂) paired with the next grid point (the reference code's
+        // one-point shift).
+        let r = tmc.replicas;
+        let mut w = vec![0.0; state.weights.len()];
+        w[r..].copy_from_slice(&state.weights[..state.weights.len() - r]);
+        shifted.push(flat(&Moments::of_visible(&rbm, x, Some(&w), Par::Seq)));
+    }
+    let z = |runs: &[Vec<f64>]| -> (f64, f64) {
+        let n = runs.len() as f64;
+        let (mut zmax, mut dmax) = (0.0f64, 0.0f64);
+        for (i, e) in exact.iter().enumerate() {
+            let mean = runs.iter().map(|r| r[i]).sum::<f64>() / n;
+            let var = runs.iter().map(|r| (r[i] - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            let se = (var / n).sqrt().max(1e-4);
+            zmax = zmax.max((mean - e).abs() / se);
+            dmax = dmax.max((mean - e).abs());
+        }
+        (zmax, dmax)
+    };
+    let (zw, dw) = z(&weighted);
+    let (zu, du) = z(&uniform);
+    let (zs, ds) = z(&shifted);
+    println!("shifted p (control): max |z| = {zs:.2}, max |diff| = {ds:.4}");
+    println!("weighted: max |z| = {zw:.2}, max |diff| = {dw:.4}");
+    println!("uniform (control): max |z| = {zu:.2}, max |diff| = {du:.4}");
+    assert!(zw < 5.0 && dw < 0.01, "TMC moments: z {zw}, diff {dw}");
+    assert!(
+        zu > 20.0 && du > 0.05,
+        "control not rejected: z {zu}, diff {du}"
+    );
+    assert!(
+        zs > 8.0 && ds > 0.02,
+        "shifted control not rejected: z {zs}, diff {ds}"
+    );
+    // The reconstructed p(m̂) is the exact one (the law of m convolved with the tether).
+    let order = state.order.clone().unwrap();
+    let rec = state.reconstruction.clone().unwrap();
+    let mut m = [0.0];
+    let values: Vec<f64> = all
+        .column_iter()
+        .map(|c| {
+            order.project(c.as_slice(), &mut m);
+            m[0]
+        })
+        .collect();
+    let log_p: Vec<f64> = p.iter().map(|x| x.ln()).collect();
+    let exact_rec =
+        ebm_samplers::tethered::profile::Reconstruction::exact(&values, &log_p, &rec.grid, 400.0)
+            .unwrap();
+    let l1: f64 = exact_rec
+        .density()
+        .iter()
+        .zip(rec.density())
+        .map(|(a, b)| (a - b).abs() * (rec.grid[1] - rec.grid[0]))
+        .sum();
+    println!("L1 distance of the last p(m̂) to the exact: {l1:.4}");
+    assert!(l1 < 0.05, "p(m̂) L1 distance {l1}");
+}
+
+fn two_clusters() -> TrainingData<f64> {
+    // 60 samples of 10 units: 2/3 near all-ones on the first half, 1/3 on the second half.
+    let x = DMatrix::from_fn(10, 60, |i, j| {
+        let first = j % 3 != 0;
+        let on = (i < 5) == first;
+        let flip = (i * 7 + j * 13) % 11 == 0;
+        (on != flip) as u8 as f64
+    });
+    TrainingData::new(&Bernoulli::zeros(10), x).unwrap()
+}
+
+#[test]
+fn tmc_training_resumes_exactly_and_ignores_thread_count() {
+    let data = two_clusters();
+    let init = ebm_train::initial_model(
+        Bernoulli::zeros(10),
+        Bernoulli::zeros(3),
+        Some(&data),
+        1e-2,
+        3,
+    )
+    .unwrap();
+    let tmc = Tmc {
+        points: 11,
+        replicas: 4,
+        ..phase()
+    };
+    for centred in [true, false] {
+        let trainer = Trainer {
+            centred,
+            ..Trainer::new(tmc.clone(), 20)
+        };
+        let mut a = trainer.init(init.clone(), &data, 9, Par::Rayon).unwrap();
+        trainer.run(&mut a, &data, None, 6, Par::Rayon, ()).unwrap();
+        let mut b = trainer.init(init.clone(), &data, 9, Par::Seq).unwrap();
+        trainer.run(&mut b, &data, None, 3, Par::Seq, ()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        b.save(&path).unwrap();
+        let mut c = ebm_train::TrainState::load(&path).unwrap();
+        trainer.run(&mut c, &data, None, 3, Par::Seq, ()).unwrap();
+        assert_eq!(a.model, c.model, "centred = {centred}");
+        assert_eq!(a.negative, c.negative);
+        assert!(a.negative.reconstruction.is_some());
+        assert_ne!(a.model, init);
+    }
+}
+
+#[test]
+fn bad_tmc_configurations_are_typed_errors() {
+    let rbm = model();
+    let bad = [
+        Tmc {
+            alpha: 0.0,
+            ..phase()
+        },
+        Tmc {
+            points: 1,
+            ..phase()
+        },
+        Tmc {
+            replicas: 0,
+            ..phase()
+        },
+        Tmc {
+            measure: 11,
+            ..phase()
+        },
+        Tmc {
+            measure: 0,
+            ..phase()
+        },
+        Tmc {
+            border: f64::NAN,
+            ..phase()
+        },
+        Tmc {
+            direction: TmcDirection::Fixed(OrderParameter::uniform(7).unwrap()),
+            ..phase()
+        },
+    ];
+    for t in bad {
+        let r =
+            <Tmc as NegativePhase<Bernoulli<f64>, Bernoulli<f64>>>::init(&t, &rbm, 1, 1, Par::Seq);
+        assert!(r.is_err(), "{t:?} accepted");
+    }
+    let t = phase();
+    let s = <Tmc as NegativePhase<Bernoulli<f64>, Bernoulli<f64>>>::init(&t, &rbm, 1, 1, Par::Seq)
+        .unwrap();
+    let other = Tmc {
+        replicas: 3,
+        ..phase()
+    };
+    assert!(
+        <Tmc as NegativePhase<Bernoulli<f64>, Bernoulli<f64>>>::check_state(&other, &s, 1).is_err()
+    );
+}
