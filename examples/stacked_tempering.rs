@@ -8,22 +8,46 @@
 //!    sampled hidden representation per data point of the RBM below.
 //! 3. The bottom RBM's exact + mode weight, by enumerating its 12 hidden units (given h the
 //!    spins are independent, so the law of the magnetisation is a Poisson-binomial sum).
-//! 4. 100 chains per sampler, all started in the + mode, the same budget of AGS steps per chain
-//!    (ST: 3 per iteration; PT: one per replica per round): mode switches per 10^5 AGS steps
-//!    and the + mode weight seen by the bottom RBM, against the exact weight.
+//! 4. 50 chains per sampler, all started in the + mode, the same budget of AGS steps per chain
+//!    (ST: 3 per iteration; PT and PTT: one per replica per round): mode switches per 10^5 AGS
+//!    steps and the + mode weight seen by the bottom RBM, against the exact weight. PTT runs on
+//!    the checkpoints of RBM 1 trained again alone (the same model), its first checkpoint
+//!    refreshed exactly every round.
 //!
 //! Run with `cargo run --release --example stacked_tempering` (well under a minute).
 
 use ebm::data::generators::ising::{IsingConfig, ising_2d};
 use ebm::models::Stack;
-use ebm::models::exact::hidden_probabilities;
+use ebm::models::exact::{HiddenEnumeration, hidden_probabilities};
 use ebm::prelude::*;
 use ebm::samplers::tempering::{
     ParallelTempering, PtState, StackLadder, StackedTempering, SwapSchedule, TemperatureLadder,
+    TrajectoryLadder,
 };
-use ebm_train::{LearningRate, Optimizer, StackTrainer, Tempered, Trainer, TrainingData};
+use ebm_train::{
+    CheckpointPolicy, LearningRate, Optimizer, StackTrainer, Tempered, Trainer, TrainingData,
+    initial_model,
+};
 
 type Bottom = Rbm<Spin, Bernoulli>;
+
+/// Rung 0 of PTT: an independent exact draw of the first checkpoint every round.
+struct ExactFirst(HiddenEnumeration);
+
+impl Kernel<Bottom> for ExactFirst {
+    type Info = ();
+
+    fn step<R: ebm::rand::Rng + Send>(
+        &self,
+        model: &Bottom,
+        _beta: f64,
+        x: &mut RbmChains<f64>,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        self.0.sample(model, x, rngs, par);
+    }
+}
 
 /// The exact + mode weight of the bottom RBM, \\(P(M > 0) / P(M \ne 0)\\) with
 /// \\(M = \sum_i v_i\\): the hidden layer is enumerated, and given \\(h\\) the number of
@@ -140,6 +164,7 @@ fn main() -> Result<(), Error> {
     );
     trainer.optimizer = Optimizer::ADAM;
     trainer.learning_rate = LearningRate::Constant(0.005);
+    let bottom_trainer = trainer.clone();
     let stack: Stack<Spin, Bernoulli> = StackTrainer {
         trainer,
         updates: 1500,
@@ -224,6 +249,39 @@ fn main() -> Result<(), Error> {
         let name = format!("PT, {replicas} uniform betas (DEO)");
         row(name, replicas, &modes);
     }
+
+    // PTT: RBM 1 trained again alone, with the same trainer, seed and initial model as in the
+    // stack (so the same final model, checked below), keeping checkpoints for the trajectory
+    // ladder (target swap acceptance 0.25); the first checkpoint is refreshed exactly every
+    // round by enumerating its 12 hidden units (paper 000).
+    let mut checkpointing = bottom_trainer;
+    checkpointing.checkpoints = Some(CheckpointPolicy::default());
+    let init = initial_model(Spin::zeros(64), Bernoulli::zeros(12), Some(&data), 0.01, 2)?;
+    let mut training = checkpointing.init(init, &data, 2, Par::Rayon)?;
+    checkpointing.run(&mut training, &data, None, 1500, Par::Rayon, ())?;
+    assert_eq!(
+        &training.model, &bottom,
+        "RBM 1 retrained with checkpoints differs"
+    );
+    let models = training.trajectory().into_models();
+    let k = models.len();
+    let exact0 = ExactFirst(HiddenEnumeration::new(&models[0], 1.0, Par::Rayon)?);
+    let ladder = TrajectoryLadder::new(models)?;
+    let rungs = (0..k)
+        .map(|_| {
+            let mut x = bottom.new_state(chains);
+            x.visible.copy_from(&all_plus);
+            x
+        })
+        .collect();
+    let mut state = PtState::new(rungs, 6)?;
+    let ptt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::Sweep).with_rung0_kernel(exact0);
+    let mut modes = Modes::new(chains);
+    for round in 0..budget / k {
+        ptt.step(&ladder, &mut state, Par::Rayon);
+        modes.observe(&state.rungs[k - 1].visible, threshold, round * k >= burn_in);
+    }
+    row(format!("PTT, {k} checkpoints (sweep)"), k, &modes);
 
     // ANCHOR: st
     let ladder = StackLadder::new(stack);

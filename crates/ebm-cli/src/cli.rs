@@ -73,6 +73,10 @@ pub(crate) enum Command {
     /// Train an RBM on a data file: model, checkpoint trajectory, training state and log.
     #[command(long_about = TRAIN_LONG_ABOUT)]
     Train(Box<TrainArgs>),
+    /// Train a stack of RBMs for stacked tempering (`ebm sample --sampler stacked`): RBM 1 on
+    /// --data, each next RBM on one sampled hidden representation per data point.
+    #[command(long_about = TRAIN_STACK_LONG_ABOUT)]
+    TrainStack(TrainStackArgs),
     /// Train, sample and compare Gibbs with trajectory tempering on a bimodal dataset; write
     /// a report with figures (no download).
     #[command(long_about = DEMO_LONG_ABOUT)]
@@ -255,6 +259,30 @@ pub(crate) enum Generator {
         #[serde(flatten)]
         common: GenerateCommon,
     },
+    /// Planted multimodal Potts data (the stand-in for lattice proteins): --modes random
+    /// sequences of --sites sites with --states states; each sample copies one of them and
+    /// redraws each site to another state with probability --mutation; values are the codes
+    /// 0..states-1, labels the planted sequence.
+    Potts {
+        /// Number of sites N.
+        #[arg(long, default_value_t = 20, value_parser = positive_usize)]
+        sites: usize,
+        /// Number of states q per site.
+        #[arg(long, default_value_t = 4, value_parser = positive_usize)]
+        states: usize,
+        /// Number of planted sequences (modes).
+        #[arg(long, default_value_t = 2, value_parser = positive_usize)]
+        modes: usize,
+        /// Probability that a site differs from its planted state, in [0, 1 - 1/q].
+        #[arg(long, default_value_t = 0.1, value_parser = finite_f64, allow_negative_numbers = true)]
+        mutation: f64,
+        /// Number of samples.
+        #[arg(long, default_value_t = 1000, value_parser = positive_usize)]
+        samples: usize,
+        #[command(flatten)]
+        #[serde(flatten)]
+        common: GenerateCommon,
+    },
 }
 
 /// The clustered sets.
@@ -336,6 +364,11 @@ Samplers:
           beta = 1, exchanged by the --schedule (default sweep: every pair each round, from
           the bottom up, as in the PTT paper); --rungs K keeps K checkpoints evenly spaced
           in the file's order, always the first and the last.
+  stacked stacked tempering on the stack in --stack (written by `ebm train-stack`): each
+          step runs --sweeps Gibbs sweeps on every RBM, then proposes to exchange the hidden
+          layer of RBM n with the visible layer of RBM n + 1 (alternating pairs by the
+          --schedule, default deo), each exchange followed by an exact refresh; the samples
+          are the bottom RBM's.
 
 Cost: a gibbs step costs --sweeps Gibbs sweeps per chain; a pt, pt-ref or ptt round costs
 --sweeps times the number of rungs. The record reports both, and mode jumps are counted against that cost.
@@ -358,14 +391,18 @@ pub(crate) struct SampleArgs {
         short,
         long,
         value_name = "FILE",
-        required_unless_present = "trajectory",
-        conflicts_with = "trajectory"
+        required_unless_present_any = ["trajectory", "stack"],
+        conflicts_with_all = ["trajectory", "stack"]
     )]
     pub model: Option<PathBuf>,
     /// ptt only: training-trajectory file (the checkpoints of a training run); the target is
     /// its last checkpoint.
     #[arg(long, value_name = "FILE")]
     pub trajectory: Option<PathBuf>,
+    /// stacked only: stack file (the JSON manifest written by `ebm train-stack`); the target is
+    /// its bottom RBM.
+    #[arg(long, value_name = "FILE", conflicts_with = "trajectory")]
+    pub stack: Option<PathBuf>,
     /// The sampler.
     #[arg(long, value_enum, default_value_t = SamplerArg::Gibbs)]
     pub sampler: SamplerArg,
@@ -435,6 +472,8 @@ pub(crate) enum SamplerArg {
     PtRef,
     /// Parallel trajectory tempering: tempering along the checkpoints of a training run.
     Ptt,
+    /// Stacked tempering on a stack of RBMs (--stack).
+    Stacked,
 }
 
 /// Swap schedules.
@@ -1239,4 +1278,55 @@ mod tests {
         assert!(positive_usize("-3").is_err());
         assert_eq!(positive_u64("7").unwrap(), 7);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// train-stack
+// ---------------------------------------------------------------------------------------------
+
+const TRAIN_STACK_LONG_ABOUT: &str = "\
+Train a stack of RBMs for stacked tempering (Fernandez-de-Cossio-Diaz et al., ICLR 2024): RBM 1
+has one visible unit per feature of --data ({0,1} data: bernoulli units, {-1,+1}: spin units)
+and --hidden-units[0] bernoulli hidden units; RBM n + 1 has the hidden units of RBM n as visible
+units and --hidden-units[n] hidden units, and is trained on one sample h ~ P_n(h | v) per data
+point of RBM n (samples, not means). Every RBM: PCD-k (--sweeps, --chains), Adam at
+--learning-rate, --updates updates of --batch-size samples.
+
+Writes the stack file --out (a JSON manifest) and one RBM file per RBM next to it
+(<stem>.rbm<n>.safetensors), and the run record <stem>.record.json.";
+
+/// `ebm train-stack`
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct TrainStackArgs {
+    /// Training data file (.npy or .csv, one row per sample) of {0,1} or {-1,+1} values.
+    #[arg(long, value_name = "FILE")]
+    pub data: PathBuf,
+    /// Hidden units of each RBM, bottom first, comma-separated (e.g. 200,100,50).
+    #[arg(long, value_delimiter = ',', required = true, value_parser = positive_usize)]
+    pub hidden_units: Vec<usize>,
+    /// Output stack file (.json manifest).
+    #[arg(short, long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Parameter updates per RBM.
+    #[arg(long, default_value_t = 1000, value_parser = positive_u64)]
+    pub updates: u64,
+    /// Samples per minibatch (at most the number of samples).
+    #[arg(long, default_value_t = 100, value_parser = positive_usize)]
+    pub batch_size: usize,
+    /// Gibbs sweeps per update of the persistent chains (k of PCD-k).
+    #[arg(long, default_value_t = 10, value_parser = positive_usize)]
+    pub sweeps: usize,
+    /// Persistent chains.
+    #[arg(long, default_value_t = 100, value_parser = positive_usize)]
+    pub chains: usize,
+    /// Adam learning rate.
+    #[arg(long, default_value_t = 0.01, value_parser = finite_f64)]
+    pub learning_rate: f64,
+    /// Potts visible units with this many states: --data holds categorical codes 0..Q-1
+    /// (FASTA files are Potts data without it).
+    #[arg(long, value_name = "Q", value_parser = positive_usize)]
+    pub visible_states: Option<usize>,
+    /// Seed of every random draw.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }

@@ -101,6 +101,8 @@ pub enum GeneratorSpec {
         /// Number of samples.
         n_samples: usize,
     },
+    /// Planted multimodal Potts data ([`generators::potts`]), [`Domain::Categorical`].
+    PlantedPotts(generators::potts::PlantedPotts),
 }
 
 /// Generates a dataset; deterministic given `seed`.
@@ -161,6 +163,7 @@ pub fn generate(spec: &GeneratorSpec, seed: u64) -> Result<Dataset> {
                 .collect();
             Dataset::new(x, Domain::Spin)?.with_labels(labels)
         }
+        GeneratorSpec::PlantedPotts(p) => generators::potts::planted_potts(p, seed),
     }
 }
 

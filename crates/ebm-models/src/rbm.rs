@@ -332,26 +332,144 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
     /// # Panics
     /// If `h` does not have `H::width()` rows or `out.len() != h.ncols()`.
     pub fn free_energy_hidden(&self, h: &DMatrix<V::Scalar>, beta: f64, out: &mut [f64], par: Par) {
-        assert_eq!(
-            h.nrows(),
-            self.hidden.width(),
-            "free_energy_hidden: hidden width"
-        );
+        let mut inputs =
+            DMatrix::from_element(self.visible.width(), h.ncols(), V::Scalar::from_f64(0.0));
+        self.visible_inputs(h, &mut inputs, par);
+        self.free_energy_hidden_from_inputs(h, &inputs, beta, out, par);
+    }
+
+    /// The local inputs \\(I = W h_i\\) of the visible units for every column \\(h_i\\) of
+    /// `h`, into `out` (`V::width() x n`): the product shared by [`Rbm::free_energy_hidden`]
+    /// and the visible conditional, so that a caller who needs both (the exchange of stacked
+    /// tempering) computes it once.
+    ///
+    /// # Panics
+    /// On shape mismatch.
+    pub fn visible_inputs(&self, h: &DMatrix<V::Scalar>, out: &mut DMatrix<V::Scalar>, par: Par) {
         let (nv, nh) = (self.visible.width(), self.hidden.width());
-        let mut inputs = vec![V::Scalar::from_f64(0.0); nv * h.ncols()];
-        for_each_chain_chunk(par, nv, &mut inputs, out, |first, inp, outs| {
-            let cols = outs.len();
-            let hs = &h.as_slice()[first * nh..(first + cols) * nh];
+        assert_eq!(h.nrows(), nh, "visible_inputs: hidden width");
+        assert_eq!(out.shape(), (nv, h.ncols()), "visible_inputs: output shape");
+        let mut idx = vec![(); h.ncols()];
+        for_each_chain_chunk(par, nv, out.as_mut_slice(), &mut idx, |first, inp, ids| {
+            let cols = ids.len();
             matmul(
                 MatRef::col_major(self.weights.as_slice(), nv, nh),
-                MatRef::col_major(hs, nh, cols),
+                MatRef::col_major(&h.as_slice()[first * nh..(first + cols) * nh], nh, cols),
                 inp,
             );
+        });
+    }
+
+    /// The local inputs \\(I = W^\top v_i\\) of the hidden units for every column of `v`,
+    /// into `out` (`H::width() x n`).
+    ///
+    /// # Panics
+    /// On shape mismatch.
+    pub fn hidden_inputs(&self, v: &DMatrix<V::Scalar>, out: &mut DMatrix<V::Scalar>, par: Par) {
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        assert_eq!(v.nrows(), nv, "hidden_inputs: visible width");
+        assert_eq!(out.shape(), (nh, v.ncols()), "hidden_inputs: output shape");
+        let mut idx = vec![(); v.ncols()];
+        for_each_chain_chunk(par, nh, out.as_mut_slice(), &mut idx, |first, inp, ids| {
+            let cols = ids.len();
+            matmul(
+                MatRef::col_major(self.weights.as_slice(), nv, nh).t(),
+                MatRef::col_major(&v.as_slice()[first * nv..(first + cols) * nv], nv, cols),
+                inp,
+            );
+        });
+    }
+
+    /// [`Rbm::free_energy_hidden`] from the visible inputs `inputs` \\(= W h\\)
+    /// ([`Rbm::visible_inputs`]): \\(F_\beta(h_i) = \beta U_H(h_i) - \sum_i
+    /// \Gamma^\beta_{V,i}(I_i)\\).
+    ///
+    /// # Panics
+    /// On shape mismatch.
+    pub fn free_energy_hidden_from_inputs(
+        &self,
+        h: &DMatrix<V::Scalar>,
+        inputs: &DMatrix<V::Scalar>,
+        beta: f64,
+        out: &mut [f64],
+        par: Par,
+    ) {
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        assert_eq!(h.nrows(), nh, "free_energy_hidden: hidden width");
+        assert_eq!(
+            inputs.shape(),
+            (nv, h.ncols()),
+            "free_energy_hidden: inputs shape"
+        );
+        assert_eq!(out.len(), h.ncols(), "free_energy_hidden: output length");
+        let mut idx = vec![(); h.ncols()];
+        for_each_chain_chunk(par, 1, out, &mut idx, |first, outs, _| {
             for (k, o) in outs.iter_mut().enumerate() {
-                let hk = &hs[k * nh..(k + 1) * nh];
-                *o = beta * self.hidden.energy(hk)
-                    - self.visible.cgf(&inp[k * nv..(k + 1) * nv], beta);
+                let c = first + k;
+                *o = beta * self.hidden.energy(&h.as_slice()[c * nh..(c + 1) * nh])
+                    - self
+                        .visible
+                        .cgf(&inputs.as_slice()[c * nv..(c + 1) * nv], beta);
             }
+        });
+    }
+
+    /// Draws \\(v_i \sim P_\beta(v \mid h_i)\\) for every chain from the visible inputs
+    /// \\(W h_i\\) held in `visible` (e.g. by [`Rbm::visible_inputs`]), which the draws
+    /// replace: the sampling pass of [`ConditionalSampler::sample_visible`] without its product.
+    /// Chain `i` consumes only `rngs[i]`.
+    ///
+    /// # Panics
+    /// On shape mismatch.
+    pub fn sample_visible_from_inputs<R: Rng + Send>(
+        &self,
+        visible: &mut DMatrix<V::Scalar>,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        let nv = self.visible.width();
+        assert_eq!(
+            visible.nrows(),
+            nv,
+            "sample_visible_from_inputs: visible width"
+        );
+        for_each_chain_chunk(par, nv, visible.as_mut_slice(), rngs, |_, v, r| {
+            ebm_core::simd::dispatch(SampleColumns {
+                layer: &self.visible,
+                columns: v,
+                beta,
+                rngs: r,
+            });
+        });
+    }
+
+    /// Draws \\(h_i \sim P_\beta(h \mid v_i)\\) for every chain from the hidden inputs
+    /// \\(W^\top v_i\\) held in `hidden`, which the draws replace (as
+    /// [`Rbm::sample_visible_from_inputs`]).
+    ///
+    /// # Panics
+    /// On shape mismatch.
+    pub fn sample_hidden_from_inputs<R: Rng + Send>(
+        &self,
+        hidden: &mut DMatrix<V::Scalar>,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        let nh = self.hidden.width();
+        assert_eq!(
+            hidden.nrows(),
+            nh,
+            "sample_hidden_from_inputs: hidden width"
+        );
+        for_each_chain_chunk(par, nh, hidden.as_mut_slice(), rngs, |_, h, r| {
+            ebm_core::simd::dispatch(SampleColumns {
+                layer: &self.hidden,
+                columns: h,
+                beta,
+                rngs: r,
+            });
         });
     }
 

@@ -54,6 +54,50 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackedRbm<V, H> {
         dispatch!(self, r => r.free_energy_hidden(h, 1.0, out, par))
     }
 
+    /// The visible inputs \\(W h_i\\) of every column of `h` ([`Rbm::visible_inputs`]).
+    pub fn visible_inputs(
+        &self,
+        h: &nalgebra::DMatrix<V::Scalar>,
+        out: &mut nalgebra::DMatrix<V::Scalar>,
+        par: Par,
+    ) {
+        dispatch!(self, r => r.visible_inputs(h, out, par))
+    }
+
+    /// [`StackedRbm::free_energy_hidden`] from the visible inputs
+    /// ([`Rbm::free_energy_hidden_from_inputs`]).
+    pub fn free_energy_hidden_from_inputs(
+        &self,
+        h: &nalgebra::DMatrix<V::Scalar>,
+        inputs: &nalgebra::DMatrix<V::Scalar>,
+        out: &mut [f64],
+        par: Par,
+    ) {
+        dispatch!(self, r => r.free_energy_hidden_from_inputs(h, inputs, 1.0, out, par))
+    }
+
+    /// Draws the visible layer at \\(\beta = 1\\) from the inputs it holds
+    /// ([`Rbm::sample_visible_from_inputs`]).
+    pub fn sample_visible_from_inputs<R: Rng + Send>(
+        &self,
+        visible: &mut nalgebra::DMatrix<V::Scalar>,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        dispatch!(self, r => r.sample_visible_from_inputs(visible, 1.0, rngs, par))
+    }
+
+    /// Draws the hidden layer at \\(\beta = 1\\) from the inputs it holds
+    /// ([`Rbm::sample_hidden_from_inputs`]).
+    pub fn sample_hidden_from_inputs<R: Rng + Send>(
+        &self,
+        hidden: &mut nalgebra::DMatrix<V::Scalar>,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        dispatch!(self, r => r.sample_hidden_from_inputs(hidden, 1.0, rngs, par))
+    }
+
     /// The visible free energies \\(F^v(v_i)\\) at \\(\beta = 1\\) of every column of `v`
     /// ([`Rbm::free_energy_visible`]).
     pub fn free_energy_visible(&self, v: &nalgebra::DMatrix<V::Scalar>, out: &mut [f64], par: Par) {

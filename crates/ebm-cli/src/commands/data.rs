@@ -190,6 +190,24 @@ fn generate(g: &Generator, ctx: &Context) -> Result<()> {
             },
             common,
         ),
+        Generator::Potts {
+            sites,
+            states,
+            modes,
+            mutation,
+            samples,
+            common,
+        } => (
+            "potts",
+            GeneratorSpec::PlantedPotts(ebm_data::generators::potts::PlantedPotts {
+                n_sites: *sites,
+                q: *states,
+                n_modes: *modes,
+                mutation: *mutation,
+                n_samples: *samples,
+            }),
+            common,
+        ),
     };
     let out = common.out.as_path();
     check_matrix_output(out)?;

@@ -8,6 +8,7 @@ mod pll_log;
 mod plot;
 mod reproduce;
 mod sample;
+mod stack;
 mod train;
 
 use crate::cli::{Cli, Command};
@@ -21,6 +22,7 @@ pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
         Command::Data(d) => data::execute(d, &ctx),
         Command::Sample(a) => sample::execute(a, &ctx),
         Command::Train(a) => train::execute(a, &ctx).map(|_| ()),
+        Command::TrainStack(a) => stack::train(a, &ctx),
         Command::Demo(a) => demo::execute(a, &ctx),
         Command::Reproduce(a) => reproduce::execute(a, &ctx),
         Command::Loglik(l) => loglik::execute(l, &ctx),

@@ -7,8 +7,8 @@ use ebm_data::metrics::{ModeClassifier, mode_fractions, mode_jumps, windowed_mod
 use ebm_data::{Centering, Dataset, Pca};
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
-    IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtState, ReferenceLadder, SwapSchedule,
-    TemperatureLadder, TrajectoryLadder,
+    IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtInfo, PtState, ReferenceLadder,
+    SwapSchedule, TemperatureLadder, TrajectoryLadder,
 };
 use ebm_samplers::{Gibbs, GibbsInfo, StepInfo, run};
 use nalgebra::DMatrix;
@@ -144,6 +144,16 @@ fn check_options(a: &SampleArgs) -> Result<()> {
     if a.sampler == SamplerArg::Ptt && a.trajectory.is_none() {
         bail!("--sampler ptt needs --trajectory FILE (the checkpoints of a training run)");
     }
+    if a.sampler == SamplerArg::Stacked && a.stack.is_none() {
+        bail!("--sampler stacked needs --stack FILE (written by `ebm train-stack`)");
+    }
+    if a.sampler != SamplerArg::Stacked && a.stack.is_some() {
+        return Err(not_for(
+            "--stack",
+            sampler,
+            " (only stacked samples a stack; give the model with --model)",
+        ));
+    }
     if a.sampler != SamplerArg::Ptt && a.trajectory.is_some() {
         return Err(not_for(
             "--trajectory",
@@ -171,6 +181,22 @@ fn check_options(a: &SampleArgs) -> Result<()> {
                 && b <= 0.0
             {
                 bail!("--beta {b}: the inverse temperature must be > 0");
+            }
+        }
+        SamplerArg::Stacked => {
+            for (set, name) in [
+                (a.rungs.is_some(), "--rungs"),
+                (a.beta_min.is_some(), "--beta-min"),
+                (a.betas.is_some(), "--betas"),
+                (a.beta.is_some(), "--beta"),
+            ] {
+                if set {
+                    return Err(not_for(
+                        name,
+                        sampler,
+                        " (its rungs are the RBMs of the stack, all at beta = 1)",
+                    ));
+                }
             }
         }
         SamplerArg::Pt | SamplerArg::PtRef | SamplerArg::Ptt => {
@@ -239,6 +265,7 @@ fn sampler_name(s: SamplerArg) -> &'static str {
         SamplerArg::Pt => "pt",
         SamplerArg::PtRef => "pt-ref",
         SamplerArg::Ptt => "ptt",
+        SamplerArg::Stacked => "stacked",
     }
 }
 
@@ -256,10 +283,13 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     check_options(a)?;
     check_matrix_output(&a.out)?;
     let record = record_path_for(&a.out);
-    let source: &Path = match (&a.model, &a.trajectory) {
-        (Some(m), _) => m,
-        (None, Some(t)) => t,
-        (None, None) => bail!("give the model with --model FILE (or --trajectory FILE for ptt)"),
+    let source: &Path = match (&a.model, &a.trajectory, &a.stack) {
+        (Some(m), _, _) => m,
+        (None, Some(t), _) => t,
+        (None, None, Some(s)) => s,
+        (None, None, None) => {
+            bail!("give the model with --model FILE (or --trajectory FILE for ptt)")
+        }
     };
     let mut inputs: Vec<&Path> = vec![source];
     if let Some(d) = &a.data {
@@ -267,15 +297,18 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     }
     check_outputs(&[&a.out, &record], &inputs)?;
     let data = a.data.as_deref().map(load_dataset).transpose()?;
-    let (visible, hidden) = if a.trajectory.is_some() {
-        let info = ebm_io::read_trajectory_info(source)?;
-        (info.visible, info.hidden)
+    let outcome = if a.sampler == SamplerArg::Stacked {
+        super::stack::sample(a, ctx, data, source)?
     } else {
-        let info = ebm_io::read_rbm_info(source)?;
-        (info.visible, info.hidden)
+        let (visible, hidden) = if a.trajectory.is_some() {
+            let info = ebm_io::read_trajectory_info(source)?;
+            (info.visible, info.hidden)
+        } else {
+            let info = ebm_io::read_rbm_info(source)?;
+            (info.visible, info.hidden)
+        };
+        with_kinds(&visible, &hidden, source, SampleTask { a, ctx, data })?
     };
-    let task = SampleTask { a, ctx, data };
-    let outcome = with_kinds(&visible, &hidden, source, task)?;
     write_samples(&a.out, &outcome.samples)?;
     let r = &outcome.results;
     ctx.say(format!(
@@ -352,10 +385,10 @@ struct SampleTask<'a> {
     data: Option<Dataset>,
 }
 
-struct SampleOutcome {
-    samples: DMatrix<f64>,
-    model: String,
-    results: SampleResults,
+pub(super) struct SampleOutcome {
+    pub(super) samples: DMatrix<f64>,
+    pub(super) model: String,
+    pub(super) results: SampleResults,
 }
 
 /// The checkpoints of a trajectory: training updates and models, in order.
@@ -463,6 +496,7 @@ impl KindsTask for SampleTask<'_> {
                 let k = pt.betas.len() as u64;
                 (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
             }
+            SamplerArg::Stacked => bail!("--sampler stacked samples a stack (--stack FILE)"),
             SamplerArg::Ptt => {
                 let (updates, models) = checkpoints.expect("checked: ptt has --trajectory");
                 let keep = kept_checkpoints(models.len(), a.rungs, file)?;
@@ -477,29 +511,51 @@ impl KindsTask for SampleTask<'_> {
                 (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
             }
         };
-        let f = free_energies(&rbm, &samples, beta);
-        let mean_free_energy = f.iter().sum::<f64>() / f.len().max(1) as f64;
-        let (mode_jumps, mut warnings) = tracer.finish(sweeps_per_step)?;
-        warnings.extend(run_warnings);
-        Ok(SampleOutcome {
-            model: describe(&rbm),
-            results: SampleResults {
-                sampler: sampler_name(a.sampler).into(),
-                description,
-                model: ModelSummary::of(&rbm),
-                chains: a.chains,
-                steps: a.steps,
-                gibbs_sweeps_per_step: sweeps_per_step,
-                beta,
-                samples_shape: [samples.ncols(), samples.nrows()],
-                mean_free_energy,
-                pt,
-                mode_jumps,
-                warnings,
-            },
-            samples,
-        })
+        outcome(
+            a,
+            &rbm,
+            (samples, beta, sweeps_per_step, description, pt),
+            tracer,
+            run_warnings,
+        )
     }
+}
+
+/// What a sampler produced: the target's samples, their inverse temperature, the Gibbs sweeps
+/// per chain and step, the description and the PT diagnostics.
+pub(super) type SamplerRun = (DMatrix<f64>, f64, u64, String, Option<PtSummary>);
+
+/// The outcome of a run of `--sampler` on `rbm` (the target): the samples' mean free energy,
+/// the mode jumps and weights traced, and the warnings.
+pub(super) fn outcome<V: CliLayer, H: CliLayer>(
+    a: &SampleArgs,
+    rbm: &Rbm<V, H>,
+    (samples, beta, sweeps_per_step, description, pt): SamplerRun,
+    tracer: ModeTracer,
+    run_warnings: Vec<String>,
+) -> Result<SampleOutcome> {
+    let f = free_energies(rbm, &samples, beta);
+    let mean_free_energy = f.iter().sum::<f64>() / f.len().max(1) as f64;
+    let (mode_jumps, mut warnings) = tracer.finish(sweeps_per_step)?;
+    warnings.extend(run_warnings);
+    Ok(SampleOutcome {
+        model: describe(rbm),
+        results: SampleResults {
+            sampler: sampler_name(a.sampler).into(),
+            description,
+            model: ModelSummary::of(rbm),
+            chains: a.chains,
+            steps: a.steps,
+            gibbs_sweeps_per_step: sweeps_per_step,
+            beta,
+            samples_shape: [samples.ncols(), samples.nrows()],
+            mean_free_energy,
+            pt,
+            mode_jumps,
+            warnings,
+        },
+        samples,
+    })
 }
 
 /// What explores rung 0 of a PT run.
@@ -543,9 +599,7 @@ const INDEX_SYSTEMS: usize = 64;
 /// PTT refreshes rung 0 with an exact draw every round when the first checkpoint's hidden
 /// layer can be enumerated (paper 000, SI B: "a fresh independent sample at the bottom each
 /// step"); other samplers, and PTT on larger first checkpoints, explore rung 0 with Gibbs.
-/// The run warns when the ladder completed no round trip, or when it was shorter than 20
-/// exponential autocorrelation times of its replica index process (Sokal's conservative
-/// thermalisation time, the criterion of paper 000, SI B.1).
+/// The rounds and their warnings are those of [`pt_rounds`].
 fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     a: &SampleArgs,
     ctx: &Context,
@@ -572,8 +626,35 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
         Rung0::Gibbs(_) => "gibbs",
     };
     let pt = ParallelTempering::new(Gibbs::new(a.sweeps), schedule).with_rung0_kernel(rung0);
-    let k = ladder.n_rungs();
-    let mut state = PtState::new(vec![chains; k], a.seed)?;
+    let mut state = PtState::new(vec![chains; ladder.n_rungs()], a.seed)?;
+    let (summary, warnings) = pt_rounds(
+        a,
+        ctx,
+        &mut state,
+        tracer,
+        (schedule_name, rung0_name),
+        |s| pt.step(ladder, s, Par::Rayon),
+    )?;
+    let target = state.rungs.pop().expect("at least two rungs");
+    Ok((target.visible, summary, warnings))
+}
+
+/// Runs `--steps` rounds of `round` (one PT round on any exchange: a ladder, or a stack of
+/// RBMs) on `state`, whose last rung is the target, with the progress bar and the mode tracer;
+/// returns the diagnostics (the ladder's betas left empty) and the run's warnings.
+///
+/// The run warns when the ladder completed no round trip, or when it was shorter than 20
+/// exponential autocorrelation times of its replica index process (Sokal's conservative
+/// thermalisation time, the criterion of paper 000, SI B.1).
+pub(super) fn pt_rounds(
+    a: &SampleArgs,
+    ctx: &Context,
+    state: &mut PtState<RbmChains<f64>>,
+    tracer: &mut ModeTracer,
+    (schedule_name, rung0_name): (&str, &str),
+    mut round: impl FnMut(&mut PtState<RbmChains<f64>>) -> PtInfo,
+) -> Result<(PtSummary, Vec<String>)> {
+    let k = state.rungs.len();
     let mut diagnostics = PtDiagnostics::new(a.chains);
     let mut index = IndexProcess::with_max_systems(INDEX_SYSTEMS);
     tracer.record(0, &state.rungs[k - 1].visible)?;
@@ -581,11 +662,11 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
         ProgressObserver(ctx.progress(a.steps, sampler_name(a.sampler))),
         tracer,
     );
-    for round in 1..=a.steps {
-        let info = pt.step(ladder, &mut state, Par::Rayon);
+    for r in 1..=a.steps {
+        let info = round(state);
         diagnostics.record(&info);
-        index.record(&state);
-        observers.observe(round, &state.rungs[k - 1])?;
+        index.record(state);
+        observers.observe(r, &state.rungs[k - 1])?;
     }
     let finite = |x: f64| x.is_finite().then_some(x);
     let tau_exp = index.exponential_time().ok().and_then(|t| finite(t.tau));
@@ -625,8 +706,7 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
         index_tau_exp: tau_exp,
         index_tau_int: tau_int,
     };
-    let target = state.rungs.pop().expect("at least two rungs");
-    Ok((target.visible, summary, warnings))
+    Ok((summary, warnings))
 }
 
 /// The indices of the checkpoints kept as rungs: all of them, or `rungs` evenly spaced ones
@@ -652,7 +732,7 @@ pub(super) fn kept_checkpoints(n: usize, rungs: Option<usize>, file: &Path) -> R
 
 /// The starting chains: every unit in its default state, or data samples drawn with the seed
 /// (from an auxiliary stream, so the chains' own streams are untouched).
-fn initial_chains<V: CliLayer, H: CliLayer>(
+pub(super) fn initial_chains<V: CliLayer, H: CliLayer>(
     rbm: &Rbm<V, H>,
     a: &SampleArgs,
     data: Option<&Dataset>,
@@ -673,7 +753,7 @@ fn initial_chains<V: CliLayer, H: CliLayer>(
 }
 
 /// Records the mode of every target chain every `every` steps (an observer of the run).
-struct ModeTracer {
+pub(super) struct ModeTracer {
     state: Option<TraceState>,
 }
 
@@ -687,7 +767,7 @@ struct TraceState {
 }
 
 impl ModeTracer {
-    fn new(a: &SampleArgs, data: Option<&Dataset>) -> Result<Self> {
+    pub(super) fn new(a: &SampleArgs, data: Option<&Dataset>) -> Result<Self> {
         let (Some(every), Some(ds)) = (a.trace_every, data) else {
             return Ok(Self { state: None });
         };

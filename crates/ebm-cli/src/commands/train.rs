@@ -249,7 +249,7 @@ fn unit_of(domain: Domain) -> UnitArg {
 
 /// The data's domain as loaded, refined for real-valued files whose entries all lie in
 /// {0,1} or {-1,+1} (e.g. a .npy of 0/1 values), so that the default visible kind fits them.
-fn inferred_domain(ds: &Dataset) -> Domain {
+pub(super) fn inferred_domain(ds: &Dataset) -> Domain {
     if ds.domain() != Domain::Real {
         return ds.domain();
     }
@@ -759,7 +759,7 @@ struct TrainOutcome<'a> {
 }
 
 /// Puts data in the form the visible layer takes (categorical codes become one-hot blocks).
-fn potts_ready(ds: Dataset, q: Option<usize>, file: &Path) -> Result<Dataset> {
+pub(super) fn potts_ready(ds: Dataset, q: Option<usize>, file: &Path) -> Result<Dataset> {
     match (ds.domain(), q) {
         (Domain::Categorical { q: dq }, Some(q)) => {
             if dq > q {

@@ -3,3 +3,4 @@
 pub mod bars_stripes;
 pub mod clusters;
 pub mod ising;
+pub mod potts;

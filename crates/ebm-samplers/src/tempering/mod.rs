@@ -4,6 +4,7 @@
 
 mod diagnostics;
 mod ladder;
+mod mixed;
 mod pt;
 mod selection;
 mod stacked;
@@ -12,6 +13,7 @@ pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
     Concat, Exchange, Ladder, ReferenceLadder, Rung, TemperatureLadder, TrajectoryLadder,
 };
+pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
 pub use selection::{
     CheckpointSelector, Selection, equalised_schedule, estimated_swap_acceptance, select_rungs,

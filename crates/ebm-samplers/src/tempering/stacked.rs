@@ -8,7 +8,9 @@ use super::pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
 use crate::Gibbs;
 use ebm_core::{Error, Par, RngStreams};
 use ebm_models::{Layer, RbmChains, Stack, StackedRbm};
+use nalgebra::DMatrix;
 use rand::Rng;
+use std::sync::Mutex;
 
 /// A [`Stack`] seen as a ladder of the PT engine, rung 0 the easy end: rung \\(k\\) holds the
 /// \\((v, h)\\) chains of RBM \\(L - k\\) (1-based), so the last rung is the bottom RBM, the
@@ -31,20 +33,81 @@ use rand::Rng;
 /// the refresh it is not). Under a schedule that does not propose a pair to every system
 /// (stochastic even/odd, random pair), the refresh is still applied to every chain of the
 /// pair: it is an exact Gibbs half-step, hence harmless.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct StackLadder<V: Layer, H: Layer<Scalar = V::Scalar>> {
     stack: Stack<V, H>,
     /// The upper RBMs transposed (`transposed[n - 1]` is RBM \(n + 1\)), whose hidden free
     /// energy is the visible free energy of the RBM: \(F^v_{n+1}\) is evaluated by the same
     /// code path as \(F^h_n\), so a mirrored pair gives \(\Delta F = 0\) bit for bit.
     transposed: Vec<ebm_models::Rbm<H, H>>,
+    /// Per pair, the products of the last [`Exchange::log_accept`], reused by the refresh of
+    /// [`Exchange::exchange`] and kept between rounds (no allocation per round).
+    scratch: Vec<Mutex<PairProducts<V::Scalar>>>,
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> Clone for StackLadder<V, H> {
+    fn clone(&self) -> Self {
+        Self::new(self.stack.clone())
+    }
+}
+
+/// The four matrix products of the exchange of pair \((h_n, v_{n+1})\), and copies of the
+/// configurations they were computed from. The refresh needs the input of \(v_n\) given the
+/// new \(h_n\) and that of \(h_{n+1}\) given the new \(v_{n+1}\): after the swap decision
+/// these are columns of the products already computed for \(\Delta F\), so an exchange costs
+/// two products per RBM of the pair instead of three.
+#[derive(Debug)]
+struct PairProducts<F: ebm_core::Scalar> {
+    /// \(h_n\) and \(v_{n+1}\) as they were when the products were computed.
+    h_n: DMatrix<F>,
+    v_up: DMatrix<F>,
+    /// \(W_n v_{n+1}\) and \(W_n h_n\): visible inputs of RBM \(n\).
+    lower_v: DMatrix<F>,
+    lower_h: DMatrix<F>,
+    /// \(W_{n+1}^\top h_n\) and \(W_{n+1}^\top v_{n+1}\): hidden inputs of RBM \(n + 1\).
+    upper_h: DMatrix<F>,
+    upper_v: DMatrix<F>,
+    /// The four free energies of \(\Delta F\), one per chain each.
+    free_energies: Vec<f64>,
+    /// Whether the products belong to `h_n` and `v_up`.
+    valid: bool,
+}
+
+impl<F: ebm_core::Scalar> PairProducts<F> {
+    fn empty() -> Self {
+        let e = || DMatrix::from_element(0, 0, F::from_f64(0.0));
+        Self {
+            h_n: e(),
+            v_up: e(),
+            lower_v: e(),
+            lower_h: e(),
+            upper_h: e(),
+            upper_v: e(),
+            free_energies: Vec::new(),
+            valid: false,
+        }
+    }
+}
+
+/// Gives `m` the shape `rows x cols` (allocating only when the shape changes).
+fn fit<F: ebm_core::Scalar>(m: &mut DMatrix<F>, rows: usize, cols: usize) {
+    if m.shape() != (rows, cols) {
+        *m = DMatrix::from_element(rows, cols, F::from_f64(0.0));
+    }
 }
 
 impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackLadder<V, H> {
     /// The ladder of `stack`.
     pub fn new(stack: Stack<V, H>) -> Self {
         let transposed = stack.upper().map(|r| r.transposed()).collect();
-        Self { stack, transposed }
+        let scratch = (1..stack.len())
+            .map(|_| Mutex::new(PairProducts::empty()))
+            .collect();
+        Self {
+            stack,
+            transposed,
+            scratch,
+        }
     }
 
     /// The stack.
@@ -62,8 +125,56 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackLadder<V, H> {
         self.stack.rbm(self.stack.len() - 1 - k)
     }
 
-    /// The free-energy difference \\(\Delta F\\) of swapping `h_n` (the hidden layer of `hi`,
-    /// RBM \\(n\\) at rung `k + 1`) with `v_{n+1}` (the visible layer of `lo`, RBM \\(n + 1\\)
+    /// The scratch products of pair `k`.
+    fn products(&self, k: usize) -> std::sync::MutexGuard<'_, PairProducts<V::Scalar>> {
+        self.scratch[k]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Computes the four products and free energies of pair `k` for the states `lo`, `hi`
+    /// into `p`: one batched product per (RBM, configuration), then one pass of the layers'
+    /// cumulant generating functions over the batch.
+    fn compute(
+        &self,
+        k: usize,
+        lo: &RbmChains<V::Scalar>,
+        hi: &RbmChains<V::Scalar>,
+        p: &mut PairProducts<V::Scalar>,
+        par: Par,
+    ) {
+        let lower = self.at(k + 1);
+        // RBM n + 1 (0-based index L - 1 - k) is upper RBM L - 2 - k.
+        let upper = &self.transposed[self.stack.len() - 2 - k];
+        let n = lo.visible.ncols();
+        let (wn, wu) = (hi.visible.nrows(), lo.hidden.nrows());
+        fit(&mut p.h_n, hi.hidden.nrows(), n);
+        fit(&mut p.v_up, lo.visible.nrows(), n);
+        p.h_n.copy_from(&hi.hidden);
+        p.v_up.copy_from(&lo.visible);
+        for m in [&mut p.lower_v, &mut p.lower_h] {
+            fit(m, wn, n);
+        }
+        for m in [&mut p.upper_h, &mut p.upper_v] {
+            fit(m, wu, n);
+        }
+        p.free_energies.resize(4 * n, 0.0);
+        lower.visible_inputs(&lo.visible, &mut p.lower_v, par);
+        lower.visible_inputs(&hi.hidden, &mut p.lower_h, par);
+        upper.visible_inputs(&hi.hidden, &mut p.upper_h, par);
+        upper.visible_inputs(&lo.visible, &mut p.upper_v, par);
+        let (fh_v, rest) = p.free_energies.split_at_mut(n);
+        let (fh_h, rest) = rest.split_at_mut(n);
+        let (fv_h, fv_v) = rest.split_at_mut(n);
+        lower.free_energy_hidden_from_inputs(&lo.visible, &p.lower_v, fh_v, par);
+        lower.free_energy_hidden_from_inputs(&hi.hidden, &p.lower_h, fh_h, par);
+        upper.free_energy_hidden_from_inputs(&hi.hidden, &p.upper_h, 1.0, fv_h, par);
+        upper.free_energy_hidden_from_inputs(&lo.visible, &p.upper_v, 1.0, fv_v, par);
+        p.valid = true;
+    }
+
+    /// The free-energy difference \(\Delta F\) of swapping `h_n` (the hidden layer of `hi`,
+    /// RBM \(n\) at rung `k + 1`) with `v_{n+1}` (the visible layer of `lo`, RBM \(n + 1\)
     /// at rung `k`), for every chain, into `out`.
     ///
     /// # Panics
@@ -76,20 +187,12 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackLadder<V, H> {
         out: &mut [f64],
         par: Par,
     ) {
-        let lower = self.at(k + 1);
-        // RBM n + 1 (0-based index L - 1 - k) is upper RBM L - 2 - k.
-        let upper = &self.transposed[self.stack.len() - 2 - k];
+        let mut p = self.products(k);
+        self.compute(k, lo, hi, &mut p, par);
         let n = out.len();
-        let mut buf = vec![0.0; 4 * n];
-        let (fh_v, rest) = buf.split_at_mut(n);
-        let (fh_h, rest) = rest.split_at_mut(n);
-        let (fv_h, fv_v) = rest.split_at_mut(n);
-        lower.free_energy_hidden(&lo.visible, fh_v, par);
-        lower.free_energy_hidden(&hi.hidden, fh_h, par);
-        upper.free_energy_hidden(&hi.hidden, 1.0, fv_h, par);
-        upper.free_energy_hidden(&lo.visible, 1.0, fv_v, par);
+        let f = &p.free_energies;
         for i in 0..n {
-            out[i] = (fh_v[i] - fh_h[i]) + (fv_h[i] - fv_v[i]);
+            out[i] = (f[i] - f[n + i]) + (f[2 * n + i] - f[3 * n + i]);
         }
     }
 }
@@ -109,7 +212,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
         }
     }
 
-    /// \\(\log\alpha = -\Delta F\\) ([`StackLadder::delta_free_energy`]).
+    /// \(\log\alpha = -\Delta F\) ([`StackLadder::delta_free_energy`]).
     fn log_accept(&self, k: usize, lo: &Self::State, hi: &Self::State, out: &mut [f64], par: Par) {
         self.delta_free_energy(k, lo, hi, out, par);
         for x in out.iter_mut() {
@@ -117,8 +220,11 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
         }
     }
 
-    /// Swaps \\(h_n\\) (`hi.hidden`) and \\(v_{n+1}\\) (`lo.visible`) of the accepted chains,
-    /// then refreshes \\(v_n \mid h_n\\) and \\(h_{n+1} \mid v_{n+1}\\) for every chain.
+    /// Swaps \(h_n\) (`hi.hidden`) and \(v_{n+1}\) (`lo.visible`) of the accepted chains,
+    /// then refreshes \(v_n \mid h_n\) and \(h_{n+1} \mid v_{n+1}\) for every chain. The
+    /// inputs of the refresh are the products of the preceding [`Exchange::log_accept`] on the
+    /// same states (checked by comparing the configurations; recomputed otherwise), so the
+    /// refresh costs no matrix product.
     fn exchange<R: Rng + Send>(
         &self,
         k: usize,
@@ -128,14 +234,25 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
         rngs: &mut [R],
         par: Par,
     ) {
-        for (i, &a) in accept.iter().enumerate() {
-            if a {
-                ebm_core::swap_columns(&mut hi.hidden, &mut lo.visible, i);
-            }
+        let mut p = self.products(k);
+        if !(p.valid && p.h_n == hi.hidden && p.v_up == lo.visible) {
+            self.compute(k, lo, hi, &mut p, par);
         }
-        use ebm_core::ConditionalSampler;
-        self.at(k + 1).sample_visible(hi, 1.0, rngs, par);
-        self.at(k).sample_hidden(lo, 1.0, rngs, par);
+        p.valid = false;
+        for (i, &a) in accept.iter().enumerate() {
+            let (v_in, h_in) = if a {
+                ebm_core::swap_columns(&mut hi.hidden, &mut lo.visible, i);
+                (&p.lower_v, &p.upper_h)
+            } else {
+                (&p.lower_h, &p.upper_v)
+            };
+            hi.visible.column_mut(i).copy_from(&v_in.column(i));
+            lo.hidden.column_mut(i).copy_from(&h_in.column(i));
+        }
+        self.at(k + 1)
+            .sample_visible_from_inputs(&mut hi.visible, rngs, par);
+        self.at(k)
+            .sample_hidden_from_inputs(&mut lo.hidden, rngs, par);
     }
 }
 
