@@ -650,3 +650,61 @@ where
     fields.resize(total, V::Scalar::from_f64(0.0));
     Rbm::new(rbm.visible().clone(), H::with_fields(fields), w)
 }
+
+/// Appends hidden units up to `total` whose weight columns lie in the span of `basis`:
+/// \\(W_{\cdot j} = U^\top r_j\\) with \\(r_{\alpha j}\sim\mathcal N(0, \sigma^2 N/D)\\) (\\(D\\)
+/// rows of \\(U\\), so \\(E\lVert W_{\cdot j}\rVert^2 = \sigma^2 N\\) as for [`pad_hidden`]) and
+/// zero fields. The padded model is still a low-rank RBM on `basis` (its marginal energy depends
+/// on \\(v\\) only through \\(m = Uv/\sqrt N\\)), so its \\(\log Z\\) is known on the mesh and
+/// [`Mesh::sample`] draws from it; the random directions \\(r_j\\) break the symmetry between
+/// the new units, which PCD then moves out of the span. For \\(\{0,1\}\\) layers the span is that
+/// of the \\(\pm1\\) form (the same, since reparametrising only rescales \\(W\\) and adds
+/// multiples of its columns to the visible fields).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] as [`pad_hidden`]; [`Error::ShapeMismatch`] if `basis` has another
+/// number of visible units.
+pub fn pad_hidden_in_span<V, H>(
+    rbm: &Rbm<V, H>,
+    basis: &LowRankBasis,
+    total: usize,
+    std: f64,
+    seed: u64,
+) -> Result<Rbm<V, H>>
+where
+    V: BinaryLayer,
+    H: BinaryLayer<Scalar = V::Scalar>,
+{
+    let (nv, nh) = rbm.weights().shape();
+    if basis.n_visible() != nv {
+        return Err(Error::ShapeMismatch {
+            what: "low-rank basis".into(),
+            expected: format!("{nv} visible units"),
+            got: format!("{}", basis.n_visible()),
+        });
+    }
+    if total < nh || std.is_nan() || std < 0.0 {
+        return Err(invalid(
+            "pad_hidden_in_span",
+            format!("total {total} must be >= {nh} and std {std} >= 0"),
+        ));
+    }
+    let u = basis.directions();
+    let scale = std * (nv as f64 / u.nrows() as f64).sqrt();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let r = DMatrix::from_fn(u.nrows(), total - nh, |_, _| {
+        let z: f64 = StandardNormal.sample(&mut rng);
+        scale * z
+    });
+    let extra = u.transpose() * r;
+    let w = DMatrix::from_fn(nv, total, |i, j| {
+        if j < nh {
+            rbm.weights()[(i, j)]
+        } else {
+            V::Scalar::from_f64(extra[(i, j - nh)])
+        }
+    });
+    let mut fields = rbm.hidden().fields().to_vec();
+    fields.resize(total, V::Scalar::from_f64(0.0));
+    Rbm::new(rbm.visible().clone(), H::with_fields(fields), w)
+}
