@@ -35,13 +35,14 @@ pub struct LowRankRefresh {
 }
 
 impl LowRankRefresh {
-    /// Builds the sampler of `rbm` at `beta` on a grid of `points_per_dim` points per axis of
-    /// its span ([`LowRankBasis::spanning`], [`Mesh::grid`]).
+    /// Builds the sampler of `rbm` at `beta` on a grid over its span ([`LowRankBasis::spanning`],
+    /// [`Mesh::grid`]) of \\(\lfloor \text{max\_points}^{1/D}\rfloor\\) (at least 2) points per
+    /// axis, \\(D\\) the dimension of the span.
     ///
     /// # Errors
     /// [`ebm_core::Error::InvalidParameter`] if `beta` is not finite and positive, the model is
     /// not low-rank, or as [`Mesh::grid`].
-    pub fn new<V, H>(rbm: &Rbm<V, H>, beta: f64, points_per_dim: usize, par: Par) -> Result<Self>
+    pub fn new<V, H>(rbm: &Rbm<V, H>, beta: f64, max_points: usize, par: Par) -> Result<Self>
     where
         V: BinaryLayer<Scalar = f64>,
         H: BinaryLayer<Scalar = f64>,
@@ -67,7 +68,8 @@ impl LowRankRefresh {
             Spin::new(spin.hidden().fields().iter().map(|x| beta * x).collect()),
             spin.weights() * beta,
         )?;
-        let mesh = Mesh::grid(&basis, points_per_dim, par)?;
+        let per_axis = (max_points as f64).powf(1.0 / basis.dim() as f64) + 1e-9;
+        let mesh = Mesh::grid(&basis, (per_axis.floor() as usize).max(2), par)?;
         let log_weights = mesh.rbm_log_weights(&tempered)?;
         Ok(Self {
             mesh,

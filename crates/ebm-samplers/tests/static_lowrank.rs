@@ -87,14 +87,14 @@ fn counts(
 fn refresh_draws_the_mesh_law_times_the_hidden_conditional() {
     let (rbm, _) = low_rank_model(N, 1.0);
     for beta in [1.0, 0.5] {
-        let refresh = LowRankRefresh::new(&rbm, beta, 12, Par::Seq).unwrap();
+        let refresh = LowRankRefresh::new(&rbm, beta, 144, Par::Seq).unwrap();
         let law = step_law(&refresh, &rbm, beta);
         assert!((law.iter().sum::<f64>() - 1.0).abs() < 1e-10);
         let ok = chi_square(&counts(&refresh, &rbm, beta), &law);
         assert!(ok.p_value > 1e-3, "beta {beta}: {ok:?}");
         // Negative control: a refresh built for the model with the u_0 field reversed.
         let (other, _) = low_rank_model(N, -1.0);
-        let wrong = LowRankRefresh::new(&other, beta, 12, Par::Seq).unwrap();
+        let wrong = LowRankRefresh::new(&other, beta, 144, Par::Seq).unwrap();
         let bad = chi_square(&counts(&wrong, &rbm, beta), &law);
         assert!(bad.p_value < 1e-6, "beta {beta}: {bad:?}");
     }
@@ -108,7 +108,7 @@ fn refresh_mesh_log_z_matches_enumeration() {
     // magnetizations lie on a lattice aligned with the grid, which aliases (printed, measured
     // 0.44 off): the spanning basis is generic.
     let (rbm, basis) = low_rank_model(64, 1.0);
-    let refresh = LowRankRefresh::new(&rbm, 1.0, 60, Par::Seq).unwrap();
+    let refresh = LowRankRefresh::new(&rbm, 1.0, 3600, Par::Seq).unwrap();
     let spin = rbm.reparametrise::<Spin, Spin>().rbm;
     let mesh = Mesh::grid(&basis, 60, Par::Seq).unwrap();
     let z_orig = mesh
@@ -117,6 +117,7 @@ fn refresh_mesh_log_z_matches_enumeration() {
     let z_span = refresh.mesh().log_partition(refresh.log_weights()).unwrap();
     let exact = ebm_models::exact::log_partition_by_hidden(&spin, 1.0, Par::Seq).unwrap();
     eprintln!("exact {exact} original basis {z_orig} span {z_span}");
+    assert_eq!(refresh.mesh().len() + refresh.mesh().rejected(), 3600);
     assert!((exact - z_span).abs() < 0.02, "{exact} vs {z_span}");
 }
 

@@ -247,13 +247,23 @@ impl RcmObjective {
         (j, &self.data_mean - model, p)
     }
 
-    /// Covariance of the statistics under the mesh law `p` (minus the Hessian of \\(J\\)).
-    fn covariance(&self, p: &[f64]) -> DMatrix<f64> {
-        let mut tw = self.stats.clone();
-        for (r, mut row) in tw.row_iter_mut().enumerate() {
-            row *= p[r].sqrt();
+    /// Covariance of the statistics `cols` under the mesh law `p` (minus the Hessian of
+    /// \\(J\\) restricted to them): \\(O(K\,|\text{cols}|^2)\\), so Newton steps cost only
+    /// the free parameters (hyperplanes at \\(q = 0\\) with a negative gradient are left out).
+    fn covariance(&self, p: &[f64], cols: &[usize]) -> DMatrix<f64> {
+        let k = self.stats.nrows();
+        let mut tw = DMatrix::zeros(k, cols.len());
+        let mut mean = DVector::zeros(cols.len());
+        for (c, &i) in cols.iter().enumerate() {
+            let src = self.stats.column(i);
+            let mut dst = tw.column_mut(c);
+            let mut m = 0.0;
+            for r in 0..k {
+                m += p[r] * src[r];
+                dst[r] = p[r].sqrt() * src[r];
+            }
+            mean[c] = m;
         }
-        let mean = self.stats.tr_mul(&DVector::from_column_slice(p));
         tw.tr_mul(&tw) - &mean * mean.transpose()
     }
 
@@ -385,11 +395,11 @@ fn optimise(
         let free: Vec<usize> = (0..np)
             .filter(|&i| i < d || y[i] > 0.0 || g[i] > 0.0)
             .collect();
-        let cov = obj.covariance(&p);
-        let ridge = 1e-10 * (1.0 + cov.diagonal().amax());
-        let sub = DMatrix::from_fn(free.len(), free.len(), |a, b| {
-            cov[(free[a], free[b])] + if a == b { ridge } else { 0.0 }
-        });
+        let mut sub = obj.covariance(&p, &free);
+        let ridge = 1e-10 * (1.0 + sub.diagonal().amax());
+        for a in 0..free.len() {
+            sub[(a, a)] += ridge;
+        }
         let rhs = DVector::from_iterator(free.len(), free.iter().map(|&i| g[i]));
         let mut dir = vec![0.0; np];
         match sub.cholesky() {

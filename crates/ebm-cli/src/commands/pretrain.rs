@@ -6,10 +6,12 @@
 use std::any::Any;
 use std::path::{Path, PathBuf};
 
-use ebm_core::{Par, RngStreams};
+use ebm_core::{Kernel, Par, RngStreams};
 use ebm_models::{Bernoulli, BinaryLayer, Layer, Rbm, RbmChains, Spin};
+use ebm_samplers::LowRankRefresh;
 use ebm_train::pretrain::{PretrainConfig, PretrainedStart, RcmConfig};
 use nalgebra::DMatrix;
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::train::AnyNegativeState;
@@ -264,4 +266,56 @@ where
     H: BinaryLayer<Scalar = f64>,
 {
     PretrainedStart::new(data, cfg, hidden, seed, Par::Rayon)
+}
+
+/// Rung 0 of parallel trajectory tempering refreshed by the static sampler
+/// ([`LowRankRefresh`]) when the first checkpoint is a low-rank binary RBM (a model of
+/// `--pretrain rcm`) whose hidden layer is too large to enumerate.
+pub(super) struct StaticRung0(LowRankRefresh);
+
+/// Calls `$f` with `$model` downcast to each binary RBM type in turn; `$none` otherwise.
+macro_rules! with_binary {
+    ($model:expr, |$m:ident| $f:expr, $none:expr) => {{
+        let any = $model as &dyn Any;
+        if let Some($m) = any.downcast_ref::<Rbm<Bernoulli, Bernoulli>>() {
+            $f
+        } else if let Some($m) = any.downcast_ref::<Rbm<Bernoulli, Spin>>() {
+            $f
+        } else if let Some($m) = any.downcast_ref::<Rbm<Spin, Bernoulli>>() {
+            $f
+        } else if let Some($m) = any.downcast_ref::<Rbm<Spin, Spin>>() {
+            $f
+        } else {
+            $none
+        }
+    }};
+}
+
+impl StaticRung0 {
+    /// The static refresh of `model` at `beta`, if it is a low-rank binary RBM (mesh of at
+    /// most 10^5 points).
+    pub(super) fn of<V: CliLayer, H: CliLayer>(model: &Rbm<V, H>, beta: f64) -> Option<Self> {
+        let max = DEFAULT_MESH_POINTS as usize;
+        with_binary!(
+            model,
+            |m| LowRankRefresh::new(m, beta, max, Par::Rayon).ok().map(Self),
+            None
+        )
+    }
+
+    /// One refresh of every chain (the model must be the one it was built for).
+    pub(super) fn step<V: CliLayer, H: CliLayer, R: Rng + Send>(
+        &self,
+        model: &Rbm<V, H>,
+        beta: f64,
+        x: &mut RbmChains<f64>,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        with_binary!(
+            model,
+            |m| self.0.step(m, beta, x, rngs, par),
+            unreachable!("StaticRung0 is built for binary RBMs only")
+        )
+    }
 }
