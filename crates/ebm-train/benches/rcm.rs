@@ -38,12 +38,14 @@ fn bench(c: &mut Criterion) {
         mesh.len(),
         mesh.rejected()
     );
+    let t0 = std::time::Instant::now();
     let fit = fit_rcm(&mesh, &data_m, false, &rcm).unwrap();
     eprintln!(
-        "fit: {} Newton steps, {} fits, {} hyperplanes kept",
+        "fit: {} Newton steps, {} fits, {} hyperplanes kept, {:.2} s",
         fit.iterations,
         fit.fits,
-        fit.rcm.n_hidden()
+        fit.rcm.n_hidden(),
+        t0.elapsed().as_secs_f64()
     );
     let mut g = c.benchmark_group("rcm");
     g.sample_size(10);

@@ -25,6 +25,9 @@ const DEFAULT_MESH_POINTS: f64 = 1e5;
 /// Hidden layers with at most this many configurations get the exact \\(\log Z\\) next to the
 /// mesh one in the record.
 const MAX_EXACT_HIDDEN: u128 = 1 << 20;
+/// Largest gap between the exact and the mesh \\(\log Z\\) of the pretrained model accepted
+/// (the mesh error is \\(O(1/N)\\) per dimension; a larger gap means a failed fit).
+const MAX_LOG_Z_GAP: f64 = 1.0;
 /// Static draws of the model in the figure.
 const FIGURE_DRAWS: usize = 5000;
 
@@ -172,6 +175,19 @@ impl<V: CliLayer, H: CliLayer> Start<V, H> {
             }
             _ => None,
         };
+        if let Some(z) = log_z_exact
+            && (z - start.log_z_mesh).abs() > MAX_LOG_Z_GAP
+        {
+            bail!(
+                "--pretrain rcm failed: the pretrained model's log Z is {z:.4} exactly but \
+                 {:.4} on the mesh, so the mesh does not hold its mass (the projected data lie \
+                 where the mesh has no converged point and the fit diverged: {} Newton steps, \
+                 gradient {:.2e}); try fewer --rcm-directions or a finer --rcm-mesh",
+                start.log_z_mesh,
+                start.pretrained.fit.iterations,
+                start.pretrained.fit.gradient_norm
+            );
+        }
         let pre = &start.pretrained;
         let draws = FIGURE_DRAWS.min(10 * data.ncols()).max(1);
         let mut rngs = RngStreams::new(seed ^ 0xF16, draws);
