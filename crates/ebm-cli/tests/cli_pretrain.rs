@@ -146,3 +146,32 @@ fn bad_pretraining_input_gives_a_clear_error() {
     );
     assert!(!ok);
 }
+
+#[test]
+fn ptt_refreshes_a_large_low_rank_first_checkpoint_statically() {
+    // 24 hidden units are too many to enumerate: rung 0 (the pretrained, still low-rank model)
+    // is refreshed by the static sampler, and the record says so.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (ok, err) = ebm(
+        d,
+        "data generate clusters mickey --features 64 --samples 1500 --domain binary --seed 3 \
+         --out d.npy",
+    );
+    assert!(ok, "{err}");
+    let (ok, err) = ebm(
+        d,
+        "--quiet train --data d.npy --pretrain rcm --rcm-directions 2 --rcm-mesh 24 \
+         --rcm-hyperplanes 40 --hidden-units 24 --updates 5 --out m.safetensors",
+    );
+    assert!(ok, "{err}");
+    let (ok, err) = ebm(
+        d,
+        "--quiet sample --sampler ptt --trajectory m.trajectory.safetensors --chains 50 \
+         --steps 20 --out s.npy",
+    );
+    assert!(ok, "{err}");
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("s.json")).unwrap()).unwrap();
+    assert_eq!(record["results"]["pt"]["rung0"], "static");
+}
