@@ -1085,6 +1085,30 @@ pub(crate) struct TrainSettings {
     /// Offer the model to the checkpoint selection every N updates [default: 1].
     #[arg(long, value_name = "N", value_parser = positive_u64)]
     pub checkpoint_every: Option<u64>,
+    /// Start from a low-rank RBM fitted by the Restricted Coulomb Machine (paper 000 §4;
+    /// binary units only) instead of random weights; the persistent chains start from its
+    /// static sampler; writes MODEL.pretrain.svg (data vs model on two directions).
+    #[arg(long, value_enum)]
+    pub pretrain: Option<PretrainArg>,
+    /// rcm: principal directions of the low-rank model, 1..=4, plus the bias direction
+    /// [default: 3].
+    #[arg(long, value_name = "D")]
+    pub rcm_directions: Option<usize>,
+    /// rcm: initial hyperplanes (hidden units of the RCM) [default: 100].
+    #[arg(long, value_name = "N", value_parser = positive_usize)]
+    pub rcm_hyperplanes: Option<usize>,
+    /// rcm: mesh points per axis of the magnetization space [default: the largest with at most
+    /// 10^5 points in all].
+    #[arg(long, value_name = "N", value_parser = positive_usize)]
+    pub rcm_mesh: Option<usize>,
+}
+
+/// Pre-training methods of `ebm train`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum PretrainArg {
+    /// Low-rank RBM by the Restricted Coulomb Machine (paper 000).
+    Rcm,
 }
 
 /// Unit kinds of a layer.

@@ -114,6 +114,44 @@ impl LowRankBasis {
         Ok(Self { u })
     }
 
+    /// An orthonormal basis of the span of the columns of `vectors` (\\(N\times k\\)): the left
+    /// singular vectors whose singular values exceed `rel_tol` times the largest. A model whose
+    /// visible fields and weight columns (in \\(\pm1\\) form) lie in this span is a low-rank
+    /// RBM on it (paper 000 §4), whatever basis of the span was used to build it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the span is \\(\{0\}\\), has more than
+    /// [`MAX_DIRECTIONS`] dimensions, or `rel_tol` is not in \\((0, 1)\\).
+    pub fn spanning(vectors: &DMatrix<f64>, rel_tol: f64) -> Result<Self> {
+        if !(rel_tol > 0.0 && rel_tol < 1.0) || vectors.nrows() == 0 {
+            return Err(invalid(
+                "spanning",
+                format!(
+                    "need rel_tol in (0, 1) and vectors of >= 1 row, got {rel_tol} and {} rows",
+                    vectors.nrows()
+                ),
+            ));
+        }
+        let svd = vectors.clone().svd(true, false);
+        let u = svd.u.expect("requested");
+        let top = svd.singular_values.amax();
+        let keep: Vec<usize> = (0..svd.singular_values.len())
+            .filter(|&k| top > 0.0 && svd.singular_values[k] > rel_tol * top)
+            .collect();
+        if keep.is_empty() || keep.len() > MAX_DIRECTIONS {
+            return Err(invalid(
+                "spanning",
+                format!(
+                    "the vectors span {} dimensions; a low-rank basis has 1..={MAX_DIRECTIONS}",
+                    keep.len()
+                ),
+            ));
+        }
+        Self::new(DMatrix::from_fn(keep.len(), vectors.nrows(), |a, i| {
+            u[(i, keep[a])]
+        }))
+    }
+
     /// The \\(d\times N\\) matrix \\(U\\).
     pub fn directions(&self) -> &DMatrix<f64> {
         &self.u

@@ -33,6 +33,7 @@ pub mod latent;
 mod metropolis;
 mod refresh;
 mod run;
+mod static_lowrank;
 pub mod tempering;
 pub mod tethered;
 
@@ -42,3 +43,4 @@ pub use latent::{Alternate, Block, Grid, LatentGibbs, LatentInfo, LatentUnits};
 pub use metropolis::{Metropolis, MetropolisInfo};
 pub use refresh::ExactRefresh;
 pub use run::{StepInfo, run};
+pub use static_lowrank::LowRankRefresh;

@@ -28,7 +28,7 @@ use ebm_core::numerics::log_sum_exp;
 use ebm_core::{Error, Par, Result, Scalar};
 use ebm_data::pca::{Centering, Pca};
 use ebm_models::lowrank::{LowRankBasis, Mesh};
-use ebm_models::{BinaryLayer, Rbm, Spin};
+use ebm_models::{BinaryLayer, Layer, Rbm, Spin};
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
@@ -247,13 +247,23 @@ impl RcmObjective {
         (j, &self.data_mean - model, p)
     }
 
-    /// Covariance of the statistics under the mesh law `p` (minus the Hessian of \\(J\\)).
-    fn covariance(&self, p: &[f64]) -> DMatrix<f64> {
-        let mut tw = self.stats.clone();
-        for (r, mut row) in tw.row_iter_mut().enumerate() {
-            row *= p[r].sqrt();
+    /// Covariance of the statistics `cols` under the mesh law `p` (minus the Hessian of
+    /// \\(J\\) restricted to them): \\(O(K\,|\text{cols}|^2)\\), so Newton steps cost only
+    /// the free parameters (hyperplanes at \\(q = 0\\) with a negative gradient are left out).
+    fn covariance(&self, p: &[f64], cols: &[usize]) -> DMatrix<f64> {
+        let k = self.stats.nrows();
+        let mut tw = DMatrix::zeros(k, cols.len());
+        let mut mean = DVector::zeros(cols.len());
+        for (c, &i) in cols.iter().enumerate() {
+            let src = self.stats.column(i);
+            let mut dst = tw.column_mut(c);
+            let mut m = 0.0;
+            for r in 0..k {
+                m += p[r] * src[r];
+                dst[r] = p[r].sqrt() * src[r];
+            }
+            mean[c] = m;
         }
-        let mean = self.stats.tr_mul(&DVector::from_column_slice(p));
         tw.tr_mul(&tw) - &mean * mean.transpose()
     }
 
@@ -385,11 +395,11 @@ fn optimise(
         let free: Vec<usize> = (0..np)
             .filter(|&i| i < d || y[i] > 0.0 || g[i] > 0.0)
             .collect();
-        let cov = obj.covariance(&p);
-        let ridge = 1e-10 * (1.0 + cov.diagonal().amax());
-        let sub = DMatrix::from_fn(free.len(), free.len(), |a, b| {
-            cov[(free[a], free[b])] + if a == b { ridge } else { 0.0 }
-        });
+        let mut sub = obj.covariance(&p, &free);
+        let ridge = 1e-10 * (1.0 + sub.diagonal().amax());
+        for a in 0..free.len() {
+            sub[(a, a)] += ridge;
+        }
         let rhs = DVector::from_iterator(free.len(), free.iter().map(|&i| g[i]));
         let mut dir = vec![0.0; np];
         match sub.cholesky() {
@@ -577,6 +587,8 @@ pub struct PretrainConfig {
 pub struct Pretrained {
     /// The low-rank basis (row 0 is \\(u_0\\) with `bias`).
     pub basis: LowRankBasis,
+    /// Whether row 0 of the basis is the bias direction \\(u_0\\).
+    pub bias: bool,
     /// The mesh.
     pub mesh: Mesh,
     /// The RCM fit.
@@ -610,6 +622,7 @@ pub fn pretrain_rcm(spins: &DMatrix<f64>, cfg: &PretrainConfig, par: Par) -> Res
     let log_z_mesh = mesh.log_partition(&mesh.rbm_log_weights(&rbm)?)?;
     Ok(Pretrained {
         basis,
+        bias: cfg.bias,
         mesh,
         fit,
         rbm,
@@ -649,4 +662,190 @@ where
     let mut fields = rbm.hidden().fields().to_vec();
     fields.resize(total, V::Scalar::from_f64(0.0));
     Rbm::new(rbm.visible().clone(), H::with_fields(fields), w)
+}
+
+/// Appends hidden units up to `total` whose weight columns lie in the span of `basis`:
+/// \\(W_{\cdot j} = U^\top r_j\\) with \\(r_{\alpha j}\sim\mathcal N(0, \sigma^2 N/D)\\) (\\(D\\)
+/// rows of \\(U\\), so \\(E\lVert W_{\cdot j}\rVert^2 = \sigma^2 N\\) as for [`pad_hidden`]) and
+/// zero fields. The padded model is still a low-rank RBM on `basis` (its marginal energy depends
+/// on \\(v\\) only through \\(m = Uv/\sqrt N\\)), so its \\(\log Z\\) is known on the mesh and
+/// [`Mesh::sample`] draws from it; the random directions \\(r_j\\) break the symmetry between
+/// the new units, which PCD then moves out of the span. For \\(\{0,1\}\\) layers the span is that
+/// of the \\(\pm1\\) form (the same, since reparametrising only rescales \\(W\\) and adds
+/// multiples of its columns to the visible fields).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] as [`pad_hidden`]; [`Error::ShapeMismatch`] if `basis` has another
+/// number of visible units.
+pub fn pad_hidden_in_span<V, H>(
+    rbm: &Rbm<V, H>,
+    basis: &LowRankBasis,
+    total: usize,
+    std: f64,
+    seed: u64,
+) -> Result<Rbm<V, H>>
+where
+    V: BinaryLayer,
+    H: BinaryLayer<Scalar = V::Scalar>,
+{
+    let (nv, nh) = rbm.weights().shape();
+    if basis.n_visible() != nv {
+        return Err(Error::ShapeMismatch {
+            what: "low-rank basis".into(),
+            expected: format!("{nv} visible units"),
+            got: format!("{}", basis.n_visible()),
+        });
+    }
+    if total < nh || std.is_nan() || std < 0.0 {
+        return Err(invalid(
+            "pad_hidden_in_span",
+            format!("total {total} must be >= {nh} and std {std} >= 0"),
+        ));
+    }
+    let u = basis.directions();
+    let scale = std * (nv as f64 / u.nrows() as f64).sqrt();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let r = DMatrix::from_fn(u.nrows(), total - nh, |_, _| {
+        let z: f64 = StandardNormal.sample(&mut rng);
+        scale * z
+    });
+    let extra = u.transpose() * r;
+    let w = DMatrix::from_fn(nv, total, |i, j| {
+        if j < nh {
+            rbm.weights()[(i, j)]
+        } else {
+            V::Scalar::from_f64(extra[(i, j - nh)])
+        }
+    });
+    let mut fields = rbm.hidden().fields().to_vec();
+    fields.resize(total, V::Scalar::from_f64(0.0));
+    Rbm::new(rbm.visible().clone(), H::with_fields(fields), w)
+}
+
+/// A pretrained starting point for PCD in the binary unit kinds `V`, `H` (paper 000 §4, SI A
+/// steps 7–9): the RCM fit on the data, its RBM reparametrised to `V`, `H` and padded in the
+/// span of the basis ([`pad_hidden_in_span`], so it is still low-rank), its mesh \\(\log Z\\),
+/// and the static sampler of it for the initial persistent chains.
+#[derive(Clone, Debug)]
+pub struct PretrainedStart<V: Layer, H: Layer<Scalar = V::Scalar>> {
+    /// The pipeline's outcome ([`pretrain_rcm`]).
+    pub pretrained: Pretrained,
+    /// The padded RBM in the training units: the initial model of PCD.
+    pub model: Rbm<V, H>,
+    /// The model's log-weights on the mesh ([`Mesh::rbm_log_weights`] of its \\(\pm1\\) form).
+    pub log_weights: Vec<f64>,
+    /// The model's \\(\log Z\\) from the mesh ([`Mesh::log_partition`], minus the
+    /// reparametrisation's energy offset).
+    pub log_z_mesh: f64,
+    /// The lower state of `V` (0 or -1).
+    low: f64,
+}
+
+impl<V, H> PretrainedStart<V, H>
+where
+    V: BinaryLayer<Scalar = f64>,
+    H: BinaryLayer<Scalar = f64>,
+{
+    /// Runs [`pretrain_rcm`] on `data` (\\(N\times M\\), values in `V`'s states, e.g. \\(\{0,1\}\\)
+    /// for [`ebm_models::Bernoulli`]), with at most `hidden` hyperplanes kept, converts the RBM
+    /// to `V`, `H` and pads it to `hidden` units with [`pad_hidden_in_span`] (standard deviation
+    /// \\(10^{-4}\\), as the reference code's padding, seeded with `seed`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if `data` holds a value that is not one of `V`'s two states
+    /// (named with its position) or `hidden` is 0; otherwise as [`pretrain_rcm`].
+    pub fn new(
+        data: &DMatrix<f64>,
+        cfg: &PretrainConfig,
+        hidden: usize,
+        seed: u64,
+        par: Par,
+    ) -> Result<Self> {
+        let low = V::LOW;
+        if let Some(k) = data.iter().position(|&x| x != low && x != 1.0) {
+            let (i, j) = (k % data.nrows(), k / data.nrows());
+            return Err(invalid(
+                "data",
+                format!(
+                    "RCM pre-training needs binary data in the visible units' states {{{low}, 1}}, \
+                     found {} at sample {j}, feature {i}",
+                    data[k]
+                ),
+            ));
+        }
+        if hidden == 0 {
+            return Err(invalid("hidden", "needs at least one hidden unit".into()));
+        }
+        let spins = data.map(|x| if x == 1.0 { 1.0 } else { -1.0 });
+        let mut cfg = cfg.clone();
+        cfg.rcm.max_hidden = Some(cfg.rcm.max_hidden.map_or(hidden, |m| m.min(hidden)));
+        let pretrained = pretrain_rcm(&spins, &cfg, par)?;
+        let converted = pretrained.rbm.reparametrise::<V, H>().rbm;
+        let model = pad_hidden_in_span(&converted, &pretrained.basis, hidden, 1e-4, seed)?;
+        let spin = model.reparametrise::<Spin, Spin>();
+        let log_weights = pretrained.mesh.rbm_log_weights(&spin.rbm)?;
+        let log_z_mesh = pretrained.mesh.log_partition(&log_weights)? - spin.energy_offset;
+        Ok(Self {
+            pretrained,
+            model,
+            log_weights,
+            log_z_mesh,
+            low,
+        })
+    }
+}
+
+impl<V, H> PretrainedStart<V, H>
+where
+    V: Layer<Scalar = f64>,
+    H: Layer<Scalar = f64>,
+{
+    /// Static draws of [`PretrainedStart::model`] ([`Mesh::sample`]): one visible configuration
+    /// per RNG stream, as columns, in `V`'s states. Draw \\(j\\) uses `rngs[j]` only.
+    ///
+    /// # Errors
+    /// As [`Mesh::sample`].
+    pub fn draw_visible<R: Rng>(&self, rngs: &mut [R]) -> Result<DMatrix<f64>> {
+        let (v, _) = self.pretrained.mesh.sample(&self.log_weights, rngs)?;
+        let low = self.low;
+        Ok(v.map(|s| if s > 0.0 { 1.0 } else { low }))
+    }
+
+    /// The data and `n` static draws projected on the first two coupled directions (rows 1 and
+    /// 2 of the basis with the bias direction, rows 0 and 1 without; row 0 and 1 when there is
+    /// only one coupled direction), as \\((m_a, m_b)\\) points, with the row indices used.
+    ///
+    /// # Errors
+    /// As [`PretrainedStart::draw_visible`] and [`LowRankBasis::project`].
+    pub fn projections<R: Rng>(
+        &self,
+        data: &DMatrix<f64>,
+        rngs: &mut [R],
+    ) -> Result<ProjectedPair> {
+        let basis = &self.pretrained.basis;
+        let rows = if self.pretrained.bias && basis.dim() > 2 {
+            (1, 2)
+        } else {
+            (0, 1.min(basis.dim() - 1))
+        };
+        let spins = |x: &DMatrix<f64>| x.map(|v| if v == 1.0 { 1.0 } else { -1.0 });
+        let pairs = |m: DMatrix<f64>| -> Vec<(f64, f64)> {
+            m.column_iter().map(|c| (c[rows.0], c[rows.1])).collect()
+        };
+        let model = pairs(basis.project(&spins(&self.draw_visible(rngs)?))?);
+        let data = pairs(basis.project(&spins(data))?);
+        Ok(ProjectedPair { rows, data, model })
+    }
+}
+
+/// Projections of data and model draws on two directions of a low-rank basis
+/// ([`PretrainedStart::projections`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProjectedPair {
+    /// The two rows of the basis.
+    pub rows: (usize, usize),
+    /// \\((m_a, m_b)\\) of each data sample.
+    pub data: Vec<(f64, f64)>,
+    /// \\((m_a, m_b)\\) of each static draw of the model.
+    pub model: Vec<(f64, f64)>,
 }

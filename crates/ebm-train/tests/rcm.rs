@@ -6,7 +6,7 @@ use ebm_models::lowrank::{LowRankBasis, Mesh};
 use ebm_models::{Bernoulli, BinaryLayer, Rbm, Spin, exact};
 use ebm_train::pretrain::{
     PretrainConfig, Rcm, RcmConfig, RcmObjective, fit_rcm, hyperplane_family, pad_hidden,
-    pretrain_rcm,
+    pad_hidden_in_span, pretrain_rcm,
 };
 use nalgebra::DMatrix;
 use rand::{Rng, SeedableRng};
@@ -252,4 +252,47 @@ fn pipeline_from_data_with_bias_direction() {
     bad[(0, 0)] = 0.0;
     assert!(pretrain_rcm(&bad, &cfg, Par::Seq).is_err());
     let _: &Rbm<Spin, Spin> = &pre.rbm;
+}
+
+#[test]
+fn padding_in_the_span_keeps_the_model_low_rank() {
+    // Units added by pad_hidden_in_span keep the marginal a function of m: the mesh log Z of the
+    // padded {0,1} model (through its ±1 form) still matches enumeration to the Stirling error
+    // predicted above; units added by pad_hidden leave the span and are refused (control).
+    let nn = 60.0;
+    let (mesh, data) = problem();
+    let cfg = RcmConfig {
+        hyperplanes: 30,
+        max_hidden: Some(6),
+        ..RcmConfig::default()
+    };
+    let fit = fit_rcm(&mesh, &data, false, &cfg).unwrap();
+    let r = fit.rcm.to_spin_rbm(mesh.basis()).unwrap();
+    let b = r.reparametrise::<Bernoulli, Bernoulli>().rbm;
+    let padded = pad_hidden_in_span(&b, mesh.basis(), 10, 0.05, 2).unwrap();
+    assert_eq!(padded.hidden().fields().len(), 10);
+    assert!(padded.weights().columns(6, 4).amax() > 1e-3);
+    let spin = padded.reparametrise::<Spin, Spin>();
+    let lw = mesh.rbm_log_weights(&spin.rbm).unwrap();
+    let log_z_mesh = mesh.log_partition(&lw).unwrap() - spin.energy_offset;
+    let log_z = exact::log_partition_by_hidden(&padded, 1.0, Par::Seq).unwrap();
+    let eps: Vec<f64> = mesh
+        .points()
+        .column_iter()
+        .map(|m| -(4.0 / (1.0 - m[0] * m[0]) - 1.0) / (12.0 * nn))
+        .collect();
+    let expect = |lp: &[f64]| lp.iter().zip(&eps).map(|(l, e)| l.exp() * e).sum::<f64>();
+    let predicted = expect(&mesh.log_probabilities(&lw).unwrap())
+        - expect(&mesh.log_probabilities(&vec![0.0; mesh.len()]).unwrap());
+    eprintln!(
+        "padded: exact {log_z}, mesh {log_z_mesh}, diff {:.3e}, predicted {predicted:.3e}",
+        log_z - log_z_mesh
+    );
+    assert!((log_z - log_z_mesh - predicted).abs() < 0.1 * predicted.abs() + 1e-5);
+    let off_span = pad_hidden(&b, 10, 0.05, 2).unwrap();
+    let off_spin = off_span.reparametrise::<Spin, Spin>().rbm;
+    assert!(mesh.rbm_log_weights(&off_spin).is_err());
+    // Bad input: fewer units than the model has, or a basis of another size.
+    assert!(pad_hidden_in_span(&b, mesh.basis(), 2, 0.05, 2).is_err());
+    assert!(pad_hidden_in_span(&b, &uniform(10), 10, 0.05, 2).is_err());
 }

@@ -6,6 +6,7 @@ mod demo;
 mod loglik;
 mod pll_log;
 mod plot;
+mod pretrain;
 mod reproduce;
 mod sample;
 mod stack;

@@ -82,8 +82,9 @@ pub(crate) struct PtSummary {
     pub round_trip_rate: f64,
     /// The DEO round-trip rate under perfect exploration given the acceptance rates.
     pub ideal_deo_round_trip_rate: Option<f64>,
-    /// How rung 0 was explored: `gibbs`, or `exact` (an independent exact draw every round,
-    /// the hidden layer of the first checkpoint enumerated: PTT as in paper 000).
+    /// How rung 0 was explored: `gibbs`, `exact` (an independent exact draw every round,
+    /// the hidden layer of the first checkpoint enumerated: PTT as in paper 000), or `static`
+    /// (an independent draw of the static sampler of a low-rank first checkpoint).
     pub rung0: String,
     /// Exponential and integrated autocorrelation times of the replica index process, in
     /// rounds (spec `ptt-trais-rcm.md` §5.4), from the first 64 systems; null when they could
@@ -564,6 +565,8 @@ enum Rung0 {
     Gibbs(Gibbs),
     /// An independent exact draw every round (the hidden layer enumerated).
     Exact(ebm_models::exact::HiddenEnumeration),
+    /// An independent static draw every round (a low-rank first checkpoint).
+    Static(Box<super::pretrain::StaticRung0>),
 }
 
 impl<V: CliLayer, H: CliLayer> Kernel<Rbm<V, H>> for Rung0 {
@@ -582,6 +585,7 @@ impl<V: CliLayer, H: CliLayer> Kernel<Rbm<V, H>> for Rung0 {
                 g.step(model, beta, x, rngs, par);
             }
             Rung0::Exact(e) => H::sample_hidden_enumerated(e, model, x, rngs, par),
+            Rung0::Static(s) => s.step(model, beta, x, rngs, par),
         }
     }
 }
@@ -598,7 +602,9 @@ const INDEX_SYSTEMS: usize = 64;
 ///
 /// PTT refreshes rung 0 with an exact draw every round when the first checkpoint's hidden
 /// layer can be enumerated (paper 000, SI B: "a fresh independent sample at the bottom each
-/// step"); other samplers, and PTT on larger first checkpoints, explore rung 0 with Gibbs.
+/// step"); PTT on a larger low-rank first checkpoint (a `--pretrain rcm` model) refreshes it
+/// with the static sampler of paper 000 (exact for the mesh law); other samplers, and PTT on
+/// other first checkpoints, explore rung 0 with Gibbs.
 /// The rounds and their warnings are those of [`pt_rounds`].
 fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     a: &SampleArgs,
@@ -619,10 +625,17 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
         H::n_configurations(bottom.model.hidden()).is_some_and(|n| n <= MAX_RUNG0_ENUMERATION);
     let rung0 = match H::hidden_enumeration(bottom.model, bottom.beta, Par::Rayon) {
         Some(e) if a.sampler == SamplerArg::Ptt && enumerable => Rung0::Exact(e?),
+        _ if a.sampler == SamplerArg::Ptt => {
+            super::pretrain::StaticRung0::of(bottom.model, bottom.beta)
+                .map_or(Rung0::Gibbs(Gibbs::new(a.sweeps)), |s| {
+                    Rung0::Static(Box::new(s))
+                })
+        }
         _ => Rung0::Gibbs(Gibbs::new(a.sweeps)),
     };
     let rung0_name = match rung0 {
         Rung0::Exact(_) => "exact",
+        Rung0::Static(_) => "static",
         Rung0::Gibbs(_) => "gibbs",
     };
     let pt = ParallelTempering::new(Gibbs::new(a.sweeps), schedule).with_rung0_kernel(rung0);

@@ -236,6 +236,9 @@ pub(crate) struct TrainConfig {
     /// The trainer: negative phase, batch size, learning rate, optimiser, penalties, centring,
     /// checkpoint selection and online log-likelihood.
     pub trainer: Trainer<AnyNegative>,
+    /// `--pretrain rcm`: the low-rank initial model's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pretrain: Option<super::pretrain::PretrainSettings>,
 }
 
 fn unit_of(domain: Domain) -> UnitArg {
@@ -476,6 +479,7 @@ fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfi
         init_std,
         init_std_given: s.init_std.is_some(),
         trainer,
+        pretrain: super::pretrain::resolve(s, visible, hidden)?,
     })
 }
 
@@ -627,6 +631,9 @@ pub(crate) struct TrainResults {
     /// The last row of the `--pll-every` log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pll: Option<PllRow>,
+    /// What `--pretrain rcm` did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pretrain: Option<super::pretrain::PretrainReport>,
 }
 
 pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
@@ -828,6 +835,7 @@ impl<'a> KindsTask for TrainTask<'a> {
             .transpose()?;
 
         let mut config = config;
+        let mut pretrain = None;
         let mut state: TrainState<V, H, AnyNegativeState> = match &resume {
             Some((path, bytes, expected)) => {
                 if *expected != fingerprint {
@@ -866,15 +874,34 @@ impl<'a> KindsTask for TrainTask<'a> {
                 {
                     config.init_std = 0.0;
                 }
-                let model =
-                    initial_model(layer, hidden, Some(&train), config.init_std, config.seed)?;
+                let start = config
+                    .pretrain
+                    .as_ref()
+                    .map(|p| {
+                        let figure = a.out.with_extension("pretrain.svg");
+                        let n = config.hidden_units;
+                        super::pretrain::Start::fit(p, data.data(), n, config.seed, ctx, &figure)
+                    })
+                    .transpose()?;
+                let model = match &start {
+                    Some(s) => s.model().clone(),
+                    None => {
+                        initial_model(layer, hidden, Some(&train), config.init_std, config.seed)?
+                    }
+                };
                 let mut trainer = config.trainer.clone();
-                if let Some(policy) = trainer.likelihood.as_mut()
-                    && config.init_std > 0.0
-                {
-                    policy.initial_log_z = Some(initial_log_z(&model)?);
+                if let Some(policy) = trainer.likelihood.as_mut() {
+                    if let Some(s) = &start {
+                        policy.initial_log_z = Some(s.log_z());
+                    } else if config.init_std > 0.0 {
+                        policy.initial_log_z = Some(initial_log_z(&model)?);
+                    }
                 }
-                trainer.init(model, &train, config.seed, Par::Rayon)?
+                let mut state = trainer.init(model, &train, config.seed, Par::Rayon)?;
+                if let Some(s) = start {
+                    pretrain = Some(s.seed_chains(&mut state.negative, config.seed)?);
+                }
+                state
             }
         };
         let first = state.update;
@@ -975,6 +1002,7 @@ impl<'a> KindsTask for TrainTask<'a> {
                 test_ll: tracker.test,
                 last_gradient_norm: tracker.gradient_norm,
                 pll: pll.and_then(|p| p.last),
+                pretrain,
             },
         })
     }

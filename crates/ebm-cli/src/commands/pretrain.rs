@@ -1,0 +1,337 @@
+//! `ebm train --pretrain rcm`: the initial model of a training run fitted by the Restricted
+//! Coulomb Machine (paper 000 §4, SI A) with [`ebm_train::pretrain::PretrainedStart`], the
+//! persistent chains drawn from its static sampler, and the figure of the data against the
+//! low-rank model on two directions.
+
+use std::any::Any;
+use std::path::{Path, PathBuf};
+
+use ebm_core::{Kernel, Par, RngStreams};
+use ebm_models::{Bernoulli, BinaryLayer, Layer, Rbm, RbmChains, Spin};
+use ebm_samplers::LowRankRefresh;
+use ebm_train::pretrain::{PretrainConfig, PretrainedStart, RcmConfig};
+use nalgebra::DMatrix;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use super::train::AnyNegativeState;
+use crate::cli::{PretrainArg, TrainSettings, UnitArg};
+use crate::error::{CliError, Result, bail};
+use crate::models::{CliLayer, exact_log_partition};
+use crate::record::Context;
+
+/// Largest number of mesh points of the default `--rcm-mesh`.
+const DEFAULT_MESH_POINTS: f64 = 1e5;
+/// Hidden layers with at most this many configurations get the exact \\(\log Z\\) next to the
+/// mesh one in the record.
+const MAX_EXACT_HIDDEN: u128 = 1 << 20;
+/// Largest gap between the exact and the mesh \\(\log Z\\) of the pretrained model accepted
+/// (the mesh error is \\(O(1/N)\\) per dimension; a larger gap means a failed fit).
+const MAX_LOG_Z_GAP: f64 = 1.0;
+/// Static draws of the model in the figure.
+const FIGURE_DRAWS: usize = 5000;
+
+/// The resolved pre-training settings (stored in the state file with the rest).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PretrainSettings {
+    /// Principal directions (the bias direction comes in addition).
+    pub directions: usize,
+    /// Initial hyperplanes of the RCM.
+    pub hyperplanes: usize,
+    /// Mesh points per axis.
+    pub mesh: usize,
+}
+
+/// What the pre-training did, for the run record.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct PretrainReport {
+    /// Principal directions plus the bias direction.
+    pub dimensions: usize,
+    /// Mesh points kept (Newton converged) and rejected.
+    pub mesh_points: usize,
+    /// Grid points outside the attainable region.
+    pub mesh_rejected: usize,
+    /// RCM objective (mean log-likelihood of the projected data, up to a constant) at the end.
+    pub rcm_objective: f64,
+    /// Hyperplanes kept after decimation, and dropped.
+    pub hyperplanes_kept: usize,
+    /// Hyperplanes dropped by decimation and the cap on hidden units.
+    pub hyperplanes_dropped: usize,
+    /// Newton iterations of the fit, over all refits.
+    pub newton_iterations: usize,
+    /// Final projected-gradient norm.
+    pub gradient_norm: f64,
+    /// \\(\log Z\\) of the initial (padded, still low-rank) model from the mesh.
+    pub log_z_mesh: f64,
+    /// Its exact \\(\log Z\\), when the hidden layer can be enumerated.
+    pub log_z_exact: Option<f64>,
+    /// Wall-clock seconds of the pre-training.
+    pub seconds: f64,
+    /// The figure of the data against static draws of the model.
+    pub figure: PathBuf,
+}
+
+/// The settings of `--pretrain`, validated against the unit kinds (`None` without it).
+pub(super) fn resolve(
+    s: &TrainSettings,
+    visible: UnitArg,
+    hidden: UnitArg,
+) -> Result<Option<PretrainSettings>> {
+    let Some(PretrainArg::Rcm) = s.pretrain else {
+        for (set, name) in [
+            (s.rcm_directions.is_some(), "--rcm-directions"),
+            (s.rcm_hyperplanes.is_some(), "--rcm-hyperplanes"),
+            (s.rcm_mesh.is_some(), "--rcm-mesh"),
+        ] {
+            if set {
+                bail!("{name} applies to --pretrain rcm only");
+            }
+        }
+        return Ok(None);
+    };
+    let binary = |u: UnitArg| matches!(u, UnitArg::Bernoulli | UnitArg::Spin);
+    if !binary(visible) || !binary(hidden) {
+        bail!(
+            "--pretrain rcm needs binary units ({{0,1}} bernoulli or {{-1,+1}} spin) on both \
+             layers, got --visible {} and --hidden {}",
+            visible.kind(),
+            hidden.kind()
+        );
+    }
+    let directions = s.rcm_directions.unwrap_or(3);
+    if !(1..=4).contains(&directions) {
+        bail!(
+            "--rcm-directions {directions}: the low-rank model takes 1 to 4 principal directions \
+             (the mesh grows as points^(d+1))"
+        );
+    }
+    let dims = directions as i32 + 1;
+    let mesh = match s.rcm_mesh {
+        Some(m) if m < 2 => bail!("--rcm-mesh {m}: needs at least 2 points per axis"),
+        Some(m) if (m as f64).powi(dims) > 1e7 => {
+            bail!("--rcm-mesh {m}: {m}^{dims} mesh points exceed the limit of 10^7; give fewer")
+        }
+        Some(m) => m,
+        None => DEFAULT_MESH_POINTS.powf(1.0 / dims as f64).floor() as usize,
+    };
+    Ok(Some(PretrainSettings {
+        directions,
+        hyperplanes: s.rcm_hyperplanes.unwrap_or(100),
+        mesh,
+    }))
+}
+
+/// The pre-trained initial model of a run, with its mesh \\(\log Z\\) and static sampler.
+pub(super) struct Start<V: Layer<Scalar = f64>, H: Layer<Scalar = f64>> {
+    start: PretrainedStart<V, H>,
+    report: PretrainReport,
+}
+
+impl<V: CliLayer, H: CliLayer> Start<V, H> {
+    /// Fits the RCM on `data` (one sample per column, in the visible units' states), pads the
+    /// model to `hidden` units, reports and draws the figure `figure`.
+    pub(super) fn fit(
+        s: &PretrainSettings,
+        data: &DMatrix<f64>,
+        hidden: usize,
+        seed: u64,
+        ctx: &Context,
+        figure: &Path,
+    ) -> Result<Self> {
+        let t0 = std::time::Instant::now();
+        ctx.say(format!(
+            "pre-training: RCM on {} directions plus the bias direction, mesh of {}^{} points, \
+             {} hyperplanes",
+            s.directions,
+            s.mesh,
+            s.directions + 1,
+            s.hyperplanes
+        ));
+        let cfg = PretrainConfig {
+            directions: s.directions,
+            bias: true,
+            points_per_dim: s.mesh,
+            rcm: RcmConfig {
+                hyperplanes: s.hyperplanes,
+                seed,
+                ..RcmConfig::default()
+            },
+        };
+        let any: Box<dyn Any> = match (V::KIND, H::KIND) {
+            ("bernoulli", "bernoulli") => {
+                Box::new(typed::<Bernoulli, Bernoulli>(data, &cfg, hidden, seed)?)
+            }
+            ("bernoulli", "spin") => Box::new(typed::<Bernoulli, Spin>(data, &cfg, hidden, seed)?),
+            ("spin", "bernoulli") => Box::new(typed::<Spin, Bernoulli>(data, &cfg, hidden, seed)?),
+            ("spin", "spin") => Box::new(typed::<Spin, Spin>(data, &cfg, hidden, seed)?),
+            (v, h) => bail!("--pretrain rcm needs binary units, got {v}-{h}"),
+        };
+        let start = *any
+            .downcast::<PretrainedStart<V, H>>()
+            .map_err(|_| CliError::new("pre-training: unit kinds do not match their names"))?;
+        let log_z_exact = match start.model.hidden().n_configurations() {
+            Some(n) if n <= MAX_EXACT_HIDDEN => {
+                Some(exact_log_partition(&start.model, 1.0, Par::Rayon)?.0)
+            }
+            _ => None,
+        };
+        if let Some(z) = log_z_exact
+            && (z - start.log_z_mesh).abs() > MAX_LOG_Z_GAP
+        {
+            bail!(
+                "--pretrain rcm failed: the pretrained model's log Z is {z:.4} exactly but \
+                 {:.4} on the mesh, so the mesh does not hold its mass (the projected data lie \
+                 where the mesh has no converged point and the fit diverged: {} Newton steps, \
+                 gradient {:.2e}); try fewer --rcm-directions or a finer --rcm-mesh",
+                start.log_z_mesh,
+                start.pretrained.fit.iterations,
+                start.pretrained.fit.gradient_norm
+            );
+        }
+        let pre = &start.pretrained;
+        let draws = FIGURE_DRAWS.min(10 * data.ncols()).max(1);
+        let mut rngs = RngStreams::new(seed ^ 0xF16, draws);
+        let pair = start.projections(data, rngs.as_mut_slice())?;
+        let name = |r: usize| {
+            if pre.bias && r == 0 {
+                "m0 (bias direction)".to_string()
+            } else {
+                format!("m{r} (direction {r})")
+            }
+        };
+        crate::plot::samples_over_data(
+            figure,
+            &pair.data,
+            &pair.model,
+            (&name(pair.rows.0), &name(pair.rows.1)),
+        )?;
+        let report = PretrainReport {
+            dimensions: pre.basis.dim(),
+            mesh_points: pre.mesh.len(),
+            mesh_rejected: pre.mesh.rejected(),
+            rcm_objective: pre.fit.objective.last().copied().unwrap_or(f64::NAN),
+            hyperplanes_kept: pre.fit.rcm.n_hidden(),
+            hyperplanes_dropped: pre.fit.dropped,
+            newton_iterations: pre.fit.iterations,
+            gradient_norm: pre.fit.gradient_norm,
+            log_z_mesh: start.log_z_mesh,
+            log_z_exact,
+            seconds: t0.elapsed().as_secs_f64(),
+            figure: figure.to_path_buf(),
+        };
+        ctx.say(format!(
+            "pre-training: {} mesh points kept ({} outside the attainable region), RCM objective \
+             {:.5}, {} hyperplanes kept ({} dropped), {} Newton steps; initial log Z {:.4} (mesh){}; \
+             {:.1} s; figure {}",
+            report.mesh_points,
+            report.mesh_rejected,
+            report.rcm_objective,
+            report.hyperplanes_kept,
+            report.hyperplanes_dropped,
+            report.newton_iterations,
+            report.log_z_mesh,
+            log_z_exact.map_or(String::new(), |z| format!(", {z:.4} (exact)")),
+            report.seconds,
+            figure.display()
+        ));
+        Ok(Self { start, report })
+    }
+
+    /// The initial model.
+    pub(super) fn model(&self) -> &Rbm<V, H> {
+        &self.start.model
+    }
+
+    /// The initial model's \\(\log Z\\): exact when enumerated, else from the mesh.
+    pub(super) fn log_z(&self) -> f64 {
+        self.report.log_z_exact.unwrap_or(self.report.log_z_mesh)
+    }
+
+    /// Replaces the visible configurations of PCD's persistent chains by static draws of the
+    /// model (other negative phases keep their own initial chains), then draws the hidden
+    /// layer given them; consumes the report.
+    pub(super) fn seed_chains(
+        self,
+        negative: &mut AnyNegativeState,
+        seed: u64,
+    ) -> Result<PretrainReport> {
+        if let AnyNegativeState::Pcd(s) = negative {
+            let chains: &mut RbmChains<f64> = &mut s.chains;
+            let mut rngs = RngStreams::new(seed ^ 0x57A7, chains.visible.ncols());
+            chains.visible = self.start.draw_visible(rngs.as_mut_slice())?;
+            ebm_core::ConditionalSampler::sample_hidden(
+                &self.start.model,
+                chains,
+                1.0,
+                rngs.as_mut_slice(),
+                Par::Rayon,
+            );
+        }
+        Ok(self.report)
+    }
+}
+
+fn typed<V, H>(
+    data: &DMatrix<f64>,
+    cfg: &PretrainConfig,
+    hidden: usize,
+    seed: u64,
+) -> ebm_core::Result<PretrainedStart<V, H>>
+where
+    V: BinaryLayer<Scalar = f64>,
+    H: BinaryLayer<Scalar = f64>,
+{
+    PretrainedStart::new(data, cfg, hidden, seed, Par::Rayon)
+}
+
+/// Rung 0 of parallel trajectory tempering refreshed by the static sampler
+/// ([`LowRankRefresh`]) when the first checkpoint is a low-rank binary RBM (a model of
+/// `--pretrain rcm`) whose hidden layer is too large to enumerate.
+pub(super) struct StaticRung0(LowRankRefresh);
+
+/// Calls `$f` with `$model` downcast to each binary RBM type in turn; `$none` otherwise.
+macro_rules! with_binary {
+    ($model:expr, |$m:ident| $f:expr, $none:expr) => {{
+        let any = $model as &dyn Any;
+        if let Some($m) = any.downcast_ref::<Rbm<Bernoulli, Bernoulli>>() {
+            $f
+        } else if let Some($m) = any.downcast_ref::<Rbm<Bernoulli, Spin>>() {
+            $f
+        } else if let Some($m) = any.downcast_ref::<Rbm<Spin, Bernoulli>>() {
+            $f
+        } else if let Some($m) = any.downcast_ref::<Rbm<Spin, Spin>>() {
+            $f
+        } else {
+            $none
+        }
+    }};
+}
+
+impl StaticRung0 {
+    /// The static refresh of `model` at `beta`, if it is a low-rank binary RBM (mesh of at
+    /// most 10^5 points).
+    pub(super) fn of<V: CliLayer, H: CliLayer>(model: &Rbm<V, H>, beta: f64) -> Option<Self> {
+        let max = DEFAULT_MESH_POINTS as usize;
+        with_binary!(
+            model,
+            |m| LowRankRefresh::new(m, beta, max, Par::Rayon).ok().map(Self),
+            None
+        )
+    }
+
+    /// One refresh of every chain (the model must be the one it was built for).
+    pub(super) fn step<V: CliLayer, H: CliLayer, R: Rng + Send>(
+        &self,
+        model: &Rbm<V, H>,
+        beta: f64,
+        x: &mut RbmChains<f64>,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        with_binary!(
+            model,
+            |m| self.0.step(m, beta, x, rngs, par),
+            unreachable!("StaticRung0 is built for binary RBMs only")
+        )
+    }
+}

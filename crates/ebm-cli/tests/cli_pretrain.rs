@@ -1,0 +1,177 @@
+//! `ebm train --pretrain rcm` end to end: the run record's pre-training report (mesh log Z
+//! against the exact log Z of the initial model), the figure, the trajectory starting at the
+//! pre-trained model, and the clear one-line errors for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use ebm_core::Par;
+use ebm_models::{Bernoulli, Rbm, exact};
+use serde_json::Value;
+
+/// The `ebm` binary of the root package, built by cargo in this test's target directory and
+/// profile (integration tests of `ebm-cli` do not get `CARGO_BIN_EXE_ebm`).
+fn ebm_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test executable path");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("<target>/<profile>");
+        let profile = profile_dir.file_name().and_then(|n| n.to_str()).unwrap();
+        let cargo_profile = if profile == "debug" { "dev" } else { profile };
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap())
+            .args(["build", "--quiet", "-p", "ebm", "--bin", "ebm", "--profile"])
+            .arg(cargo_profile)
+            .status()
+            .expect("run cargo");
+        assert!(status.success(), "building the ebm binary failed");
+        profile_dir.join(format!("ebm{}", std::env::consts::EXE_SUFFIX))
+    })
+}
+
+/// Runs `ebm <args>` in `dir`; returns (success, stderr).
+fn ebm(dir: &Path, args: &str) -> (bool, String) {
+    let out = Command::new(ebm_binary())
+        .current_dir(dir)
+        .args(args.split_whitespace())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// `ebm <args>` must fail with one `error:` line containing `needle`.
+fn fails(dir: &Path, args: &str, needle: &str) {
+    let (ok, stderr) = ebm(dir, args);
+    assert!(!ok, "ebm {args} succeeded");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "ebm {args}: {stderr:?}");
+    assert!(
+        lines[0].starts_with("error: ") && lines[0].contains(needle),
+        "ebm {args}: {stderr:?} lacks {needle:?}"
+    );
+}
+
+#[test]
+fn pretrained_run_reports_and_starts_from_the_low_rank_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (ok, err) = ebm(
+        d,
+        "data generate clusters mickey --features 64 --samples 1500 --domain binary --seed 3 \
+         --out mickey.npy",
+    );
+    assert!(ok, "{err}");
+    let (ok, err) = ebm(
+        d,
+        "--quiet train --data mickey.npy --pretrain rcm --rcm-directions 2 --rcm-mesh 24 \
+         --rcm-hyperplanes 40 --hidden-units 10 --updates 20 --out m.safetensors",
+    );
+    assert!(ok, "{err}");
+    assert!(d.join("m.pretrain.svg").is_file());
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("m.json")).unwrap()).unwrap();
+    let p = &record["results"]["pretrain"];
+    eprintln!("{p}");
+    assert_eq!(p["dimensions"], 3);
+    let kept = p["hyperplanes_kept"].as_u64().unwrap();
+    assert!((1..=10).contains(&kept));
+    assert!(p["mesh_points"].as_u64().unwrap() > 0);
+    assert!(p["rcm_objective"].as_f64().unwrap().is_finite());
+    // The mesh log Z of the initial model is within its discretisation error (well below 0.05
+    // at N = 64, cf. the ebm-train tests) of the exact one.
+    let (mesh, exact_z) = (
+        p["log_z_mesh"].as_f64().unwrap(),
+        p["log_z_exact"].as_f64().unwrap(),
+    );
+    assert!((mesh - exact_z).abs() < 0.05, "{mesh} vs {exact_z}");
+    // The trajectory's first checkpoint is the pre-trained model: its exact log Z is the one
+    // reported.
+    let traj = ebm_io::load_trajectory::<Bernoulli<f64>, Bernoulli<f64>>(
+        &d.join("m.trajectory.safetensors"),
+    )
+    .unwrap();
+    let first: &Rbm<Bernoulli<f64>, Bernoulli<f64>> = &traj.models()[0];
+    let z0 = exact::log_partition_by_hidden(first, 1.0, Par::Seq).unwrap();
+    assert!((z0 - exact_z).abs() < 1e-9, "{z0} vs {exact_z}");
+}
+
+#[test]
+fn bad_pretraining_input_gives_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (ok, err) = ebm(
+        d,
+        "data generate clusters mickey --features 32 --samples 200 --domain binary --out b.npy",
+    );
+    assert!(ok, "{err}");
+    let base = "train --data b.npy --updates 2 --out m.safetensors";
+    fails(
+        d,
+        &format!("{base} --pretrain rcm --rcm-directions 0"),
+        "--rcm-directions 0",
+    );
+    fails(
+        d,
+        &format!("{base} --pretrain rcm --rcm-directions 5"),
+        "1 to 4 principal directions",
+    );
+    fails(
+        d,
+        &format!("{base} --rcm-directions 2"),
+        "--pretrain rcm only",
+    );
+    fails(
+        d,
+        &format!("{base} --pretrain rcm --visible gaussian"),
+        "needs binary units",
+    );
+    fails(
+        d,
+        &format!("{base} --pretrain rcm --rcm-directions 4 --rcm-mesh 100"),
+        "exceed the limit",
+    );
+    // Real-valued data cannot feed binary units.
+    std::fs::write(d.join("r.csv"), "0.5,1\n0,1\n1,0\n").unwrap();
+    let (ok, _) = ebm(
+        d,
+        "train --data r.csv --pretrain rcm --visible bernoulli --updates 2 --out r.safetensors",
+    );
+    assert!(!ok);
+}
+
+#[test]
+fn ptt_refreshes_a_large_low_rank_first_checkpoint_statically() {
+    // 24 hidden units are too many to enumerate: rung 0 (the pretrained, still low-rank model)
+    // is refreshed by the static sampler, and the record says so.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (ok, err) = ebm(
+        d,
+        "data generate clusters mickey --features 64 --samples 1500 --domain binary --seed 3 \
+         --out d.npy",
+    );
+    assert!(ok, "{err}");
+    let (ok, err) = ebm(
+        d,
+        "--quiet train --data d.npy --pretrain rcm --rcm-directions 2 --rcm-mesh 24 \
+         --rcm-hyperplanes 40 --hidden-units 24 --updates 5 --out m.safetensors",
+    );
+    assert!(ok, "{err}");
+    let (ok, err) = ebm(
+        d,
+        "--quiet sample --sampler ptt --trajectory m.trajectory.safetensors --chains 50 \
+         --steps 20 --out s.npy",
+    );
+    assert!(ok, "{err}");
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("s.json")).unwrap()).unwrap();
+    assert_eq!(record["results"]["pt"]["rung0"], "static");
+}

@@ -1,0 +1,142 @@
+//! Static refresh of a low-rank RBM: every chain replaced by an independent draw of the static
+//! (inverse-transform) sampler of *"Fast, accurate training and sampling of Restricted
+//! Boltzmann Machines"* (paper 000, §4 and SI A), used at rung 0 of parallel trajectory
+//! tempering when the trajectory starts at a pre-trained low-rank model.
+
+use ebm_core::{ConditionalSampler, Kernel, Par, Result};
+use ebm_models::lowrank::{LowRankBasis, Mesh};
+use ebm_models::{BinaryLayer, Rbm, RbmChains, Spin};
+use nalgebra::DMatrix;
+use rand::Rng;
+
+/// Relative singular-value threshold below which a direction is not part of the model's span.
+const SPAN_TOL: f64 = 1e-9;
+
+/// Replaces every chain by an independent draw of a low-rank binary RBM at inverse temperature
+/// \\(\beta\\): a magnetization \\(m_k\\) from the mesh law
+/// \\(p_k\propto e^{N s(m_k) - \beta H(m_k)}\\) ([`Mesh::log_probabilities`]), the visible
+/// spins independent given it (Eq. 18, [`Mesh::sample`]), then \\(h\sim p_\beta(h\mid v)\\).
+///
+/// The model must be low-rank: in \\(\pm1\\) form, its visible fields and weight columns span at
+/// most [`ebm_models::lowrank::MAX_DIRECTIONS`] dimensions (as the models of
+/// `ebm_train::pretrain`, padded with `pad_hidden_in_span`). The draw follows the mesh law
+/// exactly; it differs from the RBM's own law by the mesh's discretisation and the
+/// saddle-point approximation of the entropy (relative \\(O(1/N)\\); the `ebm-models` lowrank
+/// tests measure it on \\(\log Z\\)). Built for one model and \\(\beta\\); as a kernel it checks
+/// both sizes and \\(\beta\\), and must be given the same model.
+#[derive(Clone, Debug)]
+pub struct LowRankRefresh {
+    mesh: Mesh,
+    log_weights: Vec<f64>,
+    beta: f64,
+    low: f64,
+    n_visible: usize,
+    n_hidden: usize,
+}
+
+impl LowRankRefresh {
+    /// Builds the sampler of `rbm` at `beta` on a grid over its span ([`LowRankBasis::spanning`],
+    /// [`Mesh::grid`]) of \\(\lfloor \text{max\_points}^{1/D}\rfloor\\) (at least 2) points per
+    /// axis, \\(D\\) the dimension of the span.
+    ///
+    /// # Errors
+    /// [`ebm_core::Error::InvalidParameter`] if `beta` is not finite and positive, the model is
+    /// not low-rank, or as [`Mesh::grid`].
+    pub fn new<V, H>(rbm: &Rbm<V, H>, beta: f64, max_points: usize, par: Par) -> Result<Self>
+    where
+        V: BinaryLayer<Scalar = f64>,
+        H: BinaryLayer<Scalar = f64>,
+    {
+        if !(beta.is_finite() && beta > 0.0) {
+            return Err(ebm_core::Error::InvalidParameter {
+                name: "beta".into(),
+                reason: format!("must be finite and > 0, got {beta}"),
+            });
+        }
+        let spin = rbm.reparametrise::<Spin, Spin>().rbm;
+        let (nv, nh) = spin.weights().shape();
+        let span = DMatrix::from_fn(nv, nh + 1, |i, j| {
+            if j == 0 {
+                spin.visible().fields()[i]
+            } else {
+                spin.weights()[(i, j - 1)]
+            }
+        });
+        let basis = LowRankBasis::spanning(&span, SPAN_TOL)?;
+        let tempered = Rbm::new(
+            Spin::new(spin.visible().fields().iter().map(|x| beta * x).collect()),
+            Spin::new(spin.hidden().fields().iter().map(|x| beta * x).collect()),
+            spin.weights() * beta,
+        )?;
+        let per_axis = (max_points as f64).powf(1.0 / basis.dim() as f64) + 1e-9;
+        let mesh = Mesh::grid(&basis, (per_axis.floor() as usize).max(2), par)?;
+        let log_weights = mesh.rbm_log_weights(&tempered)?;
+        Ok(Self {
+            mesh,
+            log_weights,
+            beta,
+            low: V::LOW,
+            n_visible: nv,
+            n_hidden: nh,
+        })
+    }
+
+    /// The mesh the draws come from.
+    pub fn mesh(&self) -> &Mesh {
+        &self.mesh
+    }
+
+    /// The model's log-weights on the mesh (\\(-\beta H(m_k)\\)).
+    pub fn log_weights(&self) -> &[f64] {
+        &self.log_weights
+    }
+
+    /// The inverse temperature it samples at.
+    pub fn beta(&self) -> f64 {
+        self.beta
+    }
+}
+
+impl<V, H> Kernel<Rbm<V, H>> for LowRankRefresh
+where
+    V: BinaryLayer<Scalar = f64>,
+    H: BinaryLayer<Scalar = f64>,
+    Rbm<V, H>: ConditionalSampler<State = RbmChains<f64>>,
+{
+    type Info = ();
+
+    /// # Panics
+    /// If `beta` or the layer sizes differ from those the sampler was built for, or
+    /// `rngs.len()` from the number of chains.
+    fn step<R: Rng + Send>(
+        &self,
+        model: &Rbm<V, H>,
+        beta: f64,
+        x: &mut RbmChains<f64>,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        assert!(
+            beta == self.beta,
+            "LowRankRefresh: built for beta = {}, stepped at beta = {beta}",
+            self.beta
+        );
+        assert_eq!(
+            model.weights().shape(),
+            (self.n_visible, self.n_hidden),
+            "LowRankRefresh: built for another model size"
+        );
+        assert_eq!(
+            rngs.len(),
+            x.visible.ncols(),
+            "LowRankRefresh: one RNG per chain"
+        );
+        let (v, _) = self
+            .mesh
+            .sample(&self.log_weights, rngs)
+            .expect("log-weights checked at construction");
+        let low = self.low;
+        x.visible = v.map(|s| if s > 0.0 { 1.0 } else { low });
+        model.sample_hidden(x, beta, rngs, par);
+    }
+}
