@@ -29,6 +29,7 @@
 //! # Ok::<(), ebm_core::Error>(())
 //! ```
 
+pub mod action;
 pub mod analytic;
 pub mod barriers;
 mod binary;
