@@ -371,17 +371,6 @@ fn mattis_state(patterns: &DMatrix<f64>, v: &[f64]) -> usize {
     best.0
 }
 
-/// Walsh–Hadamard patterns: columns 1, 2, 4, ... of the Sylvester Hadamard matrix of size n.
-fn walsh_patterns(n: usize, p: usize) -> DMatrix<f64> {
-    DMatrix::from_fn(n, p, |i, mu| {
-        if (i & (1 << mu)).count_ones() % 2 == 0 {
-            1.0
-        } else {
-            -1.0
-        }
-    })
-}
-
 /// A random orthogonal matrix (Gram–Schmidt of a fixed pseudo-random matrix).
 fn rotation(p: usize) -> DMatrix<f64> {
     let mut rng = ebm_core::RngStreams::auxiliary(2024, 0);
@@ -407,7 +396,7 @@ fn rotation(p: usize) -> DMatrix<f64> {
 #[test]
 fn hopfield_aligned_vs_rotated_under_algorithm_4() {
     let (n, p, w) = (64, 6, 1.5);
-    let patterns = walsh_patterns(n, p);
+    let patterns = ebm_models::walsh_hadamard_patterns(n, p).unwrap();
     let hop = Hopfield::new(patterns.clone(), w * w, vec![0.0; n]).unwrap();
     let aligned = hop.to_rbm().unwrap();
     let (v, hl, wm) = aligned.clone().into_parts();
