@@ -369,6 +369,11 @@ Samplers:
           layer of RBM n with the visible layer of RBM n + 1 (alternating pairs by the
           --schedule, default deo), each exchange followed by an exact refresh; the samples
           are the bottom RBM's.
+  latent  hidden-space Gibbs moves at --beta: each step runs --ags-sweeps Gibbs sweeps, then
+          draws h given v, --sweeps sweeps of hidden units redrawn from their conditionals
+          with the visible layer summed out (--latent-algorithm 3: one unit at a time; 4:
+          pairs), then v given h. Hidden units: bernoulli, spin (exact), gaussian, relu (grid
+          proposal with a Metropolis-Hastings correction).
 
 Cost: a gibbs step costs --sweeps Gibbs sweeps per chain; a pt, pt-ref or ptt round costs
 --sweeps times the number of rungs. The record reports both, and mode jumps are counted against that cost.
@@ -458,6 +463,12 @@ pub(crate) struct SampleArgs {
     /// Mode boundary on the first principal component of the data (with --trace-every).
     #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
     pub mode_threshold: Option<f64>,
+    /// latent only: Algorithm 3 (single hidden units) or 4 (pairs).
+    #[arg(long, value_enum, default_value_t = LatentAlgorithmArg::Single)]
+    pub latent_algorithm: LatentAlgorithmArg,
+    /// latent only: AGS sweeps before each latent step (0: latent moves only).
+    #[arg(long, default_value_t = 0)]
+    pub ags_sweeps: usize,
 }
 
 /// The samplers of `ebm sample`.
@@ -474,6 +485,20 @@ pub(crate) enum SamplerArg {
     Ptt,
     /// Stacked tempering on a stack of RBMs (--stack).
     Stacked,
+    /// Hidden-space Gibbs moves (Algorithm 3 or 4), optionally alternated with AGS sweeps.
+    Latent,
+}
+
+/// The hidden-space kernels of `ebm sample --sampler latent`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum LatentAlgorithmArg {
+    /// Algorithm 3: one hidden unit at a time.
+    #[value(name = "3")]
+    Single,
+    /// Algorithm 4: pairs of hidden units.
+    #[value(name = "4")]
+    Pair,
 }
 
 /// Swap schedules.

@@ -29,6 +29,7 @@
 //! # Ok::<(), ebm_core::Error>(())
 //! ```
 
+pub mod action;
 pub mod analytic;
 pub mod barriers;
 mod binary;
@@ -40,6 +41,7 @@ pub mod lowrank;
 mod potts;
 mod rbm;
 mod stack;
+pub mod structured;
 
 pub use analytic::{CurieWeiss, Hopfield};
 pub use binary::{Bernoulli, Spin};
@@ -49,6 +51,7 @@ pub use lowrank::{LowRankBasis, Mesh, PriorWeight};
 pub use potts::Potts;
 pub use rbm::{Rbm, RbmChains, Reparametrised};
 pub use stack::{Stack, StackedRbm};
+pub use structured::{Structured, walsh_hadamard_patterns};
 
 /// An RBM with Bernoulli units on both sides.
 pub type BernoulliRbm<F = f64> = Rbm<Bernoulli<F>, Bernoulli<F>>;

@@ -17,10 +17,12 @@
 //! so each step is an independent exact sample.
 
 use ebm_core::linalg::{MatRef, matmul};
-use ebm_core::{ConditionalSampler, Kernel, Par, Scalar, for_each_chain_chunk};
+use ebm_core::{CHAIN_CHUNK, ConditionalSampler, Kernel, Par, Scalar};
 use ebm_models::{Bernoulli, Gaussian, Layer, Rbm, RbmChains, ReLU, Spin};
 use rand::Rng;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The candidate values of one hidden unit in a latent block update.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -213,6 +215,7 @@ pub struct LatentInfo {
 struct Scratch<F> {
     input: Vec<F>,
     trial: Vec<F>,
+    flipped: Vec<F>,
     logw: Vec<f64>,
     order: Vec<usize>,
 }
@@ -239,17 +242,15 @@ pub fn block_log_weights<V: Layer, H: LatentUnits<Scalar = V::Scalar>>(
 ) {
     let nv = rbm.visible().width();
     let w = rbm.weights().as_slice();
-    let supports: Vec<Support> = units
-        .iter()
-        .map(|&u| rbm.hidden().support(u, grid))
-        .collect();
-    let n: usize = supports.iter().map(Support::len).product();
+    let support = |u: usize| rbm.hidden().support(u, grid);
+    let n: usize = units.iter().map(|&u| support(u).len()).product();
     logw.clear();
     for k in 0..n {
         let mut rest = k;
         let mut prior = 0.0;
         trial.copy_from_slice(input);
-        for (s, &u) in supports.iter().zip(units) {
+        for &u in units {
+            let s = support(u);
             let x = s.value(rest % s.len());
             rest /= s.len();
             prior += rbm.hidden().unit_energy(u, &[V::Scalar::from_f64(x)]);
@@ -390,19 +391,16 @@ impl LatentGibbs {
         info: &mut LatentInfo,
     ) {
         info.flips_proposed += 1;
-        let nh = h.len();
-        let all: Vec<usize> = (0..nh).collect();
-        let cur = block_log_weight_current(rbm, beta, &all, h, &s.input);
-        let flipped: Vec<V::Scalar> = h
-            .iter()
-            .map(|&x| V::Scalar::from_f64(-x.as_f64()))
-            .collect();
+        let cur = -beta * rbm.hidden().energy(h) + rbm.visible().cgf(&s.input, beta);
+        for (f, &x) in s.flipped.iter_mut().zip(h.iter()) {
+            *f = V::Scalar::from_f64(-x.as_f64());
+        }
         for (t, &a) in s.trial.iter_mut().zip(&s.input) {
             *t = V::Scalar::from_f64(-a.as_f64());
         }
-        let new = block_log_weight_current(rbm, beta, &all, &flipped, &s.trial);
+        let new = -beta * rbm.hidden().energy(&s.flipped) + rbm.visible().cgf(&s.trial, beta);
         if rng.random::<f64>().ln() < new - cur {
-            h.copy_from_slice(&flipped);
+            h.copy_from_slice(&s.flipped);
             std::mem::swap(&mut s.input, &mut s.trial);
             info.flips_accepted += 1;
         }
@@ -434,67 +432,80 @@ where
         }
         let flip = self.sign_flip && H::SIGN_SYMMETRIC;
         model.sample_hidden(x, beta, rngs, par);
-        let mut infos = vec![LatentInfo::default(); n];
-        let mut per_chain: Vec<(&mut [V::Scalar], &mut R, &mut LatentInfo)> = x
-            .visible
-            .as_mut_slice()
-            .chunks_mut(nv.max(1))
-            .take(n)
-            .zip(rngs.iter_mut())
-            .zip(infos.iter_mut())
-            .map(|((v, r), i)| (v, r, i))
-            .collect();
-        for_each_chain_chunk(
-            par,
-            nh,
-            x.hidden.as_mut_slice(),
-            &mut per_chain,
-            |_, hs, chains| {
-                let cols = chains.len();
-                let mut inputs = vec![V::Scalar::from_f64(0.0); nv * cols];
-                matmul(
-                    MatRef::col_major(model.weights().as_slice(), nv, nh),
-                    MatRef::col_major(hs, nh, cols),
-                    &mut inputs,
-                );
-                let mut s = Scratch {
-                    input: vec![V::Scalar::from_f64(0.0); nv],
-                    trial: vec![V::Scalar::from_f64(0.0); nv],
-                    logw: Vec::new(),
-                    order: (0..nh).collect(),
-                };
-                for (k, (v, rng, info)) in chains.iter_mut().enumerate() {
-                    let h = &mut hs[k * nh..(k + 1) * nh];
-                    s.input.copy_from_slice(&inputs[k * nv..(k + 1) * nv]);
-                    for _ in 0..self.sweeps {
-                        for i in (1..nh).rev() {
-                            s.order.swap(i, rng.random_range(0..=i));
-                        }
-                        let size = match self.block {
-                            Block::Single => 1,
-                            Block::Pair => 2,
-                        };
-                        let order = std::mem::take(&mut s.order);
-                        for units in order.chunks(size) {
-                            self.update_block(model, beta, units, h, &mut s, &mut **rng, info);
-                        }
-                        s.order = order;
-                        if flip {
-                            Self::sign_flip_move(model, beta, h, &mut s, &mut **rng, info);
-                        }
+        let totals = [const { AtomicU64::new(0) }; 4];
+        // One chunk of CHAIN_CHUNK chains per task (boundaries independent of the thread
+        // count); scratch is allocated once per chunk, nothing inside the sweeps.
+        let chunk = |(vs, hs, rs): (&mut [V::Scalar], &mut [V::Scalar], &mut [R])| {
+            let cols = rs.len();
+            let mut s = Scratch {
+                input: vec![V::Scalar::from_f64(0.0); nv],
+                trial: vec![V::Scalar::from_f64(0.0); nv],
+                flipped: vec![V::Scalar::from_f64(0.0); nh],
+                logw: Vec::with_capacity(64),
+                order: (0..nh).collect(),
+            };
+            // The inputs W h of the chunk, computed in place in the visible buffer (which the
+            // backward pass overwrites anyway).
+            matmul(
+                MatRef::col_major(model.weights().as_slice(), nv, nh),
+                MatRef::col_major(hs, nh, cols),
+                vs,
+            );
+            let mut info = LatentInfo::default();
+            let size = match self.block {
+                Block::Single => 1,
+                Block::Pair => 2,
+            };
+            for (k, rng) in rs.iter_mut().enumerate() {
+                let h = &mut hs[k * nh..(k + 1) * nh];
+                let v = &mut vs[k * nv..(k + 1) * nv];
+                s.input.copy_from_slice(v);
+                for _ in 0..self.sweeps {
+                    for i in (1..nh).rev() {
+                        s.order.swap(i, rng.random_range(0..=i));
                     }
-                    // v ~ p(v | h): the input W h is exactly the visible layer's input.
-                    v.copy_from_slice(&s.input);
-                    model.visible().sample_in_place(v, beta, &mut **rng);
+                    let order = std::mem::take(&mut s.order);
+                    for units in order.chunks(size) {
+                        self.update_block(model, beta, units, h, &mut s, rng, &mut info);
+                    }
+                    s.order = order;
+                    if flip {
+                        Self::sign_flip_move(model, beta, h, &mut s, rng, &mut info);
+                    }
                 }
-            },
-        );
-        infos.iter().fold(LatentInfo::default(), |a, b| LatentInfo {
-            grid_proposed: a.grid_proposed + b.grid_proposed,
-            grid_accepted: a.grid_accepted + b.grid_accepted,
-            flips_proposed: a.flips_proposed + b.flips_proposed,
-            flips_accepted: a.flips_accepted + b.flips_accepted,
-        })
+                // v ~ p(v | h): the input W h is exactly the visible layer's input.
+                v.copy_from_slice(&s.input);
+                model.visible().sample_in_place(v, beta, rng);
+            }
+            for (t, c) in totals.iter().zip([
+                info.grid_proposed,
+                info.grid_accepted,
+                info.flips_proposed,
+                info.flips_accepted,
+            ]) {
+                t.fetch_add(c, Ordering::Relaxed);
+            }
+        };
+        let (vis, hid) = (x.visible.as_mut_slice(), x.hidden.as_mut_slice());
+        match par {
+            Par::Seq => vis
+                .chunks_mut((nv * CHAIN_CHUNK).max(1))
+                .zip(hid.chunks_mut((nh * CHAIN_CHUNK).max(1)))
+                .zip(rngs.chunks_mut(CHAIN_CHUNK))
+                .for_each(|((v, h), r)| chunk((v, h, r))),
+            Par::Rayon => vis
+                .par_chunks_mut((nv * CHAIN_CHUNK).max(1))
+                .zip(hid.par_chunks_mut((nh * CHAIN_CHUNK).max(1)))
+                .zip(rngs.par_chunks_mut(CHAIN_CHUNK))
+                .for_each(|((v, h), r)| chunk((v, h, r))),
+        }
+        let [a, b, c, d] = totals.map(AtomicU64::into_inner);
+        LatentInfo {
+            grid_proposed: a,
+            grid_accepted: b,
+            flips_proposed: c,
+            flips_accepted: d,
+        }
     }
 }
 

@@ -49,6 +49,8 @@
 //! and [`ebm_core::Par::Rayon`], and "n updates, save, load, N - n updates" equals N updates.
 
 mod data;
+pub mod decorrelation;
+mod kernel_phase;
 mod layers;
 mod negative;
 pub mod observe;
@@ -61,6 +63,7 @@ mod tethered;
 mod trainer;
 
 pub use data::TrainingData;
+pub use kernel_phase::PersistentKernel;
 pub use layers::TrainableLayer;
 pub use negative::{Cd, Jarzynski, JarzynskiState, NegativeInfo, NegativePhase, Pcd, Tempered};
 pub use optim::{LearningRate, Optimizer, OptimizerState, Penalty};

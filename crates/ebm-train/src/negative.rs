@@ -102,7 +102,7 @@ pub trait NegativePhase<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>
     }
 }
 
-fn check_count(name: &str, n: usize) -> Result<()> {
+pub(crate) fn check_count(name: &str, n: usize) -> Result<()> {
     if n == 0 {
         Err(Error::InvalidParameter {
             name: name.into(),
@@ -114,7 +114,12 @@ fn check_count(name: &str, n: usize) -> Result<()> {
 }
 
 /// Checks a batch of chains (both layers) and its number of streams against `n`.
-fn check_chains<F: Scalar>(what: &str, n: usize, x: &RbmChains<F>, streams: usize) -> Result<()> {
+pub(crate) fn check_chains<F: Scalar>(
+    what: &str,
+    n: usize,
+    x: &RbmChains<F>,
+    streams: usize,
+) -> Result<()> {
     Error::check_len(what, n, x.visible.ncols())?;
     Error::check_len(&format!("{what} (hidden layer)"), n, x.hidden.ncols())?;
     Error::check_len(&format!("{what} (streams)"), n, streams)
@@ -122,7 +127,7 @@ fn check_chains<F: Scalar>(what: &str, n: usize, x: &RbmChains<F>, streams: usiz
 
 /// `n` chains drawn by one Gibbs sweep of `model` at `beta` from the default configuration
 /// (exact draws when the model has no couplings, e.g. a fresh model with \\(W = 0\\)).
-fn initial_chains<V: Layer, H: Layer<Scalar = V::Scalar>>(
+pub(crate) fn initial_chains<V: Layer, H: Layer<Scalar = V::Scalar>>(
     model: &Rbm<V, H>,
     n: usize,
     seed: u64,

@@ -146,6 +146,11 @@ pub struct Trainer<P> {
     pub optimizer: Optimizer,
     /// Weight penalties.
     pub penalty: Penalty,
+    /// Strength \\(\lambda \ge 0\\) of the decorrelation penalty of hidden units
+    /// ([`crate::decorrelation`], Eq. 73 of the latent-space paper), on the minibatch; 0 (the
+    /// default) turns it off. Needs scalar hidden units.
+    #[serde(default)]
+    pub decorrelation: f64,
     /// Centred gradient (Montavon & Müller), on by default as in the reference code.
     pub centred: bool,
     /// Keep one-hot (Potts) layers in the zero-sum gauge on all parameters (default on; has
@@ -170,6 +175,7 @@ impl<P> Trainer<P> {
             learning_rate: LearningRate::Constant(0.01),
             optimizer: Optimizer::SGD,
             penalty: Penalty::default(),
+            decorrelation: 0.0,
             centred: true,
             zero_sum_gauge: true,
             min_precision: 0.05,
@@ -192,6 +198,12 @@ impl<P> Trainer<P> {
         self.learning_rate.validate()?;
         self.optimizer.validate()?;
         self.penalty.validate()?;
+        if !(self.decorrelation >= 0.0 && self.decorrelation.is_finite()) {
+            return Err(Error::InvalidParameter {
+                name: "decorrelation".into(),
+                reason: format!("must be finite and >= 0, got {}", self.decorrelation),
+            });
+        }
         if !(self.min_precision > 0.0 && self.min_precision.is_finite()) {
             return Err(Error::InvalidParameter {
                 name: "min_precision".into(),
@@ -489,6 +501,13 @@ impl<P> Trainer<P> {
             state.model.weights().iter().map(|w| w.as_f64()),
             &mut step[..nw],
         );
+        if self.decorrelation > 0.0 {
+            let g =
+                crate::decorrelation::decorrelation_gradient(&state.model, &batch, Some(&weights))?;
+            for (s, gi) in step[..nw].iter_mut().zip(g) {
+                *s -= self.decorrelation * gi;
+            }
+        }
         let rate = self.learning_rate.at(state.update);
         state.optimizer.step(&self.optimizer, rate, &mut step);
         let new = apply_step(

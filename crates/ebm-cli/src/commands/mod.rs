@@ -3,6 +3,7 @@
 
 mod data;
 mod demo;
+mod latent;
 mod loglik;
 mod pll_log;
 mod plot;

@@ -15,7 +15,7 @@ use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{InitArg, SampleArgs, SamplerArg, ScheduleArg};
+use crate::cli::{InitArg, LatentAlgorithmArg, SampleArgs, SamplerArg, ScheduleArg};
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, load_dataset, write_samples};
 use crate::models::{
@@ -162,8 +162,17 @@ fn check_options(a: &SampleArgs) -> Result<()> {
             " (only ptt samples along a trajectory; give the model with --model)",
         ));
     }
+    if a.sampler != SamplerArg::Latent
+        && (a.ags_sweeps > 0 || a.latent_algorithm != LatentAlgorithmArg::Single)
+    {
+        return Err(not_for(
+            "--ags-sweeps/--latent-algorithm",
+            sampler,
+            " (they set --sampler latent)",
+        ));
+    }
     match a.sampler {
-        SamplerArg::Gibbs => {
+        SamplerArg::Gibbs | SamplerArg::Latent => {
             for (set, name) in [
                 (a.rungs.is_some(), "--rungs"),
                 (a.beta_min.is_some(), "--beta-min"),
@@ -267,6 +276,7 @@ fn sampler_name(s: SamplerArg) -> &'static str {
         SamplerArg::PtRef => "pt-ref",
         SamplerArg::Ptt => "ptt",
         SamplerArg::Stacked => "stacked",
+        SamplerArg::Latent => "latent",
     }
 }
 
@@ -443,6 +453,11 @@ impl KindsTask for SampleTask<'_> {
                     format!("Gibbs (beta {beta})"),
                     None,
                 )
+            }
+            SamplerArg::Latent => {
+                tracer.record(0, &chains.visible)?;
+                let r = super::latent::run_latent(&rbm, a, ctx, chains, &mut tracer)?;
+                (r.samples, r.beta, r.sweeps_per_step, r.description, None)
             }
             SamplerArg::Pt => {
                 let ladder = match &a.betas {

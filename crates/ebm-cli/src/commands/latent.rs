@@ -1,0 +1,134 @@
+//! `ebm sample --sampler latent`: hidden-space Gibbs moves (Algorithm 3 or 4 of "Alternating
+//! Gibbs sampling in restricted Boltzmann machines: free-energy barriers, analytic models and
+//! moves in latent space"), optionally alternated with alternating Gibbs sweeps. The kernel is
+//! [`ebm_samplers::Alternate`] of [`Gibbs`] and [`LatentGibbs`], run by [`ebm_samplers::run`].
+
+use std::any::Any;
+
+use ebm_core::{ChainState, Observer, Par};
+use ebm_models::{Bernoulli, Gaussian, Rbm, RbmChains, ReLU, Spin};
+use ebm_samplers::latent::LatentUnits;
+use ebm_samplers::{Alternate, Gibbs, LatentGibbs, LatentInfo, StepInfo, run};
+use nalgebra::DMatrix;
+
+use crate::cli::{LatentAlgorithmArg, SampleArgs};
+use crate::error::{Result, bail};
+use crate::models::CliLayer;
+use crate::progress::ProgressObserver;
+use crate::record::Context;
+
+/// What a latent run hands back to `ebm sample`.
+pub(super) struct LatentRun {
+    /// Final visible configurations (one column per chain).
+    pub samples: DMatrix<f64>,
+    /// Inverse temperature.
+    pub beta: f64,
+    /// Sweeps per step (AGS sweeps plus latent sweeps, a latent sweep counted as one).
+    pub sweeps_per_step: u64,
+    /// Human-readable description, with the acceptance of grid moves.
+    pub description: String,
+}
+
+/// Forwards the chains of every step to an observer of chains (the mode tracer).
+struct Chains<O>(O);
+
+impl<I, O: Observer<RbmChains<f64>>> Observer<StepInfo<'_, I, RbmChains<f64>>> for Chains<O> {
+    fn observe(
+        &mut self,
+        step: u64,
+        info: &StepInfo<'_, I, RbmChains<f64>>,
+    ) -> ebm_core::Result<()> {
+        self.0.observe(step, info.chains)
+    }
+}
+
+/// Runs `--steps` steps of `--ags-sweeps` AGS sweeps followed by a latent step of `--sweeps`
+/// hidden-space sweeps, from `chains`, reporting every step's chains to `tracer`.
+///
+/// # Errors
+/// For hidden layers without latent moves (Potts, dReLU), and errors of the run.
+pub(super) fn run_latent<V: CliLayer, H: CliLayer, O: Observer<RbmChains<f64>>>(
+    rbm: &Rbm<V, H>,
+    a: &SampleArgs,
+    ctx: &Context,
+    chains: RbmChains<f64>,
+    tracer: O,
+) -> Result<LatentRun> {
+    let any: &dyn Any = rbm;
+    if let Some(r) = any.downcast_ref::<Rbm<V, Bernoulli<f64>>>() {
+        go(r, a, ctx, chains, tracer)
+    } else if let Some(r) = any.downcast_ref::<Rbm<V, Spin<f64>>>() {
+        go(r, a, ctx, chains, tracer)
+    } else if let Some(r) = any.downcast_ref::<Rbm<V, Gaussian<f64>>>() {
+        go(r, a, ctx, chains, tracer)
+    } else if let Some(r) = any.downcast_ref::<Rbm<V, ReLU<f64>>>() {
+        go(r, a, ctx, chains, tracer)
+    } else {
+        bail!(
+            "--sampler latent needs bernoulli, spin, gaussian or relu hidden units; this model's \
+             hidden layer has none of these kinds"
+        )
+    }
+}
+
+fn go<V: CliLayer, H: CliLayer + LatentUnits, O: Observer<RbmChains<f64>>>(
+    rbm: &Rbm<V, H>,
+    a: &SampleArgs,
+    ctx: &Context,
+    chains: RbmChains<f64>,
+    tracer: O,
+) -> Result<LatentRun> {
+    let beta = a.beta.unwrap_or(1.0);
+    let latent = LatentGibbs {
+        sweeps: a.sweeps,
+        ..match a.latent_algorithm {
+            LatentAlgorithmArg::Single => LatentGibbs::single(),
+            LatentAlgorithmArg::Pair => LatentGibbs::pair(),
+        }
+    };
+    let kernel = Alternate {
+        first: Gibbs::new(a.ags_sweeps),
+        second: latent,
+    };
+    let mut state = ChainState::new(chains, a.seed);
+    let mut totals = LatentInfo::default();
+    let sum = ebm_core::FnObserver(
+        |_, i: &StepInfo<'_, (ebm_samplers::GibbsInfo, LatentInfo), RbmChains<f64>>| {
+            let l = &i.kernel.1;
+            totals.grid_proposed += l.grid_proposed;
+            totals.grid_accepted += l.grid_accepted;
+            Ok(())
+        },
+    );
+    let progress = ProgressObserver(ctx.progress(a.steps, "latent"));
+    run(
+        rbm,
+        &kernel,
+        beta,
+        &mut state,
+        a.steps,
+        Par::Rayon,
+        (progress, (Chains(tracer), sum)),
+    )?;
+    let algorithm = match a.latent_algorithm {
+        LatentAlgorithmArg::Single => "Algorithm 3, single units",
+        LatentAlgorithmArg::Pair => "Algorithm 4, pairs",
+    };
+    let grid = if totals.grid_proposed > 0 {
+        format!(
+            ", grid-move acceptance {:.3}",
+            totals.grid_accepted as f64 / totals.grid_proposed as f64
+        )
+    } else {
+        String::new()
+    };
+    Ok(LatentRun {
+        samples: state.chains.visible,
+        beta,
+        sweeps_per_step: (a.ags_sweeps + a.sweeps) as u64,
+        description: format!(
+            "latent Gibbs ({algorithm}; {} AGS + {} latent sweeps per step, beta {beta}{grid})",
+            a.ags_sweeps, a.sweeps
+        ),
+    })
+}
