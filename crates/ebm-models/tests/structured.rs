@@ -189,3 +189,80 @@ fn walsh_hadamard_patterns_are_orthogonal_with_uniform_site_types() {
     }
     assert!(counts.iter().all(|&c| c == n >> p), "{counts:?}");
 }
+
+/// \\(\Phi(w, \alpha) = 2 e(s) - e(++) - e(-+)\\): the one-by-one (green) cost of §7.4 for
+/// \\(M = 2\\), all pairs overlapping with fraction `alpha`.
+fn green_cost(w: f64, alpha: f64) -> (f64, f64) {
+    let s = Structured::all_pairs(2, w, alpha).unwrap();
+    let pp = s.critical_point(&[1.0, 1.0]).unwrap();
+    let mp = s.critical_point(&[-1.0, 1.0]).unwrap();
+    let sd = s.critical_point(&[0.0, pp.h[1]]).unwrap();
+    assert!(
+        pp.index == 0 && mp.index == 0 && sd.index == 1,
+        "{pp:?} {mp:?} {sd:?}"
+    );
+    (
+        2.0 * sd.energy - pp.energy - mp.energy,
+        (w * pp.h[0]).tanh(),
+    )
+}
+
+/// Appendix B of paper 003 checked by finite differences (spec §7.5): the derivative of the
+/// barrier with respect to the overlap \\(\alpha\\) at fixed minima \\(m^*\\) (the coupling
+/// \\(w\\) re-solved so that \\(\tanh(w h_{++}) = m^*\\) at \\(\alpha = 10^{-4}\\)) is negative
+/// for every \\(w\\), as the paper claims, and matches the reference slopes; at fixed \\(w\\)
+/// instead the slope changes sign between \\(w = 1.15\sqrt2\\) and \\(1.2\sqrt2\\). Control: the
+/// two slopes differ, so a test that forgot to re-solve \\(w\\) would fail the first column.
+#[test]
+fn appendix_b_overlap_lowers_the_barrier_at_fixed_minima() {
+    let d_alpha = 1e-4;
+    // (w / sqrt 2, m*, finite-difference slope, dw/dalpha, slope at fixed w) from spec §7.5.
+    let table = [
+        (1.05, 0.508, -0.2286, -1.6176, 0.0813),
+        (1.10, 0.670, -0.4041, -1.3695, 0.0737),
+        (1.15, 0.768, -0.5726, -1.2322, 0.0185),
+        (1.20, 0.834, -0.7461, -1.1533, -0.0658),
+        (1.30, 0.912, -1.1192, -1.0871, -0.2874),
+        (1.40, 0.953, -1.5275, -1.0841, -0.5521),
+        (1.50, 0.976, -1.9682, -1.1132, -0.8449),
+    ];
+    for (c, m_ref, slope_ref, dw_ref, fixed_ref) in table {
+        let w0 = c * 2f64.sqrt();
+        let (phi0, m_star) = green_cost(w0, 0.0);
+        // The table gives m* to three decimals.
+        assert!(close(m_star, m_ref, 1e-3), "m* {m_star} vs {m_ref}");
+        // m* solves m = tanh(w^2 m / 2) at alpha = 0.
+        assert!(close(m_star, (w0 * w0 * m_star / 2.0).tanh(), 1e-12));
+        // Re-solve w at alpha = d_alpha so that the minimum keeps m* (secant on w).
+        let miss = |w: f64| green_cost(w, d_alpha).1 - m_star;
+        let (mut a, mut b) = (w0, w0 - 1.5 * d_alpha);
+        let (mut fa, mut fb) = (miss(a), miss(b));
+        for _ in 0..50 {
+            if fb.abs() < 1e-14 || fb == fa {
+                break;
+            }
+            let next = b - fb * (b - a) / (fb - fa);
+            (a, fa) = (b, fb);
+            b = next;
+            fb = miss(b);
+        }
+        assert!(fb.abs() < 1e-12, "w not re-solved: {fb}");
+        let slope = (green_cost(b, d_alpha).0 - phi0) / d_alpha;
+        let dw = (b - w0) / d_alpha;
+        let fixed = (green_cost(w0, d_alpha).0 - phi0) / d_alpha;
+        assert!(
+            close(slope, slope_ref, 2e-3),
+            "w={c}: slope {slope} vs {slope_ref}"
+        );
+        assert!(slope < 0.0);
+        assert!(close(dw, dw_ref, 2e-3), "w={c}: dw/dalpha {dw} vs {dw_ref}");
+        assert!(
+            close(fixed, fixed_ref, 2e-3),
+            "w={c}: fixed-w {fixed} vs {fixed_ref}"
+        );
+        assert!(
+            (slope - fixed).abs() > 0.2,
+            "control: the re-solved w must matter"
+        );
+    }
+}
