@@ -82,3 +82,80 @@ impl<'a, I, S, F: Fn(&S, usize) -> bool> Observer<StepInfo<'a, I, S>> for Escape
         Ok(())
     }
 }
+
+/// An observer of [`crate::run`] recording the fraction of time spent in each of `n_states`
+/// labelled states (paper "Alternating Gibbs sampling in restricted Boltzmann machines:
+/// free-energy barriers, analytic models and moves in latent space", Fig. 15 d/e: the fraction
+/// of time in each Mattis state). After every step, `label(chains, i)` assigns chain `i` to a
+/// state (`Some(k)`, `k < n_states`) or to none (`None`, e.g. between modes); the fraction of
+/// state `k` is the number of (step, chain) observations labelled `k` over all observations.
+/// Compare it with the model's exact state weights, not with the data's.
+pub struct Occupation<F> {
+    label: F,
+    counts: Vec<u64>,
+    unlabelled: u64,
+}
+
+impl<F> std::fmt::Debug for Occupation<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Occupation")
+            .field("counts", &self.counts)
+            .field("unlabelled", &self.unlabelled)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F> Occupation<F> {
+    /// Counts visits to `n_states` states given by `label`.
+    pub fn new(n_states: usize, label: F) -> Self {
+        Self {
+            label,
+            counts: vec![0; n_states],
+            unlabelled: 0,
+        }
+    }
+
+    /// Observations per state.
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    /// Observations assigned to no state.
+    pub fn unlabelled(&self) -> u64 {
+        self.unlabelled
+    }
+
+    /// The fraction of observations in each state (all zero before the first step); the
+    /// fractions and that of the unlabelled observations sum to one.
+    pub fn fractions(&self) -> Vec<f64> {
+        let total = (self.counts.iter().sum::<u64>() + self.unlabelled) as f64;
+        self.counts
+            .iter()
+            .map(|&c| if total > 0.0 { c as f64 / total } else { 0.0 })
+            .collect()
+    }
+}
+
+impl<'a, I, S: ebm_core::Chains, F: Fn(&S, usize) -> Option<usize>> Observer<StepInfo<'a, I, S>>
+    for Occupation<F>
+{
+    fn observe(&mut self, _step: u64, info: &StepInfo<'a, I, S>) -> Result<()> {
+        let n_chains = ebm_core::Chains::n_chains(info.chains);
+        for i in 0..n_chains {
+            match (self.label)(info.chains, i) {
+                Some(k) if k < self.counts.len() => self.counts[k] += 1,
+                Some(k) => {
+                    return Err(ebm_core::Error::InvalidParameter {
+                        name: "Occupation label".into(),
+                        reason: format!(
+                            "state {k} of chain {i} is not below {}",
+                            self.counts.len()
+                        ),
+                    });
+                }
+                None => self.unlabelled += 1,
+            }
+        }
+        Ok(())
+    }
+}

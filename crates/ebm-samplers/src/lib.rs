@@ -37,7 +37,7 @@ mod static_lowrank;
 pub mod tempering;
 pub mod tethered;
 
-pub use escape::{EscapeSummary, EscapeTimes};
+pub use escape::{EscapeSummary, EscapeTimes, Occupation};
 pub use gibbs::{Gibbs, GibbsInfo};
 pub use latent::{Alternate, Block, Grid, LatentGibbs, LatentInfo, LatentUnits};
 pub use metropolis::{Metropolis, MetropolisInfo};

@@ -626,3 +626,68 @@ fn latent_steps_are_bit_identical_for_any_thread_count() {
     assert_eq!(ia[0].flips_proposed, 300);
     assert!(ia[0].grid_proposed >= 300 && ia[0].grid_accepted > 0);
 }
+
+/// The fraction of time per state (paper 003, Fig. 15 d/e) with the [`Occupation`] observer:
+/// on Curie–Weiss (N = 101, w = 1.5, exact weight 1/2 per mode) Algorithm 3 spends half its
+/// time in each mode, within 5 binomial standard errors of independent draws; AGS started in
+/// mode + spends all of it there (control). Labels outside the declared states are an error.
+#[test]
+fn occupation_gives_the_fraction_of_time_per_mode() {
+    use ebm_samplers::{Occupation, run};
+    let n = 101;
+    let cw = CurieWeiss::new(n, 1.5 * 1.5, 0.0).unwrap();
+    let rbm = cw.to_rbm().unwrap();
+    let label = |c: &ebm_models::RbmChains<f64>, i: usize| {
+        let m: f64 = c.visible.column(i).sum();
+        Some(usize::from(m < 0.0))
+    };
+    let latent = LatentGibbs {
+        grid: Grid {
+            points: 200,
+            half_width: 20.0,
+        },
+        ..LatentGibbs::single()
+    };
+    let (chains, steps) = (32, 200);
+    let start = || {
+        let mut state = ChainState::new(rbm.default_chains(chains), 11);
+        state.chains.visible.fill(1.0);
+        state
+    };
+    let mut occ = Occupation::new(2, label);
+    let mut state = start();
+    run(&rbm, &latent, 1.0, &mut state, steps, Par::Rayon, &mut occ).unwrap();
+    let f = occ.fractions();
+    assert_eq!(occ.counts().iter().sum::<u64>(), chains as u64 * steps);
+    assert!((f[0] + f[1] - 1.0).abs() < 1e-12 && occ.unlabelled() == 0);
+    let sd = (0.25 / (chains as f64 * steps as f64)).sqrt();
+    assert!((f[0] - 0.5).abs() < 5.0 * sd, "latent fractions {f:?}");
+    let mut occ = Occupation::new(2, label);
+    let mut state = start();
+    run(
+        &rbm,
+        &Gibbs::new(1),
+        1.0,
+        &mut state,
+        steps,
+        Par::Rayon,
+        &mut occ,
+    )
+    .unwrap();
+    assert_eq!(occ.fractions(), vec![1.0, 0.0], "AGS must stay in mode +");
+    let mut bad = Occupation::new(1, label);
+    let mut state = start();
+    state.chains.visible.fill(-1.0);
+    assert!(
+        run(
+            &rbm,
+            &Gibbs::new(1),
+            1.0,
+            &mut state,
+            1,
+            Par::Rayon,
+            &mut bad
+        )
+        .is_err()
+    );
+}
