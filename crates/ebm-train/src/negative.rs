@@ -8,6 +8,7 @@
 //! lifted PT), and the Jarzynski / population-annealing reweighted chains ([`Jarzynski`]).
 //! Trajectory, stacked and tethered samplers plug in the same way.
 
+use crate::PersistentKernel;
 use crate::layers::TrainableLayer;
 use ebm_core::{ChainRng, ChainState, EnergyModel, Error, Kernel, Par, Result, RngStreams, Scalar};
 use ebm_estimators::{LogMeanExp, systematic_resampling};
@@ -156,6 +157,18 @@ pub struct Pcd {
     pub chains: usize,
 }
 
+impl Pcd {
+    /// The same phase as a [`PersistentKernel`] of `sweeps`-sweep Gibbs steps, one step per
+    /// update: PCD is that case, and runs through it.
+    fn as_persistent(&self) -> PersistentKernel<Gibbs> {
+        PersistentKernel {
+            kernel: Gibbs::new(self.sweeps),
+            steps: 1,
+            chains: self.chains,
+        }
+    }
+}
+
 impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, H> for Pcd {
     type State = ChainState<RbmChains<V::Scalar>>;
 
@@ -173,22 +186,10 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         &self,
         model: &Rbm<V, H>,
         state: &mut Self::State,
-        _batch: &DMatrix<V::Scalar>,
+        batch: &DMatrix<V::Scalar>,
         par: Par,
     ) -> NegativeInfo {
-        Gibbs::new(self.sweeps).step(
-            model,
-            1.0,
-            &mut state.chains,
-            state.rngs.as_mut_slice(),
-            par,
-        );
-        state.steps += 1;
-        NegativeInfo {
-            sweeps: self.sweeps as u64,
-            chain_sweeps: (self.sweeps * self.chains) as u64,
-            ..NegativeInfo::default()
-        }
+        self.as_persistent().sample(model, state, batch, par)
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
