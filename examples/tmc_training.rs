@@ -14,8 +14,8 @@
 //!
 //! Run with `cargo run --release --example tmc_training` (about a minute on two shared cores).
 
+use ebm::core::diagnostics::integrated_autocorrelation_time;
 use ebm::core::numerics::log_sum_exp;
-use ebm::data::metrics::integrated_autocorrelation_time;
 use ebm::models::exact::hidden_free_energies;
 use ebm::prelude::*;
 use ebm::samplers::tethered::profile::{ProfileSettings, measure_profile, profile_chains};

@@ -13,6 +13,7 @@
 //! | [`Observer`] | receives typed step information; `()` is the no-op observer |
 //! | [`RngStreams`] | one Xoshiro256++ stream per chain, derived from one seed by jumps |
 //! | [`Par`] | sequential or rayon execution, with results independent of the thread count |
+//! | [`diagnostics`] | autocorrelation times, ESS, mode assignment and mode jumps |
 //!
 //! ## Reproducibility
 //!
@@ -21,6 +22,7 @@
 //! result is bit-identical for [`Par::Seq`] and [`Par::Rayon`] with any pool size.
 
 mod chains;
+pub mod diagnostics;
 mod error;
 pub mod linalg;
 pub mod numerics;

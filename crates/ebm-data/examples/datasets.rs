@@ -2,15 +2,15 @@
 //!
 //! Run with `cargo run -p ebm-data --release --example datasets`.
 
-use ebm_data::generators::clusters::{ClusterPreset, clustered};
-use ebm_data::metrics::{
-    ModeClassifier, adversarial_accuracy, compare_projections, integrated_autocorrelation_time,
-    mode_fractions, mode_jumps,
+use ebm_core::diagnostics::{
+    ModeClassifier, integrated_autocorrelation_time, mode_fractions, mode_jumps,
 };
+use ebm_data::generators::clusters::{ClusterPreset, clustered};
+use ebm_data::metrics::{adversarial_accuracy, compare_projections};
 use ebm_data::{Centering, Domain, Pca, loaders};
 use nalgebra::DMatrix;
 
-fn main() -> Result<(), ebm_data::Error> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 1. the Mickey set: N = 1000 binary variables, 16 000 samples, {0,1} as the RBMs use
     let out = clustered(&ClusterPreset::Mickey.config(), 2024)?;
     let data = out.dataset.to_domain(Domain::Binary01)?;

@@ -9,8 +9,8 @@
 //!   train/test split, explicit domain conversions.
 //! - [`augment`]: the one-pixel "nudge" augmentation of image data (paper 004's digits).
 //! - [`Pca`]: centred and uncentred PCA and projections of data and chains.
-//! - [`metrics`]: mode assignment and jumps, τ_int / τ_exp / ESS, AA_TS and privacy loss,
-//!   histogram distances on principal components.
+//! - [`metrics`]: AA_TS and privacy loss, histogram distances on principal components (the
+//!   mixing diagnostics, autocorrelation times and mode jumps, are in `ebm_core::diagnostics`).
 //!
 //! **Layout**: a [`Dataset`] holds an `n_features x n_samples` column-major matrix, one column
 //! per sample, like the samplers' chain batches (one column per chain).

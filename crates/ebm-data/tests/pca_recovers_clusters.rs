@@ -1,7 +1,7 @@
 //! The PCA projection of the clustered presets recovers the latent clusters and their weights.
 
+use ebm_core::diagnostics::{ModeClassifier, mode_fractions};
 use ebm_data::generators::clusters::{ClusterPreset, Component, Shape, clustered};
-use ebm_data::metrics::{ModeClassifier, mode_fractions};
 use ebm_data::{Centering, Pca};
 use nalgebra::DMatrix;
 

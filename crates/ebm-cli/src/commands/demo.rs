@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Parser;
+use ebm_core::diagnostics::{ModeClassifier, mode_fractions};
 use ebm_core::{Par, RngStreams};
-use ebm_data::metrics::{ModeClassifier, mode_fractions};
 use ebm_data::{Centering, Dataset};
 use ebm_models::{Bernoulli, Rbm, Spin};
 use serde::Serialize;

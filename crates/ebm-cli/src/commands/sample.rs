@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
+use ebm_core::diagnostics::{ModeClassifier, mode_fractions, mode_jumps, windowed_mode_weights};
 use ebm_core::{ChainState, Kernel, Observer, Par, RngStreams};
-use ebm_data::metrics::{ModeClassifier, mode_fractions, mode_jumps, windowed_mode_weights};
 use ebm_data::{Centering, Dataset, Pca};
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
@@ -118,7 +118,7 @@ pub(crate) struct JumpCurve {
     #[serde(default)]
     pub burn_in_records: usize,
     /// Mode weights averaged over the records after burn-in and over chains
-    /// ([`ebm_data::metrics::windowed_mode_weights`]).
+    /// ([`ebm_core::diagnostics::windowed_mode_weights`]).
     #[serde(default)]
     pub weights: Vec<f64>,
     /// Their standard errors over independent chains.
@@ -826,8 +826,7 @@ impl ModeTracer {
         }
         let to_core = |e: ebm_data::Error| ebm_core::Error::Observer(Box::new(e));
         let projected = s.pca.project(visible).map_err(to_core)?;
-        s.labels
-            .push(s.classifier.assign(&projected).map_err(to_core)?);
+        s.labels.push(s.classifier.assign(&projected)?);
         s.steps.push(step);
         Ok(())
     }

@@ -84,7 +84,7 @@ impl PtDiagnostics {
 /// typo), and \\(\tau_{\text{exp}}\\) from a weighted fit of \\(\log\rho(t)\\) at large
 /// \\(t\\). A run of at least \\(20\tau_{\text{exp}}\\) rounds is a conservative
 /// thermalisation time; \\(\tau_{\text{int}}\\) is the time between independent index
-/// configurations. Both are computed by `ebm_data::metrics::autocorr`.
+/// configurations. Both are computed by `ebm_core::diagnostics::autocorr`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct IndexProcess {
     n_rungs: usize,
@@ -168,31 +168,31 @@ impl IndexProcess {
     pub fn autocorrelation(&self, max_lag: usize) -> ebm_core::Result<Vec<f64>> {
         let s = self.as_f64();
         let refs: Vec<&[f64]> = s.iter().map(Vec::as_slice).collect();
-        ebm_data::metrics::autocorrelation(&refs, max_lag).map_err(index_error)
+        ebm_core::diagnostics::autocorrelation(&refs, max_lag).map_err(index_error)
     }
 
     /// The integrated autocorrelation time of the index process, in rounds, with its error.
     ///
     /// # Errors
     /// As [`IndexProcess::autocorrelation`].
-    pub fn integrated_time(&self) -> ebm_core::Result<ebm_data::metrics::IntegratedTime> {
+    pub fn integrated_time(&self) -> ebm_core::Result<ebm_core::diagnostics::IntegratedTime> {
         let s = self.as_f64();
         let refs: Vec<&[f64]> = s.iter().map(Vec::as_slice).collect();
-        ebm_data::metrics::integrated_autocorrelation_time(&refs, 6.0).map_err(index_error)
+        ebm_core::diagnostics::integrated_autocorrelation_time(&refs, 6.0).map_err(index_error)
     }
 
     /// The exponential autocorrelation time of the index process, in rounds.
     ///
     /// # Errors
     /// As [`IndexProcess::autocorrelation`], or no measurable correlation at lag 1.
-    pub fn exponential_time(&self) -> ebm_core::Result<ebm_data::metrics::ExponentialTime> {
+    pub fn exponential_time(&self) -> ebm_core::Result<ebm_core::diagnostics::ExponentialTime> {
         let s = self.as_f64();
         let refs: Vec<&[f64]> = s.iter().map(Vec::as_slice).collect();
-        ebm_data::metrics::exponential_autocorrelation_time(&refs).map_err(index_error)
+        ebm_core::diagnostics::exponential_autocorrelation_time(&refs).map_err(index_error)
     }
 }
 
-fn index_error(e: ebm_data::Error) -> ebm_core::Error {
+fn index_error(e: ebm_core::Error) -> ebm_core::Error {
     ebm_core::Error::InvalidParameter {
         name: "replica index process".into(),
         reason: e.to_string(),

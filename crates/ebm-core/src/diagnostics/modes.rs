@@ -1,7 +1,7 @@
 //! Mode assignment on principal components and jumps between modes (PTT spec §5.2).
 //!
 //! Projections are `k x n` matrices (one column per sample or chain, as returned by
-//! [`crate::Pca::project`]). A chain trajectory is recorded as `labels_by_time[t][c]`, the mode of
+//! `ebm_data::Pca::project`). A chain trajectory is recorded as `labels_by_time[t][c]`, the mode of
 //! chain `c` at recorded time `t`; a *jump* is a change of label between consecutive recorded times.
 
 use nalgebra::DMatrix;
@@ -71,24 +71,28 @@ impl ModeClassifier {
     /// Modes of every column of a `k x n` projection matrix.
     ///
     /// # Errors
-    /// [`Error::Shape`] if the rule needs more components than the projection has;
-    /// [`Error::InvalidArgument`] for a nearest-centre rule without centres.
+    /// [`Error::ShapeMismatch`] if the rule needs more components than the projection has;
+    /// [`Error::InvalidParameter`] for a nearest-centre rule without centres.
     pub fn assign(&self, projections: &DMatrix<f64>) -> Result<Vec<usize>> {
         let need = match self {
             ModeClassifier::Threshold { component, .. } => component + 1,
             ModeClassifier::HalfPlane { normal, .. } => normal.len(),
             ModeClassifier::NearestCentre { centres } => {
                 if centres.is_empty() {
-                    return Err(Error::InvalidArgument("no cluster centre".into()));
+                    return Err(Error::InvalidParameter {
+                        name: "centres".into(),
+                        reason: "a nearest-centre rule needs at least one centre".into(),
+                    });
                 }
                 centres.iter().map(Vec::len).max().unwrap_or(0)
             }
         };
         if need > projections.nrows() {
-            return Err(Error::Shape(format!(
-                "mode rule needs {need} components, projection has {}",
-                projections.nrows()
-            )));
+            return Err(Error::ShapeMismatch {
+                what: "projection components needed by the mode rule".into(),
+                expected: format!("at least {need}"),
+                got: projections.nrows().to_string(),
+            });
         }
         Ok(projections
             .column_iter()
@@ -134,20 +138,22 @@ pub struct JumpStats {
 /// recorded time, one entry per chain).
 ///
 /// # Errors
-/// [`Error::Shape`] if the label vectors have different lengths; [`Error::InvalidArgument`] if
+/// [`Error::ShapeMismatch`] if the label vectors have different lengths; [`Error::InvalidParameter`] if
 /// there is no recorded time or no chain.
 pub fn mode_jumps(labels_by_time: &[Vec<usize>]) -> Result<JumpStats> {
     let n_chains = labels_by_time.first().map_or(0, Vec::len);
     if n_chains == 0 {
-        return Err(Error::InvalidArgument(
-            "no chain or no recorded time".into(),
-        ));
+        return Err(Error::InvalidParameter {
+            name: "labels_by_time".into(),
+            reason: "no chain or no recorded time".into(),
+        });
     }
     if let Some(t) = labels_by_time.iter().position(|l| l.len() != n_chains) {
-        return Err(Error::Shape(format!(
-            "time {t} has {} chains, time 0 has {n_chains}",
-            labels_by_time[t].len()
-        )));
+        return Err(Error::ShapeMismatch {
+            what: format!("chains recorded at time {t}"),
+            expected: n_chains.to_string(),
+            got: labels_by_time[t].len().to_string(),
+        });
     }
     let mut per_chain = vec![0usize; n_chains];
     let mut cumulative_mean = vec![0.0];
@@ -249,7 +255,7 @@ impl WindowedWeights {
 /// Labels `>= n_modes` count in no mode.
 ///
 /// # Errors
-/// [`Error::Shape`] if the label vectors have different lengths; [`Error::InvalidArgument`] if
+/// [`Error::ShapeMismatch`] if the label vectors have different lengths; [`Error::InvalidParameter`] if
 /// there is no chain, `n_modes` is 0, or the window has fewer than 2 records.
 pub fn windowed_mode_weights(
     labels_by_time: &[Vec<usize>],
@@ -258,11 +264,14 @@ pub fn windowed_mode_weights(
 ) -> Result<WindowedWeights> {
     let window = labels_by_time.get(first_record..).unwrap_or(&[]);
     if window.len() < 2 || n_modes == 0 {
-        return Err(Error::InvalidArgument(format!(
-            "mode weights need at least 2 records after burn-in and at least one mode (got {} \
-             records from record {first_record}, {n_modes} modes)",
-            window.len()
-        )));
+        return Err(Error::InvalidParameter {
+            name: "first_record".into(),
+            reason: format!(
+                "mode weights need at least 2 records after burn-in and at least one mode (got {} \
+                 records from record {first_record}, {n_modes} modes)",
+                window.len()
+            ),
+        });
     }
     let jumps = mode_jumps(window)?;
     let n_chains = window[0].len();

@@ -19,16 +19,28 @@
 
 use crate::error::{Error, Result};
 
+fn invalid(name: &str, reason: String) -> Error {
+    Error::InvalidParameter {
+        name: name.into(),
+        reason,
+    }
+}
+
+fn constant() -> Error {
+    invalid("series", "the series is constant (zero variance)".into())
+}
+
 fn check(series: &[&[f64]]) -> Result<(f64, usize, usize)> {
     let total: usize = series.iter().map(|s| s.len()).sum();
     let min_len = series.iter().map(|s| s.len()).min().unwrap_or(0);
     if series.is_empty() || min_len < 2 {
-        return Err(Error::InvalidArgument(
+        return Err(invalid(
+            "series",
             "autocorrelation needs at least one series, each of length >= 2".into(),
         ));
     }
     if series.iter().any(|s| s.iter().any(|x| !x.is_finite())) {
-        return Err(Error::InvalidArgument("non-finite value in series".into()));
+        return Err(invalid("series", "a value is NaN or infinite".into()));
     }
     let mean = series.iter().flat_map(|s| s.iter()).sum::<f64>() / total as f64;
     Ok((mean, total, min_len))
@@ -73,18 +85,19 @@ impl<'a> Acf<'a> {
 /// `ρ(t)` for `t = 0..=max_lag` (see the module documentation); `ρ(0) = 1`.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for no series, a series shorter than 2, non-finite values, a
+/// [`Error::InvalidParameter`] for no series, a series shorter than 2, non-finite values, a
 /// constant series (zero variance) or `max_lag >=` the shortest length.
 pub fn autocorrelation(series: &[&[f64]], max_lag: usize) -> Result<Vec<f64>> {
     let (mean, _, min_len) = check(series)?;
     if max_lag >= min_len {
-        return Err(Error::InvalidArgument(format!(
-            "max lag {max_lag} >= shortest series length {min_len}"
-        )));
+        return Err(invalid(
+            "max_lag",
+            format!("{max_lag} must be below the shortest series length {min_len}"),
+        ));
     }
     let acf = Acf::new(series, mean);
     if acf.c0 <= 0.0 {
-        return Err(Error::InvalidArgument("constant series".into()));
+        return Err(constant());
     }
     Ok((0..=max_lag).map(|t| acf.rho(t)).collect())
 }
@@ -115,17 +128,20 @@ impl IntegratedTime {
 /// Integrated autocorrelation time with Sokal's automatic window `W >= c τ_int(W)`.
 ///
 /// # Errors
-/// As [`autocorrelation`], and [`Error::InvalidArgument`] if `c <= 0`.
+/// As [`autocorrelation`], and [`Error::InvalidParameter`] if `c <= 0` or if the windowed sum is
+/// not positive (a strongly anticorrelated series, e.g. an index process that alternates every
+/// step: `τ_int` is then undefined rather than tiny).
 pub fn integrated_autocorrelation_time(series: &[&[f64]], c: f64) -> Result<IntegratedTime> {
     let (mean, n, min_len) = check(series)?;
     if !(c > 0.0 && c.is_finite()) {
-        return Err(Error::InvalidArgument(format!(
-            "window constant c = {c} must be > 0"
-        )));
+        return Err(invalid(
+            "c",
+            format!("window constant {c} must be finite and > 0"),
+        ));
     }
     let acf = Acf::new(series, mean);
     if acf.c0 <= 0.0 {
-        return Err(Error::InvalidArgument("constant series".into()));
+        return Err(constant());
     }
     let mut tau = 0.5;
     let mut window = 0;
@@ -142,11 +158,19 @@ pub fn integrated_autocorrelation_time(series: &[&[f64]], c: f64) -> Result<Inte
             break;
         }
     }
-    let tau_pos = tau.max(f64::MIN_POSITIVE);
+    if tau <= 0.0 {
+        return Err(invalid(
+            "series",
+            format!(
+                "the windowed sum gives tau_int = {tau:.3} <= 0 (an anticorrelated series): \
+                 the integrated time is not defined for it"
+            ),
+        ));
+    }
     Ok(IntegratedTime {
-        tau: tau_pos,
+        tau,
         window,
-        std_error: tau_pos * (2.0 * (2 * window + 1) as f64 / n as f64).sqrt(),
+        std_error: tau * (2.0 * (2 * window + 1) as f64 / n as f64).sqrt(),
         n_points: n,
         converged,
     })
@@ -178,13 +202,13 @@ pub struct ExponentialTime {
 /// `τ_exp = -1/ln ρ(1)`.
 ///
 /// # Errors
-/// As [`autocorrelation`]; [`Error::InvalidArgument`] if `ρ(1)` is not significantly positive
+/// As [`autocorrelation`]; [`Error::InvalidParameter`] if `ρ(1)` is not significantly positive
 /// (no measurable correlation: `τ_exp` is below one step).
 pub fn exponential_autocorrelation_time(series: &[&[f64]]) -> Result<ExponentialTime> {
     let (mean, n, min_len) = check(series)?;
     let acf = Acf::new(series, mean);
     if acf.c0 <= 0.0 {
-        return Err(Error::InvalidArgument("constant series".into()));
+        return Err(constant());
     }
     let mut rhos = vec![1.0];
     let mut sum_sq = 0.0;
@@ -201,7 +225,8 @@ pub fn exponential_autocorrelation_time(series: &[&[f64]]) -> Result<Exponential
     }
     let t_last = rhos.len() - 1;
     if t_last == 0 {
-        return Err(Error::InvalidArgument(
+        return Err(invalid(
+            "series",
             "rho(1) is not significantly positive: no measurable exponential time".into(),
         ));
     }
@@ -224,8 +249,9 @@ pub fn exponential_autocorrelation_time(series: &[&[f64]]) -> Result<Exponential
     }
     let slope = (sw * sty - st * sy) / (sw * stt - st * st);
     if slope.is_nan() || slope >= 0.0 {
-        return Err(Error::InvalidArgument(
-            "autocorrelation does not decay over the fit range".into(),
+        return Err(invalid(
+            "series",
+            "the autocorrelation does not decay over the fit range".into(),
         ));
     }
     Ok(ExponentialTime {
@@ -239,15 +265,16 @@ pub fn exponential_autocorrelation_time(series: &[&[f64]]) -> Result<Exponential
 /// by `max_r ℓ_r` (PTT spec §5.5). 1 for equal weights, `1/R` for one non-zero weight.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for an empty slice or a NaN / `+∞` log-weight, or if every weight is 0.
+/// [`Error::InvalidParameter`] for an empty slice or a NaN / `+∞` log-weight, or if every weight is 0.
 pub fn importance_ess_fraction(log_weights: &[f64]) -> Result<f64> {
     if log_weights.is_empty()
         || log_weights
             .iter()
             .any(|x| x.is_nan() || *x == f64::INFINITY)
     {
-        return Err(Error::InvalidArgument(
-            "log-weights must be non-empty, not NaN and not +inf".into(),
+        return Err(invalid(
+            "log_weights",
+            "must be non-empty, not NaN and not +inf".into(),
         ));
     }
     let m = log_weights
@@ -255,7 +282,7 @@ pub fn importance_ess_fraction(log_weights: &[f64]) -> Result<f64> {
         .cloned()
         .fold(f64::NEG_INFINITY, f64::max);
     if m == f64::NEG_INFINITY {
-        return Err(Error::InvalidArgument("all weights are zero".into()));
+        return Err(invalid("log_weights", "every weight is zero".into()));
     }
     let r = log_weights.len() as f64;
     let (s1, s2) = log_weights.iter().fold((0.0, 0.0), |(a, b), &l| {
@@ -354,6 +381,24 @@ mod tests {
         assert_eq!(acf[0], 1.0);
         assert!((acf[1] - lam).abs() < 0.01);
         assert!((acf[3] - lam.powi(3)).abs() < 0.02);
+    }
+
+    #[test]
+    fn anticorrelated_series_has_no_integrated_time() {
+        // A series that alternates every step (a two-rung index process swapping every round):
+        // rho(1) = -1, so the windowed sum is 1/2 - 1 < 0 and tau_int is undefined.
+        let x: Vec<f64> = (0..200).map(|s| (s % 2) as f64).collect();
+        let err = integrated_autocorrelation_time(&[&x], 6.0).unwrap_err();
+        assert!(err.to_string().contains("anticorrelated"), "{err}");
+        // Control: a mildly anticorrelated AR(1) series (rho = -0.3) keeps a positive time
+        // below the independent value 1/2, (1 + rho) / (2 (1 - rho)) = 0.269.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut y = vec![0.0f64; 20_000];
+        for s in 1..y.len() {
+            y[s] = -0.3 * y[s - 1] + rng.random::<f64>() - 0.5;
+        }
+        let it = integrated_autocorrelation_time(&[&y], 6.0).unwrap();
+        assert!(it.tau > 0.0 && it.tau < 0.5, "{it:?}");
     }
 
     #[test]
