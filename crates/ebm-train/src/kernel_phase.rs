@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 /// one Gibbs sweep of the initial model. With `kernel = Gibbs::new(k)` and `steps = 1` it is
 /// [`crate::Pcd`] with `sweeps = k`, bit for bit. Any kernel that leaves the model's law
 /// invariant gives a valid persistent negative phase.
+///
+/// Its [`NegativeInfo`] counts one kernel step as one sweep, since the cost of a step in AGS
+/// sweeps depends on the kernel; [`crate::Pcd`], which knows it, reports `k` sweeps per step.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PersistentKernel<K> {
     /// The kernel.

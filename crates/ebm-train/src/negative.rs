@@ -189,7 +189,14 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         batch: &DMatrix<V::Scalar>,
         par: Par,
     ) -> NegativeInfo {
-        self.as_persistent().sample(model, state, batch, par)
+        // One persistent-kernel step is `sweeps` AGS sweeps: report the cost in sweeps, as
+        // the field documents, not in kernel steps.
+        let info = self.as_persistent().sample(model, state, batch, par);
+        NegativeInfo {
+            sweeps: self.sweeps as u64,
+            chain_sweeps: (self.sweeps * self.chains) as u64,
+            ..info
+        }
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
