@@ -28,8 +28,18 @@
 //! - [`Mesh::rbm_log_weights`]: \\(-H(m_k)\\) of a spin RBM whose parameters lie in the span of
 //!   the basis (the exact marginal energy, log cosh included).
 //!
+//! - [`Mesh::snap`]: the kept points nearest to given magnetizations (projected data), i.e. the
+//!   cells in which the mesh law holds them.
+//! - [`Mesh::log_partition_correction`]: the \\(O(1/N)\\) error of the mesh \\(\log Z\\) from the
+//!   next (Edgeworth) term of the saddle-point expansion.
+//!
 //! All formulas are for \\(\pm1\\) visible units; \\(\{0,1\}\\) data are handled by \\(s = 2v-1\\)
-//! and [`crate::Rbm::reparametrise`].
+//! and [`crate::Rbm::reparametrise`]. Potts (one-hot) units are not supported. For them the
+//! directions would live in \\(\mathbb R^{Nq}\\), orthogonal to the per-site constants (the
+//! one-hot gauge); \\(\log 2\cosh x_i\\) in \\(\varphi\\) becomes \\(\log\sum_c e^{x_{ic}}\\), \\(\tanh\\)
+//! in Eq. 16 a per-site softmax, the Hessian \\(\sum_i u_i^\top(\mathrm{diag}\,p_i -
+//! p_ip_i^\top)u_i\\), the attainable region the projection of a product of simplices, and the
+//! static sampler draws each site from its softmax; the RCM on \\(m\\) is unchanged.
 
 use ebm_core::numerics::{log_2cosh, log_sum_exp, sigmoid};
 use ebm_core::{Error, Par, Result};
