@@ -128,16 +128,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // ANCHOR_END: pretrain
 
     // ANCHOR: train
-    let scratch = initial_model(
-        Bernoulli::zeros(n),
-        Bernoulli::zeros(hidden),
-        Some(&train),
-        1e-2,
-        7,
-    )?;
     let chains = 300;
-    let mut trainer = Trainer::new(Pcd { sweeps: 10, chains }, 300);
-    trainer.learning_rate = LearningRate::Constant(0.01);
+    let (scratch, trainer) = scratch_and_trainer(hidden, &train, chains)?;
     println!(
         "data: labels {:.3} {:.3} {:.3}, nearest-centre {:.3} {:.3} {:.3}",
         label_w[0], label_w[1], label_w[2], data_w[0], data_w[1], data_w[2]
@@ -174,6 +166,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The model from scratch (weights standard deviation 0.01, fields at the data frequencies) and
+/// the PCD-10 trainer (`chains` chains, minibatch 300, learning rate 0.01) of both runs.
+fn scratch_and_trainer(
+    hidden: usize,
+    train: &TrainingData<f64>,
+    chains: usize,
+) -> Result<(Model, Trainer<Pcd>), Error> {
+    let n = train.samples().nrows();
+    let scratch = initial_model(
+        Bernoulli::zeros(n),
+        Bernoulli::zeros(hidden),
+        Some(train),
+        1e-2,
+        7,
+    )?;
+    let mut trainer = Trainer::new(Pcd { sweeps: 10, chains }, 300);
+    trainer.learning_rate = LearningRate::Constant(0.01);
+    Ok((scratch, trainer))
+}
+
 /// Exact mean log-likelihood of `train` under `model` (hidden layer enumerated).
 fn exact_ll(model: &Model, train: &TrainingData<f64>) -> Result<f64, Error> {
     let log_z = log_partition_by_hidden(model, 1.0, Par::Rayon)?;
@@ -207,15 +219,7 @@ fn curve_pair(
         t0.elapsed().as_secs_f64(),
         start.log_z_mesh
     );
-    let scratch = initial_model(
-        Bernoulli::zeros(n),
-        Bernoulli::zeros(hidden),
-        Some(&train),
-        1e-2,
-        7,
-    )?;
-    let mut trainer = Trainer::new(Pcd { sweeps: 10, chains }, 300);
-    trainer.learning_rate = LearningRate::Constant(0.01);
+    let (scratch, trainer) = scratch_and_trainer(hidden, &train, chains)?;
     let mut series = Vec::new();
     for (label, model) in [
         ("pretrained + PCD", start.model.clone()),
