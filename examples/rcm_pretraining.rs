@@ -17,7 +17,7 @@
 //! training data (hidden layer enumerated) every 100 updates, prints it and draws both curves in
 //! `DIR/<dataset>.ll.svg` (paper 000 Fig. 2, exact instead of Tr-AIS). Datasets: the Mickey-like
 //! clusters above, 8x8 Ising configurations at beta = 0.44 (2000, Swendsen–Wang, seed 1) and the
-//! embedded digits 0 and 1 (360 binarised 8x8 images). A few minutes on two cores.
+//! embedded digits 0 and 1 (360 binarised 8x8 images). About 15 minutes on two loaded cores.
 
 use ebm::core::RngStreams;
 use ebm::data::generators::clusters::{ClusterPreset, clustered};
