@@ -28,8 +28,18 @@
 //! - [`Mesh::rbm_log_weights`]: \\(-H(m_k)\\) of a spin RBM whose parameters lie in the span of
 //!   the basis (the exact marginal energy, log cosh included).
 //!
+//! - [`Mesh::snap`]: the kept points nearest to given magnetizations (projected data), i.e. the
+//!   cells in which the mesh law holds them.
+//! - [`Mesh::log_partition_correction`]: the \\(O(1/N)\\) error of the mesh \\(\log Z\\) from the
+//!   next (Edgeworth) term of the saddle-point expansion.
+//!
 //! All formulas are for \\(\pm1\\) visible units; \\(\{0,1\}\\) data are handled by \\(s = 2v-1\\)
-//! and [`crate::Rbm::reparametrise`].
+//! and [`crate::Rbm::reparametrise`]. Potts (one-hot) units are not supported. For them the
+//! directions would live in \\(\mathbb R^{Nq}\\), orthogonal to the per-site constants (the
+//! one-hot gauge); \\(\log 2\cosh x_i\\) in \\(\varphi\\) becomes \\(\log\sum_c e^{x_{ic}}\\), \\(\tanh\\)
+//! in Eq. 16 a per-site softmax, the Hessian \\(\sum_i u_i^\top(\mathrm{diag}\,p_i -
+//! p_ip_i^\top)u_i\\), the attainable region the projection of a product of simplices, and the
+//! static sampler draws each site from its softmax; the RCM on \\(m\\) is unchanged.
 
 use ebm_core::numerics::{log_2cosh, log_sum_exp, sigmoid};
 use ebm_core::{Error, Par, Result};
@@ -345,7 +355,11 @@ pub struct Mesh {
     mu: DMatrix<f64>,
     entropy: Vec<f64>,
     log_det: Vec<f64>,
+    lo: Vec<f64>,
     spacing: Vec<f64>,
+    per_dim: usize,
+    /// Grid index of each kept point (increasing).
+    grid_ids: Vec<usize>,
     rejected: usize,
     prior: PriorWeight,
 }
@@ -425,11 +439,13 @@ impl Mesh {
         let mut mu = DMatrix::zeros(d, kept);
         let mut entropy = Vec::with_capacity(kept);
         let mut log_det = Vec::with_capacity(kept);
+        let mut grid_ids = Vec::with_capacity(kept);
         for (c, (k, s)) in solved.into_iter().enumerate() {
             points.column_mut(c).copy_from_slice(&point(k));
             mu.column_mut(c).copy_from_slice(&s.mu);
             entropy.push(s.entropy);
             log_det.push(s.log_det_hessian);
+            grid_ids.push(k);
         }
         Ok(Self {
             basis: basis.clone(),
@@ -437,7 +453,10 @@ impl Mesh {
             mu,
             entropy,
             log_det,
+            lo: lo.to_vec(),
             spacing,
+            per_dim: points_per_dim,
+            grid_ids,
             rejected: total - kept,
             prior: PriorWeight::default(),
         })
@@ -487,6 +506,138 @@ impl Mesh {
     /// Number of grid points dropped because Newton did not converge there.
     pub fn rejected(&self) -> usize {
         self.rejected
+    }
+
+    /// Index of the kept point nearest to `m`, distances measured in grid steps per axis: the
+    /// point of the grid cell holding `m` when it was kept, else the nearest by search. This is
+    /// the cell in which the mesh law holds a magnetization (such as a projected data point)
+    /// that may lie outside the kept region.
+    ///
+    /// # Panics
+    /// If `m.len() != self.basis().dim()`.
+    pub fn nearest(&self, m: &[f64]) -> usize {
+        let d = self.basis.dim();
+        assert_eq!(m.len(), d, "nearest: magnetization length");
+        let mut k = 0;
+        for a in (0..d).rev() {
+            let j = ((m[a] - self.lo[a]) / self.spacing[a]).floor();
+            let j = j.clamp(0.0, (self.per_dim - 1) as f64) as usize;
+            k = k * self.per_dim + j;
+        }
+        if let Ok(c) = self.grid_ids.binary_search(&k) {
+            return c;
+        }
+        let dist = |c: usize| -> f64 {
+            (0..d)
+                .map(|a| ((self.points[(a, c)] - m[a]) / self.spacing[a]).powi(2))
+                .sum()
+        };
+        (0..self.len())
+            .min_by(|&a, &b| dist(a).total_cmp(&dist(b)))
+            .expect("a mesh has at least one point")
+    }
+
+    /// The kept points nearest to the columns of `m` (\\(d\times n\\)), as columns
+    /// ([`Mesh::nearest`]): the magnetizations as the mesh law sees them.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] if `m` does not have \\(d\\) rows.
+    pub fn snap(&self, m: &DMatrix<f64>) -> Result<DMatrix<f64>> {
+        let d = self.basis.dim();
+        if m.nrows() != d {
+            return Err(Error::ShapeMismatch {
+                what: "magnetizations to snap to the mesh".into(),
+                expected: format!("{d} rows"),
+                got: format!("{} rows", m.nrows()),
+            });
+        }
+        let idx: Vec<usize> = (0..m.ncols())
+            .into_par_iter()
+            .map(|j| self.nearest(m.column(j).as_slice()))
+            .collect();
+        Ok(DMatrix::from_fn(d, m.ncols(), |a, j| {
+            self.points[(a, idx[j])]
+        }))
+    }
+
+    /// The next term of the saddle-point expansion of the prior density of \\(m\\) at each kept
+    /// point (the leading error of [`PriorWeight::SaddlePoint`]): under the tilted prior at
+    /// \\(\mu^*_k\\) the spins are independent with means \\(t_i = \tanh x_i\\), and
+    /// \\(S = \sqrt N m = \sum_i u_{\cdot i} v_i\\) has cumulants
+    /// \\(\kappa_{abc} = \sum_i u_{ai}u_{bi}u_{ci}\,(-2t_i(1-t_i^2))\\),
+    /// \\(\kappa_{abcd} = \sum_i u_{ai}u_{bi}u_{ci}u_{di}\,(-2(1-t_i^2)(1-3t_i^2))\\) and
+    /// covariance \\(C\\). The density is the saddle-point one times
+    /// \\(e^{\epsilon_k}\\), \\(\epsilon = \rho_4/8 - \rho_{13}^2/8 - \rho_{23}^2/12 + O(N^{-2})\\),
+    /// with \\(\rho_4 = \kappa_{abcd}C^{ab}C^{cd}\\),
+    /// \\(\rho_{13}^2 = \kappa_{abc}\kappa_{def}C^{ab}C^{cd}C^{ef}\\),
+    /// \\(\rho_{23}^2 = \kappa_{abc}\kappa_{def}C^{ad}C^{be}C^{cf}\\) (McCullagh 1987, §6.3;
+    /// Barndorff-Nielsen & Cox 1989, §4.3). For \\(d = 1\\) along the uniform direction it is
+    /// Stirling's \\(-(3 + m^2)/(12N(1-m^2))\\).
+    ///
+    /// Hence the mesh \\(\log Z\\) ([`Mesh::log_partition`]) misses
+    /// \\(\log E_{\text{model}}[e^{\epsilon}] - \log E_{\text{prior}}[e^{\epsilon}]\\) (both
+    /// averages over the mesh laws), which [`Mesh::log_partition_correction`] returns.
+    pub fn saddle_point_correction(&self) -> Vec<f64> {
+        let d = self.basis.dim();
+        let n = self.basis.n_visible();
+        let u = self.basis.directions();
+        (0..self.len())
+            .into_par_iter()
+            .map(|k| {
+                let mut x = vec![0.0; n];
+                self.basis.fields(self.mu.column(k).as_slice(), &mut x);
+                let (_, h) = self.basis.grad_hess(&x);
+                let Some(chol) = h.cholesky() else {
+                    return f64::NAN;
+                };
+                // Whitened directions w_i = L^{-1} u_i, so that C becomes the identity.
+                let w = chol
+                    .l()
+                    .solve_lower_triangular(u)
+                    .expect("positive definite");
+                let mut t3 = vec![0.0; d * d * d];
+                let mut rho4 = 0.0;
+                for (i, &xi) in x.iter().enumerate() {
+                    let t = xi.tanh();
+                    let c = 1.0 - t * t;
+                    let k3 = -2.0 * t * c;
+                    let k4 = -2.0 * c * (1.0 - 3.0 * t * t);
+                    let wi = w.column(i);
+                    rho4 += k4 * wi.norm_squared().powi(2);
+                    for a in 0..d {
+                        for b in 0..d {
+                            let ab = k3 * wi[a] * wi[b];
+                            for e in 0..d {
+                                t3[(a * d + b) * d + e] += ab * wi[e];
+                            }
+                        }
+                    }
+                }
+                let rho23: f64 = t3.iter().map(|v| v * v).sum();
+                let rho13: f64 = (0..d)
+                    .map(|a| (0..d).map(|b| t3[(a * d + b) * d + b]).sum::<f64>().powi(2))
+                    .sum();
+                rho4 / 8.0 - rho13 / 8.0 - rho23 / 12.0
+            })
+            .collect()
+    }
+
+    /// The leading correction to [`Mesh::log_partition`] of the model with log-weights
+    /// `log_weights`: \\(\log\sum_k p_k e^{\epsilon_k} - \log\sum_k \pi_k e^{\epsilon_k}\\),
+    /// \\(p\\) the model's mesh law, \\(\pi\\) the prior's, \\(\epsilon\\) =
+    /// [`Mesh::saddle_point_correction`]; \\(O(1/N)\\). The remaining error is the mesh
+    /// quadrature and \\(O(N^{-2})\\).
+    ///
+    /// # Errors
+    /// As [`Mesh::log_probabilities`].
+    pub fn log_partition_correction(&self, log_weights: &[f64]) -> Result<f64> {
+        let eps = self.saddle_point_correction();
+        let lp = self.log_probabilities(log_weights)?;
+        let prior = self.log_prior();
+        let lz = log_sum_exp(&prior);
+        let model: Vec<f64> = lp.iter().zip(&eps).map(|(l, e)| l + e).collect();
+        let base: Vec<f64> = prior.iter().zip(&eps).map(|(l, e)| l - lz + e).collect();
+        Ok(log_sum_exp(&model) - log_sum_exp(&base))
     }
 
     /// \\(\log\\) prior mass of each cell, up to a common constant (see [`PriorWeight`]).

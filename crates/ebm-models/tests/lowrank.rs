@@ -133,6 +133,15 @@ fn mesh_log_partition_matches_enumeration() {
     );
     // Negative control: the large-deviation-only mesh misses the prefactor and fails the bound.
     assert!((exact - ld - predicted).abs() > 10.0 * predicted.abs());
+    // The general (multivariate Edgeworth) correction reduces to Stirling's here.
+    for (e, m) in mesh.saddle_point_correction().iter().zip(&eps) {
+        assert!((e - m).abs() < 1e-12 * (1.0 + m.abs()), "{e} vs {m}");
+    }
+    let general = mesh.log_partition_correction(&lw).unwrap();
+    assert!(
+        (general - predicted).abs() < 0.01 * predicted.abs(),
+        "{general} vs {predicted}"
+    );
 }
 
 #[test]

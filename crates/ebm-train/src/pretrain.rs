@@ -13,7 +13,9 @@
 //! \\((N\theta, q)\\), with gradients (Eq. 25–26)
 //! \\(\partial_{q_a} J = E_D|n_a\cdot m + z_a| - E_{\text{RCM}}|n_a\cdot m + z_a|\\) and
 //! \\(\partial_{N\theta_\alpha} J = E_D m_\alpha - E_{\text{RCM}} m_\alpha\\), the model averages
-//! taken on the [`Mesh`]. It is maximised over \\(q\ge 0\\) by projected Newton steps (the
+//! taken on the [`Mesh`], the data averages over the data snapped to their nearest mesh points
+//! (which keeps \\(J\\) bounded; [`RcmObjective`]). It is maximised over \\(q\ge 0\\) by
+//! projected Newton steps (the
 //! Hessian is minus the mesh covariance of the sufficient statistics) with a backtracking line
 //! search, so the objective never decreases. Hyperplanes with \\(q_a\\) below a threshold (where
 //! \\(\log\cosh\\) is not close to \\(|x| - \log 2\\)) are dropped and the rest refitted
@@ -180,6 +182,16 @@ fn sufficient_statistics(points: &DMatrix<f64>, normals: &DMatrix<f64>, z: &[f64
 /// \\(J(y) = y\cdot E_D T - \log\sum_k e^{\lambda_k + y\cdot T(m_k)}\\) (\\(\lambda_k\\) the
 /// mesh prior, [`Mesh::log_prior`]), i.e. the mean log-likelihood of the projected data up to a
 /// constant; \\(\nabla J = E_D T - E_{\text{mesh}} T\\) (Eq. 25–26).
+///
+/// The data enter snapped to their nearest mesh points ([`Mesh::snap`]): \\(E_D T\\) is an
+/// average of mesh statistics, so it lies in their convex hull and \\(J\\) is bounded above
+/// (\\(J\\) is then the log-likelihood of the data binned on the mesh, at most minus their
+/// entropy). With the raw projections it is not: data beyond the converged mesh points (on 8x8
+/// Ising configurations at \\(\beta = 0.44\\), \\(m_1 = \pm 1\\) where the outermost kept
+/// points have \\(|m_1| = 0.94\\)) make \\(q|n\cdot m + z| + N\theta\cdot m\\) positive on the
+/// data and zero on the whole mesh for a plane just inside them, \\(J\\) grows without bound
+/// along it, and the ascent diverges (\\(q = 3\cdot10^8\\), exact \\(\log Z\\)
+/// \\(3\cdot10^8\\)).
 #[derive(Clone, Debug)]
 pub struct RcmObjective {
     stats: DMatrix<f64>,
@@ -219,7 +231,7 @@ impl RcmObjective {
         if data_m.ncols() == 0 {
             return Err(invalid("data", "no samples".into()));
         }
-        let ds = sufficient_statistics(data_m, normals, offsets);
+        let ds = sufficient_statistics(&mesh.snap(data_m)?, normals, offsets);
         let data_mean = ds.row_mean().transpose();
         Ok(Self {
             stats: sufficient_statistics(mesh.points(), normals, offsets),
@@ -328,9 +340,19 @@ pub struct RcmFit {
     pub fits: usize,
 }
 
+/// Least fraction of the data that each hyperplane of [`hyperplane_family`] leaves on either
+/// side. A plane that splits off only a few points at the edge of the mesh has a weight \\(q_a\\)
+/// that the data hardly determine, and the fit can make it very large; the kink of such a plane
+/// is then much sharper than the mesh spacing, and the mesh no longer represents the RBM (on 8x8
+/// Ising data, \\(q = 186\\) on one plane and an exact \\(\log Z\\) 23 above the mesh one).
+pub const MIN_SIDE_FRACTION: f64 = 0.1;
+
 /// The fixed hyperplane family: Gaussian random normals in the span of the directions that carry
 /// couplings (the bias direction, if any, is row 0 and gets a zero component), each through a
-/// randomly chosen data point (\\(z_a = -n_a\cdot m_j\\)), so the planes cover the data.
+/// data point drawn among those whose projection on the normal lies between the
+/// [`MIN_SIDE_FRACTION`] and \\(1 -\\) [`MIN_SIDE_FRACTION`] quantiles
+/// (\\(z_a = -n_a\cdot m_j\\)), so the planes cut the data. [`fit_rcm`] passes the data snapped
+/// to the mesh ([`Mesh::snap`]), so every plane passes through a mesh point.
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] for zero hyperplanes or no coupled direction.
@@ -362,8 +384,14 @@ pub fn hyperplane_family(
                 break;
             }
         }
-        let j = rng.random_range(0..data_m.ncols());
-        offsets.push(-normals.column(a).dot(&data_m.column(j)));
+        let mut proj: Vec<f64> = (data_m.transpose() * normals.column(a))
+            .iter()
+            .copied()
+            .collect();
+        proj.sort_by(f64::total_cmp);
+        let lo = (MIN_SIDE_FRACTION * proj.len() as f64) as usize;
+        let hi = (proj.len() - lo).max(lo + 1);
+        offsets.push(-proj[rng.random_range(lo..hi)]);
     }
     Ok((normals, offsets))
 }
@@ -476,8 +504,12 @@ pub fn fit_rcm(
             ),
         ));
     }
-    let (mut normals, mut offsets) =
-        hyperplane_family(data_m, cfg.hyperplanes, bias_direction, cfg.seed)?;
+    let (mut normals, mut offsets) = hyperplane_family(
+        &mesh.snap(data_m)?,
+        cfg.hyperplanes,
+        bias_direction,
+        cfg.seed,
+    )?;
     let d = data_m.nrows();
     let n = mesh.basis().n_visible() as f64;
     let mut y = vec![0.0; d + offsets.len()];
