@@ -10,6 +10,7 @@
 //! |---|---|---|
 //! | [`Warning::LowEss`] | Kish ESS of the final importance weights \\(< 30\\) ([`MIN_ESS`]); for BAR / exponential average: the smallest over neighbouring pairs of the ESS of the work weights \\(< 30\\) | AIS, reverse AIS, Tr-AIS, online Tr-AIS, BAR, exponential average |
 //! | [`Warning::WeightConcentration`] | the largest chain carries more than 10% ([`MAX_WEIGHT_FRACTION`]) of the total importance weight | AIS, reverse AIS, Tr-AIS, online Tr-AIS |
+//! | [`Warning::HeavyTailedWeights`] | the Pareto shape \\(\hat k\\) ([`pareto_k`]) of the weights of the independent units (the chains; after resampling, the total weight of each founder's descendants) exceeds \\(\min(1 - 1/\log_{10} n, 0.7)\\) ([`max_pareto_k`]) | AIS, reverse AIS, Tr-AIS, online Tr-AIS |
 //! | [`Warning::NotEquilibrated`] | the estimates from the first and the second half of the recorded rounds differ by more than 3 combined standard errors ([`HALVES_Z`]) | BAR, exponential average (from PT / PTT) |
 //! | [`Warning::StartNotAtEquilibrium`] | reverse AIS started from draws that are not known to be exact draws of the target (Gibbs runs, user samples) | reverse AIS (added by the caller, who knows where the draws came from) |
 //! | [`Warning::LineageCollapse`] | after resampling, fewer than 30 distinct initial chains ([`MIN_ESS`]) have descendants | AIS with resampling, online Tr-AIS |
@@ -35,6 +36,15 @@ pub const MIN_ESS: f64 = 30.0;
 /// Fraction of the total importance weight carried by one chain above which an estimate is
 /// flagged [`Warning::WeightConcentration`].
 pub const MAX_WEIGHT_FRACTION: f64 = 0.1;
+
+/// The largest Pareto shape \\(\hat k\\) ([`pareto_k`]) of `n` importance weights for which
+/// their mean is trusted: \\(\min(1 - 1/\log_{10} n, 0.7)\\), the sample-size dependent
+/// threshold of Vehtari et al. (2024, §3.2.4): above it, the relative error of the mean of
+/// \\(n\\) weights with \\(\lfloor 1/\hat k\rfloor\\) moments is not yet small, and its estimated
+/// error bar is unreliable. (0.667 for 1000 chains, 0.5 for 100.)
+pub fn max_pareto_k(n: usize) -> f64 {
+    (1.0 - 1.0 / (n as f64).log10()).min(0.7)
+}
 
 /// Number of combined standard errors by which the estimates from the two halves of a run may
 /// differ before [`Warning::NotEquilibrated`] is raised.
@@ -65,6 +75,16 @@ pub enum Warning {
         /// \\(\max_i e^{w_i} / \sum_j e^{w_j}\\).
         largest_weight_fraction: f64,
         /// The threshold ([`MAX_WEIGHT_FRACTION`]).
+        threshold: f64,
+    },
+    /// The upper tail of the importance weights is heavy (Pareto shape above [`max_pareto_k`]):
+    /// the mean is dominated by rare chains the run may or may not have drawn, so neither the
+    /// estimate nor its error bar is reliable, even when the ESS looks sufficient. Typical of a
+    /// path that crosses a mode split faster than the kernel moves chains between the modes.
+    HeavyTailedWeights {
+        /// The Pareto shape \\(\hat k\\) of the weights ([`pareto_k`]).
+        pareto_k: f64,
+        /// The threshold ([`max_pareto_k`] of the number of weights).
         threshold: f64,
     },
     /// The two halves of the recorded samples give incompatible estimates: the sampler had not
@@ -132,6 +152,16 @@ impl fmt::Display for Warning {
                 100.0 * largest_weight_fraction,
                 100.0 * threshold
             ),
+            Self::HeavyTailedWeights {
+                pareto_k,
+                threshold,
+            } => write!(
+                f,
+                "heavy-tailed weights: Pareto k = {pareto_k:.2} > {threshold:.2}; the mean \
+                 weight is dominated by rare chains, so the estimate and its error bar are not \
+                 reliable even if the ESS looks fine (typical of a path crossing a mode split; \
+                 use more rungs, more sweeps per rung, or PTT)"
+            ),
             Self::NotEquilibrated {
                 first_half,
                 second_half,
@@ -198,6 +228,83 @@ pub fn weight_warnings(ess: f64, largest: f64) -> Vec<Warning> {
         });
     }
     out
+}
+
+/// The Pareto shape \\(\hat k\\) of the upper tail of the importance weights \\(e^{w_i}\\)
+/// (Vehtari, Simpson, Gelman, Yao and Gabry 2024, "Pareto smoothed importance sampling", JMLR
+/// 25): the \\(M = \lceil\min(n/5, 3\sqrt n)\rceil\\) largest weights, minus the next one, are fitted
+/// by a generalised Pareto distribution (the profile-likelihood estimator of Zhang and Stephens
+/// 2009, with the weakly informative prior of the paper that shrinks \\(\hat k\\) towards 0.5
+/// by \\(10/(M + 10)\\)). The weights have \\(\lfloor 1/k\rfloor\\) finite moments: above
+/// \\(k = 1/2\\) their variance is infinite, so neither the delta method nor the bootstrap
+/// describes the error, and the mean converges only slowly. Weights tied with the threshold
+/// are left out of the fit; `NaN` when fewer than 5 exceedances remain (too few weights, or a
+/// tail of ties).
+pub fn pareto_k(log_w: &[f64]) -> f64 {
+    let n = log_w.len();
+    let m = (0.2 * n as f64).min(3.0 * (n as f64).sqrt()).ceil() as usize;
+    if n < 5 || m < 2 || m >= n {
+        return f64::NAN;
+    }
+    let mut sorted: Vec<f64> = log_w.to_vec();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    let top = sorted[0];
+    if !top.is_finite() {
+        return f64::NAN;
+    }
+    // Exceedances over the (M+1)-th largest weight, increasing; weights tied with it (a
+    // discrete model puts many chains on one configuration) are not exceedances.
+    let threshold = (sorted[m] - top).exp();
+    let x: Vec<f64> = sorted[..m]
+        .iter()
+        .rev()
+        .map(|w| (w - top).exp() - threshold)
+        .filter(|&v| v > 0.0)
+        .collect();
+    let m = x.len();
+    if m < 5 {
+        return f64::NAN;
+    }
+    let (largest, quartile) = (x[m - 1], x[((m as f64) / 4.0 + 0.5) as usize - 1]);
+    // Zhang-Stephens: a grid of theta < 1/max(x), weighted by the profile likelihood.
+    let mf = m as f64;
+    let grid = 30 + (mf.sqrt() as usize);
+    let theta: Vec<f64> = (1..=grid)
+        .map(|j| 1.0 / largest + (1.0 - (grid as f64 / (j as f64 - 0.5)).sqrt()) / (3.0 * quartile))
+        .collect();
+    let k_of = |t: f64| x.iter().map(|v| (-t * v).ln_1p()).sum::<f64>() / mf;
+    let profile: Vec<f64> = theta
+        .iter()
+        .map(|&t| {
+            let k = k_of(t);
+            mf * ((-t / k).ln() - k - 1.0)
+        })
+        .collect();
+    let weights: Vec<f64> = profile
+        .iter()
+        .map(|l| 1.0 / profile.iter().map(|o| (o - l).exp()).sum::<f64>())
+        .collect();
+    let total: f64 = weights.iter().filter(|w| w.is_finite()).sum();
+    let t: f64 = theta
+        .iter()
+        .zip(&weights)
+        .filter(|(_, w)| w.is_finite())
+        .map(|(t, w)| t * w)
+        .sum::<f64>()
+        / total;
+    let k = k_of(t);
+    (mf * k + 10.0 * 0.5) / (mf + 10.0)
+}
+
+/// [`Warning::HeavyTailedWeights`] when the Pareto shape of `log_w` exceeds [`max_pareto_k`]
+/// (nothing when it cannot be fitted).
+pub fn tail_warning(log_w: &[f64]) -> Option<Warning> {
+    let k = pareto_k(log_w);
+    let threshold = max_pareto_k(log_w.len());
+    (k > threshold).then_some(Warning::HeavyTailedWeights {
+        pareto_k: k,
+        threshold,
+    })
 }
 
 /// Checks the AIS / reverse-AIS sandwich: \\(\mathbb E[\log\hat Z_{\text{AIS}}] \le \log Z \le

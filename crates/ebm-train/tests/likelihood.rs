@@ -67,6 +67,7 @@ fn online_log_likelihood_tracks_the_exact_one_along_the_run() {
         every: 40,
         initial_log_z: Some(log_partition_by_hidden(&model, 1.0, Par::Seq).unwrap()),
         initial_sweeps: 50,
+        initial_ais_rungs: 100,
     });
     let mut state = trainer.init(model, &data, 5, Par::Rayon).unwrap();
     let initial_log_z = log_partition_by_hidden(&state.model, 1.0, Par::Seq).unwrap();
@@ -146,6 +147,7 @@ fn online_log_z_is_within_its_error_bars_at_every_report() {
         every: 30,
         initial_log_z: Some(log_partition_by_hidden(&model, 1.0, Par::Seq).unwrap()),
         initial_sweeps: 50,
+        initial_ais_rungs: 100,
         ..LikelihoodPolicy::default()
     });
     let mut state = trainer.init(model, &data, 9, Par::Rayon).unwrap();
@@ -288,6 +290,7 @@ fn online_log_z_survives_the_zero_sum_gauge() {
         every: 50,
         initial_log_z: Some(given_log_z),
         initial_sweeps: 100,
+        initial_ais_rungs: 100,
         ..LikelihoodPolicy::default()
     });
     let mut state = trainer.init(given, &data, 4, Par::Rayon).unwrap();
