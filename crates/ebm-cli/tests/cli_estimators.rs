@@ -117,3 +117,47 @@ fn a_too_short_ais_path_is_flagged_in_the_record() {
         .unwrap();
     assert!(f > 0.1, "{f}");
 }
+
+/// `--loglik-every` does not change the training (issue 18): a 24 x 24 model, too large to
+/// enumerate, is trained with and without the online log-likelihood and the two model files
+/// are identical byte for byte; its initial log Z then comes from AIS (recorded with an error
+/// bar). The comparison can fail: another seed gives another model.
+#[test]
+fn the_online_log_likelihood_does_not_change_the_training() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = DMatrix::from_fn(24, 200, |i, j| {
+        let on = (i < 12) == j.is_multiple_of(2);
+        let flip = (i * 31 + j * 17).is_multiple_of(19);
+        (on != flip) as u8 as f64
+    });
+    let ds = ebm_data::Dataset::new(data, ebm_data::Domain::Binary01).unwrap();
+    let path = d.join("d.npy");
+    ebm_data::loaders::npy::save_npy(&path, &ds).unwrap();
+    let train = |extra: &str, seed: u64, out: &str| {
+        assert!(run(&format!(
+            "train --data {} --hidden-units 24 --updates 20 --chains 20 --batch-size 20 \
+             --seed {seed} {extra} --out {}",
+            path.display(),
+            d.join(out).display()
+        )));
+        std::fs::read(d.join(out)).unwrap()
+    };
+    let plain = train("", 1, "plain.safetensors");
+    let followed = train(
+        "--loglik-every 10 --loglik-chains 200",
+        1,
+        "followed.safetensors",
+    );
+    assert!(
+        plain == followed,
+        "--loglik-every changed the trained model"
+    );
+    assert!(plain != train("", 2, "other.safetensors"));
+    let r = record(&d.join("followed.json"));
+    let z = r["results"]["log_z"].as_array().unwrap();
+    assert!(
+        z[0].as_f64().unwrap().is_finite() && z[1].as_f64().unwrap() > 0.0,
+        "{z:?}"
+    );
+}

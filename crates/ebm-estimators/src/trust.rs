@@ -386,6 +386,30 @@ mod tests {
     }
 
     #[test]
+    fn pareto_k_recovers_the_tail_of_pareto_weights_and_flags_heavy_ones() {
+        // Weights at the quantiles of a Pareto law with shape k: W = u^(-k).
+        let pareto = |k: f64| -> Vec<f64> {
+            (0..1000)
+                .map(|i| -k * ((i as f64 + 0.5) / 1000.0).ln())
+                .collect()
+        };
+        for k in [0.2, 0.5, 0.9] {
+            let est = pareto_k(&pareto(k));
+            assert!((est - k).abs() < 0.1, "{k}: {est}");
+        }
+        assert!(tail_warning(&pareto(0.3)).is_none());
+        assert!(matches!(
+            tail_warning(&pareto(0.9)),
+            Some(Warning::HeavyTailedWeights { .. })
+        ));
+        assert!((max_pareto_k(1000) - 2.0 / 3.0).abs() < 1e-12);
+        assert!((max_pareto_k(100_000) - 0.7).abs() < 1e-12);
+        // Equal weights (a tail of ties) and too few weights: no fit.
+        assert!(pareto_k(&[1.0; 500]).is_nan());
+        assert!(pareto_k(&[0.0, 1.0, 2.0]).is_nan());
+    }
+
+    #[test]
     fn warnings_print_what_they_mean() {
         let s = Warning::LowEss {
             ess: 2.0,

@@ -269,8 +269,28 @@ pub struct TrainState<V: Layer, H: Layer<Scalar = V::Scalar>, S> {
     batches: BatchSampler,
     selector: Option<CheckpointSelector<Rbm<V, H>>>,
     kept: Vec<(u64, Rbm<V, H>)>,
+    /// The last model offered to the selector and not kept (it may be kept later, see
+    /// [`CheckpointSelector`]).
+    #[serde(default)]
+    previous_offer: Option<(u64, Rbm<V, H>)>,
+    /// Kept neighbouring checkpoints whose estimated swap acceptance is below the target.
+    #[serde(default)]
+    below_target: Vec<PairBelowTarget>,
     /// The online trajectory AIS estimator, when the likelihood is followed.
     pub likelihood: Option<OnlineTrajectoryAis<RbmChains<V::Scalar>>>,
+}
+
+/// A pair of neighbouring kept checkpoints whose estimated swap acceptance is below the target
+/// of the [`CheckpointPolicy`]: the model moved that far between two consecutive offers (large
+/// updates, e.g. the first ones; offer more often or lower the learning rate).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairBelowTarget {
+    /// The update of the first checkpoint of the pair.
+    pub from: u64,
+    /// The update of the second.
+    pub to: u64,
+    /// Their estimated swap acceptance.
+    pub acceptance: f64,
 }
 
 /// What one update did, reported to the observer after the update.
@@ -298,6 +318,12 @@ where
     /// The models kept by checkpoint selection, with their update numbers.
     pub fn checkpoints(&self) -> &[(u64, Rbm<V, H>)] {
         &self.kept
+    }
+
+    /// The kept neighbouring checkpoints whose estimated swap acceptance is below the target
+    /// (see [`CheckpointSelector`]); empty when every pair meets it.
+    pub fn checkpoint_pairs_below_target(&self) -> &[PairBelowTarget] {
+        &self.below_target
     }
 
     /// The training trajectory for parallel trajectory tempering: the kept checkpoints
@@ -480,6 +506,8 @@ impl<P> Trainer<P> {
             batches: BatchSampler::new(data, RngStreams::auxiliary(seed, 3)),
             selector: None,
             kept: Vec::new(),
+            previous_offer: None,
+            below_target: Vec::new(),
             likelihood: None,
             update: 0,
             model,
@@ -601,8 +629,23 @@ impl<P> Trainer<P> {
         {
             let chains = self.negative.chains(&state.negative);
             let selection = selector.offer(&state.model, chains, par);
-            if selection.keep {
-                state.kept.push((state.update, state.model.clone()));
+            if selection.keep_previous
+                && let Some(previous) = state.previous_offer.take()
+            {
+                state.kept.push(previous);
+            }
+            if let Some(acceptance) = selection.below_target {
+                state.below_target.push(PairBelowTarget {
+                    from: state.kept.last().map_or(0, |(u, _)| *u),
+                    to: state.update,
+                    acceptance,
+                });
+            }
+            state.previous_offer = (!selection.keep).then(|| (state.update, state.model.clone()));
+            if selection.keep || selection.keep_previous {
+                if selection.keep {
+                    state.kept.push((state.update, state.model.clone()));
+                }
                 if let Some(path) = &policy.path {
                     let t = Trajectory::from_checkpoints(state.kept.iter().cloned())?;
                     ebm_io::save_trajectory(&t, path)?;
