@@ -585,6 +585,8 @@ When to trust it: every estimate is checked, and each failed check is printed on
                             typical of a path crossing a mode split (trajectory AIS through
                             the appearance of a mode): use more rungs or sweeps, or ptt
   not_equilibrated          (ptt) the two halves of the rounds differ by > 3 standard errors
+  run_too_short             (ptt) burn-in < 20 tau_exp or recorded rounds < 100 tau_int of
+                            the replica index process
   start_not_at_equilibrium  (reverse-ais) the start was not drawn exactly
   sandwich_inverted         (reverse-ais) forward AIS above reverse AIS by > 3 standard errors
   lineage_collapse          after resampling, < 30 initial chains have descendants
@@ -685,6 +687,14 @@ of chains, which accounts for the correlation of successive rounds; ESS is the s
 over pairs, Kish effective size of the reweighted samples. The estimates from the first and
 second halves of the recorded rounds are compared (not_equilibrated warning). Works well when
 neighbouring checkpoints exchange often (see the acceptance rates in the output).
+
+Run length: replicas must travel the whole ladder many times, so by default the burn-in and the
+recorded rounds grow with the number of checkpoints K (burn-in max(200, 10 K), recorded
+max(1800, 100 K)) and with the replica index process measured during the burn-in: the burn-in
+is extended to 20 of its exponential autocorrelation times and the recorded rounds to 100 of
+its integrated times (at most 10 times the defaults). Both times are measured again on the
+recorded rounds and reported (results.ptt); when the run, defaults or --steps / --burn-in,
+falls short of either bound it is flagged run_too_short.
 
 Cost: --steps x --sweeps x checkpoints Gibbs sweeps per system.
 
@@ -835,10 +845,15 @@ pub(crate) struct PttArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub trajectory: TrajectoryArgs,
-    /// Rounds of parallel tempering (exploration of every rung, then exchanges).
-    #[arg(long, default_value_t = 2000, value_parser = positive_u64)]
-    pub steps: u64,
-    /// Rounds discarded before the samples are used (default: a tenth of --steps).
+    /// Rounds of parallel tempering (exploration of every rung, then exchanges), burn-in
+    /// included [default: burn-in + max(1800, 100 x checkpoints), extended to 100 integrated
+    /// autocorrelation times of the replica index process measured during the burn-in, at
+    /// most 10 times the default].
+    #[arg(long, value_parser = positive_u64)]
+    pub steps: Option<u64>,
+    /// Rounds discarded before the samples are used [default: max(200, 10 x checkpoints),
+    /// extended to 20 exponential autocorrelation times of the replica index process, at most
+    /// 10 times the default; with --steps: a tenth of it].
     #[arg(long, value_name = "ROUNDS")]
     pub burn_in: Option<u64>,
     /// Swap schedule.

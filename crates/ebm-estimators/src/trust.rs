@@ -12,6 +12,7 @@
 //! | [`Warning::WeightConcentration`] | the largest chain carries more than 10% ([`MAX_WEIGHT_FRACTION`]) of the total importance weight | AIS, reverse AIS, Tr-AIS, online Tr-AIS |
 //! | [`Warning::HeavyTailedWeights`] | the Pareto shape \\(\hat k\\) ([`pareto_k`]) of the weights of the independent units (the chains; after resampling, the total weight of each founder's descendants) exceeds \\(\min(1 - 1/\log_{10} n, 0.7)\\) ([`max_pareto_k`]) | AIS, reverse AIS, Tr-AIS, online Tr-AIS |
 //! | [`Warning::NotEquilibrated`] | the estimates from the first and the second half of the recorded rounds differ by more than 3 combined standard errors ([`HALVES_Z`]) | BAR, exponential average (from PT / PTT) |
+//! | [`Warning::RunTooShort`] | the burn-in is shorter than 20 exponential autocorrelation times of the replica index process, or the recorded rounds fewer than 100 integrated times ([`BURN_IN_TAU_EXP`], [`RECORDED_TAU_INT`]) | PTT / PT estimates (added by the caller, who measures the index process) |
 //! | [`Warning::StartNotAtEquilibrium`] | reverse AIS started from draws that are not known to be exact draws of the target (Gibbs runs, user samples) | reverse AIS (added by the caller, who knows where the draws came from) |
 //! | [`Warning::LineageCollapse`] | after resampling, fewer than 30 distinct initial chains ([`MIN_ESS`]) have descendants | AIS with resampling, online Tr-AIS |
 //! | [`Warning::SandwichInverted`] | forward AIS exceeds reverse AIS by more than 3 combined standard errors ([`HALVES_Z`]) | both, when run together ([`sandwich`]) |
@@ -49,6 +50,15 @@ pub fn max_pareto_k(n: usize) -> f64 {
 /// Number of combined standard errors by which the estimates from the two halves of a run may
 /// differ before [`Warning::NotEquilibrated`] is raised.
 pub const HALVES_Z: f64 = 3.0;
+
+/// Burn-in of a PT / PTT estimate, in exponential autocorrelation times of its replica index
+/// process: the conservative thermalisation time of spec `ptt-trais-rcm.md` §5.4 (SI B.1).
+pub const BURN_IN_TAU_EXP: f64 = 20.0;
+
+/// Recorded rounds of a PT / PTT estimate, in integrated autocorrelation times of its replica
+/// index process: 50 independent index configurations per system (\\(n / 2\tau_{\text{int}}\\)),
+/// enough for the jackknife over chains to see the between-rung fluctuations.
+pub const RECORDED_TAU_INT: f64 = 100.0;
 
 /// Number of bootstrap resamples behind [`crate::ErrorBar::LargerOfDeltaAndBootstrap`].
 pub const BOOTSTRAP_RESAMPLES: usize = 200;
@@ -96,6 +106,19 @@ pub enum Warning {
         second_half: f64,
         /// Their difference in units of the combined standard error.
         z: f64,
+    },
+    /// A parallel-tempering run too short for the measured autocorrelation of its replica
+    /// index process: the burn-in below [`BURN_IN_TAU_EXP`] exponential times, or the recorded
+    /// rounds below [`RECORDED_TAU_INT`] integrated times.
+    RunTooShort {
+        /// Rounds discarded as burn-in.
+        burn_in: u64,
+        /// Rounds recorded.
+        recorded: u64,
+        /// Exponential autocorrelation time of the index process, in rounds.
+        tau_exp: f64,
+        /// Integrated autocorrelation time of the index process, in rounds.
+        tau_int: f64,
     },
     /// Reverse AIS started from draws that are not exact draws of the target: the estimate is
     /// an upper bound of \\(\log Z\\) only as far as the draws are in equilibrium, and a start
@@ -171,6 +194,18 @@ impl fmt::Display for Warning {
                 "not equilibrated: the two halves of the run give log Z = {first_half:.4} and \
                  {second_half:.4} ({z:.1} standard errors apart); use a longer burn-in or more \
                  steps"
+            ),
+            Self::RunTooShort {
+                burn_in,
+                recorded,
+                tau_exp,
+                tau_int,
+            } => write!(
+                f,
+                "run too short: {burn_in} rounds of burn-in and {recorded} recorded, for a \
+                 replica index process with tau_exp = {tau_exp:.1} and tau_int = {tau_int:.1} \
+                 rounds (needed: {BURN_IN_TAU_EXP} tau_exp of burn-in and {RECORDED_TAU_INT} \
+                 tau_int recorded); run longer"
             ),
             Self::StartNotAtEquilibrium { start } => write!(
                 f,
@@ -304,6 +339,26 @@ pub fn tail_warning(log_w: &[f64]) -> Option<Warning> {
     (k > threshold).then_some(Warning::HeavyTailedWeights {
         pareto_k: k,
         threshold,
+    })
+}
+
+/// [`Warning::RunTooShort`] when `burn_in` rounds are fewer than [`BURN_IN_TAU_EXP`] `tau_exp`
+/// or `recorded` rounds fewer than [`RECORDED_TAU_INT`] `tau_int` (times of the replica index
+/// process, in rounds); nothing when a time could not be measured.
+pub fn run_length_warning(
+    burn_in: u64,
+    recorded: u64,
+    tau_exp: Option<f64>,
+    tau_int: Option<f64>,
+) -> Option<Warning> {
+    let (tau_exp, tau_int) = (tau_exp?, tau_int?);
+    let short = (burn_in as f64) < BURN_IN_TAU_EXP * tau_exp
+        || (recorded as f64) < RECORDED_TAU_INT * tau_int;
+    short.then_some(Warning::RunTooShort {
+        burn_in,
+        recorded,
+        tau_exp,
+        tau_int,
     })
 }
 
