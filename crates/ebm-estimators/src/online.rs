@@ -112,15 +112,7 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
         resample_below_ess: f64,
     ) -> ebm_core::Result<Self> {
         check_arguments(log_z0, resample_below_ess)?;
-        Ok(Self {
-            population: Population::new(chains, seed)?,
-            log_z0,
-            resample_below_ess,
-            updates: 0,
-            broken: None,
-            diverged: false,
-            previous: Vec::new(),
-        })
+        Self::from_population(Population::new(chains, seed)?, log_z0, resample_below_ess)
     }
 
     /// Continues a weighted population already carried along an annealing path from a

@@ -303,31 +303,44 @@ fn matrix() -> Vec<Cell> {
     cells
 }
 
-#[test]
-fn every_estimator_is_honest_and_shrunk_error_bars_are_caught() {
-    let cells = matrix();
-    for c in &cells {
+/// Prints every cell (and its trusted misses), asserts that every cell is honest in at least
+/// 95% of its runs and that easy cells raised no warning; returns the cells that the negative
+/// control (error bars divided by 10) makes fail.
+fn check(cells: &[Cell]) -> Vec<&str> {
+    for c in cells {
         eprintln!("{}", c.summary());
-    }
-    for c in &cells {
-        let min = min_honest(c.estimates.len());
-        assert!(
-            c.honest(1.0) >= min,
-            "{}: only {}/{} honest runs",
-            c.name,
-            c.honest(1.0),
-            c.estimates.len()
-        );
-        if c.easy {
-            assert_eq!(c.warned(), 0, "{}: warnings on an easy model", c.name);
+        for (i, e) in c.estimates.iter().enumerate() {
+            if e.is_trusted() && !e.covers(c.exact, 3.0) {
+                eprintln!(
+                    "  run {i} trusted but off: {:+.3} for a standard error of {:.3} (ESS {:.0})",
+                    e.log_z - c.exact,
+                    e.std_err,
+                    e.ess
+                );
+            }
         }
     }
-    // Negative control: ten times too confident error bars fail the same criterion.
-    let failing: Vec<&str> = cells
+    for c in cells {
+        assert!(
+            c.honest(1.0) >= min_honest(c.estimates.len()),
+            "{}",
+            c.summary()
+        );
+        if c.easy {
+            assert_eq!(c.warned(), 0, "{}: warnings on an easy cell", c.name);
+        }
+    }
+    cells
         .iter()
         .filter(|c| c.honest(10.0) < min_honest(c.estimates.len()))
         .map(|c| c.name.as_str())
-        .collect();
+        .collect()
+}
+
+#[test]
+fn every_estimator_is_honest_and_shrunk_error_bars_are_caught() {
+    let cells = matrix();
+    let failing = check(&cells);
     eprintln!("negative control (error bars / 10) fails: {failing:?}");
     assert!(
         failing.len() >= cells.len() / 2,
@@ -368,34 +381,7 @@ fn trajectory_ais_is_honest() {
         true,
     ));
     lap(t, "trajectories");
-    for c in &cells {
-        eprintln!("{}", c.summary());
-        for (i, e) in c.estimates.iter().enumerate() {
-            if e.is_trusted() && !e.covers(c.exact, 3.0) {
-                eprintln!(
-                    "  run {i} trusted but off: {:+.3} for a standard error of {:.3} (ESS {:.0})",
-                    e.log_z - c.exact,
-                    e.std_err,
-                    e.ess
-                );
-            }
-        }
-    }
-    for c in &cells {
-        assert!(
-            c.honest(1.0) >= min_honest(c.estimates.len()),
-            "{}",
-            c.summary()
-        );
-        if c.easy {
-            assert_eq!(c.warned(), 0, "{}: warnings on an easy path", c.name);
-        }
-    }
-    let failing: Vec<&str> = cells
-        .iter()
-        .filter(|c| c.honest(10.0) < min_honest(c.estimates.len()))
-        .map(|c| c.name.as_str())
-        .collect();
+    let failing = check(&cells);
     eprintln!("negative control (error bars / 10) fails: {failing:?}");
     assert!(
         cells
