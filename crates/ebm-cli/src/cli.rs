@@ -579,12 +579,25 @@ When to trust it: every estimate is checked, and each failed check is printed on
 (results.estimate.warnings, with a `kind`):
   low_ess                   Kish ESS < 30 (BAR: of the worst pair): rests on a few chains
   weight_concentration      one chain holds > 10% of the total weight: path too coarse
+  heavy_tailed_weights      the Pareto shape k of the largest weights exceeds
+                            min(1 - 1/log10(chains), 0.7) (0.67 for 1000 chains): the mean
+                            weight is ruled by rare chains, even when the ESS looks fine;
+                            typical of a path crossing a mode split (trajectory AIS through
+                            the appearance of a mode): use more rungs or sweeps, or ptt
   not_equilibrated          (ptt) the two halves of the rounds differ by > 3 standard errors
+  run_too_short             (ptt) burn-in < 20 tau_exp or recorded rounds < 100 tau_int of
+                            the replica index process
   start_not_at_equilibrium  (reverse-ais) the start was not drawn exactly
   sandwich_inverted         (reverse-ais) forward AIS above reverse AIS by > 3 standard errors
   lineage_collapse          after resampling, < 30 initial chains have descendants
-Without warnings, the calibration suite finds |log Z - exact| <= 3 standard errors in >= 95% of
-runs on small enumerable models; no check can see a mode that no chain visited."
+After a resampling (online trajectory AIS during training) the ESS, concentration and tail
+checks apply to the initial chains, each with the total weight of its descendants.
+On small enumerable models the calibration suite finds, for ais, reverse-ais, ptt and tr-ais
+with these defaults, |log Z - exact| <= 3 standard errors or a warning in >= 95% of runs, and
+no warning on easy (unimodal) models. This is a rate, not a guarantee: along a trajectory
+through a mode split, tr-ais was flagged in 95 of 100 runs and the other 5 missed by about a
+nat (a mode reached by too few chains leaves no trace in the weights), and no check can see
+a mode that no chain visited."
     };
 }
 
@@ -674,6 +687,14 @@ of chains, which accounts for the correlation of successive rounds; ESS is the s
 over pairs, Kish effective size of the reweighted samples. The estimates from the first and
 second halves of the recorded rounds are compared (not_equilibrated warning). Works well when
 neighbouring checkpoints exchange often (see the acceptance rates in the output).
+
+Run length: replicas must travel the whole ladder many times, so by default the burn-in and the
+recorded rounds grow with the number of checkpoints K (burn-in max(200, 10 K), recorded
+max(1800, 100 K)) and with the replica index process measured during the burn-in: the burn-in
+is extended to 20 of its exponential autocorrelation times and the recorded rounds to 100 of
+its integrated times (at most 10 times the defaults). Both times are measured again on the
+recorded rounds and reported (results.ptt); when the run, defaults or --steps / --burn-in,
+falls short of either bound it is flagged run_too_short.
 
 Cost: --steps x --sweeps x checkpoints Gibbs sweeps per system.
 
@@ -824,10 +845,15 @@ pub(crate) struct PttArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub trajectory: TrajectoryArgs,
-    /// Rounds of parallel tempering (exploration of every rung, then exchanges).
-    #[arg(long, default_value_t = 2000, value_parser = positive_u64)]
-    pub steps: u64,
-    /// Rounds discarded before the samples are used (default: a tenth of --steps).
+    /// Rounds of parallel tempering (exploration of every rung, then exchanges), burn-in
+    /// included [default: burn-in + max(1800, 100 x checkpoints), extended to 100 integrated
+    /// autocorrelation times of the replica index process measured during the burn-in, at
+    /// most 10 times the default].
+    #[arg(long, value_parser = positive_u64)]
+    pub steps: Option<u64>,
+    /// Rounds discarded before the samples are used [default: max(200, 10 x checkpoints),
+    /// extended to 20 exponential autocorrelation times of the replica index process, at most
+    /// 10 times the default; with --steps: a tenth of it].
     #[arg(long, value_name = "ROUNDS")]
     pub burn_in: Option<u64>,
     /// Swap schedule.
@@ -953,9 +979,11 @@ of states (--visible-states, read from one-hot or categorical data; --hidden-sta
 
 Outputs, all named after --out MODEL.safetensors:
   MODEL.safetensors              the final model (ebm sample, ebm loglik exact read it)
-  MODEL.trajectory.safetensors   checkpoints kept every time the estimated swap acceptance
-                                 with the last kept one fell below --target-acceptance, and
-                                 the final model (ebm sample --sampler ptt --trajectory)
+  MODEL.trajectory.safetensors   checkpoints: when the estimated swap acceptance with the
+                                 last kept one falls below --target-acceptance, the previous
+                                 model offered (the last one still at or above it) is kept,
+                                 so neighbours meet the target; and the final model
+                                 (ebm sample --sampler ptt, ebm loglik tr-ais / ptt)
   MODEL.state.json               everything needed to continue exactly (--resume)
   MODEL.log.csv                  one row per update: learning rate, gradient norm, negative
                                  phase diagnostics, checkpoints, online log Z and, every
@@ -964,11 +992,14 @@ Outputs, all named after --out MODEL.safetensors:
   MODEL.json                     the run record
 
 Online log-likelihood (--loglik-every N): a trajectory-AIS estimator follows the training
-(about one extra Gibbs sweep per update on --loglik-chains chains) from the exact log Z of the
-initial model: by enumerating its smaller discrete layer (at most 2^22 configurations), or
-in closed form with zero initial weights (--init-std 0, the default when no layer can be
-enumerated); every N updates the mean
-log-likelihood of --data (and --test) under the current model is logged.
+(about one extra Gibbs sweep per update on --loglik-chains chains) from log Z of the initial
+model: in closed form with zero initial weights (--init-std 0), by enumerating its
+smaller discrete layer (at most 2^22 configurations), or otherwise by AIS with 100 rungs from
+the independent-site model with its fields, whose weighted chains then follow the training
+(the AIS error is part of every later error bar). Following the likelihood never changes the
+training: the same seed gives the same model with or without --loglik-every. Every N updates
+the mean log-likelihood of --data (and --test) under the current model is logged; the final
+estimate's warnings (see `ebm loglik --help`) are printed on stderr and recorded.
 
 Resume: `ebm train --data D --resume MODEL.state.json --updates N --out NEW.safetensors`
 continues the saved run up to N updates in total, bit for bit as an uninterrupted run of N
@@ -1092,9 +1123,8 @@ pub(crate) struct TrainSettings {
     /// Plain instead of centred gradients (centring is on by default).
     #[arg(long)]
     pub uncentred: bool,
-    /// Standard deviation of the initial weights, >= 0 [default: 0.01, or 0 with
-    /// --loglik-every when no layer of the model can be enumerated]; the visible fields start
-    /// at the data frequencies.
+    /// Standard deviation of the initial weights, >= 0 [default: 0.01]; the visible fields
+    /// start at the data frequencies.
     #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
     pub init_std: Option<f64>,
     /// Log the train (and --test) log-likelihood every N updates (online trajectory AIS).
@@ -1104,7 +1134,9 @@ pub(crate) struct TrainSettings {
     #[arg(long, value_name = "N", value_parser = positive_usize)]
     pub loglik_chains: Option<usize>,
     /// Target swap acceptance between neighbouring checkpoints of the trajectory, in (0, 1)
-    /// [default: 0.25].
+    /// [default: 0.7, dense enough for `ebm loglik tr-ais`; 0.25 (the paper's PTT value)
+    /// keeps about a third as many]. Every kept neighbouring pair meets it, except a pair of
+    /// consecutive offers, which is reported.
     #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
     pub target_acceptance: Option<f64>,
     /// Offer the model to the checkpoint selection every N updates [default: 1].

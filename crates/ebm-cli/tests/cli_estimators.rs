@@ -117,3 +117,105 @@ fn a_too_short_ais_path_is_flagged_in_the_record() {
         .unwrap();
     assert!(f > 0.1, "{f}");
 }
+
+/// `--loglik-every` does not change the training (issue 18): a 24 x 24 model, too large to
+/// enumerate, is trained with and without the online log-likelihood and the two model files
+/// are identical byte for byte; its initial log Z then comes from AIS (recorded with an error
+/// bar). The comparison can fail: another seed gives another model.
+#[test]
+fn the_online_log_likelihood_does_not_change_the_training() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = DMatrix::from_fn(24, 200, |i, j| {
+        let on = (i < 12) == j.is_multiple_of(2);
+        let flip = (i * 31 + j * 17).is_multiple_of(19);
+        (on != flip) as u8 as f64
+    });
+    let ds = ebm_data::Dataset::new(data, ebm_data::Domain::Binary01).unwrap();
+    let path = d.join("d.npy");
+    ebm_data::loaders::npy::save_npy(&path, &ds).unwrap();
+    let train = |extra: &str, seed: u64, out: &str| {
+        assert!(run(&format!(
+            "train --data {} --hidden-units 24 --updates 20 --chains 20 --batch-size 20 \
+             --seed {seed} {extra} --out {}",
+            path.display(),
+            d.join(out).display()
+        )));
+        std::fs::read(d.join(out)).unwrap()
+    };
+    let plain = train("", 1, "plain.safetensors");
+    let followed = train(
+        "--loglik-every 10 --loglik-chains 200",
+        1,
+        "followed.safetensors",
+    );
+    assert!(
+        plain == followed,
+        "--loglik-every changed the trained model"
+    );
+    assert!(plain != train("", 2, "other.safetensors"));
+    let r = record(&d.join("followed.json"));
+    let z = r["results"]["log_z"].as_array().unwrap();
+    assert!(
+        z[0].as_f64().unwrap().is_finite() && z[1].as_f64().unwrap() > 0.0,
+        "{z:?}"
+    );
+}
+
+/// `ptt` runs long enough for its ladder (issue 18): by default the burn-in and the recorded
+/// rounds grow with the number of checkpoints and meet 20 tau_exp and 100 tau_int of the
+/// replica index process (no run_too_short warning, both times recorded); a run given too
+/// few rounds is flagged.
+#[test]
+fn ptt_run_length_scales_with_the_ladder_and_short_runs_are_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let target = bimodal(0.6, 6);
+    let zero = Rbm::new(
+        Bernoulli::new(vec![0.0; 6]),
+        Bernoulli::new(vec![0.0; 2]),
+        DMatrix::zeros(6, 2),
+    )
+    .unwrap();
+    let k = 25;
+    let checkpoints = (0..k).map(|j| {
+        let t = j as f64 / (k - 1) as f64;
+        (j as u64, target.interpolate(&zero, t).unwrap())
+    });
+    let path = d.join("t.safetensors");
+    ebm_io::save_trajectory(
+        &ebm_io::Trajectory::from_checkpoints(checkpoints).unwrap(),
+        &path,
+    )
+    .unwrap();
+    let out = d.join("p.json");
+    assert!(run(&format!(
+        "loglik ptt --trajectory {} --chains 16 --seed 1 --out {}",
+        path.display(),
+        out.display()
+    )));
+    let rec = record(&out);
+    let p = &rec["results"]["ptt"];
+    let (burn_in, rounds) = (
+        p["burn_in"].as_u64().unwrap(),
+        p["rounds"].as_u64().unwrap(),
+    );
+    let (tau_exp, tau_int) = (
+        p["index_tau_exp"].as_f64().unwrap(),
+        p["index_tau_int"].as_f64().unwrap(),
+    );
+    assert!(
+        burn_in >= 10 * k as u64 && rounds - burn_in >= 100 * k as u64,
+        "{p}"
+    );
+    assert!(!kinds(&rec).contains(&"run_too_short".to_string()), "{p}");
+    assert!(burn_in as f64 >= 20.0 * tau_exp && (rounds - burn_in) as f64 >= 100.0 * tau_int);
+
+    let out = d.join("s.json");
+    assert!(run(&format!(
+        "loglik ptt --trajectory {} --chains 16 --steps 60 --burn-in 10 --seed 1 --out {}",
+        path.display(),
+        out.display()
+    )));
+    assert!(kinds(&record(&out)).contains(&"run_too_short".to_string()));
+}

@@ -231,7 +231,8 @@ where
 /// `other_var` (variance of the start's \\(\log Z_0\\)) combined with the robust error of the
 /// population's log mean weight ([`crate::trust::robust_std_err`] on the current segment, the
 /// delta-method variance of the segments before a resampling), the ESS and the largest-weight
-/// fraction of the final weights, and the warnings of [`crate::trust`].
+/// fraction of the final weights, and the warnings of [`crate::trust`] (the tail of the weights
+/// aggregated by founder, [`Population::founder_log_weights`]).
 pub(crate) fn ais_estimate<S: ebm_core::Chains>(
     log_z: f64,
     other_var: f64,
@@ -245,7 +246,14 @@ pub(crate) fn ais_estimate<S: ebm_core::Chains>(
     let largest = crate::trust::largest_weight_fraction(w);
     let n = population.log_weights.len();
     let mut std_err = (other_var + population.carried_variance() + se * se).sqrt();
-    let mut warnings = crate::trust::weight_warnings(current.ess, largest);
+    // The rule applies to the independent units: the chains, or after resampling the
+    // founders with the total weight of their descendants.
+    let units = population.founder_log_weights();
+    let mut warnings = crate::trust::weight_warnings(
+        LogMeanExp::of(&units).ess,
+        crate::trust::largest_weight_fraction(&units),
+    );
+    warnings.extend(crate::trust::tail_warning(&units));
     if let Some((var, lineages)) = population.lineage_variance() {
         std_err = std_err.max((other_var + var).sqrt());
         if (lineages as f64) < crate::trust::MIN_ESS {

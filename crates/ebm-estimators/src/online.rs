@@ -111,22 +111,28 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
         log_z0: f64,
         resample_below_ess: f64,
     ) -> ebm_core::Result<Self> {
-        if !log_z0.is_finite() {
-            return Err(Error::InvalidParameter {
-                name: "log_z0".into(),
-                reason: format!("must be finite, got {log_z0}"),
-            });
-        }
-        if !(0.0..=1.0).contains(&resample_below_ess) {
-            return Err(Error::InvalidParameter {
-                name: "resample_below_ess".into(),
-                reason: format!(
-                    "a relative ESS threshold must lie in [0, 1], got {resample_below_ess}"
-                ),
-            });
-        }
+        check_arguments(log_z0, resample_below_ess)?;
+        Self::from_population(Population::new(chains, seed)?, log_z0, resample_below_ess)
+    }
+
+    /// Continues a weighted population already carried along an annealing path from a
+    /// distribution whose exact \\(\log Z\\) is `log_z0` to the initial model of the training
+    /// run, e.g. the population of an [`crate::ais`] run from an independent-site reference to
+    /// an initial model with couplings: the training trajectory is then one more stretch of the
+    /// same path, and the weights, carried log ratios, genealogy and error of that first
+    /// stretch stay in every later [`estimate`](Self::estimate). The population's RNG streams
+    /// continue.
+    ///
+    /// # Errors
+    /// As [`OnlineTrajectoryAis::try_new`].
+    pub fn from_population(
+        population: Population<S>,
+        log_z0: f64,
+        resample_below_ess: f64,
+    ) -> ebm_core::Result<Self> {
+        check_arguments(log_z0, resample_below_ess)?;
         Ok(Self {
-            population: Population::new(chains, seed)?,
+            population,
             log_z0,
             resample_below_ess,
             updates: 0,
@@ -257,6 +263,24 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
     /// The exact \\(\log Z_0\\) of the initial model.
     pub fn log_z0(&self) -> f64 {
         self.log_z0
+    }
+}
+
+fn check_arguments(log_z0: f64, resample_below_ess: f64) -> ebm_core::Result<()> {
+    if !log_z0.is_finite() {
+        Err(Error::InvalidParameter {
+            name: "log_z0".into(),
+            reason: format!("must be finite, got {log_z0}"),
+        })
+    } else if !(0.0..=1.0).contains(&resample_below_ess) {
+        Err(Error::InvalidParameter {
+            name: "resample_below_ess".into(),
+            reason: format!(
+                "a relative ESS threshold must lie in [0, 1], got {resample_below_ess}"
+            ),
+        })
+    } else {
+        Ok(())
     }
 }
 

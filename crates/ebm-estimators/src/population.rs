@@ -229,6 +229,28 @@ impl<S: Chains> Population<S> {
         Some((var, seen.iter().filter(|s| **s).count()))
     }
 
+    /// The log of the total current weight of the descendants of each founder (each chain
+    /// before the first resampling), \\(\log \sum_{i: E_i = e} e^{w_i}\\) for \\(e = 1..n\\)
+    /// (\\(-\infty\\) for a founder without descendants): the importance weights of the
+    /// independent units of the run. Without resampling (or for a population restored from a
+    /// record without genealogy) these are the chains' own log weights.
+    pub fn founder_log_weights(&self) -> Vec<f64> {
+        let n = self.log_weights.len();
+        if self.resamplings == 0 || self.founders.len() != n {
+            return self.log_weights.clone();
+        }
+        let m = self
+            .log_weights
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
+        let mut total = vec![0.0; n];
+        for (&e, &w) in self.founders.iter().zip(&self.log_weights) {
+            total[e] += (w - m).exp();
+        }
+        total.iter().map(|t| m + t.ln()).collect()
+    }
+
     /// The current relative ESS of the weights, \\(\mathrm{ESS}/n\\).
     pub fn relative_ess(&self) -> f64 {
         LogMeanExp::of(&self.log_weights).relative_ess()

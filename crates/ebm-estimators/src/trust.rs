@@ -10,7 +10,9 @@
 //! |---|---|---|
 //! | [`Warning::LowEss`] | Kish ESS of the final importance weights \\(< 30\\) ([`MIN_ESS`]); for BAR / exponential average: the smallest over neighbouring pairs of the ESS of the work weights \\(< 30\\) | AIS, reverse AIS, Tr-AIS, online Tr-AIS, BAR, exponential average |
 //! | [`Warning::WeightConcentration`] | the largest chain carries more than 10% ([`MAX_WEIGHT_FRACTION`]) of the total importance weight | AIS, reverse AIS, Tr-AIS, online Tr-AIS |
+//! | [`Warning::HeavyTailedWeights`] | the Pareto shape \\(\hat k\\) ([`pareto_k`]) of the weights of the independent units (the chains; after resampling, the total weight of each founder's descendants) exceeds \\(\min(1 - 1/\log_{10} n, 0.7)\\) ([`max_pareto_k`]) | AIS, reverse AIS, Tr-AIS, online Tr-AIS |
 //! | [`Warning::NotEquilibrated`] | the estimates from the first and the second half of the recorded rounds differ by more than 3 combined standard errors ([`HALVES_Z`]) | BAR, exponential average (from PT / PTT) |
+//! | [`Warning::RunTooShort`] | the burn-in is shorter than 20 exponential autocorrelation times of the replica index process, or the recorded rounds fewer than 100 integrated times ([`BURN_IN_TAU_EXP`], [`RECORDED_TAU_INT`]) | PTT / PT estimates (added by the caller, who measures the index process) |
 //! | [`Warning::StartNotAtEquilibrium`] | reverse AIS started from draws that are not known to be exact draws of the target (Gibbs runs, user samples) | reverse AIS (added by the caller, who knows where the draws came from) |
 //! | [`Warning::LineageCollapse`] | after resampling, fewer than 30 distinct initial chains ([`MIN_ESS`]) have descendants | AIS with resampling, online Tr-AIS |
 //! | [`Warning::SandwichInverted`] | forward AIS exceeds reverse AIS by more than 3 combined standard errors ([`HALVES_Z`]) | both, when run together ([`sandwich`]) |
@@ -36,9 +38,27 @@ pub const MIN_ESS: f64 = 30.0;
 /// flagged [`Warning::WeightConcentration`].
 pub const MAX_WEIGHT_FRACTION: f64 = 0.1;
 
+/// The largest Pareto shape \\(\hat k\\) ([`pareto_k`]) of `n` importance weights for which
+/// their mean is trusted: \\(\min(1 - 1/\log_{10} n, 0.7)\\), the sample-size dependent
+/// threshold of Vehtari et al. (2024, §3.2.4): above it, the relative error of the mean of
+/// \\(n\\) weights with \\(\lfloor 1/\hat k\rfloor\\) moments is not yet small, and its estimated
+/// error bar is unreliable. (0.667 for 1000 chains, 0.5 for 100.)
+pub fn max_pareto_k(n: usize) -> f64 {
+    (1.0 - 1.0 / (n as f64).log10()).min(0.7)
+}
+
 /// Number of combined standard errors by which the estimates from the two halves of a run may
 /// differ before [`Warning::NotEquilibrated`] is raised.
 pub const HALVES_Z: f64 = 3.0;
+
+/// Burn-in of a PT / PTT estimate, in exponential autocorrelation times of its replica index
+/// process: the conservative thermalisation time of spec `ptt-trais-rcm.md` §5.4 (SI B.1).
+pub const BURN_IN_TAU_EXP: f64 = 20.0;
+
+/// Recorded rounds of a PT / PTT estimate, in integrated autocorrelation times of its replica
+/// index process: 50 independent index configurations per system (\\(n / 2\tau_{\text{int}}\\)),
+/// enough for the jackknife over chains to see the between-rung fluctuations.
+pub const RECORDED_TAU_INT: f64 = 100.0;
 
 /// Number of bootstrap resamples behind [`crate::ErrorBar::LargerOfDeltaAndBootstrap`].
 pub const BOOTSTRAP_RESAMPLES: usize = 200;
@@ -67,6 +87,16 @@ pub enum Warning {
         /// The threshold ([`MAX_WEIGHT_FRACTION`]).
         threshold: f64,
     },
+    /// The upper tail of the importance weights is heavy (Pareto shape above [`max_pareto_k`]):
+    /// the mean is dominated by rare chains the run may or may not have drawn, so neither the
+    /// estimate nor its error bar is reliable, even when the ESS looks sufficient. Typical of a
+    /// path that crosses a mode split faster than the kernel moves chains between the modes.
+    HeavyTailedWeights {
+        /// The Pareto shape \\(\hat k\\) of the weights ([`pareto_k`]).
+        pareto_k: f64,
+        /// The threshold ([`max_pareto_k`] of the number of weights).
+        threshold: f64,
+    },
     /// The two halves of the recorded samples give incompatible estimates: the sampler had not
     /// reached equilibrium (burn-in too short) or mixes too slowly for the run's length.
     NotEquilibrated {
@@ -76,6 +106,19 @@ pub enum Warning {
         second_half: f64,
         /// Their difference in units of the combined standard error.
         z: f64,
+    },
+    /// A parallel-tempering run too short for the measured autocorrelation of its replica
+    /// index process: the burn-in below [`BURN_IN_TAU_EXP`] exponential times, or the recorded
+    /// rounds below [`RECORDED_TAU_INT`] integrated times.
+    RunTooShort {
+        /// Rounds discarded as burn-in.
+        burn_in: u64,
+        /// Rounds recorded.
+        recorded: u64,
+        /// Exponential autocorrelation time of the index process, in rounds.
+        tau_exp: f64,
+        /// Integrated autocorrelation time of the index process, in rounds.
+        tau_int: f64,
     },
     /// Reverse AIS started from draws that are not exact draws of the target: the estimate is
     /// an upper bound of \\(\log Z\\) only as far as the draws are in equilibrium, and a start
@@ -132,6 +175,16 @@ impl fmt::Display for Warning {
                 100.0 * largest_weight_fraction,
                 100.0 * threshold
             ),
+            Self::HeavyTailedWeights {
+                pareto_k,
+                threshold,
+            } => write!(
+                f,
+                "heavy-tailed weights: Pareto k = {pareto_k:.2} > {threshold:.2}; the mean \
+                 weight is dominated by rare chains, so the estimate and its error bar are not \
+                 reliable even if the ESS looks fine (typical of a path crossing a mode split; \
+                 use more rungs, more sweeps per rung, or PTT)"
+            ),
             Self::NotEquilibrated {
                 first_half,
                 second_half,
@@ -141,6 +194,18 @@ impl fmt::Display for Warning {
                 "not equilibrated: the two halves of the run give log Z = {first_half:.4} and \
                  {second_half:.4} ({z:.1} standard errors apart); use a longer burn-in or more \
                  steps"
+            ),
+            Self::RunTooShort {
+                burn_in,
+                recorded,
+                tau_exp,
+                tau_int,
+            } => write!(
+                f,
+                "run too short: {burn_in} rounds of burn-in and {recorded} recorded, for a \
+                 replica index process with tau_exp = {tau_exp:.1} and tau_int = {tau_int:.1} \
+                 rounds (needed: {BURN_IN_TAU_EXP} tau_exp of burn-in and {RECORDED_TAU_INT} \
+                 tau_int recorded); run longer"
             ),
             Self::StartNotAtEquilibrium { start } => write!(
                 f,
@@ -198,6 +263,103 @@ pub fn weight_warnings(ess: f64, largest: f64) -> Vec<Warning> {
         });
     }
     out
+}
+
+/// The Pareto shape \\(\hat k\\) of the upper tail of the importance weights \\(e^{w_i}\\)
+/// (Vehtari, Simpson, Gelman, Yao and Gabry 2024, "Pareto smoothed importance sampling", JMLR
+/// 25): the \\(M = \lceil\min(n/5, 3\sqrt n)\rceil\\) largest weights, minus the next one, are fitted
+/// by a generalised Pareto distribution (the profile-likelihood estimator of Zhang and Stephens
+/// 2009, with the weakly informative prior of the paper that shrinks \\(\hat k\\) towards 0.5
+/// by \\(10/(M + 10)\\)). The weights have \\(\lfloor 1/k\rfloor\\) finite moments: above
+/// \\(k = 1/2\\) their variance is infinite, so neither the delta method nor the bootstrap
+/// describes the error, and the mean converges only slowly. Weights tied with the threshold
+/// are left out of the fit; `NaN` when fewer than 5 exceedances remain (too few weights, or a
+/// tail of ties).
+pub fn pareto_k(log_w: &[f64]) -> f64 {
+    let n = log_w.len();
+    let m = (0.2 * n as f64).min(3.0 * (n as f64).sqrt()).ceil() as usize;
+    if n < 5 || m < 2 || m >= n {
+        return f64::NAN;
+    }
+    let mut sorted: Vec<f64> = log_w.to_vec();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    let top = sorted[0];
+    if !top.is_finite() {
+        return f64::NAN;
+    }
+    // Exceedances over the (M+1)-th largest weight, increasing; weights tied with it (a
+    // discrete model puts many chains on one configuration) are not exceedances.
+    let threshold = (sorted[m] - top).exp();
+    let x: Vec<f64> = sorted[..m]
+        .iter()
+        .rev()
+        .map(|w| (w - top).exp() - threshold)
+        .filter(|&v| v > 0.0)
+        .collect();
+    let m = x.len();
+    if m < 5 {
+        return f64::NAN;
+    }
+    let (largest, quartile) = (x[m - 1], x[((m as f64) / 4.0 + 0.5) as usize - 1]);
+    // Zhang-Stephens: a grid of theta < 1/max(x), weighted by the profile likelihood.
+    let mf = m as f64;
+    let grid = 30 + (mf.sqrt() as usize);
+    let theta: Vec<f64> = (1..=grid)
+        .map(|j| 1.0 / largest + (1.0 - (grid as f64 / (j as f64 - 0.5)).sqrt()) / (3.0 * quartile))
+        .collect();
+    let k_of = |t: f64| x.iter().map(|v| (-t * v).ln_1p()).sum::<f64>() / mf;
+    let profile: Vec<f64> = theta
+        .iter()
+        .map(|&t| {
+            let k = k_of(t);
+            mf * ((-t / k).ln() - k - 1.0)
+        })
+        .collect();
+    let weights: Vec<f64> = profile
+        .iter()
+        .map(|l| 1.0 / profile.iter().map(|o| (o - l).exp()).sum::<f64>())
+        .collect();
+    let total: f64 = weights.iter().filter(|w| w.is_finite()).sum();
+    let t: f64 = theta
+        .iter()
+        .zip(&weights)
+        .filter(|(_, w)| w.is_finite())
+        .map(|(t, w)| t * w)
+        .sum::<f64>()
+        / total;
+    let k = k_of(t);
+    (mf * k + 10.0 * 0.5) / (mf + 10.0)
+}
+
+/// [`Warning::HeavyTailedWeights`] when the Pareto shape of `log_w` exceeds [`max_pareto_k`]
+/// (nothing when it cannot be fitted).
+pub fn tail_warning(log_w: &[f64]) -> Option<Warning> {
+    let k = pareto_k(log_w);
+    let threshold = max_pareto_k(log_w.len());
+    (k > threshold).then_some(Warning::HeavyTailedWeights {
+        pareto_k: k,
+        threshold,
+    })
+}
+
+/// [`Warning::RunTooShort`] when `burn_in` rounds are fewer than [`BURN_IN_TAU_EXP`] `tau_exp`
+/// or `recorded` rounds fewer than [`RECORDED_TAU_INT`] `tau_int` (times of the replica index
+/// process, in rounds); nothing when a time could not be measured.
+pub fn run_length_warning(
+    burn_in: u64,
+    recorded: u64,
+    tau_exp: Option<f64>,
+    tau_int: Option<f64>,
+) -> Option<Warning> {
+    let (tau_exp, tau_int) = (tau_exp?, tau_int?);
+    let short = (burn_in as f64) < BURN_IN_TAU_EXP * tau_exp
+        || (recorded as f64) < RECORDED_TAU_INT * tau_int;
+    short.then_some(Warning::RunTooShort {
+        burn_in,
+        recorded,
+        tau_exp,
+        tau_int,
+    })
 }
 
 /// Checks the AIS / reverse-AIS sandwich: \\(\mathbb E[\log\hat Z_{\text{AIS}}] \le \log Z \le
@@ -276,6 +438,30 @@ mod tests {
         let light: Vec<f64> = (0..400).map(|i| 0.01 * (i % 13) as f64).collect();
         let d = crate::LogMeanExp::of(&light).std_err;
         assert!(robust_std_err(&light, d) < 1.3 * d);
+    }
+
+    #[test]
+    fn pareto_k_recovers_the_tail_of_pareto_weights_and_flags_heavy_ones() {
+        // Weights at the quantiles of a Pareto law with shape k: W = u^(-k).
+        let pareto = |k: f64| -> Vec<f64> {
+            (0..1000)
+                .map(|i| -k * ((i as f64 + 0.5) / 1000.0).ln())
+                .collect()
+        };
+        for k in [0.2, 0.5, 0.9] {
+            let est = pareto_k(&pareto(k));
+            assert!((est - k).abs() < 0.1, "{k}: {est}");
+        }
+        assert!(tail_warning(&pareto(0.3)).is_none());
+        assert!(matches!(
+            tail_warning(&pareto(0.9)),
+            Some(Warning::HeavyTailedWeights { .. })
+        ));
+        assert!((max_pareto_k(1000) - 2.0 / 3.0).abs() < 1e-12);
+        assert!((max_pareto_k(100_000) - 0.7).abs() < 1e-12);
+        // Equal weights (a tail of ties) and too few weights: no fit.
+        assert!(pareto_k(&[1.0; 500]).is_nan());
+        assert!(pareto_k(&[0.0, 1.0, 2.0]).is_nan());
     }
 
     #[test]

@@ -15,8 +15,9 @@
 //! are not raised on the easy (unimodal) cells, where the error bars alone must hold: an
 //! estimator that warned on every run would pass the criterion vacuously.
 //!
-//! Not in the passing matrix: offline and online Tr-AIS along a trajectory through a bimodal
-//! split, which are measured dishonest (`trajectory_ais_is_honest_known_failure`, ignored).
+//! Trajectory AIS (offline and online) has its own test, `trajectory_ais_is_honest`: through
+//! a bimodal split it is honest only by its warnings (the heavy tail of the weights and the
+//! founder-level ESS, `ebm_estimators::trust`), along a unimodal path by its error bars.
 //!
 //! Defaults (as `ebm loglik`): `ais` and `reverse-ais` 1000 rungs of the reference path
 //! (the model's own fields, zero weights), 1000 chains, 1 sweep per rung; `reverse-ais`
@@ -181,7 +182,7 @@ macro_rules! ais_cells {
 
 /// The CLI's `tr-ais` (1000 chains, every checkpoint, 1 sweep) and online Tr-AIS (1000
 /// chains, resampling below relative ESS 0.5) along `models`.
-fn trajectory_cells(models: Vec<Brbm>, name: &str, seed: u64) -> Vec<Cell> {
+fn trajectory_cells(models: Vec<Brbm>, name: &str, seed: u64, easy: bool) -> Vec<Cell> {
     let target = models.last().unwrap().clone();
     let exact = exact_log_partition(&target, 1.0, PAR).unwrap().log_z;
     let first = models[0].clone();
@@ -213,13 +214,13 @@ fn trajectory_cells(models: Vec<Brbm>, name: &str, seed: u64) -> Vec<Cell> {
             name: format!("tr-ais, {name}"),
             exact,
             estimates: tr,
-            easy: false,
+            easy,
         },
         Cell {
             name: format!("online tr-ais, {name}"),
             exact,
             estimates: online,
-            easy: false,
+            easy,
         },
     ]
 }
@@ -302,31 +303,44 @@ fn matrix() -> Vec<Cell> {
     cells
 }
 
-#[test]
-fn every_estimator_is_honest_and_shrunk_error_bars_are_caught() {
-    let cells = matrix();
-    for c in &cells {
+/// Prints every cell (and its trusted misses), asserts that every cell is honest in at least
+/// 95% of its runs and that easy cells raised no warning; returns the cells that the negative
+/// control (error bars divided by 10) makes fail.
+fn check(cells: &[Cell]) -> Vec<&str> {
+    for c in cells {
         eprintln!("{}", c.summary());
-    }
-    for c in &cells {
-        let min = min_honest(c.estimates.len());
-        assert!(
-            c.honest(1.0) >= min,
-            "{}: only {}/{} honest runs",
-            c.name,
-            c.honest(1.0),
-            c.estimates.len()
-        );
-        if c.easy {
-            assert_eq!(c.warned(), 0, "{}: warnings on an easy model", c.name);
+        for (i, e) in c.estimates.iter().enumerate() {
+            if e.is_trusted() && !e.covers(c.exact, 3.0) {
+                eprintln!(
+                    "  run {i} trusted but off: {:+.3} for a standard error of {:.3} (ESS {:.0})",
+                    e.log_z - c.exact,
+                    e.std_err,
+                    e.ess
+                );
+            }
         }
     }
-    // Negative control: ten times too confident error bars fail the same criterion.
-    let failing: Vec<&str> = cells
+    for c in cells {
+        assert!(
+            c.honest(1.0) >= min_honest(c.estimates.len()),
+            "{}",
+            c.summary()
+        );
+        if c.easy {
+            assert_eq!(c.warned(), 0, "{}: warnings on an easy cell", c.name);
+        }
+    }
+    cells
         .iter()
         .filter(|c| c.honest(10.0) < min_honest(c.estimates.len()))
         .map(|c| c.name.as_str())
-        .collect();
+        .collect()
+}
+
+#[test]
+fn every_estimator_is_honest_and_shrunk_error_bars_are_caught() {
+    let cells = matrix();
+    let failing = check(&cells);
     eprintln!("negative control (error bars / 10) fails: {failing:?}");
     assert!(
         failing.len() >= cells.len() / 2,
@@ -334,32 +348,46 @@ fn every_estimator_is_honest_and_shrunk_error_bars_are_caught() {
     );
 }
 
-/// KNOWN FAILURE, kept as a measurement (run with `--ignored`): offline and online Tr-AIS with
-/// the CLI defaults along a trajectory through the bimodal split are NOT honest. Measured (20
-/// runs each, seeds 5000.., this trajectory with 20 checkpoints): Tr-AIS 17/20 honest (17
-/// warned, 13/20 within 3 se, mean error -0.36 nats); online Tr-AIS (resampling below relative
-/// ESS 0.5, genealogy error bar) 16/20 honest, none warned, mean error -0.32 for a mean error
-/// bar of 0.36. One Gibbs sweep per checkpoint cannot move mass between the modes as the
-/// trajectory splits them, and the weights do not always show it. The test asserts the
-/// criterion, so it fails today; it documents what is not fixed.
+/// Offline and online Tr-AIS with the CLI defaults along two training-like trajectories of 20
+/// checkpoints: through a bimodal split (12 x 10; one Gibbs sweep per checkpoint cannot move
+/// mass between the modes as the trajectory separates them, so the estimates are off by up to
+/// a nat) and along a unimodal path (10 x 8). Both must be honest; on the unimodal path the
+/// error bars alone must hold (no warning), and ten times too small error bars must fail
+/// there (the negative control: on the split, the weights' heavy tail flags the runs, see
+/// `ebm_estimators::trust`).
+///
+/// Measured with 100 runs per cell instead of 20 (same seeds from 5000): through the split,
+/// Tr-AIS 95/100 honest (95 warned; the 5 trusted misses are about -1 nat with error bars of
+/// 0.1 and ESS 50-115: the mode that appears second was reached by too few chains, which the
+/// weights cannot show), online Tr-AIS 98/100 (98 warned); on the unimodal path 100/100 with
+/// no warning and rms z 0.99 and 1.07. Before the founder-level and tail checks: 17/20 and
+/// 16/20.
 #[test]
-#[ignore = "known failure: Tr-AIS along a trajectory through a bimodal split is not honest"]
-fn trajectory_ais_is_honest_known_failure() {
-    let (_, bimodal) = models();
+fn trajectory_ais_is_honest() {
+    let t = std::time::Instant::now();
+    let (unimodal, bimodal) = models();
     let start = independent_start(&bimodal, &prototype_means(&prototypes(12, 2, 12)));
-    let cells = trajectory_cells(
+    let mut cells = trajectory_cells(
         trajectory(&start, &bimodal, 2, 20),
         "bimodal 12x10 trajectory, 20 checkpoints",
         5_000,
+        false,
     );
-    for c in &cells {
-        eprintln!("{}", c.summary());
-    }
-    for c in &cells {
-        assert!(
-            c.honest(1.0) >= min_honest(c.estimates.len()),
-            "{}",
-            c.summary()
-        );
-    }
+    let start = independent_start(&unimodal, &[0.5; 10]);
+    cells.extend(trajectory_cells(
+        trajectory(&start, &unimodal, 1, 20),
+        "unimodal 10x8 trajectory, 20 checkpoints",
+        6_000,
+        true,
+    ));
+    lap(t, "trajectories");
+    let failing = check(&cells);
+    eprintln!("negative control (error bars / 10) fails: {failing:?}");
+    assert!(
+        cells
+            .iter()
+            .filter(|c| c.easy)
+            .all(|c| failing.contains(&c.name.as_str())),
+        "shrunk error bars pass the criterion on the unimodal path: only {failing:?} fail"
+    );
 }

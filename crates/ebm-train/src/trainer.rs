@@ -8,11 +8,11 @@ use crate::optim::{LearningRate, Optimizer, OptimizerState, Penalty};
 use crate::params::{apply_step, independent_log_partition, zero_sum_gauge};
 use crate::stats::{Gradient, Moments};
 use ebm_core::{ChainState, Error, Kernel, Observer, Par, Result, RngStreams, Scalar};
-use ebm_estimators::{LogZEstimate, OnlineTrajectoryAis};
+use ebm_estimators::{Ais, LogZEstimate, OnlineTrajectoryAis, Start, ais};
 use ebm_io::Trajectory;
 use ebm_models::{Layer, Rbm, RbmChains};
 use ebm_samplers::Gibbs;
-use ebm_samplers::tempering::{CheckpointSelector, Selection};
+use ebm_samplers::tempering::{CheckpointSelector, ReferenceLadder, Selection};
 use nalgebra::DMatrix;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -52,11 +52,22 @@ impl Default for CheckpointPolicy {
 /// initial model; every `every` updates the train (and test) log-likelihood
 /// \\(\langle -F(v)\rangle_{\mathcal D} - \log\hat Z\\) is reported ([`LikelihoodInfo`]).
 ///
-/// The initial model's \\(\log Z\\) and chains: when its weights are all zero (e.g.
-/// [`crate::initial_model`] with \\(\sigma = 0\\)) both are exact (the layers' cumulant generating
-/// functions, and one Gibbs sweep, which draws exactly without couplings). Otherwise
-/// `initial_log_z` must give its exact \\(\log Z\\) (e.g. by enumeration for a small layer,
-/// `ebm_models::exact`), and the chains are equilibrated by `initial_sweeps` Gibbs sweeps.
+/// The initial model's \\(\log Z\\) and chains, for any initial model (the trainer never changes
+/// the initialisation to suit the estimator):
+///
+/// - weights all zero (e.g. [`crate::initial_model`] with \\(\sigma = 0\\)): both exact (the
+///   layers' cumulant generating functions, and one Gibbs sweep, which draws exactly without
+///   couplings);
+/// - `initial_log_z` given (its exact value, e.g. by enumeration of a small layer,
+///   `ebm_models::exact`): the chains are equilibrated by `initial_sweeps` Gibbs sweeps;
+/// - otherwise (a model with couplings too large to enumerate): forward AIS with
+///   `initial_ais_rungs` evenly spaced rungs from the independent-site reference with the
+///   model's own fields (zero weights, exact \\(\log Z\\) and draws) to the initial model
+///   (`ebm_estimators::ais` on a `ReferenceLadder`), one Gibbs sweep per rung. The online
+///   estimator then continues the AIS population, weights included, so the initial model is
+///   one more stretch of its annealing path: the AIS error, ESS and warnings are carried in
+///   every later estimate. Small random initial weights (the default \\(\sigma = 0.01\\)) are a
+///   short path; see `initial_log_z_by_ais_is_within_its_error_bar` in the tests.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LikelihoodPolicy {
     /// Number of estimator chains (the reference code uses as many as persistent chains).
@@ -68,8 +79,17 @@ pub struct LikelihoodPolicy {
     /// Exact \\(\log Z\\) of an initial model with couplings (of the model as given to
     /// [`Trainer::init`]; the trainer corrects it for its zero-sum gauge).
     pub initial_log_z: Option<f64>,
-    /// Gibbs sweeps drawing the initial chains of a model with couplings.
+    /// Gibbs sweeps drawing the initial chains of a model with couplings and a given
+    /// `initial_log_z`.
     pub initial_sweeps: usize,
+    /// Rungs of the AIS path to an initial model with couplings when `initial_log_z` is not
+    /// given (at least 2).
+    #[serde(default = "default_initial_ais_rungs")]
+    pub initial_ais_rungs: usize,
+}
+
+fn default_initial_ais_rungs() -> usize {
+    100
 }
 
 impl Default for LikelihoodPolicy {
@@ -80,6 +100,7 @@ impl Default for LikelihoodPolicy {
             every: 1,
             initial_log_z: None,
             initial_sweeps: 1000,
+            initial_ais_rungs: default_initial_ais_rungs(),
         }
     }
 }
@@ -248,8 +269,28 @@ pub struct TrainState<V: Layer, H: Layer<Scalar = V::Scalar>, S> {
     batches: BatchSampler,
     selector: Option<CheckpointSelector<Rbm<V, H>>>,
     kept: Vec<(u64, Rbm<V, H>)>,
+    /// The last model offered to the selector and not kept (it may be kept later, see
+    /// [`CheckpointSelector`]).
+    #[serde(default)]
+    previous_offer: Option<(u64, Rbm<V, H>)>,
+    /// Kept neighbouring checkpoints whose estimated swap acceptance is below the target.
+    #[serde(default)]
+    below_target: Vec<PairBelowTarget>,
     /// The online trajectory AIS estimator, when the likelihood is followed.
     pub likelihood: Option<OnlineTrajectoryAis<RbmChains<V::Scalar>>>,
+}
+
+/// A pair of neighbouring kept checkpoints whose estimated swap acceptance is below the target
+/// of the [`CheckpointPolicy`]: the model moved that far between two consecutive offers (large
+/// updates, e.g. the first ones; offer more often or lower the learning rate).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairBelowTarget {
+    /// The update of the first checkpoint of the pair.
+    pub from: u64,
+    /// The update of the second.
+    pub to: u64,
+    /// Their estimated swap acceptance.
+    pub acceptance: f64,
 }
 
 /// What one update did, reported to the observer after the update.
@@ -277,6 +318,12 @@ where
     /// The models kept by checkpoint selection, with their update numbers.
     pub fn checkpoints(&self) -> &[(u64, Rbm<V, H>)] {
         &self.kept
+    }
+
+    /// The kept neighbouring checkpoints whose estimated swap acceptance is below the target
+    /// (see [`CheckpointSelector`]); empty when every pair meets it.
+    pub fn checkpoint_pairs_below_target(&self) -> &[PairBelowTarget] {
+        &self.below_target
     }
 
     /// The training trajectory for parallel trajectory tempering: the kept checkpoints
@@ -329,6 +376,79 @@ where
             reason: format!("not a training state of this model and negative phase: {e}"),
         })
     }
+}
+
+/// The online estimator at the initial model (see [`LikelihoodPolicy`] for the three cases);
+/// its chains use streams of their own, derived from `aux_seed`, so following the likelihood
+/// does not change the training.
+fn initial_estimator<V, H>(
+    model: &Rbm<V, H>,
+    policy: &LikelihoodPolicy,
+    gauge_offset: f64,
+    aux_seed: u64,
+    par: Par,
+) -> Result<OnlineTrajectoryAis<RbmChains<V::Scalar>>>
+where
+    V: TrainableLayer,
+    H: TrainableLayer<Scalar = V::Scalar>,
+{
+    let given = match (independent_log_partition(model), policy.initial_log_z) {
+        (Some(z), _) => Some((z, 1)),
+        (None, Some(z)) if z.is_finite() => Some((z + gauge_offset, policy.initial_sweeps.max(1))),
+        (None, Some(z)) => {
+            return Err(Error::InvalidParameter {
+                name: "likelihood.initial_log_z".into(),
+                reason: format!("must be finite, got {z}"),
+            });
+        }
+        (None, None) => None,
+    };
+    if let Some((log_z0, sweeps)) = given {
+        let mut chains = ChainState::new(model.default_chains(policy.chains), aux_seed);
+        Gibbs::new(sweeps).step(
+            model,
+            1.0,
+            &mut chains.chains,
+            chains.rngs.as_mut_slice(),
+            par,
+        );
+        return OnlineTrajectoryAis::try_new(
+            chains.chains,
+            aux_seed.wrapping_add(1),
+            log_z0,
+            policy.resample_below_ess,
+        );
+    }
+    if policy.initial_ais_rungs < 2 {
+        return Err(Error::InvalidParameter {
+            name: "likelihood.initial_ais_rungs".into(),
+            reason: format!(
+                "an AIS path needs at least 2 rungs, got {}",
+                policy.initial_ais_rungs
+            ),
+        });
+    }
+    let (nv, nh) = model.weights().shape();
+    let reference = Rbm::new(
+        model.visible().clone(),
+        model.hidden().clone(),
+        DMatrix::zeros(nv, nh),
+    )?;
+    let n = policy.initial_ais_rungs;
+    let betas = (0..n)
+        .map(|k| {
+            if k + 1 == n {
+                1.0
+            } else {
+                k as f64 / (n - 1) as f64
+            }
+        })
+        .collect();
+    let ladder = ReferenceLadder::new(model, &reference, betas)?;
+    let start = Start::independent(&reference, 1.0, policy.chains, aux_seed, par)?;
+    let log_z0 = start.log_z.log_z;
+    let run = ais(&Ais::new(Gibbs::new(1)), &ladder, start, par);
+    OnlineTrajectoryAis::from_population(run.population, log_z0, policy.resample_below_ess)
 }
 
 impl<P> Trainer<P> {
@@ -386,43 +506,19 @@ impl<P> Trainer<P> {
             batches: BatchSampler::new(data, RngStreams::auxiliary(seed, 3)),
             selector: None,
             kept: Vec::new(),
+            previous_offer: None,
+            below_target: Vec::new(),
             likelihood: None,
             update: 0,
             model,
         };
         if let Some(policy) = &self.likelihood {
-            let (log_z0, sweeps) = match (
-                independent_log_partition(&state.model),
-                policy.initial_log_z,
-            ) {
-                (Some(z), _) => (z, 1),
-                (None, Some(z)) if z.is_finite() => {
-                    (z + gauge_offset, policy.initial_sweeps.max(1))
-                }
-                _ => {
-                    return Err(Error::InvalidParameter {
-                        name: "likelihood.initial_log_z".into(),
-                        reason: "the initial model has couplings: give its exact log Z (or start \
-                                 from zero weights)"
-                            .into(),
-                    });
-                }
-            };
-            // Streams of their own: a seed derived from the training seed.
-            let aux_seed = seed ^ 0x9E37_79B9_7F4A_7C15;
-            let mut chains = ChainState::new(state.model.default_chains(policy.chains), aux_seed);
-            Gibbs::new(sweeps).step(
+            state.likelihood = Some(initial_estimator(
                 &state.model,
-                1.0,
-                &mut chains.chains,
-                chains.rngs.as_mut_slice(),
+                policy,
+                gauge_offset,
+                seed ^ 0x9E37_79B9_7F4A_7C15,
                 par,
-            );
-            state.likelihood = Some(OnlineTrajectoryAis::try_new(
-                chains.chains,
-                aux_seed.wrapping_add(1),
-                log_z0,
-                policy.resample_below_ess,
             )?);
         }
         if let Some(policy) = &self.checkpoints {
@@ -533,8 +629,23 @@ impl<P> Trainer<P> {
         {
             let chains = self.negative.chains(&state.negative);
             let selection = selector.offer(&state.model, chains, par);
-            if selection.keep {
-                state.kept.push((state.update, state.model.clone()));
+            if selection.keep_previous
+                && let Some(previous) = state.previous_offer.take()
+            {
+                state.kept.push(previous);
+            }
+            if let Some(acceptance) = selection.below_target {
+                state.below_target.push(PairBelowTarget {
+                    from: state.kept.last().map_or(0, |(u, _)| *u),
+                    to: state.update,
+                    acceptance,
+                });
+            }
+            state.previous_offer = (!selection.keep).then(|| (state.update, state.model.clone()));
+            if selection.keep || selection.keep_previous {
+                if selection.keep {
+                    state.kept.push((state.update, state.model.clone()));
+                }
                 if let Some(path) = &policy.path {
                     let t = Trajectory::from_checkpoints(state.kept.iter().cloned())?;
                     ebm_io::save_trajectory(&t, path)?;

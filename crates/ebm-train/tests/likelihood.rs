@@ -67,6 +67,7 @@ fn online_log_likelihood_tracks_the_exact_one_along_the_run() {
         every: 40,
         initial_log_z: Some(log_partition_by_hidden(&model, 1.0, Par::Seq).unwrap()),
         initial_sweeps: 50,
+        initial_ais_rungs: 100,
     });
     let mut state = trainer.init(model, &data, 5, Par::Rayon).unwrap();
     let initial_log_z = log_partition_by_hidden(&state.model, 1.0, Par::Seq).unwrap();
@@ -210,6 +211,9 @@ fn checkpoint_trajectory_is_saved_and_loads_as_a_ladder() {
                 let c = info.checkpoint.expect("offered every update");
                 let a = c.acceptance.expect("a model was kept before");
                 assert!((0.0..=1.0).contains(&a));
+                if c.keep_previous {
+                    kept_at.push(info.update - 1);
+                }
                 if c.keep {
                     assert!(a < target);
                     kept_at.push(info.update);
@@ -311,5 +315,53 @@ fn online_log_z_survives_the_zero_sum_gauge() {
         "online {} ± {} vs exact {exact}",
         estimate.log_z,
         estimate.std_err
+    );
+}
+
+/// An initial model with couplings and no given log Z: the trainer anneals to it by AIS from
+/// its independent-site reference (100 rungs, 1000 chains) and the online estimator starts
+/// there. Its log Z must be within 3 of its own standard errors of the exact value
+/// (12 x 16, by enumeration), that error bar must be small, and the test must be able to
+/// fail: the exact log Z of the same model without couplings is many error bars away.
+#[test]
+fn initial_log_z_by_ais_is_within_its_error_bar() {
+    let data = TrainingData::new(&Bernoulli::<f64>::zeros(12), prototypes(300, 0)).unwrap();
+    let model = initial_model(
+        Bernoulli::<f64>::zeros(12),
+        Bernoulli::<f64>::zeros(16),
+        Some(&data),
+        0.3,
+        8,
+    )
+    .unwrap();
+    let exact = log_partition_by_hidden(&model, 1.0, Par::Seq).unwrap();
+    let decoupled = Rbm::new(
+        model.visible().clone(),
+        model.hidden().clone(),
+        DMatrix::zeros(12, 16),
+    )
+    .unwrap();
+    let uncoupled = log_partition_by_hidden(&decoupled, 1.0, Par::Seq).unwrap();
+    let mut trainer = Trainer::new(
+        Pcd {
+            sweeps: 1,
+            chains: 50,
+        },
+        50,
+    );
+    trainer.likelihood = Some(LikelihoodPolicy::default());
+    let state = trainer.init(model, &data, 3, Par::Rayon).unwrap();
+    let e = state.likelihood.as_ref().unwrap().estimate();
+    assert!(e.is_trusted(), "{:?}", e.warnings);
+    assert!(e.std_err > 0.0 && e.std_err < 0.02, "{e:?}");
+    assert!(
+        e.covers(exact, 3.0),
+        "AIS {} ± {} vs exact {exact}",
+        e.log_z,
+        e.std_err
+    );
+    assert!(
+        !e.covers(uncoupled, 3.0),
+        "the couplings barely change log Z: {exact} vs {uncoupled}"
     );
 }

@@ -288,6 +288,7 @@ fn runs_resume_exactly_and_ignore_the_thread_count() {
         every: 4,
         initial_log_z: None, // set from the model in run_pair
         initial_sweeps: 5,
+        initial_ais_rungs: 100,
     });
     run_pair(&pcd, 30, 13, 11);
 

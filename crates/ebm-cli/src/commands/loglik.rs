@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use ebm_core::{EnergyModel, Par, RngStreams, Scalar};
 use ebm_data::Dataset;
+use ebm_estimators::trust;
 use ebm_estimators::{
     Ais, Annealer, DescribeLadder, LadderKind, LogZEstimate, Method, PairAccumulator, PairEstimate,
     Population, RungLogZ, Start, TransitionInfo, Warning, ais, reverse_ais,
@@ -15,7 +16,8 @@ use ebm_estimators::{
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
-    Ladder, ParallelTempering, PtDiagnostics, PtState, Rung, TemperatureLadder, TrajectoryLadder,
+    IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtState, Rung, TemperatureLadder,
+    TrajectoryLadder,
 };
 use indicatif::ProgressBar;
 use rand::Rng;
@@ -283,6 +285,11 @@ struct PttSummary {
     rounds: u64,
     /// Rounds discarded before recording.
     burn_in: u64,
+    /// Exponential autocorrelation time of the replica index process over the recorded
+    /// rounds (of its first systems), in rounds.
+    index_tau_exp: Option<f64>,
+    /// Its integrated autocorrelation time.
+    index_tau_int: Option<f64>,
     /// Mean swap acceptance probability of each neighbouring pair.
     acceptance_rates: Vec<Option<f64>>,
     /// BAR estimate of \\(\log(Z_{t+1}/Z_t)\\) for each neighbouring pair.
@@ -999,26 +1006,6 @@ fn trajectory<S: Serialize>(
             DEFAULT_CHAINS
         },
     )?;
-    let burn_in = match ptt {
-        Some(a) => {
-            let b = a.burn_in.unwrap_or(a.steps / 10);
-            if b >= a.steps {
-                bail!(
-                    "--burn-in {b}: must be less than --steps {} (the rounds after it are the \
-                     samples)",
-                    a.steps
-                );
-            }
-            if a.steps - b < 2 && n_chains < 8 {
-                bail!(
-                    "--steps {}: the error bar needs at least 2 recorded rounds or 8 chains",
-                    a.steps
-                );
-            }
-            b
-        }
-        None => 0,
-    };
     let mut inputs: Vec<&Path> = vec![&t.trajectory];
     inputs.extend(t.model.as_deref());
     inputs.extend(common.data.iter().map(PathBuf::as_path));
@@ -1059,7 +1046,6 @@ fn trajectory<S: Serialize>(
         ptt,
         ctx,
         n_chains,
-        burn_in,
         data,
     };
     let (model, results) = with_kinds(&info.visible, &info.hidden, &t.trajectory, task)?;
@@ -1086,8 +1072,90 @@ struct TrajectoryTask<'a> {
     ptt: Option<&'a PttArgs>,
     ctx: &'a Context,
     n_chains: usize,
-    burn_in: u64,
     data: Vec<Dataset>,
+}
+
+/// Systems whose replica index process is recorded for the run-length rule of `ptt`.
+const INDEX_SYSTEMS: usize = 64;
+/// The longest default run of `ptt`, in multiples of its initial plan.
+const MAX_EXTENSION: u64 = 10;
+
+/// How long `ptt` runs: the burn-in and recorded rounds given (`--steps`, `--burn-in`), or the
+/// defaults that grow with the number of checkpoints, extended with the measured index process
+/// (see `ebm loglik ptt --help`).
+struct PttPlan {
+    burn_in: u64,
+    recorded: u64,
+    /// Whether the burn-in is extended with the measured autocorrelation time.
+    adaptive_burn_in: bool,
+    /// Whether the recorded rounds are.
+    adaptive: bool,
+}
+
+impl PttPlan {
+    fn new(a: &PttArgs, k: usize, n_chains: usize) -> Result<Self> {
+        let k = k as u64;
+        let plan = match a.steps {
+            None => Self {
+                burn_in: a.burn_in.unwrap_or((10 * k).max(200)),
+                recorded: (100 * k).max(1800),
+                adaptive_burn_in: a.burn_in.is_none(),
+                adaptive: true,
+            },
+            Some(steps) => {
+                let b = a.burn_in.unwrap_or(steps / 10);
+                if b >= steps {
+                    bail!(
+                        "--burn-in {b}: must be less than --steps {steps} (the rounds after it are \
+                         the samples)"
+                    );
+                }
+                Self {
+                    burn_in: b,
+                    recorded: steps - b,
+                    adaptive_burn_in: false,
+                    adaptive: false,
+                }
+            }
+        };
+        if plan.recorded < 2 && n_chains < 8 {
+            bail!(
+                "--steps {}: the error bar needs at least 2 recorded rounds or 8 chains",
+                plan.burn_in + plan.recorded
+            );
+        }
+        Ok(plan)
+    }
+
+    /// The burn-in: the plan's, extended (when adaptive) to [`trust::BURN_IN_TAU_EXP`]
+    /// exponential times `tau_exp` of the index process measured during it.
+    fn burn_in_for(&self, tau_exp: Option<f64>) -> u64 {
+        if !self.adaptive_burn_in {
+            return self.burn_in;
+        }
+        let needed = (trust::BURN_IN_TAU_EXP * tau_exp.unwrap_or(0.0)).ceil() as u64;
+        needed.clamp(self.burn_in, MAX_EXTENSION * self.burn_in)
+    }
+
+    /// The recorded rounds: the plan's, extended (when adaptive) to
+    /// [`trust::RECORDED_TAU_INT`] integrated times `tau_int` of the index process.
+    fn recorded_for(&self, tau_int: Option<f64>) -> u64 {
+        if !self.adaptive {
+            return self.recorded;
+        }
+        let needed = (trust::RECORDED_TAU_INT * tau_int.unwrap_or(0.0)).ceil() as u64;
+        needed.clamp(self.recorded, MAX_EXTENSION * self.recorded)
+    }
+}
+
+/// The exponential and integrated autocorrelation times of an index process (`None` when they
+/// cannot be measured, e.g. a two-rung ladder swapping every round).
+fn index_times(index: &IndexProcess) -> (Option<f64>, Option<f64>) {
+    let finite = |x: f64| x.is_finite().then_some(x);
+    (
+        index.exponential_time().ok().and_then(|t| finite(t.tau)),
+        index.integrated_time().ok().and_then(|t| finite(t.tau)),
+    )
 }
 
 /// Exact draws of the first checkpoint and its exact \\(\log Z\\): in closed form when its
@@ -1133,7 +1201,6 @@ impl KindsTask for TrajectoryTask<'_> {
             ptt,
             ctx,
             n_chains,
-            burn_in,
             data,
         } = self;
         let file = &t.trajectory;
@@ -1207,21 +1274,44 @@ impl KindsTask for TrajectoryTask<'_> {
                 let pt = ParallelTempering::new(Gibbs::new(common.sweeps), schedule);
                 let mut diagnostics = PtDiagnostics::new(n_chains);
                 let mut pairs = PairAccumulator::new(k)?;
-                let bar = ctx.progress(a.steps, "ptt");
-                for round in 1..=a.steps {
-                    let info = pt.step(&ladder, &mut state, Par::Rayon);
-                    diagnostics.record(&info);
-                    if round > burn_in {
-                        pairs.record_pt(&ladder, &state, Par::Rayon)?;
-                    }
+                let plan = PttPlan::new(a, k, n_chains)?;
+                let bar = ctx.progress(plan.burn_in + plan.recorded, "ptt");
+                let mut round = |state: &mut PtState<RbmChains<f64>>, index: &mut IndexProcess| {
+                    diagnostics.record(&pt.step(&ladder, state, Par::Rayon));
+                    index.record(state);
                     bar.inc(1);
+                };
+                // Burn-in, extended (by default) to BURN_IN_TAU_EXP times of its index process.
+                let mut early = IndexProcess::with_max_systems(INDEX_SYSTEMS);
+                let (mut burn_in, mut target) = (0, plan.burn_in);
+                while burn_in < target {
+                    round(&mut state, &mut early);
+                    burn_in += 1;
+                    if burn_in == plan.burn_in {
+                        target = plan.burn_in_for(index_times(&early).0);
+                    }
+                }
+                let (_, tau_int) = index_times(&early);
+                let recorded = plan.recorded_for(tau_int);
+                bar.set_length(burn_in + recorded);
+                bar.set_position(burn_in);
+                let mut index = IndexProcess::with_max_systems(INDEX_SYSTEMS);
+                for _ in 0..recorded {
+                    round(&mut state, &mut index);
+                    pairs.record_pt(&ladder, &state, Par::Rayon)?;
                 }
                 bar.finish_and_clear();
-                let bar_estimate = pairs.bar(&log_z0)?;
+                let (tau_exp, tau_int) = index_times(&index);
+                let mut bar_estimate = pairs.bar(&log_z0)?;
+                if let Some(w) = trust::run_length_warning(burn_in, recorded, tau_exp, tau_int) {
+                    bar_estimate.estimate.warn(w);
+                }
                 let summary = PttSummary {
                     schedule: name,
-                    rounds: a.steps,
+                    rounds: burn_in + recorded,
                     burn_in,
+                    index_tau_exp: tau_exp,
+                    index_tau_int: tau_int,
                     acceptance_rates: diagnostics
                         .acceptance_rates()
                         .into_iter()
@@ -1230,9 +1320,8 @@ impl KindsTask for TrajectoryTask<'_> {
                     pairs: bar_estimate.pairs,
                 };
                 let desc = format!(
-                    "PTT + BAR ({k} checkpoints, {n_chains} systems, {} rounds after {burn_in} \
-                     burn-in, {name} swaps, {} Gibbs sweeps per checkpoint and round)",
-                    a.steps - burn_in,
+                    "PTT + BAR ({k} checkpoints, {n_chains} systems, {recorded} rounds after \
+                     {burn_in} burn-in, {name} swaps, {} Gibbs sweeps per checkpoint and round)",
                     common.sweeps
                 );
                 (

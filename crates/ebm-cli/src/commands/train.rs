@@ -36,6 +36,15 @@ const STATE_FORMAT_VERSION: u32 = 1;
 /// with couplings (the start of the online log-likelihood).
 const MAX_INITIAL_ENUMERATION: u128 = 1 << 22;
 
+/// The default target swap acceptance between kept checkpoints: 0.7, the reference code's
+/// value for the log-likelihood checkpoints (spec `ptt-trais-rcm.md` §2.6). For trajectory AIS
+/// the variance of the log weights of a pair with swap acceptance a is about
+/// s^2 = 2 [Phi^-1(a/2)]^2 (Gaussian works): 2.6 at 0.25 but 0.3 at 0.7, so a few
+/// checkpoints at 0.25 leave almost no effective samples; PTT mixes as well at 0.7 (its
+/// round-trip rate depends on the summed rejections, not their number) for about three times
+/// the rungs of 0.25.
+const DEFAULT_TARGET_ACCEPTANCE: f64 = 0.7;
+
 // ---------------------------------------------------------------------------------------------
 // The negative phase chosen at run time
 // ---------------------------------------------------------------------------------------------
@@ -230,9 +239,6 @@ pub(crate) struct TrainConfig {
     pub hidden_states: Option<usize>,
     /// Standard deviation of the initial weights.
     pub init_std: f64,
-    /// Whether `init_std` was given (otherwise it may drop to 0 for the online likelihood).
-    #[serde(default)]
-    pub init_std_given: bool,
     /// The trainer: negative phase, batch size, learning rate, optimiser, penalties, centring,
     /// checkpoint selection and online log-likelihood.
     pub trainer: Trainer<AnyNegative>,
@@ -443,7 +449,7 @@ fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfi
     if init_std < 0.0 {
         bail!("--init-std {init_std}: must be >= 0");
     }
-    let target = s.target_acceptance.unwrap_or(0.25);
+    let target = s.target_acceptance.unwrap_or(DEFAULT_TARGET_ACCEPTANCE);
     if !(target > 0.0 && target < 1.0) {
         bail!("--target-acceptance {target}: must lie in (0, 1)");
     }
@@ -477,7 +483,6 @@ fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfi
         visible_states,
         hidden_states,
         init_std,
-        init_std_given: s.init_std.is_some(),
         trainer,
         pretrain: super::pretrain::resolve(s, visible, hidden)?,
     })
@@ -616,6 +621,10 @@ pub(crate) struct TrainResults {
     pub negative_sweeps: u64,
     /// Training updates of the checkpoints in the trajectory file (the final model last).
     pub checkpoint_updates: Vec<u64>,
+    /// Neighbouring kept checkpoints whose estimated swap acceptance is below
+    /// --target-acceptance (the model moved that far between two consecutive offers).
+    #[serde(default)]
+    pub checkpoint_pairs_below_target: Vec<ebm_train::PairBelowTarget>,
     /// The last online estimate of \\(\log Z\\) and its standard error.
     pub log_z: Option<[f64; 2]>,
     /// Why the online estimate of \\(\log Z\\) (and so the log-likelihood) is not to be trusted
@@ -703,6 +712,14 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
         r.updates,
         r.checkpoint_updates.len()
     ));
+    for p in &r.checkpoint_pairs_below_target {
+        ctx.warn(format!(
+            "checkpoints {} and {} have an estimated swap acceptance of {:.3}, below \
+             --target-acceptance: the model moved that far in --checkpoint-every updates \
+             (offer it more often or lower the learning rate)",
+            p.from, p.to, p.acceptance
+        ));
+    }
     if let Some([z, se]) = r.log_z {
         let ll = |x: Option<(u64, f64)>| x.map_or("-".into(), |(_, v)| format!("{v:.4}"));
         ctx.say(format!(
@@ -834,7 +851,6 @@ impl<'a> KindsTask for TrainTask<'a> {
             .map(|t| training_data(&layer, t))
             .transpose()?;
 
-        let mut config = config;
         let mut pretrain = None;
         let mut state: TrainState<V, H, AnyNegativeState> = match &resume {
             Some((path, bytes, expected)) => {
@@ -866,14 +882,6 @@ impl<'a> KindsTask for TrainTask<'a> {
             None => {
                 let hidden = H::with_units(config.hidden_units, config.hidden_states)
                     .map_err(|e| CliError::new(format!("--hidden: {e}")))?;
-                // The online likelihood starts from the exact log Z of the initial model: by
-                // default, zero initial weights when the model is too large to enumerate.
-                if config.trainer.likelihood.is_some()
-                    && !config.init_std_given
-                    && !enumerable(&layer, &hidden)
-                {
-                    config.init_std = 0.0;
-                }
                 let start = config
                     .pretrain
                     .as_ref()
@@ -893,8 +901,11 @@ impl<'a> KindsTask for TrainTask<'a> {
                 if let Some(policy) = trainer.likelihood.as_mut() {
                     if let Some(s) = &start {
                         policy.initial_log_z = Some(s.log_z());
-                    } else if config.init_std > 0.0 {
-                        policy.initial_log_z = Some(initial_log_z(&model)?);
+                    } else if config.init_std > 0.0 && enumerable(model.visible(), model.hidden()) {
+                        // Exact by enumeration; otherwise the trainer anneals to the initial
+                        // model by AIS (the initialisation never depends on --loglik-every).
+                        policy.initial_log_z =
+                            Some(exact_log_partition(&model, 1.0, Par::Rayon)?.0);
                     }
                 }
                 let mut state = trainer.init(model, &train, config.seed, Par::Rayon)?;
@@ -990,6 +1001,7 @@ impl<'a> KindsTask for TrainTask<'a> {
                 updates: state.update,
                 negative_sweeps: tracker.sweeps,
                 checkpoint_updates: trajectory.updates().to_vec(),
+                checkpoint_pairs_below_target: state.checkpoint_pairs_below_target().to_vec(),
                 log_z: state.likelihood.as_ref().map(|l| {
                     let e = l.estimate();
                     [e.log_z, e.std_err]
@@ -1016,21 +1028,6 @@ fn enumerable<V: CliLayer, H: CliLayer>(v: &V, h: &H) -> bool {
         .flatten()
         .min()
         .is_some_and(|n| n <= MAX_INITIAL_ENUMERATION)
-}
-
-/// The exact \\(\log Z\\) of an initial model with couplings, by enumeration.
-fn initial_log_z<V: CliLayer, H: CliLayer>(model: &Rbm<V, H>) -> Result<f64> {
-    if enumerable(model.visible(), model.hidden()) {
-        Ok(exact_log_partition(model, 1.0, Par::Rayon)?.0)
-    } else {
-        bail!(
-            "--loglik-every starts from the exact log Z of the initial model, but its {}-{} \
-             layers are too large to enumerate (or real-valued); use --init-std 0 (zero initial \
-             weights, whose log Z is exact) or leave out --loglik-every",
-            V::KIND,
-            H::KIND
-        )
-    }
 }
 
 /// The rows of the log next to a resumed state (`<model>.state.json` -> `<model>.log.csv`)
