@@ -99,7 +99,6 @@ pub(crate) struct TmcOptions {
         long,
         value_name = "LO,HI",
         value_delimiter = ',',
-        num_args = 2,
         value_parser = finite_f64,
         allow_negative_numbers = true
     )]

@@ -195,6 +195,9 @@ fn plan<V: DiscreteLayer<Scalar = f64>, H: Layer<Scalar = f64>>(
         bail!("--alpha {alpha}: the tether strength must be > 0");
     }
     let (lo, hi) = match (&o.grid_range, data) {
+        (Some(r), _) if r.len() != 2 => {
+            bail!("--grid-range: two values LO,HI expected, got {}", r.len())
+        }
         (Some(r), _) => (r[0], r[1]),
         (None, Some(ds)) => {
             let border = o.border.unwrap_or(DEFAULT_BORDER);

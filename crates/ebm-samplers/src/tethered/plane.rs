@@ -22,11 +22,13 @@ pub struct Profile2d {
     pub grid_x: Vec<f64>,
     /// The grid of the second order parameter.
     pub grid_y: Vec<f64>,
-    /// \\(\langle m_1\rangle\\) and \\(\langle m_2\rangle\\) at every grid point.
+    /// \\(\langle m_1\rangle\\) at every grid point.
     pub mean_x: Vec<f64>,
+    /// \\(\langle m_2\rangle\\) at every grid point.
     pub mean_y: Vec<f64>,
-    /// Their standard errors over the replicas (NaN with a single replica).
+    /// Standard errors of `mean_x` over the replicas (NaN with a single replica).
     pub std_error_x: Vec<f64>,
+    /// Standard errors of `mean_y`.
     pub std_error_y: Vec<f64>,
 }
 
