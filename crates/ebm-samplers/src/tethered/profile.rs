@@ -771,7 +771,7 @@ fn left_weight_error(
         if i >= 1 && i <= j {
             c += 0.5 * (g[i] - g[i - 1]);
         }
-        if i + 1 <= j {
+        if i < j {
             c += 0.5 * (g[i + 1] - g[i]);
         }
         c
