@@ -259,7 +259,7 @@ fn tmc_training_runs_and_resumes_exactly() {
         (on != flip) as u8 as f64
     });
     let ds = Dataset::new(data, Domain::Binary01).unwrap();
-    ebm_data::loaders::npy::save_npy(&d.join("d.npy"), &ds).unwrap();
+    ebm_data::loaders::npy::save_npy(d.join("d.npy"), &ds).unwrap();
     let common = "--data d.npy --hidden-units 3 --negative tmc --alpha 400 --grid-points 11 \
                   --replicas 4 --sweeps 6 --measure 3 --batch-size 40 --seed 2";
     ok(
@@ -303,7 +303,7 @@ fn tmc_options_are_checked_with_one_line() {
     ebm_io::save_rbm(&gaussian, &d.join("g.safetensors")).unwrap();
     let data = DMatrix::from_fn(N, 20, |i, j| ((i + j) % 2) as f64);
     let ds = Dataset::new(data, Domain::Binary01).unwrap();
-    ebm_data::loaders::npy::save_npy(&d.join("d.npy"), &ds).unwrap();
+    ebm_data::loaders::npy::save_npy(d.join("d.npy"), &ds).unwrap();
     let s = "sample --model m.safetensors --out s.npy";
     for (args, needle) in [
         (
