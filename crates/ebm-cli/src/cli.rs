@@ -1,5 +1,8 @@
 //! The command line: clap definitions and the help texts that teach the commands.
 
+mod tmc;
+pub(crate) use tmc::{DirectionArg, TmcCommand, TmcOptions, TmcProfileArgs};
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -90,6 +93,9 @@ pub(crate) enum Command {
     /// Draw figures (PNG or SVG, by the output's extension) from the files other commands write.
     #[command(subcommand)]
     Plot(PlotCommand),
+    /// Tethered Monte Carlo: the tethered potential and probability p(m_hat) of a model.
+    #[command(subcommand)]
+    Tmc(TmcCommand),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -469,6 +475,10 @@ pub(crate) struct SampleArgs {
     /// latent only: AGS sweeps before each latent step (0: latent moves only).
     #[arg(long, default_value_t = 0)]
     pub ags_sweeps: usize,
+    /// tmc only: the tethered direction, grid and profile (TMC sweeps per sample: --steps x
+    /// --sweeps).
+    #[command(flatten)]
+    pub tmc: TmcOptions,
 }
 
 /// The samplers of `ebm sample`.
@@ -487,6 +497,9 @@ pub(crate) enum SamplerArg {
     Stacked,
     /// Hidden-space Gibbs moves (Algorithm 3 or 4), optionally alternated with AGS sweeps.
     Latent,
+    /// Tethered Monte Carlo: p(m_hat) measured on a grid, m_hat drawn from it, short tethered
+    /// runs at each (one sample per chain).
+    Tmc,
 }
 
 /// The hidden-space kernels of `ebm sample --sampler latent`.
@@ -1158,6 +1171,10 @@ pub(crate) struct TrainSettings {
     /// 10^5 points in all].
     #[arg(long, value_name = "N", value_parser = positive_usize)]
     pub rcm_mesh: Option<usize>,
+    /// tmc: the tethered direction, grid and measurement (TMC sweeps per update: --sweeps).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub tmc: TmcOptions,
 }
 
 /// Pre-training methods of `ebm train`.
@@ -1212,6 +1229,8 @@ pub(crate) enum NegativeArg {
     Pt,
     /// Reweighted persistent chains with resampling (Jarzynski).
     Jarzynski,
+    /// Tethered Monte Carlo on a grid of targets, weighted by the reconstructed p(m_hat).
+    Tmc,
 }
 
 /// Optimisers of `ebm train`.

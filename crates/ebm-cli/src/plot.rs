@@ -8,6 +8,7 @@
 //! | [`log_likelihood`] | train / test log-likelihood against parameter updates |
 //! | [`swap_acceptance`] | swap acceptance per ladder pair and round-trip rates of PT runs |
 //! | [`log_z_versus_cost`] | \\(\log Z\\) estimates against their cost, with the exact value |
+//! | [`tethered_log_density`] | \\(\ln p(\hat m)\\) of Tethered Monte Carlo against the target \\(\hat m\\) |
 //!
 //! Drawing uses only pure-Rust back ends: text is rendered with `ab_glyph` from the DejaVu Sans
 //! font embedded in the binary (`assets/DejaVuSans.ttf`, Bitstream Vera licence in
@@ -203,6 +204,25 @@ pub fn log_z_versus_cost(
     if let Some(v) = exact {
         Error::check_finite("exact log Z", &[v])?;
     }
+    save(path, (900, 600), &chart)
+}
+
+/// The tethered log-probability \\(\ln p(\hat m)\\) (y) against the tether target
+/// \\(\hat m\\) (x), one curve per series, under `title` (e.g. the barrier found).
+///
+/// # Errors
+/// As [`mode_jumps`].
+pub fn tethered_log_density(path: &Path, title: &str, series: &[Series]) -> Result<()> {
+    let chart = LineChart {
+        title: title.into(),
+        x_label: "tether target m_hat",
+        y_label: "ln p(m_hat)",
+        series,
+        log_x: false,
+        hline: None,
+        legend: SeriesLabelPosition::LowerRight,
+    };
+    chart.check()?;
     save(path, (900, 600), &chart)
 }
 

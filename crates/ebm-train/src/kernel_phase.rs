@@ -58,7 +58,7 @@ where
         state: &mut Self::State,
         _batch: &DMatrix<V::Scalar>,
         par: Par,
-    ) -> NegativeInfo {
+    ) -> Result<NegativeInfo> {
         for _ in 0..self.steps {
             self.kernel.step(
                 model,
@@ -69,11 +69,11 @@ where
             );
         }
         state.steps += 1;
-        NegativeInfo {
+        Ok(NegativeInfo {
             sweeps: self.steps as u64,
             chain_sweeps: (self.steps * self.chains) as u64,
             ..NegativeInfo::default()
-        }
+        })
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {

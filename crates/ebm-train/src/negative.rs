@@ -65,14 +65,20 @@ pub trait NegativePhase<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>
     ) -> Result<Self::State>;
 
     /// Moves the chains under `model` (the current parameters); `batch` is the current
-    /// minibatch (`V::width() x batch_size`), used by phases that start at the data.
+    /// minibatch (`V::width() x batch_size`), used by phases that start at the data or build
+    /// their sampler from it.
+    ///
+    /// # Errors
+    /// When the phase cannot sample under these parameters or this minibatch (e.g. a tethered
+    /// direction that cannot be computed from non-finite weights, or a minibatch of the wrong
+    /// shape); the trainer stops with the error.
     fn sample(
         &self,
         model: &Rbm<V, H>,
         state: &mut Self::State,
         batch: &DMatrix<V::Scalar>,
         par: Par,
-    ) -> NegativeInfo;
+    ) -> Result<NegativeInfo>;
 
     /// Checks that `state` belongs to this configuration (e.g. a state loaded from a file
     /// written by a run with other settings): numbers of chains and rungs.
@@ -188,15 +194,15 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         state: &mut Self::State,
         batch: &DMatrix<V::Scalar>,
         par: Par,
-    ) -> NegativeInfo {
+    ) -> Result<NegativeInfo> {
         // One persistent-kernel step is `sweeps` AGS sweeps: report the cost in sweeps, as
         // the field documents, not in kernel steps.
-        let info = self.as_persistent().sample(model, state, batch, par);
-        NegativeInfo {
+        let info = self.as_persistent().sample(model, state, batch, par)?;
+        Ok(NegativeInfo {
             sweeps: self.sweeps as u64,
             chain_sweeps: (self.sweeps * self.chains) as u64,
             ..info
-        }
+        })
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
@@ -235,12 +241,14 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         state: &mut Self::State,
         batch: &DMatrix<V::Scalar>,
         par: Par,
-    ) -> NegativeInfo {
-        assert_eq!(
-            batch.shape(),
-            state.chains.visible.shape(),
-            "Cd: the minibatch does not match the chains"
-        );
+    ) -> Result<NegativeInfo> {
+        if batch.shape() != state.chains.visible.shape() {
+            return Err(Error::ShapeMismatch {
+                what: "Cd minibatch (one chain per sample)".into(),
+                expected: format!("{:?}", state.chains.visible.shape()),
+                got: format!("{:?}", batch.shape()),
+            });
+        }
         state.chains.visible.copy_from(batch);
         Gibbs::new(self.sweeps).step(
             model,
@@ -250,11 +258,11 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
             par,
         );
         state.steps += 1;
-        NegativeInfo {
+        Ok(NegativeInfo {
             sweeps: self.sweeps as u64,
             chain_sweeps: (self.sweeps * batch.ncols()) as u64,
             ..NegativeInfo::default()
-        }
+        })
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
@@ -351,7 +359,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         state: &mut Self::State,
         _batch: &DMatrix<V::Scalar>,
         par: Par,
-    ) -> NegativeInfo {
+    ) -> Result<NegativeInfo> {
         let ladder = TemperatureLadder::new(model.clone(), self.betas.clone())
             .expect("betas validated in init");
         let pt = ParallelTempering::new(Gibbs::new(self.sweeps), self.schedule);
@@ -367,7 +375,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
             round_trips += info.round_trips;
         }
         let sweeps = (self.sweeps * self.rounds) as u64;
-        NegativeInfo {
+        Ok(NegativeInfo {
             sweeps,
             chain_sweeps: sweeps * (self.chains * self.betas.len()) as u64,
             swap_acceptance: proposed
@@ -377,7 +385,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
                 .collect(),
             round_trips,
             ..NegativeInfo::default()
-        }
+        })
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
@@ -474,15 +482,15 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         state: &mut Self::State,
         _batch: &DMatrix<V::Scalar>,
         par: Par,
-    ) -> NegativeInfo {
+    ) -> Result<NegativeInfo> {
         let c = &mut state.chains;
         Gibbs::new(self.sweeps).step(model, 1.0, &mut c.chains, c.rngs.as_mut_slice(), par);
         c.steps += 1;
-        NegativeInfo {
+        Ok(NegativeInfo {
             sweeps: self.sweeps as u64,
             chain_sweeps: (self.sweeps * self.chains) as u64,
             ..NegativeInfo::default()
-        }
+        })
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {

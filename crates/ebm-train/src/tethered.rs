@@ -163,8 +163,8 @@ impl Tmc {
     /// the weights (steps 1–4 above).
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for an invalid configuration, an empty minibatch or a
-    /// direction that cannot be computed (e.g. non-finite weights).
+    /// [`Error::InvalidParameter`] for an invalid configuration or an empty minibatch;
+    /// [`Error::ShapeMismatch`] for a minibatch whose rows are not the visible values.
     pub fn measure<V, H>(
         &self,
         model: &Rbm<V, H>,
@@ -177,6 +177,17 @@ impl Tmc {
         H: ebm_models::Layer<Scalar = V::Scalar>,
     {
         self.validate(model.visible().width())?;
+        Error::check_len(
+            "Tmc minibatch rows (visible width)",
+            model.visible().width(),
+            batch.nrows(),
+        )?;
+        if batch.ncols() == 0 {
+            return Err(Error::InvalidParameter {
+                name: "Tmc minibatch".into(),
+                reason: "no sample; the grid spans the minibatch's projections".into(),
+            });
+        }
         let order = self.order(model)?;
         let grid = self.grid(&order, batch)?;
         let settings = ProfileSettings {
@@ -238,29 +249,30 @@ where
         Error::check_len("Tmc weights", n, state.weights.len())
     }
 
-    /// # Panics
-    /// If the direction cannot be computed from the current weights (non-finite parameters:
-    /// the trainer stops a diverging run before that) or the minibatch is empty.
+    /// # Errors
+    /// As [`Tmc::measure`]: an invalid configuration, or a minibatch that is empty or of the
+    /// wrong width (the grid is built from it), or a weight matrix without a singular
+    /// direction (no hidden unit). Non-finite weights cannot occur: an [`Rbm`] holds finite
+    /// parameters. On error the chains may have moved; the weights and reconstruction are
+    /// those of the last successful update.
     fn sample(
         &self,
         model: &Rbm<V, H>,
         state: &mut Self::State,
         batch: &DMatrix<V::Scalar>,
         par: Par,
-    ) -> NegativeInfo {
-        if let Err(e) = self.measure(model, state, batch, par) {
-            panic!("Tmc negative phase: {e}");
-        }
+    ) -> Result<NegativeInfo> {
+        self.measure(model, state, batch, par)?;
         let (s1, s2) = state
             .weights
             .iter()
             .fold((0.0, 0.0), |(a, b), w| (a + w, b + w * w));
-        NegativeInfo {
+        Ok(NegativeInfo {
             sweeps: self.sweeps as u64,
             chain_sweeps: (self.sweeps * self.n_chains()) as u64,
             ess: Some(s1 * s1 / (state.weights.len() as f64 * s2)),
             ..NegativeInfo::default()
-        }
+        })
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {

@@ -541,8 +541,9 @@ impl<P> Trainer<P> {
     /// [`Error::ShapeMismatch`] if `data` is not the data the state was initialised with (its
     /// number of samples and width), or the state does not belong to this trainer's negative
     /// phase ([`NegativePhase::check_state`]); [`Error::InvalidParameter`] if an update produces invalid
-    /// parameters (divergence: a step too large); [`Error::Io`] if the trajectory file cannot
-    /// be written. After an error the state is not fit for an exact resume.
+    /// parameters (divergence: a step too large); errors of the negative phase
+    /// ([`NegativePhase::sample`]); [`Error::Io`] if the trajectory file cannot be written.
+    /// After an error the state is not fit for an exact resume.
     pub fn step<V, H>(
         &self,
         state: &mut TrainState<V, H, P::State>,
@@ -583,7 +584,7 @@ impl<P> Trainer<P> {
         let data_moments = Moments::of_visible(&state.model, &batch, Some(&weights), par);
         let mut negative_info =
             self.negative
-                .sample(&state.model, &mut state.negative, &batch, par);
+                .sample(&state.model, &mut state.negative, &batch, par)?;
         let model_moments = Moments::of_visible(
             &state.model,
             &self.negative.chains(&state.negative).visible,

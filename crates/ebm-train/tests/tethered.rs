@@ -68,7 +68,7 @@ fn tmc_negative_moments_reweighted_by_p_match_exact_moments() {
     let (rounds, burn) = (40, 3);
     let (mut weighted, mut uniform, mut shifted) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..rounds + burn {
-        let info = tmc.sample(&rbm, &mut state, &all, Par::Rayon);
+        let info = tmc.sample(&rbm, &mut state, &all, Par::Rayon).unwrap();
         assert!(info.ess.unwrap() > 0.0 && info.ess.unwrap() <= 1.0);
         if r < burn {
             continue;
@@ -237,4 +237,36 @@ fn bad_tmc_configurations_are_typed_errors() {
     assert!(
         <Tmc as NegativePhase<Bernoulli<f64>, Bernoulli<f64>>>::check_state(&other, &s, 1).is_err()
     );
+}
+
+/// `sample` returns a typed error, not a panic, when the grid cannot be built from the
+/// minibatch (no sample, or the wrong width); the trainer passes it on. (The direction from
+/// the weights cannot fail: an `Rbm` holds finite parameters only.) The same state then
+/// samples with a valid minibatch.
+#[test]
+fn sample_errors_are_typed() {
+    let rbm = model();
+    let t = Tmc {
+        points: 5,
+        replicas: 2,
+        ..phase()
+    };
+    let mut s =
+        <Tmc as NegativePhase<Bernoulli<f64>, Bernoulli<f64>>>::init(&t, &rbm, 1, 1, Par::Seq)
+            .unwrap();
+    let batch = all_configurations(rbm.visible());
+    for bad in [DMatrix::<f64>::zeros(10, 0), DMatrix::<f64>::zeros(9, 4)] {
+        let e = t.sample(&rbm, &mut s, &bad, Par::Seq).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ebm_core::Error::InvalidParameter { .. } | ebm_core::Error::ShapeMismatch { .. }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("minibatch"), "{e}");
+    }
+    // Control: the same state and phase sample with a valid minibatch.
+    let info = t.sample(&rbm, &mut s, &batch, Par::Seq).unwrap();
+    assert!(info.ess.unwrap() > 0.0);
 }

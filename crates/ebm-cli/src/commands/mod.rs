@@ -11,6 +11,7 @@ mod pretrain;
 mod reproduce;
 mod sample;
 mod stack;
+mod tmc;
 mod train;
 
 use crate::cli::{Cli, Command};
@@ -29,6 +30,7 @@ pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
         Command::Reproduce(a) => reproduce::execute(a, &ctx),
         Command::Loglik(l) => loglik::execute(l, &ctx),
         Command::Plot(p) => plot::execute(p, &ctx),
+        Command::Tmc(t) => tmc::execute(t, &ctx),
     };
     match cli.global.threads {
         None => go(),

@@ -58,6 +58,9 @@ pub(crate) struct SampleResults {
     /// Why the mode weights cannot be trusted, if they cannot (also printed on stderr).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Tethered Monte Carlo: settings, barrier and mode weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmc: Option<super::tmc::TmcSummary>,
 }
 
 /// Parallel-tempering diagnostics of a run ([`PtDiagnostics`]).
@@ -171,7 +174,9 @@ fn check_options(a: &SampleArgs) -> Result<()> {
             " (they set --sampler latent)",
         ));
     }
+    super::tmc::check_sample_options(a, sampler)?;
     match a.sampler {
+        SamplerArg::Tmc => return Ok(()),
         SamplerArg::Gibbs | SamplerArg::Latent => {
             for (set, name) in [
                 (a.rungs.is_some(), "--rungs"),
@@ -277,6 +282,7 @@ fn sampler_name(s: SamplerArg) -> &'static str {
         SamplerArg::Ptt => "ptt",
         SamplerArg::Stacked => "stacked",
         SamplerArg::Latent => "latent",
+        SamplerArg::Tmc => "tmc",
     }
 }
 
@@ -371,6 +377,9 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
                 .join(", ")
         ));
     }
+    if let Some(t) = &r.tmc {
+        super::tmc::report(ctx, t);
+    }
     for w in &r.warnings {
         ctx.warn(w);
     }
@@ -431,6 +440,7 @@ impl KindsTask for SampleTask<'_> {
         let chains = initial_chains(&rbm, a, data.as_ref())?;
         let mut tracer = ModeTracer::new(a, data.as_ref())?;
         let mut run_warnings = Vec::new();
+        let mut tmc = None;
         let (samples, beta, sweeps_per_step, description, pt) = match a.sampler {
             SamplerArg::Gibbs => {
                 let beta = a.beta.unwrap_or(1.0);
@@ -512,6 +522,12 @@ impl KindsTask for SampleTask<'_> {
                 let k = pt.betas.len() as u64;
                 (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
             }
+            SamplerArg::Tmc => {
+                let r = super::tmc::sample(&rbm, a, data.as_ref())?;
+                run_warnings = r.warnings;
+                tmc = Some(r.summary);
+                (r.samples, 1.0, r.sweeps_per_step, r.description, None)
+            }
             SamplerArg::Stacked => bail!("--sampler stacked samples a stack (--stack FILE)"),
             SamplerArg::Ptt => {
                 let (updates, models) = checkpoints.expect("checked: ptt has --trajectory");
@@ -527,13 +543,15 @@ impl KindsTask for SampleTask<'_> {
                 (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
             }
         };
-        outcome(
+        let mut o = outcome(
             a,
             &rbm,
             (samples, beta, sweeps_per_step, description, pt),
             tracer,
             run_warnings,
-        )
+        )?;
+        o.results.tmc = tmc;
+        Ok(o)
     }
 }
 
@@ -569,6 +587,7 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer>(
             pt,
             mode_jumps,
             warnings,
+            tmc: None,
         },
         samples,
     })

@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 
 use ebm_core::{ChainState, Observer, Par};
 use ebm_data::{Dataset, Domain};
-use ebm_models::{Rbm, RbmChains};
+use ebm_models::{Bernoulli, Rbm, RbmChains};
 use ebm_samplers::tempering::PtState;
 use ebm_train::observe::CsvLog;
 use ebm_train::{
     Cd, CheckpointPolicy, Jarzynski, JarzynskiState, LearningRate, LikelihoodPolicy, NegativeInfo,
-    NegativePhase, Optimizer, Pcd, Penalty, Tempered, TrainInfo, TrainState, TrainableLayer,
-    Trainer, TrainingData, initial_model,
+    NegativePhase, Optimizer, Pcd, Penalty, Tempered, Tmc, TmcState, TrainInfo, TrainState,
+    TrainableLayer, Trainer, TrainingData, initial_model,
 };
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
@@ -63,6 +63,8 @@ pub(crate) enum AnyNegative {
     Pt(Tempered),
     /// Reweighted chains with resampling.
     Jarzynski(Jarzynski),
+    /// Tethered Monte Carlo.
+    Tmc(Tmc),
 }
 
 /// The state of an [`AnyNegative`]: the state of the chosen phase.
@@ -77,6 +79,8 @@ pub(crate) enum AnyNegativeState {
     Pt(PtState<RbmChains<f64>>),
     /// Weighted chains of Jarzynski.
     Jarzynski(JarzynskiState<f64>),
+    /// Tethered chains of TMC.
+    Tmc(TmcState<f64>),
 }
 
 impl AnyNegative {
@@ -86,6 +90,7 @@ impl AnyNegative {
             AnyNegative::Cd(_) => "cd",
             AnyNegative::Pt(_) => "pt",
             AnyNegative::Jarzynski(_) => "jarzynski",
+            AnyNegative::Tmc(_) => "tmc",
         }
     }
 }
@@ -96,15 +101,19 @@ fn state_name(s: &AnyNegativeState) -> &'static str {
         AnyNegativeState::Cd(_) => "cd",
         AnyNegativeState::Pt(_) => "pt",
         AnyNegativeState::Jarzynski(_) => "jarzynski",
+        AnyNegativeState::Tmc(_) => "tmc",
     }
 }
 
 const MISMATCH: &str = "the negative phase's state is checked against its configuration first";
 
+/// [`Tmc`] needs discrete visible units, known here only at run time: `init` and `sample`
+/// dispatch on the visible type (`super::tmc`); its other methods do not depend on it and go
+/// through the nominal `Bernoulli` instance.
 impl<V, H> NegativePhase<V, H> for AnyNegative
 where
-    V: TrainableLayer<Scalar = f64>,
-    H: TrainableLayer<Scalar = f64>,
+    V: TrainableLayer<Scalar = f64> + 'static,
+    H: TrainableLayer<Scalar = f64> + 'static,
 {
     type State = AnyNegativeState;
 
@@ -128,6 +137,9 @@ where
             AnyNegative::Jarzynski(p) => AnyNegativeState::Jarzynski(NegativePhase::<V, H>::init(
                 p, model, batch_size, seed, par,
             )?),
+            AnyNegative::Tmc(p) => {
+                AnyNegativeState::Tmc(super::tmc::init(p, model, batch_size, seed, par)?)
+            }
         })
     }
 
@@ -137,13 +149,16 @@ where
         state: &mut AnyNegativeState,
         batch: &DMatrix<f64>,
         par: Par,
-    ) -> NegativeInfo {
+    ) -> ebm_core::Result<NegativeInfo> {
         match (self, state) {
             (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => p.sample(model, s, batch, par),
             (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => p.sample(model, s, batch, par),
             (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => p.sample(model, s, batch, par),
             (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
                 p.sample(model, s, batch, par)
+            }
+            (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
+                super::tmc::sample_negative(p, model, s, batch, par)
             }
             _ => unreachable!("{MISMATCH}"),
         }
@@ -163,6 +178,9 @@ where
             (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
                 NegativePhase::<V, H>::check_state(p, s, batch_size)
             }
+            (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
+                NegativePhase::<Bernoulli<f64>, H>::check_state(p, s, batch_size)
+            }
             (p, s) => Err(ebm_core::Error::ShapeMismatch {
                 what: "negative phase state".into(),
                 expected: p.name().into(),
@@ -179,6 +197,9 @@ where
             (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
                 NegativePhase::<V, H>::chains(p, s)
             }
+            (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
+                NegativePhase::<Bernoulli<f64>, H>::chains(p, s)
+            }
             _ => unreachable!("{MISMATCH}"),
         }
     }
@@ -190,6 +211,9 @@ where
             (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => NegativePhase::<V, H>::weights(p, s),
             (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
                 NegativePhase::<V, H>::weights(p, s)
+            }
+            (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
+                NegativePhase::<Bernoulli<f64>, H>::weights(p, s)
             }
             _ => unreachable!("{MISMATCH}"),
         }
@@ -212,6 +236,7 @@ where
             (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
                 p.after_update(old, new, s, info, par)
             }
+            (AnyNegative::Tmc(_), AnyNegativeState::Tmc(_)) => {}
             _ => unreachable!("{MISMATCH}"),
         }
     }
@@ -303,6 +328,7 @@ fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfi
         NegativeArg::Cd => "cd",
         NegativeArg::Pt => "pt",
         NegativeArg::Jarzynski => "jarzynski",
+        NegativeArg::Tmc => "tmc",
     };
     if negative_arg != NegativeArg::Pt {
         for (set, name) in [
@@ -332,6 +358,7 @@ fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfi
         10
     });
     let chains = s.chains.unwrap_or(500);
+    let tmc = super::tmc::negative(s, neg, visible, sweeps, data)?;
     let negative = match negative_arg {
         NegativeArg::Pcd => AnyNegative::Pcd(Pcd { sweeps, chains }),
         NegativeArg::Cd => AnyNegative::Cd(Cd { sweeps }),
@@ -387,6 +414,7 @@ fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfi
                 resample_below_ess: r,
             })
         }
+        NegativeArg::Tmc => AnyNegative::Tmc(tmc.expect("built for --negative tmc")),
     };
     let n = data.weights().iter().filter(|&&w| w > 0.0).count();
     let batch_size = s.batch_size.unwrap_or(100.min(n));

@@ -1,6 +1,6 @@
 use ebm_core::{Error, Result, Scalar};
 use ebm_data::pca::Pca;
-use ebm_models::{Layer, Rbm};
+use ebm_models::{DiscreteLayer, Layer, Rbm};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
@@ -121,6 +121,43 @@ impl OrderParameter {
             d.set_column(c, &u.column(idx));
         }
         Self::new(&d, rbm.visible().n_units())
+    }
+
+    /// The smallest and largest value of each order parameter over all configurations of the
+    /// discrete layer `layer` (one `(min, max)` pair per direction). The projection is a sum
+    /// of one term per unit, so each bound is the sum of the units' own bounds; no enumeration
+    /// is needed. This is the range a grid of targets must cover when no data are at hand.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] if the layer's width differs from [`OrderParameter::width`].
+    pub fn range<L: DiscreteLayer>(&self, layer: &L) -> Result<Vec<(f64, f64)>> {
+        Error::check_len(
+            "order-parameter width (visible values)",
+            self.width,
+            layer.width(),
+        )?;
+        let (w, q) = (layer.unit_width(), layer.unit_states());
+        let mut slot = vec![L::Scalar::from_f64(0.0); w];
+        let mut out = vec![(0.0, 0.0); self.k];
+        for (l, bounds) in out.iter_mut().enumerate() {
+            let d = self.scaled_direction(l);
+            for i in 0..layer.n_units() {
+                let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+                for s in 0..q {
+                    layer.write_unit_state(s, &mut slot);
+                    let x: f64 = d[i * w..(i + 1) * w]
+                        .iter()
+                        .zip(&slot)
+                        .map(|(a, b)| a * b.as_f64())
+                        .sum();
+                    lo = lo.min(x);
+                    hi = hi.max(x);
+                }
+                bounds.0 += lo;
+                bounds.1 += hi;
+            }
+        }
+        Ok(out)
     }
 
     /// Number of order parameters \\(k\\).

@@ -121,40 +121,74 @@ where
     H: Layer<Scalar = V::Scalar>,
 {
     check_grid(grid)?;
-    let r = settings.replicas;
-    if order.k() != 1 || r == 0 || settings.measure == 0 {
+    if order.k() != 1 {
+        return Err(Error::InvalidParameter {
+            name: "order".into(),
+            reason: format!(
+                "{} directions; a 1D profile needs one (see plane::measure_profile_2d for two)",
+                order.k()
+            ),
+        });
+    }
+    let (mean_order, std_error) = measure_targets(rbm, order, grid, settings, state, beta, par)?;
+    Ok(Profile {
+        grid: grid.to_vec(),
+        mean_order,
+        std_error,
+    })
+}
+
+/// The measurement shared by the 1D and 2D profiles: `targets` holds one `k`-dimensional
+/// target per grid point; chain `c` of `state` is tethered to point `c / replicas`, runs
+/// `burn_in` sweeps, then `measure` sweeps whose order parameters are averaged. Returns the
+/// means and their standard errors over replicas, `k` per grid point.
+pub(super) fn measure_targets<V, H>(
+    rbm: &Rbm<V, H>,
+    order: &OrderParameter,
+    targets: &[f64],
+    settings: &ProfileSettings,
+    state: &mut ChainState<RbmChains<V::Scalar>>,
+    beta: f64,
+    par: Par,
+) -> Result<(Vec<f64>, Vec<f64>)>
+where
+    V: DiscreteLayer,
+    H: Layer<Scalar = V::Scalar>,
+{
+    let (r, k) = (settings.replicas, order.k());
+    if r == 0 || settings.measure == 0 {
         return Err(Error::InvalidParameter {
             name: "profile settings".into(),
             reason: format!(
-                "k = {}, replicas = {r}, measure = {}; one order parameter, at least one replica and one measured sweep expected",
-                order.k(),
+                "replicas = {r}, measure = {}; at least one replica and one measured sweep expected",
                 settings.measure
             ),
         });
     }
-    let n = grid.len() * r;
+    let points = targets.len() / k;
+    let n = points * r;
     if state.chains.visible.ncols() != n {
         return Err(Error::ShapeMismatch {
             what: "profile chains".into(),
-            expected: format!("{} grid points x {r} replicas = {n} chains", grid.len()),
+            expected: format!("{points} grid points x {r} replicas = {n} chains"),
             got: format!("{} chains", state.chains.visible.ncols()),
         });
     }
-    let targets: Vec<f64> = grid
-        .iter()
-        .flat_map(|&g| std::iter::repeat_n(g, r))
+    let per_chain: Vec<f64> = targets
+        .chunks(k)
+        .flat_map(|t| std::iter::repeat_n(t, r).flatten().copied())
         .collect();
     let kernel = Tethered::new(
         order.clone(),
         GaussianTether::new(settings.alpha)?,
-        targets,
+        per_chain,
         1,
     )?;
     for _ in 0..settings.burn_in {
         kernel.step(rbm, beta, &mut state.chains, state.rngs.as_mut_slice(), par);
         state.steps += 1;
     }
-    let mut sums = vec![0.0; n];
+    let mut sums = vec![0.0; n * k];
     for _ in 0..settings.measure {
         let info = kernel.step(rbm, beta, &mut state.chains, state.rngs.as_mut_slice(), par);
         state.steps += 1;
@@ -163,24 +197,22 @@ where
         }
     }
     let t = settings.measure as f64;
-    let mut mean_order = Vec::with_capacity(grid.len());
-    let mut std_error = Vec::with_capacity(grid.len());
-    for chunk in sums.chunks(r) {
-        let means: Vec<f64> = chunk.iter().map(|s| s / t).collect();
-        let mu = means.iter().sum::<f64>() / r as f64;
-        let var = if r > 1 {
-            means.iter().map(|x| (x - mu) * (x - mu)).sum::<f64>() / (r - 1) as f64
-        } else {
-            f64::NAN
-        };
-        mean_order.push(mu);
-        std_error.push((var / r as f64).sqrt());
+    let mut mean = Vec::with_capacity(points * k);
+    let mut std_error = Vec::with_capacity(points * k);
+    for chunk in sums.chunks(r * k) {
+        for l in 0..k {
+            let means: Vec<f64> = (0..r).map(|c| chunk[c * k + l] / t).collect();
+            let mu = means.iter().sum::<f64>() / r as f64;
+            let var = if r > 1 {
+                means.iter().map(|x| (x - mu) * (x - mu)).sum::<f64>() / (r - 1) as f64
+            } else {
+                f64::NAN
+            };
+            mean.push(mu);
+            std_error.push((var / r as f64).sqrt());
+        }
     }
-    Ok(Profile {
-        grid: grid.to_vec(),
-        mean_order,
-        std_error,
-    })
+    Ok((mean, std_error))
 }
 
 fn check_grid(grid: &[f64]) -> Result<()> {
@@ -426,7 +458,8 @@ impl Reconstruction {
 pub struct Generated<F: Scalar> {
     /// The chains after the TMC runs (their RNG streams can continue them).
     pub state: ChainState<RbmChains<F>>,
-    /// The targets \\(\hat m\\) drawn, one per chain.
+    /// The targets \\(\hat m\\) drawn, `k` per chain (chain `c` at `targets[c * k..(c + 1) *
+    /// k]`).
     pub targets: Vec<f64>,
 }
 
@@ -468,6 +501,25 @@ where
     let targets: Vec<f64> = (0..n)
         .map(|_| reconstruction.quantile(f64::uniform(&mut aux)))
         .collect();
+    generate_at(rbm, order, targets, alpha, sweeps, seed, par)
+}
+
+/// Runs `sweeps` TMC sweeps on one chain per target (`k` values each, `k = order.k()`),
+/// every chain from uniformly random visible units with its stream from `seed`.
+pub(super) fn generate_at<V, H>(
+    rbm: &Rbm<V, H>,
+    order: &OrderParameter,
+    targets: Vec<f64>,
+    alpha: f64,
+    sweeps: usize,
+    seed: u64,
+    par: Par,
+) -> Result<Generated<V::Scalar>>
+where
+    V: DiscreteLayer,
+    H: Layer<Scalar = V::Scalar>,
+{
+    let n = targets.len() / order.k();
     let kernel = Tethered::new(
         order.clone(),
         GaussianTether::new(alpha)?,
@@ -478,6 +530,301 @@ where
     kernel.step(rbm, 1.0, &mut state.chains, state.rngs.as_mut_slice(), par);
     state.steps += 1;
     Ok(Generated { state, targets })
+}
+
+/// Settings of [`sample`]: the profile measurement, then the generation runs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SamplingSettings {
+    /// How \\(\langle m\rangle_{\hat m}\\) is measured on the grid.
+    pub profile: ProfileSettings,
+    /// TMC sweeps at each drawn target (the paper: 30 for its 5-cluster model).
+    pub sweeps: usize,
+    /// Unconstrained Gibbs sweeps applied after the TMC sweeps (the reference code: 2; 0
+    /// returns the tethered samples as they are).
+    pub gibbs_sweeps: usize,
+}
+
+/// The two mode weights of \\(p(\hat m)\\) split at its deepest barrier, measured twice.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModeWeights {
+    /// The barrier separating the modes ([`Reconstruction::barrier`]).
+    pub barrier: Barrier,
+    /// \\(\int p(\hat m)\, d\hat m\\) left of the saddle (= `barrier.left_weight`).
+    pub profile_left: f64,
+    /// Its standard error, propagated linearly from the standard errors of
+    /// \\(\langle m\rangle_{\hat m_j}\\) (independent replicas per grid point) through the
+    /// quadrature and the normalisation; NaN with a single replica.
+    pub profile_left_se: f64,
+    /// Fraction of the generated samples whose order parameter \\(m(v)\\) lies left of the
+    /// saddle.
+    pub samples_left: f64,
+    /// Its binomial standard error (the samples are independent).
+    pub samples_left_se: f64,
+}
+
+/// What [`measure`] returns: the profile from fresh chains, its reconstruction, the deepest
+/// barrier with the standard error of the weight left of it, and why the result may not be
+/// trusted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// \\(\langle m \rangle_{\hat m}\\) on the grid.
+    pub profile: Profile,
+    /// \\(\Omega\\) and \\(p(\hat m)\\).
+    pub reconstruction: Reconstruction,
+    /// The deepest barrier of \\(p(\hat m)\\), if it has an interior dip.
+    pub barrier: Option<Barrier>,
+    /// Standard error of `barrier.left_weight`, propagated linearly from the standard errors
+    /// of \\(\langle m\rangle_{\hat m_j}\\) (independent replicas per grid point) through the
+    /// quadrature and the normalisation; NaN with a single replica or without a barrier.
+    pub left_weight_se: f64,
+    /// Conditions under which the reconstruction is not reliable (a grid cutting \\(p\\), a
+    /// coarse grid, no error bars, uncertain mode weights).
+    pub warnings: Vec<String>,
+}
+
+/// Measures the tethered profile of `rbm` from scratch and reconstructs \\(p(\hat m)\\):
+/// `grid.len() * settings.replicas` chains from uniformly random visible units with streams
+/// from `seed` ([`profile_chains`], [`measure_profile`], [`reconstruct`]), then the deepest
+/// barrier, the error of its mode weights and the warnings.
+///
+/// # Errors
+/// As [`measure_profile`].
+pub fn measure<V, H>(
+    rbm: &Rbm<V, H>,
+    order: &OrderParameter,
+    grid: &[f64],
+    settings: &ProfileSettings,
+    seed: u64,
+    par: Par,
+) -> Result<Measured>
+where
+    V: DiscreteLayer,
+    H: Layer<Scalar = V::Scalar>,
+{
+    let mut chains = profile_chains(rbm, grid.len() * settings.replicas, seed);
+    let profile = measure_profile(rbm, order, grid, settings, &mut chains, 1.0, par)?;
+    let reconstruction = profile.reconstruct(settings.alpha)?;
+    let barrier = reconstruction.barrier();
+    let left_weight_se = barrier.map_or(f64::NAN, |b| {
+        left_weight_error(&profile, &reconstruction, &b, settings.alpha)
+    });
+    let warnings = profile_warnings(&reconstruction, settings, barrier, left_weight_se);
+    Ok(Measured {
+        profile,
+        reconstruction,
+        barrier,
+        left_weight_se,
+        warnings,
+    })
+}
+
+/// What [`sample`] returns.
+#[derive(Clone, Debug)]
+pub struct Sampled<F: Scalar> {
+    /// The profile and \\(p(\hat m)\\) the targets were drawn from.
+    pub measured: Measured,
+    /// The samples (after the optional Gibbs sweeps) and the targets drawn.
+    pub generated: Generated<F>,
+    /// The order parameter \\(m(v)\\) of every sample.
+    pub order: Vec<f64>,
+    /// The mode weights, when \\(p(\hat m)\\) has an interior dip.
+    pub modes: Option<ModeWeights>,
+    /// The warnings of the measurement, and a disagreement between the samples' and
+    /// \\(p\\)'s mode weights.
+    pub warnings: Vec<String>,
+}
+
+/// TMC sampling (paper §4.1, spec §2.7) in one call: measures \\(p(\hat m)\\) on `grid`
+/// ([`measure`], streams from `seed`), draws `n` targets \\(\hat m \sim p\\) by inverse CDF
+/// and runs `settings.sweeps` TMC sweeps at each from a uniformly random start ([`generate`],
+/// streams from `seed + 1`), then `settings.gibbs_sweeps` unconstrained Gibbs sweeps. The
+/// mode weights it reports are the model's (from \\(p\\) and from the samples), not the
+/// data's.
+///
+/// Every chain consumes only its own stream: the result does not depend on `par` or the
+/// thread count.
+///
+/// # Errors
+/// As [`measure_profile`] and [`generate`]; [`Error::InvalidParameter`] if `n == 0`.
+pub fn sample<V, H>(
+    rbm: &Rbm<V, H>,
+    order: &OrderParameter,
+    grid: &[f64],
+    settings: &SamplingSettings,
+    n: usize,
+    seed: u64,
+    par: Par,
+) -> Result<Sampled<V::Scalar>>
+where
+    V: DiscreteLayer,
+    H: Layer<Scalar = V::Scalar>,
+{
+    if n == 0 {
+        return Err(Error::InvalidParameter {
+            name: "samples".into(),
+            reason: "0; at least one sample expected".into(),
+        });
+    }
+    let p = &settings.profile;
+    let measured = measure(rbm, order, grid, p, seed, par)?;
+    let mut generated = generate(
+        rbm,
+        order,
+        &measured.reconstruction,
+        p.alpha,
+        n,
+        settings.sweeps,
+        seed.wrapping_add(1),
+        par,
+    )?;
+    if settings.gibbs_sweeps > 0 {
+        let s = &mut generated.state;
+        crate::Gibbs::new(settings.gibbs_sweeps).step(
+            rbm,
+            1.0,
+            &mut s.chains,
+            s.rngs.as_mut_slice(),
+            par,
+        );
+        s.steps += 1;
+    }
+    let mut m = [0.0];
+    let values: Vec<f64> = generated
+        .state
+        .chains
+        .visible
+        .column_iter()
+        .map(|c| {
+            order.project(c.as_slice(), &mut m);
+            m[0]
+        })
+        .collect();
+    let modes = measured.barrier.map(|barrier| {
+        let left = values.iter().filter(|&&x| x < barrier.saddle).count() as f64 / n as f64;
+        ModeWeights {
+            barrier,
+            profile_left: barrier.left_weight,
+            profile_left_se: measured.left_weight_se,
+            samples_left: left,
+            samples_left_se: (left * (1.0 - left) / n as f64).sqrt(),
+        }
+    });
+    let mut warnings = measured.warnings.clone();
+    if let Some(m) = &modes {
+        let z = (m.samples_left - m.profile_left)
+            / (m.samples_left_se.powi(2) + m.profile_left_se.powi(2)).sqrt();
+        if z.abs() > 4.0 {
+            warnings.push(format!(
+                "the samples' left weight {:.3} +- {:.3} disagrees with p(m_hat)'s {:.3} +- {:.3} \
+                 ({z:.1} standard errors): the TMC runs at fixed m_hat may be too short",
+                m.samples_left, m.samples_left_se, m.profile_left, m.profile_left_se
+            ));
+        }
+    }
+    Ok(Sampled {
+        measured,
+        generated,
+        order: values,
+        modes,
+        warnings,
+    })
+}
+
+/// Trapezoid weights of `x[range]` (the end points get half an interval).
+fn trapezoid_weights(x: &[f64], lo: usize, hi: usize) -> Vec<f64> {
+    let mut t = vec![0.0; x.len()];
+    for j in lo..hi {
+        let h = 0.5 * (x[j + 1] - x[j]);
+        t[j] += h;
+        t[j + 1] += h;
+    }
+    t
+}
+
+/// Standard error of the left weight \\(w = W_L/(W_L + W_R)\\): with \\(x = \ln(W_L/W_R)\\),
+/// \\(\partial x/\partial \Omega'_i = -\alpha\,(E_L[\partial\Omega/\partial\Omega'_i] -
+/// E_R[\partial\Omega/\partial\Omega'_i])\\), where \\(E_{L,R}\\) average over each side of the
+/// saddle with the weights \\(p_j\\) times the trapezoid weights, and
+/// \\(\partial\Omega_j/\partial\Omega'_i\\) are the cumulative-trapezoid coefficients; the
+/// grid points' errors are independent, so \\(\sigma_x^2 = \sum_i (\partial x/\partial
+/// \Omega'_i)^2 \sigma_i^2\\) and \\(\sigma_w = w(1-w)\sigma_x\\).
+fn left_weight_error(
+    profile: &Profile,
+    rec: &Reconstruction,
+    barrier: &Barrier,
+    alpha: f64,
+) -> f64 {
+    let g = &rec.grid;
+    let n = g.len();
+    let s = g.iter().position(|&x| x == barrier.saddle).unwrap_or(0);
+    let p = rec.density();
+    let side = |lo: usize, hi: usize| -> Vec<f64> {
+        let t = trapezoid_weights(g, lo, hi);
+        let w: Vec<f64> = t.iter().zip(&p).map(|(a, b)| a * b).collect();
+        let total: f64 = w.iter().sum();
+        w.iter().map(|x| x / total).collect()
+    };
+    let (wl, wr) = (side(0, s), side(s, n - 1));
+    // dOmega_j/dOmega'_i for the cumulative trapezoid: h_i/2 [1 <= i <= j] + h_{i+1}/2 [i+1 <= j].
+    let coef = |i: usize, j: usize| {
+        let mut c = 0.0;
+        if i >= 1 && i <= j {
+            c += 0.5 * (g[i] - g[i - 1]);
+        }
+        if i < j {
+            c += 0.5 * (g[i + 1] - g[i]);
+        }
+        c
+    };
+    let mut var = 0.0;
+    for i in 0..n {
+        let d: f64 = (0..n).map(|j| (wl[j] - wr[j]) * coef(i, j)).sum();
+        var += (alpha * d * profile.std_error[i]).powi(2);
+    }
+    let w = barrier.left_weight;
+    w * (1.0 - w) * var.sqrt()
+}
+
+/// The warnings of [`measure`].
+fn profile_warnings(
+    rec: &Reconstruction,
+    settings: &ProfileSettings,
+    barrier: Option<Barrier>,
+    left_weight_se: f64,
+) -> Vec<String> {
+    let mut w = Vec::new();
+    let lp = &rec.log_density;
+    let max = lp.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let edge = lp[0].max(lp[lp.len() - 1]) - max;
+    if edge > -10.0 {
+        w.push(format!(
+            "p(m_hat) at the grid's ends is e^{edge:.1} of its maximum: the grid may cut the \
+             distribution; widen it"
+        ));
+    }
+    let h = rec.grid.windows(2).map(|x| x[1] - x[0]).fold(0.0, f64::max);
+    if h > 1.0 / settings.alpha.sqrt() {
+        w.push(format!(
+            "grid spacing {h:.3e} exceeds 1/sqrt(alpha) = {:.3e}: the quadrature of Omega' is \
+             coarse; use more grid points",
+            1.0 / settings.alpha.sqrt()
+        ));
+    }
+    if settings.replicas < 2 {
+        w.push(
+            "one replica per grid point: p(m_hat) and the mode weights have no error bars".into(),
+        );
+    }
+    if let Some(b) = barrier
+        && left_weight_se > 0.05
+    {
+        w.push(format!(
+            "the mode weights of p(m_hat) are uncertain (left weight {:.3} +- {left_weight_se:.3}): \
+             use more replicas or measured sweeps",
+            b.left_weight
+        ));
+    }
+    w
 }
 
 #[cfg(test)]

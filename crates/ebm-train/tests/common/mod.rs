@@ -77,9 +77,9 @@ where
         state: &mut Self::State,
         _batch: &DMatrix<V::Scalar>,
         par: Par,
-    ) -> NegativeInfo {
-        state.weights = exact::visible_probabilities(model, 1.0, par).unwrap();
-        NegativeInfo::default()
+    ) -> Result<NegativeInfo> {
+        state.weights = exact::visible_probabilities(model, 1.0, par)?;
+        Ok(NegativeInfo::default())
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {

@@ -1,0 +1,122 @@
+//! Helpers shared by the CLI integration tests: the `ebm` binary and running it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+use std::sync::OnceLock;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The `ebm` binary of the root package, built (or found up to date) by cargo in this test's
+/// own target directory and profile: integration tests of `ebm-cli` do not get
+/// `CARGO_BIN_EXE_ebm`, since the binary belongs to another package.
+pub fn ebm_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        // This test runs as <target>/<profile>/deps/<name>-<hash>.
+        let exe = std::env::current_exe().expect("test executable path");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("test executable in <target>/<profile>/deps");
+        let profile = profile_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("profile directory name");
+        let cargo_profile = if profile == "debug" { "dev" } else { profile };
+        let target_dir = profile_dir.parent().expect("target directory");
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = StdCommand::new(cargo)
+            .current_dir(&workspace)
+            .env("CARGO_TARGET_DIR", target_dir)
+            .args(["build", "--quiet", "-p", "ebm", "--bin", "ebm", "--profile"])
+            .arg(cargo_profile)
+            .status()
+            .expect("run cargo to build the ebm binary");
+        assert!(status.success(), "building the ebm binary failed");
+        let bin = profile_dir.join(format!("ebm{}", std::env::consts::EXE_SUFFIX));
+        assert!(bin.exists(), "{} was not built", bin.display());
+        bin
+    })
+}
+
+/// The `ebm` command, without a backtrace variable (errors must stay one line).
+pub fn ebm() -> Command {
+    let mut c = Command::new(ebm_binary());
+    c.env_remove("RUST_BACKTRACE");
+    c
+}
+
+/// Runs `ebm <args>` in `dir` (arguments split at whitespace), expecting success; returns
+/// stdout.
+pub fn ok(dir: &Path, args: &str) -> String {
+    let out = ebm()
+        .current_dir(dir)
+        .args(args.split_whitespace())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ebm {args} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs `ebm <args>` in `dir`, expecting failure with exit code `code`, nothing on stdout and
+/// exactly one line on stderr, `error: ...`, containing `needle`.
+pub fn fails(dir: &Path, args: &str, code: i32, needle: &str) {
+    let out = ebm()
+        .current_dir(dir)
+        .args(args.split_whitespace())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(code), "ebm {args}: {stderr:?}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "ebm {args}: stderr is not one line: {stderr:?}"
+    );
+    assert!(lines[0].starts_with("error: "), "ebm {args}: {stderr:?}");
+    assert!(
+        lines[0].contains(needle),
+        "ebm {args}: {stderr:?} lacks {needle:?}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "ebm {args} printed on stdout on failure"
+    );
+}
+
+/// A JSON file (a run record).
+pub fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A file's bytes.
+pub fn bytes(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()
+}
+
+/// The rows of a numeric CSV file with a header line, by column name.
+pub fn csv_columns(path: &Path) -> std::collections::BTreeMap<String, Vec<f64>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let names: Vec<String> = lines
+        .next()
+        .expect("header")
+        .split(',')
+        .map(String::from)
+        .collect();
+    let mut cols = vec![Vec::new(); names.len()];
+    for l in lines {
+        for (c, x) in cols.iter_mut().zip(l.split(',')) {
+            c.push(x.trim().parse::<f64>().unwrap_or(f64::NAN));
+        }
+    }
+    names.into_iter().zip(cols).collect()
+}
