@@ -352,7 +352,9 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Kernel<StackedRbm<V, H>> for Keepin
 /// alternating disjoint pairs (deterministic even/odd, one attempt per adjacent pair every two
 /// iterations), each with its refresh. It is [`ParallelTempering`] with [`Gibbs`] on a
 /// [`StackLadder`]: the same loop, schedules (SEO, DEO, lifted) and diagnostics as
-/// temperature and trajectory ladders.
+/// temperature and trajectory ladders. [`StackedTempering::step`] runs the Gibbs steps through a
+/// kernel that keeps the product \(W_n h_n\) of each RBM's last half-step for the next
+/// exchange (same draws, one product fewer per exchange).
 ///
 /// Cost accounting (§3.6): one iteration costs \\(L\\) AGS steps, one per RBM, the unit in
 /// which mixing is compared with AGS and with PT over \\(R\\) replicas (\\(R\\) AGS steps per
