@@ -151,7 +151,10 @@ fn main() -> Result<(), Error> {
     // bottom RBM of a stack trained by `ebm train-stack`, as in the book's command-line section).
     if let Some(path) = std::env::args().nth(1) {
         let rbm: Bottom = load_rbm(std::path::Path::new(&path))?;
-        println!("exact + mode weight of {path}: {:.4}", exact_plus_weight(&rbm)?);
+        println!(
+            "exact + mode weight of {path}: {:.4}",
+            exact_plus_weight(&rbm)?
+        );
         return Ok(());
     }
     let start = std::time::Instant::now();

@@ -293,8 +293,12 @@ fn train_stack_reads_idx_digits_with_pt() {
     let d = dir.path();
     // 4 x 4 "digits": a vertical bar (1), a ring (0), a cross (7), with one flipped pixel each.
     let bar = [0, 200, 0, 0, 0, 200, 0, 0, 0, 200, 0, 0, 0, 200, 0, 0];
-    let ring = [200, 200, 200, 200, 200, 0, 0, 200, 200, 0, 0, 200, 200, 200, 200, 200];
-    let cross = [200, 0, 0, 200, 0, 200, 200, 0, 0, 200, 200, 0, 200, 0, 0, 200];
+    let ring = [
+        200, 200, 200, 200, 200, 0, 0, 200, 200, 0, 0, 200, 200, 200, 200, 200,
+    ];
+    let cross = [
+        200, 0, 0, 200, 0, 200, 200, 0, 0, 200, 200, 0, 200, 0, 0, 200,
+    ];
     let (mut images, mut labels) = (Vec::new(), Vec::new());
     for k in 0..60 {
         let (mut x, l) = match k % 3 {
@@ -317,7 +321,10 @@ fn train_stack_reads_idx_digits_with_pt() {
     assert_eq!(r["rbms"][0]["visible"], "bernoulli");
     assert_eq!(r["rbms"][0]["visible_units"], 16);
     assert_eq!(rec["settings"]["negative"], "pt");
-    ok(d, "sample --sampler stacked --stack digits.json --chains 50 --steps 20 --out s.npy --quiet");
+    ok(
+        d,
+        "sample --sampler stacked --stack digits.json --chains 50 --steps 20 --out s.npy --quiet",
+    );
     // Without binarisation the pixels are real values; a ladder option without pt; labels
     // kept without a label file.
     fails(

@@ -57,8 +57,17 @@ pub enum BinaryCgf {
 ///
 /// # Panics
 /// If `fields` and `inputs` differ in length.
-pub fn binary_cgf_sum<F: crate::Scalar>(fields: &[F], inputs: &[F], beta: f64, kind: BinaryCgf) -> f64 {
-    assert_eq!(fields.len(), inputs.len(), "binary_cgf_sum: one input per field");
+pub fn binary_cgf_sum<F: crate::Scalar>(
+    fields: &[F],
+    inputs: &[F],
+    beta: f64,
+    kind: BinaryCgf,
+) -> f64 {
+    assert_eq!(
+        fields.len(),
+        inputs.len(),
+        "binary_cgf_sum: one input per field"
+    );
     crate::simd::dispatch(CgfSum {
         fields,
         inputs,
@@ -215,8 +224,12 @@ mod tests {
                 rng.random_range(-1.0..1.0) * scale
             })
             .collect();
-        inputs.extend([0.0, -0.0, 1e-300, -1e-300, 36.7, -36.7, 709.0, -709.0, 1e30, -1e30]);
-        let fields: Vec<f64> = (0..inputs.len()).map(|k| 0.1 * (k % 3) as f64 - 0.1).collect();
+        inputs.extend([
+            0.0, -0.0, 1e-300, -1e-300, 36.7, -36.7, 709.0, -709.0, 1e30, -1e30,
+        ]);
+        let fields: Vec<f64> = (0..inputs.len())
+            .map(|k| 0.1 * (k % 3) as f64 - 0.1)
+            .collect();
         for beta in [1.0, 0.37, 0.0] {
             for (kind, f) in [
                 (BinaryCgf::Bernoulli, softplus::<f64> as fn(f64) -> f64),
@@ -226,21 +239,37 @@ mod tests {
                 for (&t, &i) in fields.iter().zip(&inputs) {
                     let (got, want) = (binary_cgf_sum(&[t], &[i], beta, kind), f(beta * (t + i)));
                     let err = (got - want).abs() / want.abs().max(1e-300);
-                    assert!(err < 1e-15 || (got - want).abs() < 1e-307, "{kind:?} {t} + {i}: {got} vs {want}");
+                    assert!(
+                        err < 1e-15 || (got - want).abs() < 1e-307,
+                        "{kind:?} {t} + {i}: {got} vs {want}"
+                    );
                 }
-                let want: f64 = fields.iter().zip(&inputs).map(|(t, i)| f(beta * (t + i))).sum();
+                let want: f64 = fields
+                    .iter()
+                    .zip(&inputs)
+                    .map(|(t, i)| f(beta * (t + i)))
+                    .sum();
                 let got = binary_cgf_sum(&fields, &inputs, beta, kind);
-                assert!(((got - want) / want).abs() < 1e-14, "{kind:?}: {got} vs {want}");
+                assert!(
+                    ((got - want) / want).abs() < 1e-14,
+                    "{kind:?}: {got} vs {want}"
+                );
                 // f32 inputs are widened exactly, as `as_f64` would.
-                let (f32s, i32s): (Vec<f32>, Vec<f32>) =
-                    fields.iter().zip(&inputs).map(|(&t, &i)| (t as f32, i as f32)).unzip();
+                let (f32s, i32s): (Vec<f32>, Vec<f32>) = fields
+                    .iter()
+                    .zip(&inputs)
+                    .map(|(&t, &i)| (t as f32, i as f32))
+                    .unzip();
                 let want: f64 = f32s
                     .iter()
                     .zip(&i32s)
                     .map(|(&t, &i)| f(beta * (t as f64 + i as f64)))
                     .sum();
                 let got = binary_cgf_sum(&f32s, &i32s, beta, kind);
-                assert!(((got - want) / want).abs() < 1e-14, "{kind:?} f32: {got} vs {want}");
+                assert!(
+                    ((got - want) / want).abs() < 1e-14,
+                    "{kind:?} f32: {got} vs {want}"
+                );
             }
         }
         assert!(binary_cgf_sum(&[0.0], &[f64::NAN], 1.0, BinaryCgf::Bernoulli).is_nan());
@@ -249,11 +278,21 @@ mod tests {
     #[test]
     fn binary_cgf_sum_is_bit_identical_with_and_without_avx2() {
         use crate::simd::Pass;
-        let inputs: Vec<f32> = (0..1001).map(|k| ((k * 7919) % 2000) as f32 / 37.0 - 27.0).collect();
+        let inputs: Vec<f32> = (0..1001)
+            .map(|k| ((k * 7919) % 2000) as f32 / 37.0 - 27.0)
+            .collect();
         let fields = vec![0.25f32; inputs.len()];
         for kind in [BinaryCgf::Bernoulli, BinaryCgf::Spin] {
-            let pass = || CgfSum { fields: &fields, inputs: &inputs, beta: 0.9, kind };
-            assert_eq!(pass().run().to_bits(), crate::simd::dispatch(pass()).to_bits());
+            let pass = || CgfSum {
+                fields: &fields,
+                inputs: &inputs,
+                beta: 0.9,
+                kind,
+            };
+            assert_eq!(
+                pass().run().to_bits(),
+                crate::simd::dispatch(pass()).to_bits()
+            );
         }
     }
 

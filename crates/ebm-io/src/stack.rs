@@ -77,7 +77,12 @@ pub fn save_stack<V: Layer, H: Layer<Scalar = V::Scalar>>(
         format_version: STACK_FORMAT_VERSION,
         rbms: files
             .iter()
-            .map(|f| f.file_name().expect("named above").to_string_lossy().into_owned())
+            .map(|f| {
+                f.file_name()
+                    .expect("named above")
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect(),
     };
     let text = serde_json::to_string_pretty(&manifest).expect("a manifest encodes");
@@ -97,8 +102,8 @@ pub fn save_stack<V: Layer, H: Layer<Scalar = V::Scalar>>(
 /// version, lists no RBM, or names a file outside its directory (an absolute path or one with
 /// directory components).
 pub fn read_stack_manifest(path: &Path) -> Result<Vec<PathBuf>> {
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
-    let m: Manifest = serde_json::from_str(&text).map_err(|e| {
+    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
         format_error(
             path,
             format!("line {} column {}", e.line(), e.column()),
@@ -128,7 +133,9 @@ pub fn read_stack_manifest(path: &Path) -> Result<Vec<PathBuf>> {
                 return Err(format_error(
                     path,
                     format!("rbms[{k}]"),
-                    format!("{f:?} is not a plain file name (the RBM files sit next to the manifest)"),
+                    format!(
+                        "{f:?} is not a plain file name (the RBM files sit next to the manifest)"
+                    ),
                 ));
             }
             Ok(dir.join(name))

@@ -24,7 +24,12 @@ fn stack() -> Stack<Bernoulli, Spin> {
         4,
         3,
     );
-    let r2 = rbm(Spin::new(vec![0.1, 0.0, -0.5]), Spin::new(vec![0.7, 0.2]), 3, 2);
+    let r2 = rbm(
+        Spin::new(vec![0.1, 0.0, -0.5]),
+        Spin::new(vec![0.7, 0.2]),
+        3,
+        2,
+    );
     let r3 = rbm(Spin::new(vec![-0.3, 0.9]), Spin::new(vec![0.4]), 2, 1);
     Stack::new(bottom, vec![r2, r3]).unwrap()
 }
@@ -70,9 +75,18 @@ fn corrupted_manifests_are_typed_errors_naming_the_file() {
     let cases: [(&str, &str); 7] = [
         (&good[..good.len() / 2], "line"),
         ("[1, 2]", "not a stack manifest"),
-        (r#"{"format": "ebm-rbm", "format_version": 1, "rbms": ["a"]}"#, "expected \"ebm-stack\""),
-        (r#"{"format": "ebm-stack", "format_version": 2, "rbms": ["a"]}"#, "version 2"),
-        (r#"{"format": "ebm-stack", "format_version": 1, "rbms": []}"#, "lists no RBM"),
+        (
+            r#"{"format": "ebm-rbm", "format_version": 1, "rbms": ["a"]}"#,
+            "expected \"ebm-stack\"",
+        ),
+        (
+            r#"{"format": "ebm-stack", "format_version": 2, "rbms": ["a"]}"#,
+            "version 2",
+        ),
+        (
+            r#"{"format": "ebm-stack", "format_version": 1, "rbms": []}"#,
+            "lists no RBM",
+        ),
         (
             r#"{"format": "ebm-stack", "format_version": 1, "rbms": ["../s.rbm1.safetensors"]}"#,
             "not a plain file name",
@@ -84,8 +98,19 @@ fn corrupted_manifests_are_typed_errors_naming_the_file() {
     ];
     for (text, needle) in cases {
         std::fs::write(&path, text).unwrap();
-        format_error_at(&load_stack::<Bernoulli, Spin>(&path).unwrap_err(), &path, needle);
+        format_error_at(
+            &load_stack::<Bernoulli, Spin>(&path).unwrap_err(),
+            &path,
+            needle,
+        );
     }
+    // Binary bytes (e.g. an RBM file given as the stack).
+    std::fs::write(&path, [0x93u8, b'N', b'U', b'M', 0xff, 0x00]).unwrap();
+    format_error_at(
+        &load_stack::<Bernoulli, Spin>(&path).unwrap_err(),
+        &path,
+        "not a stack manifest",
+    );
     // RBMs that do not nest: RBM 3 directly above RBM 1.
     std::fs::write(
         &path,

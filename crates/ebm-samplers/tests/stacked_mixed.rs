@@ -145,8 +145,16 @@ fn exact_kernels<A: Ladder<Model = Model>>(
     let (h1_v, v1_h) = conditionals(&p[1], 4, 2);
     let (h2_v, _) = conditionals(&p[2], 2, 2);
     let n = 256;
-    let split = |a: usize| [(a % 8 % 4, a % 8 / 4), (a / 8 % 8 % 4, a / 8 % 8 / 4), (a / 64 % 2, a / 64 / 2)];
-    let idx = |s: [(usize, usize); 3]| (s[0].0 + 4 * s[0].1) + 8 * (s[1].0 + 4 * s[1].1) + 64 * (s[2].0 + 2 * s[2].1);
+    let split = |a: usize| {
+        [
+            (a % 8 % 4, a % 8 / 4),
+            (a / 8 % 8 % 4, a / 8 % 8 / 4),
+            (a / 64 % 2, a / 64 / 2),
+        ]
+    };
+    let idx = |s: [(usize, usize); 3]| {
+        (s[0].0 + 4 * s[0].1) + 8 * (s[1].0 + 4 * s[1].1) + 64 * (s[2].0 + 2 * s[2].1)
+    };
     let pi: Vec<f64> = (0..n)
         .map(|a| {
             let s = split(a);
@@ -156,7 +164,13 @@ fn exact_kernels<A: Ladder<Model = Model>>(
     let alpha = |k: usize, lo: (usize, usize), hi: (usize, usize)| {
         let mut la = [0.0];
         let (a, b) = (&r[k].0, &r[k + 1].0);
-        ladder.log_accept(k, &chain(a, lo.0, lo.1), &chain(b, hi.0, hi.1), &mut la, Par::Seq);
+        ladder.log_accept(
+            k,
+            &chain(a, lo.0, lo.1),
+            &chain(b, hi.0, hi.1),
+            &mut la,
+            Par::Seq,
+        );
         la[0].min(0.0).exp()
     };
     let (mut t0, mut t1) = (vec![0.0; n * n], vec![0.0; n * n]);
@@ -221,13 +235,24 @@ fn violations<A: Ladder<Model = Model>>(
 fn check_exact<A: Ladder<Model = Model>>(ladder: &MixedLadder<A, B, B>, name: &str) {
     let ok = violations(ladder, true, true);
     println!("{name}: with both refreshes {ok:?}");
-    assert!(ok.iter().all(|&e| e < 1e-15), "{name}: not invariant {ok:?}");
+    assert!(
+        ok.iter().all(|&e| e < 1e-15),
+        "{name}: not invariant {ok:?}"
+    );
     let no_ladder = violations(ladder, false, true);
     let no_junction = violations(ladder, true, false);
-    println!("{name}: without the ladder's refresh {no_ladder:?}, without the junction's {no_junction:?}");
+    println!(
+        "{name}: without the ladder's refresh {no_ladder:?}, without the junction's {no_junction:?}"
+    );
     // The pair whose refresh is dropped breaks invariance (the other pair stays exact).
-    assert!(no_ladder[0] > 1e-3 && no_ladder[1] < 1e-15, "{name}: {no_ladder:?}");
-    assert!(no_junction[1] > 1e-3 && no_junction[0] < 1e-15, "{name}: {no_junction:?}");
+    assert!(
+        no_ladder[0] > 1e-3 && no_ladder[1] < 1e-15,
+        "{name}: {no_ladder:?}"
+    );
+    assert!(
+        no_junction[1] > 1e-3 && no_junction[0] < 1e-15,
+        "{name}: {no_junction:?}"
+    );
 }
 
 /// Exact transition matrices: each exchange of the mixed ladder, and the sweep of both,
@@ -256,7 +281,10 @@ fn p_value<X: Exchange<State = RbmChains<f64>, RungModel = Model>>(
     let pt = ParallelTempering::new(Gibbs::new(0), SwapSchedule::Sweep);
     let info = pt.step(ladder, &mut state, Par::Rayon);
     assert!(info.accepted.iter().all(|&a| a > 1000), "{info:?}");
-    let p: Vec<Vec<f64>> = models.iter().map(|(m, b)| joint_probabilities(m, *b)).collect();
+    let p: Vec<Vec<f64>> = models
+        .iter()
+        .map(|(m, b)| joint_probabilities(m, *b))
+        .collect();
     let index = |r: &Rbm<B, B>, c: &RbmChains<f64>, i: usize| {
         let v = r
             .visible()
@@ -268,7 +296,9 @@ fn p_value<X: Exchange<State = RbmChains<f64>, RungModel = Model>>(
     };
     let mut counts = vec![0u64; 8 * 8 * 4];
     for i in 0..DRAWS {
-        let s: Vec<usize> = (0..3).map(|k| index(&models[k].0, &state.rungs[k], i)).collect();
+        let s: Vec<usize> = (0..3)
+            .map(|k| index(&models[k].0, &state.rungs[k], i))
+            .collect();
         counts[s[0] + 8 * s[1] + 64 * s[2]] += 1;
     }
     let law: Vec<f64> = (0..256)

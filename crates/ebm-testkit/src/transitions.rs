@@ -133,7 +133,11 @@ where
 /// # Panics
 /// If `p.len() != n_v * n_h`.
 pub fn conditionals(p: &[f64], n_v: usize, n_h: usize) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
-    assert_eq!(p.len(), n_v * n_h, "conditionals: one probability per joint state");
+    assert_eq!(
+        p.len(),
+        n_v * n_h,
+        "conditionals: one probability per joint state"
+    );
     let h_given_v = (0..n_v)
         .map(|v| {
             let z: f64 = (0..n_h).map(|h| p[v + n_v * h]).sum();
