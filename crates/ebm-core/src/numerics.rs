@@ -123,7 +123,7 @@ impl<F: crate::Scalar> crate::simd::Pass for CgfSum<'_, F> {
 /// result accurate for the \\(e\\) that \\(1 + e\\) rounds.
 #[inline(always)]
 fn log1p_unit(e: f64) -> f64 {
-    const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
     const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     let z = 1.0 + e;
     let big = z > std::f64::consts::SQRT_2;
