@@ -1389,8 +1389,14 @@ Train a stack of RBMs for stacked tempering (Fernandez-de-Cossio-Diaz et al., IC
 has one visible unit per feature of --data ({0,1} data: bernoulli units, {-1,+1}: spin units)
 and --hidden-units[0] bernoulli hidden units; RBM n + 1 has the hidden units of RBM n as visible
 units and --hidden-units[n] hidden units, and is trained on one sample h ~ P_n(h | v) per data
-point of RBM n (samples, not means). Every RBM: PCD-k (--sweeps, --chains), Adam at
---learning-rate, --updates updates of --batch-size samples.
+point of RBM n (samples, not means). Every RBM: Adam at --learning-rate, --updates updates of
+--batch-size samples, with the negative phase of `ebm train` chosen by --negative (pcd by
+default: PCD-k with --sweeps and --chains; pt: parallel tempering on --rungs/--beta-min or
+--betas with --schedule and --rounds, so that a bimodal bottom RBM can be learnt). The options
+are resolved and checked as by `ebm train`.
+
+IDX files (MNIST, *-ubyte) are read with --labels (the IDX label file), --keep-labels (e.g. 0,1
+for the digits 0 and 1) and --binarize (e.g. 127: pixel > 127 -> 1).
 
 Writes the stack file --out (a JSON manifest) and one RBM file per RBM next to it
 (<stem>.rbm<n>.safetensors), and the run record <stem>.record.json.";
@@ -1398,7 +1404,8 @@ Writes the stack file --out (a JSON manifest) and one RBM file per RBM next to i
 /// `ebm train-stack`
 #[derive(Args, Debug, Serialize)]
 pub(crate) struct TrainStackArgs {
-    /// Training data file (.npy or .csv, one row per sample) of {0,1} or {-1,+1} values.
+    /// Training data file (.npy, .csv, IDX, FASTA; one sample per row) of {0,1}, {-1,+1},
+    /// one-hot or categorical values (after --binarize).
     #[arg(long, value_name = "FILE")]
     pub data: PathBuf,
     /// Hidden units of each RBM, bottom first, comma-separated (e.g. 200,100,50).
@@ -1413,12 +1420,46 @@ pub(crate) struct TrainStackArgs {
     /// Samples per minibatch (at most the number of samples).
     #[arg(long, default_value_t = 100, value_parser = positive_usize)]
     pub batch_size: usize,
-    /// Gibbs sweeps per update of the persistent chains (k of PCD-k).
-    #[arg(long, default_value_t = 10, value_parser = positive_usize)]
-    pub sweeps: usize,
+    /// Negative phase, as `ebm train --negative` [default: pcd].
+    #[arg(long, value_enum)]
+    pub negative: Option<NegativeArg>,
+    /// Gibbs sweeps per update (pt: per rung and round) [default: 10, 1 for pt].
+    #[arg(long, value_parser = positive_usize)]
+    pub sweeps: Option<usize>,
     /// Persistent chains.
     #[arg(long, default_value_t = 100, value_parser = positive_usize)]
     pub chains: usize,
+    /// pt: rungs of the geometric ladder, as `ebm train --rungs` [default: 10].
+    #[arg(long, value_parser = positive_usize)]
+    pub rungs: Option<usize>,
+    /// pt: smallest inverse temperature, as `ebm train --beta-min` [default: 0.1].
+    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
+    pub beta_min: Option<f64>,
+    /// pt: the ladder itself, comma-separated, as `ebm train --betas`.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = finite_f64,
+        allow_negative_numbers = true,
+        conflicts_with_all = ["rungs", "beta_min"]
+    )]
+    pub betas: Option<Vec<f64>>,
+    /// pt: swap schedule [default: deo].
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
+    /// pt: PT rounds per update [default: 1].
+    #[arg(long, value_parser = positive_usize)]
+    pub rounds: Option<usize>,
+    /// IDX data: the IDX label file of --data.
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+    /// Keep only the samples with these labels (IDX with --labels, or labelled files),
+    /// comma-separated, e.g. 0,1.
+    #[arg(long, value_delimiter = ',')]
+    pub keep_labels: Option<Vec<u32>>,
+    /// Binarise the data: value > T -> 1, else 0 (e.g. 127 for MNIST bytes).
+    #[arg(long, value_name = "T", value_parser = finite_f64, allow_negative_numbers = true)]
+    pub binarize: Option<f64>,
     /// Adam learning rate.
     #[arg(long, default_value_t = 0.01, value_parser = finite_f64)]
     pub learning_rate: f64,

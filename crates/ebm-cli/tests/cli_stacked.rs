@@ -215,14 +215,14 @@ fn train_stack_then_sample_stacked() {
         d,
         "sample --sampler stacked --stack ising.npy --out x.npy",
         1,
-        "cannot read the stack file",
+        "not a stack manifest",
     );
     std::fs::write(d.join("other.json"), r#"{"rbms": 3}"#).unwrap();
     fails(
         d,
         "sample --sampler stacked --stack other.json --out x.npy",
         1,
-        "not a stack file",
+        "not a stack manifest",
     );
 }
 
@@ -267,5 +267,82 @@ fn potts_data_train_and_sample_a_stack() {
         "train-stack --data potts.npy --visible-states 2 --hidden-units 4 --out bad.json",
         1,
         "--visible-states 2",
+    );
+}
+
+/// An IDX image file (u8 pixels) with its label file, as MNIST ships them.
+fn write_idx(dir: &Path, images: &[[u8; 16]], labels: &[u8]) {
+    let mut img = vec![0, 0, 0x08, 3];
+    for d in [images.len() as u32, 4, 4] {
+        img.extend_from_slice(&d.to_be_bytes());
+    }
+    img.extend(images.iter().flatten());
+    std::fs::write(dir.join("img-ubyte"), img).unwrap();
+    let mut lab = vec![0, 0, 0x08, 1];
+    lab.extend_from_slice(&(labels.len() as u32).to_be_bytes());
+    lab.extend_from_slice(labels);
+    std::fs::write(dir.join("lab-ubyte"), lab).unwrap();
+}
+
+/// MNIST-style IDX data: `train-stack --labels --keep-labels 0,1 --binarize 127` keeps the
+/// images of the two digits, binarised, and trains the stack on them; with the parallel-tempering
+/// negative phase of `ebm train` (`--negative pt`), whose options are checked as there.
+#[test]
+fn train_stack_reads_idx_digits_with_pt() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 4 x 4 "digits": a vertical bar (1), a ring (0), a cross (7), with one flipped pixel each.
+    let bar = [0, 200, 0, 0, 0, 200, 0, 0, 0, 200, 0, 0, 0, 200, 0, 0];
+    let ring = [
+        200, 200, 200, 200, 200, 0, 0, 200, 200, 0, 0, 200, 200, 200, 200, 200,
+    ];
+    let cross = [
+        200, 0, 0, 200, 0, 200, 200, 0, 0, 200, 200, 0, 200, 0, 0, 200,
+    ];
+    let (mut images, mut labels) = (Vec::new(), Vec::new());
+    for k in 0..60 {
+        let (mut x, l) = match k % 3 {
+            0 => (ring, 0),
+            1 => (bar, 1),
+            _ => (cross, 7),
+        };
+        x[k % 16] = if x[k % 16] > 127 { 10 } else { 250 };
+        images.push(x);
+        labels.push(l);
+    }
+    write_idx(d, &images, &labels);
+    let train = "train-stack --data img-ubyte --labels lab-ubyte --keep-labels 0,1 \
+                 --binarize 127 --hidden-units 6,3 --out digits.json --updates 30 --chains 20 \
+                 --batch-size 20 --seed 1 --quiet";
+    ok(d, &format!("{train} --negative pt --rungs 3"));
+    let rec = json(&d.join("digits.record.json"));
+    let r = &rec["results"];
+    assert_eq!(r["samples"], 40, "the 40 images of digits 0 and 1");
+    assert_eq!(r["rbms"][0]["visible"], "bernoulli");
+    assert_eq!(r["rbms"][0]["visible_units"], 16);
+    assert_eq!(rec["settings"]["negative"], "pt");
+    ok(
+        d,
+        "sample --sampler stacked --stack digits.json --chains 50 --steps 20 --out s.npy --quiet",
+    );
+    // Without binarisation the pixels are real values; a ladder option without pt; labels
+    // kept without a label file.
+    fails(
+        d,
+        "train-stack --data img-ubyte --hidden-units 4 --out a.json",
+        1,
+        "got real values",
+    );
+    fails(
+        d,
+        &format!("{train} --rungs 3").replace("digits.json", "b.json"),
+        1,
+        "--rungs does not apply to --negative pcd",
+    );
+    fails(
+        d,
+        "train-stack --data img-ubyte --keep-labels 0,1 --binarize 127 --hidden-units 4 --out c.json",
+        1,
+        "label",
     );
 }

@@ -199,7 +199,7 @@ impl Scalar for f64 {
 /// rational (Padé) approximation, \\(2^n\\) by exponent bits. Arguments are clamped to
 /// \\([-708, 709]\\), so the result is always finite and positive.
 #[inline(always)]
-fn exp_f64(x: f64) -> f64 {
+pub(crate) fn exp_f64(x: f64) -> f64 {
     const LOG2E: f64 = std::f64::consts::LOG2_E;
     const C1: f64 = 6.931_457_519_531_25e-1;
     const C2: f64 = 1.428_606_820_309_417_3e-6;

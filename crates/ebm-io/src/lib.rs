@@ -18,6 +18,9 @@
 //!   prefixed by `checkpoint.<k>.`, with the training update of every checkpoint in the
 //!   metadata (format `ebm-trajectory`, version 1). Parallel trajectory tempering loads it as a
 //!   ladder.
+//! - [`save_stack`] / [`load_stack`] / [`read_stack_manifest`]: the RBMs of a stack for stacked
+//!   tempering, one RBM file each, listed by a JSON manifest (format `ebm-stack`, version 1;
+//!   module [`stack`]).
 //!
 //! # File layout (format `ebm-rbm`, version 1)
 //!
@@ -71,6 +74,9 @@ use safetensors::tensor::{Dtype, Metadata, TensorView};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+
+pub mod stack;
+pub use stack::{load_stack, read_stack_manifest, save_stack, stack_rbm_paths};
 
 /// The value of the `format` metadata key of RBM files.
 pub const RBM_FORMAT: &str = "ebm-rbm";

@@ -1,7 +1,7 @@
 //! Binary unit layers: [`Bernoulli`] (\\(x \in \{0, 1\}\\)) and [`Spin`] (\\(x \in \{-1, +1\}\\)).
 
 use crate::layer::{BinaryLayer, DiscreteLayer, Layer, LinearFields, NamedTensor, TensorLookup};
-use ebm_core::numerics::{log_2cosh, softplus};
+use ebm_core::numerics::BinaryCgf;
 use ebm_core::{Error, Scalar};
 use rand::Rng;
 
@@ -107,7 +107,7 @@ impl<F: Scalar> Spin<F> {
 }
 
 /// Implements the parts of `Layer` shared by both binary layers; `$lo` is the value of state 0,
-/// `$cgf` the per-unit CGF of the tempered local field \\(x = \beta(\theta + I)\\), `$scale`
+/// `$cgf` the [`BinaryCgf`] of the tempered local field \\(x = \beta(\theta + I)\\), `$scale`
 /// the factor such that \\(p(\text{state } 1) = \sigma(\text{scale} \cdot x)\\) (1 for
 /// \\(\{0,1\}\\), 2 for \\(\pm1\\)), `$means` replaces every tempered field \\(x\\) of a
 /// slice (of any scalar) by the conditional mean given \\(x\\).
@@ -139,14 +139,9 @@ macro_rules! binary_layer {
                 -self.fields[i].as_f64() * x_i[0].as_f64()
             }
 
+            /// One vectorised pass ([`ebm_core::numerics::binary_cgf_sum`]).
             fn cgf(&self, inputs: &[F], beta: f64) -> f64 {
-                debug_assert_eq!(inputs.len(), self.fields.len());
-                let cgf: fn(f64) -> f64 = $cgf;
-                self.fields
-                    .iter()
-                    .zip(inputs)
-                    .map(|(t, i)| cgf(beta * (t.as_f64() + i.as_f64())))
-                    .sum()
+                ebm_core::numerics::binary_cgf_sum(&self.fields, inputs, beta, $cgf)
             }
 
             // Always inlined, so that it is compiled for the wider instructions inside
@@ -264,12 +259,12 @@ binary_layer!(
     Bernoulli,
     "bernoulli",
     0.0,
-    softplus,
+    BinaryCgf::Bernoulli,
     1.0,
     // The vectorised logistic function of `Scalar` (a few ulps in f32, < 1e-15 in f64).
     Scalar::sigmoid_in_place
 );
-binary_layer!(Spin, "spin", -1.0, log_2cosh, 2.0, |xs| {
+binary_layer!(Spin, "spin", -1.0, BinaryCgf::Spin, 2.0, |xs| {
     for x in xs.iter_mut() {
         *x = x.tanh();
     }

@@ -10,7 +10,9 @@ use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
     Exchange, ParallelTempering, PtState, Rung, StackLadder, StackedTempering, SwapSchedule,
 };
-use ebm_testkit::{chi_square, exact_chains, joint_probabilities, stationarity_violation};
+use ebm_testkit::{
+    chi_square, conditionals, exact_chains, joint_probabilities, stationarity_violation,
+};
 use nalgebra::DMatrix;
 use proptest::prelude::*;
 use rand::Rng;
@@ -51,23 +53,6 @@ fn chain<V: DiscreteLayer, H: DiscreteLayer<Scalar = V::Scalar>>(
     rbm.hidden()
         .write_configuration(h as u128, c.hidden.as_mut_slice());
     c
-}
-
-/// Conditionals from the exact joint `p[v + nv h]`: (p(h | v) as [v][h], p(v | h) as [h][v]).
-fn conditionals(p: &[f64], nv: usize, nh: usize) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
-    let h_given_v = (0..nv)
-        .map(|v| {
-            let z: f64 = (0..nh).map(|h| p[v + nv * h]).sum();
-            (0..nh).map(|h| p[v + nv * h] / z).collect()
-        })
-        .collect();
-    let v_given_h = (0..nh)
-        .map(|h| {
-            let z: f64 = (0..nv).map(|v| p[v + nv * h]).sum();
-            (0..nv).map(|v| p[v + nv * h] / z).collect()
-        })
-        .collect();
-    (h_given_v, v_given_h)
 }
 
 /// The exact kernels of the 3 -> 2 -> 2 stack on its 512 joint states

@@ -20,6 +20,7 @@ mod transitions;
 
 pub use chi2::{ChiSquare, chi_square, regularized_gamma_q};
 pub use transitions::{
-    detailed_balance_violation, exact_chains, gibbs_transition_matrix, joint_invariance,
-    joint_probabilities, single_site_transition_matrix, stationarity_violation, visible_invariance,
+    conditionals, detailed_balance_violation, exact_chains, gibbs_transition_matrix,
+    joint_invariance, joint_probabilities, single_site_transition_matrix, stationarity_violation,
+    visible_invariance,
 };

@@ -127,6 +127,32 @@ where
     logp.iter().map(|l| (l - lz).exp()).collect()
 }
 
+/// The two conditional laws of a joint law `p[v + n_v h]` over `n_v x n_h` states (e.g. from
+/// [`joint_probabilities`]): \\(p(h \mid v)\\) as `[v][h]` and \\(p(v \mid h)\\) as `[h][v]`.
+///
+/// # Panics
+/// If `p.len() != n_v * n_h`.
+pub fn conditionals(p: &[f64], n_v: usize, n_h: usize) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    assert_eq!(
+        p.len(),
+        n_v * n_h,
+        "conditionals: one probability per joint state"
+    );
+    let h_given_v = (0..n_v)
+        .map(|v| {
+            let z: f64 = (0..n_h).map(|h| p[v + n_v * h]).sum();
+            (0..n_h).map(|h| p[v + n_v * h] / z).collect()
+        })
+        .collect();
+    let v_given_h = (0..n_h)
+        .map(|h| {
+            let z: f64 = (0..n_v).map(|v| p[v + n_v * h]).sum();
+            (0..n_v).map(|v| p[v + n_v * h] / z).collect()
+        })
+        .collect();
+    (h_given_v, v_given_h)
+}
+
 /// The exact invariance test on the joint law \\(p_\beta(v, h)\\): as [`visible_invariance`],
 /// but the pair of both layers is tested after the step (for kernels that maintain `h`).
 ///

@@ -1,100 +1,45 @@
 //! `ebm train-stack` (a stack of RBMs for stacked tempering, trained with `ebm-train`) and
 //! the stacked sampler of `ebm sample` (`--sampler stacked --stack FILE`).
 //!
-//! A stack file is a small JSON manifest (format `ebm-stack`, version 1) listing one RBM file
-//! per RBM, bottom first, by file name relative to the manifest's directory; each RBM file is
-//! an ordinary `ebm-rbm` safetensors file.
+//! Stack files (a JSON manifest and one RBM file per RBM) are read and written by `ebm-io`
+//! ([`ebm_io::save_stack`], [`ebm_io::load_stack`]).
 
 use std::path::{Path, PathBuf};
 
 use ebm_core::{Observer, Par};
 use ebm_data::Domain;
-use ebm_models::{Rbm, Stack};
+use ebm_models::{Stack, StackedRbm};
 use ebm_samplers::tempering::{StackLadder, StackedTempering};
-use ebm_train::{LearningRate, Optimizer, Pcd, StackTrainer, Trainer, TrainingData};
-use serde::{Deserialize, Serialize};
+use ebm_train::{StackTrainer, Trainer, TrainingData};
+use serde::Serialize;
 
 use super::sample::{ModeTracer, SampleOutcome, initial_chains, outcome, pt_rounds, schedule_of};
-use crate::cli::{SampleArgs, ScheduleArg, TrainStackArgs};
+use super::train::AnyNegative;
+use crate::cli::{OptimizerArg, SampleArgs, ScheduleArg, TrainSettings, TrainStackArgs};
 use crate::error::{CliError, Result, bail};
-use crate::files::{check_outputs, load_dataset};
+use crate::files::check_outputs;
 use crate::models::{CliLayer, KindsTask, ModelSummary, describe, visible_data, with_kinds};
 use crate::progress::ProgressObserver;
 use crate::record::Context;
 
-/// The `format` value of stack manifests.
-const STACK_FORMAT: &str = "ebm-stack";
-/// The version of the manifest layout.
-const STACK_FORMAT_VERSION: u32 = 1;
-
-/// The stack manifest.
-#[derive(Serialize, Deserialize, Debug)]
-struct Manifest {
-    format: String,
-    format_version: u32,
-    /// RBM files, bottom first, relative to the manifest's directory.
-    rbms: Vec<String>,
-}
-
-/// The RBM files of the stack in `path`, bottom first, validated.
-fn read_manifest(path: &Path) -> Result<Vec<PathBuf>> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        CliError::new(format!(
-            "{}: cannot read the stack file: {e}",
-            path.display()
-        ))
-    })?;
-    let m: Manifest = serde_json::from_str(&text).map_err(|e| {
-        CliError::new(format!(
-            "{}: not a stack file (JSON manifest): {e}",
-            path.display()
-        ))
-    })?;
-    if m.format != STACK_FORMAT || m.format_version != STACK_FORMAT_VERSION {
-        bail!(
-            "{}: format {:?} version {}, expected {STACK_FORMAT:?} version {STACK_FORMAT_VERSION}",
-            path.display(),
-            m.format,
-            m.format_version
-        );
-    }
-    if m.rbms.is_empty() {
-        bail!("{}: the stack lists no RBM", path.display());
-    }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    Ok(m.rbms.iter().map(|f| dir.join(f)).collect())
-}
-
-/// Loads the stack in `path` and runs `task` on it, with the unit types named in the bottom
-/// RBM's file (the upper RBMs must have the bottom's hidden kind on both sides).
+/// Loads the stack in `path` ([`ebm_io::load_stack`]) and runs `task` on it, with the unit
+/// types named in the bottom RBM's file (the upper RBMs must have the bottom's hidden kind on
+/// both sides).
 fn with_stack<T: StackTask>(path: &Path, task: T) -> Result<T::Output> {
     struct Load<'a, T> {
-        files: Vec<PathBuf>,
         path: &'a Path,
         task: T,
     }
     impl<T: StackTask> KindsTask for Load<'_, T> {
         type Output = T::Output;
         fn run<V: CliLayer, H: CliLayer>(self) -> Result<T::Output> {
-            let bottom: Rbm<V, H> = ebm_io::load_rbm(&self.files[0])?;
-            let upper = self.files[1..]
-                .iter()
-                .map(|f| ebm_io::load_rbm::<H, H>(f).map_err(CliError::from))
-                .collect::<Result<Vec<_>>>()?;
-            let stack = Stack::new(bottom, upper)
-                .map_err(|e| CliError::new(format!("{}: {e}", self.path.display())))?;
+            let stack: Stack<V, H> = ebm_io::load_stack(self.path)?;
             self.task.run(stack, self.path)
         }
     }
-    let files = read_manifest(path)?;
-    let first = files[0].clone();
+    let first = ebm_io::read_stack_manifest(path)?.swap_remove(0);
     let info = ebm_io::read_rbm_info(&first)?;
-    with_kinds(
-        &info.visible,
-        &info.hidden,
-        &first,
-        Load { files, path, task },
-    )
+    with_kinds(&info.visible, &info.hidden, &first, Load { path, task })
 }
 
 /// Work to do with a loaded stack, generic over its unit types.
@@ -117,48 +62,28 @@ struct TrainStackResults {
     files: Vec<PathBuf>,
     /// Parameter updates per RBM.
     updates_per_rbm: u64,
-}
-
-/// The files of a stack written to `out`: the manifest `out`, the RBM files
-/// `<stem>.rbm<n>.safetensors` next to it (their names relative to the manifest) and the run
-/// record `<stem>.record.json`.
-struct StackFiles {
-    names: Vec<String>,
-    rbms: Vec<PathBuf>,
-    record: PathBuf,
-}
-
-impl StackFiles {
-    fn of(out: &Path, depth: usize) -> Result<Self> {
-        let stem = match (out.extension().and_then(|e| e.to_str()), out.file_stem()) {
-            (Some("json"), Some(stem)) => stem.to_string_lossy().into_owned(),
-            _ => bail!(
-                "--out {}: the stack file is a JSON manifest, give a .json path",
-                out.display()
-            ),
-        };
-        let dir = out.parent().unwrap_or(Path::new(""));
-        let names: Vec<String> = (1..=depth)
-            .map(|n| format!("{stem}.rbm{n}.safetensors"))
-            .collect();
-        Ok(Self {
-            rbms: names.iter().map(|n| dir.join(n)).collect(),
-            names,
-            record: out.with_extension("record.json"),
-        })
-    }
+    /// Training samples of the bottom RBM (after --keep-labels).
+    samples: usize,
 }
 
 /// `ebm train-stack`: trains the stack on --data ([`StackTrainer`]) and writes the RBM files,
 /// the manifest and the run record.
 pub(super) fn train(a: &TrainStackArgs, ctx: &Context) -> Result<()> {
-    let files = StackFiles::of(&a.out, a.hidden_units.len())?;
+    let rbm_files = ebm_io::stack_rbm_paths(&a.out, a.hidden_units.len())?;
+    let record = a.out.with_extension("record.json");
     let mut outputs: Vec<&Path> = vec![&a.out];
-    outputs.extend(files.rbms.iter().map(PathBuf::as_path));
+    outputs.extend(rbm_files.iter().map(PathBuf::as_path));
     let mut all_outputs = outputs.clone();
-    all_outputs.push(&files.record);
+    all_outputs.push(&record);
     check_outputs(&all_outputs, &[&a.data])?;
-    let mut ds = load_dataset(&a.data)?;
+    let load = ebm_data::LoadOptions {
+        idx_labels: a.labels.clone(),
+        keep_labels: a.keep_labels.clone(),
+        binarize: a.binarize,
+        ..Default::default()
+    };
+    let mut ds = ebm_data::load(&a.data, &load)
+        .map_err(|e| CliError::new(format!("--data {}: {e}", a.data.display())))?;
     if let Some(q) = a.visible_states {
         ds = match ds.domain() {
             Domain::OneHot { q: dq } if dq == q => ds,
@@ -187,30 +112,21 @@ pub(super) fn train(a: &TrainStackArgs, ctx: &Context) -> Result<()> {
         ),
     };
     let ds = super::train::potts_ready(ds, q, &a.data)?;
+    let trainer = trainer(a, &ds)?;
+    let samples = ds.n_samples();
     let task = Train {
         a,
         ctx,
         ds,
         q,
-        files: &files,
+        trainer,
     };
     let rbms = with_kinds(visible, "bernoulli", &a.data, task)?;
-    let manifest = Manifest {
-        format: STACK_FORMAT.into(),
-        format_version: STACK_FORMAT_VERSION,
-        rbms: files.names.clone(),
-    };
-    let text = serde_json::to_string_pretty(&manifest)
-        .map_err(|e| CliError::new(format!("cannot encode the stack manifest: {e}")))?;
-    ebm_io::write_atomically(&a.out, |w| {
-        w.write_all(text.as_bytes())?;
-        w.write_all(b"\n")
-    })?;
-    ctx.say(format!("stack: {}", a.out.display()));
     let results = TrainStackResults {
         rbms,
-        files: files.rbms.clone(),
+        files: rbm_files.clone(),
         updates_per_rbm: a.updates,
+        samples,
     };
     ctx.finish(
         "train-stack",
@@ -219,8 +135,32 @@ pub(super) fn train(a: &TrainStackArgs, ctx: &Context) -> Result<()> {
         &[&a.data],
         &outputs,
         &results,
-        Some(&files.record),
+        Some(&record),
     )
+}
+
+/// The trainer of every RBM of the stack: the options of train-stack resolved and checked by
+/// `ebm train`'s rules (negative phase, its ladder, batch size, learning rate), with Adam, and
+/// without `ebm train`'s checkpoint selection (a stack keeps only its trained RBMs).
+fn trainer(a: &TrainStackArgs, ds: &ebm_data::Dataset) -> Result<Trainer<AnyNegative>> {
+    let samples = ds.weights().iter().filter(|&&w| w > 0.0).count();
+    let settings = TrainSettings {
+        negative: a.negative,
+        sweeps: a.sweeps,
+        chains: Some(a.chains),
+        rungs: a.rungs,
+        beta_min: a.beta_min,
+        betas: a.betas.clone(),
+        schedule: a.schedule,
+        rounds: a.rounds,
+        optimizer: Some(OptimizerArg::Adam),
+        learning_rate: Some(a.learning_rate),
+        batch_size: Some(a.batch_size.min(samples)),
+        ..TrainSettings::default()
+    };
+    let mut trainer = super::train::resolve(&settings, a.updates, ds)?.trainer;
+    trainer.checkpoints = None;
+    Ok(trainer)
 }
 
 /// The training of `ebm train-stack` once the visible unit type is known.
@@ -230,7 +170,7 @@ struct Train<'a> {
     ds: ebm_data::Dataset,
     /// Potts states of the visible units (one-hot data).
     q: Option<usize>,
-    files: &'a StackFiles,
+    trainer: Trainer<AnyNegative>,
 }
 
 impl KindsTask for Train<'_> {
@@ -242,7 +182,7 @@ impl KindsTask for Train<'_> {
             ctx,
             ds,
             q,
-            files,
+            trainer,
         } = self;
         let units = ds.n_features() / q.unwrap_or(1);
         let visible = V::with_units(units, q).map_err(CliError::new)?;
@@ -254,15 +194,6 @@ impl KindsTask for Train<'_> {
             .iter()
             .map(|&m| H::with_units(m, None).map_err(CliError::new))
             .collect::<Result<Vec<_>>>()?;
-        let mut trainer = Trainer::new(
-            Pcd {
-                sweeps: a.sweeps,
-                chains: a.chains,
-            },
-            a.batch_size.min(data.n_weighted_samples()),
-        );
-        trainer.optimizer = Optimizer::ADAM;
-        trainer.learning_rate = LearningRate::Constant(a.learning_rate);
         let depth = a.hidden_units.len() as u64;
         let mut progress = ProgressObserver(ctx.progress(a.updates * depth, "train-stack"));
         let stack = StackTrainer {
@@ -273,14 +204,16 @@ impl KindsTask for Train<'_> {
         .train(visible, hidden, &data, a.seed, Par::Rayon, |n, u, info| {
             progress.observe(n as u64 * a.updates + u, info)
         })?;
-        let (bottom, upper) = stack.into_parts();
-        ebm_io::save_rbm(&bottom, &files.rbms[0])?;
-        ctx.say(format!("RBM 1: {}", describe(&bottom)));
-        let mut summaries = vec![ModelSummary::of(&bottom)];
-        for (n, r) in upper.iter().enumerate() {
-            ebm_io::save_rbm(r, &files.rbms[n + 1])?;
-            ctx.say(format!("RBM {}: {}", n + 2, describe(r)));
-            summaries.push(ModelSummary::of(r));
+        ebm_io::save_stack(&stack, &a.out)?;
+        ctx.say(format!("stack: {}", a.out.display()));
+        let mut summaries = Vec::new();
+        for (n, r) in stack.rbms().iter().enumerate() {
+            let (line, summary) = match r {
+                StackedRbm::Bottom(r) => (describe(r), ModelSummary::of(r)),
+                StackedRbm::Upper(r) => (describe(r), ModelSummary::of(r)),
+            };
+            ctx.say(format!("RBM {}: {line}", n + 1));
+            summaries.push(summary);
         }
         Ok(summaries)
     }

@@ -302,7 +302,7 @@ fn not_for(option: &str, negative: &str) -> CliError {
 }
 
 /// Resolves the options of a fresh run against the data.
-fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfig> {
+pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfig> {
     let domain = inferred_domain(data);
     let visible = s.visible.unwrap_or_else(|| unit_of(domain));
     let hidden = s.hidden.unwrap_or(UnitArg::Bernoulli);

@@ -332,6 +332,15 @@ impl<M> TrajectoryLadder<M> {
     pub fn models(&self) -> &[M] {
         &self.models
     }
+
+    /// The same ladder with every model passed through `f`: e.g.
+    /// [`ebm_models::StackedRbm::Bottom`], to join the checkpoints of a stack's bottom RBM to
+    /// the stack ([`super::MixedLadder`]).
+    pub fn map<N>(self, f: impl FnMut(M) -> N) -> TrajectoryLadder<N> {
+        TrajectoryLadder {
+            models: self.models.into_iter().map(f).collect(),
+        }
+    }
 }
 
 impl<M: EnergyModel> Ladder for TrajectoryLadder<M> {

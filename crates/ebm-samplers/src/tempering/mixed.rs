@@ -1,6 +1,8 @@
 //! A ladder of the bottom RBM of a stack joined to the stack at the target: one linear ladder
-//! \\([\beta_0, \dots, \beta_{K-1} = 1] + [\text{RBM } 2, \dots, \text{RBM } L]\\) whose target
-//! (the bottom RBM at \\(\beta = 1\\)) is an interior rung, combining parallel tempering with
+//! \\([\text{rung } 0, \dots, \text{rung } K - 1 = \text{bottom RBM}] + [\text{RBM } 2, \dots,
+//! \text{RBM } L]\\) whose target (the bottom RBM at \\(\beta = 1\\)) is an interior rung,
+//! combining parallel tempering (a [`super::TemperatureLadder`]) or parallel trajectory
+//! tempering (a [`super::TrajectoryLadder`] of checkpoints ending at the bottom RBM) with
 //! stacked tempering (paper 002, *Accelerated sampling with stacked restricted Boltzmann
 //! machines*, §5, "combine with PTT").
 
@@ -10,8 +12,10 @@ use ebm_core::{ConditionalSampler, Error, Par};
 use ebm_models::{Layer, RbmChains, StackedRbm};
 use rand::Rng;
 
-/// A ladder `ladder` of the bottom RBM (e.g. a [`super::TemperatureLadder`] of
-/// [`StackedRbm::Bottom`]) whose last rung is the bottom RBM at \\(\beta = 1\\), followed by
+/// A ladder `ladder` of the bottom RBM whose last rung is the bottom RBM at
+/// \\(\beta = 1\\) (a [`super::TemperatureLadder`] of [`StackedRbm::Bottom`], or a
+/// [`super::TrajectoryLadder`] of checkpoints ending at the bottom RBM, wrapped by
+/// [`super::TrajectoryLadder::map`]`(StackedRbm::Bottom)`), followed by
 /// the upper RBMs of `stack`: rungs \\(0, \dots, K - 1\\) are the ladder's, rung \\(K - 1\\) is
 /// the target, and rung \\(K + m - 2\\) holds RBM \\(m = 2, \dots, L\\).
 ///

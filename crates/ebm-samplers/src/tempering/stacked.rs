@@ -6,7 +6,7 @@
 use super::ladder::{Exchange, Rung};
 use super::pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
 use crate::Gibbs;
-use ebm_core::{Error, Par, RngStreams};
+use ebm_core::{ConditionalSampler, Error, Kernel, Par, RngStreams};
 use ebm_models::{Layer, RbmChains, Stack, StackedRbm};
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -43,6 +43,32 @@ pub struct StackLadder<V: Layer, H: Layer<Scalar = V::Scalar>> {
     /// Per pair, the products of the last [`Exchange::log_accept`], reused by the refresh of
     /// [`Exchange::exchange`] and kept between rounds (no allocation per round).
     scratch: Vec<Mutex<PairProducts<V::Scalar>>>,
+    /// Per rung, the visible inputs \(W h\) of the last Gibbs half-step \(v \mid h\) of
+    /// [`StackedTempering`]'s exploration, with the \(h\) they belong to: the input of
+    /// \(F^h_n(h_n)\) in the next exchange, which then costs no product.
+    kept: Vec<Mutex<KeptInputs<V::Scalar>>>,
+}
+
+/// The visible inputs of one rung's chains, as computed by the last Gibbs half-step.
+#[derive(Debug)]
+struct KeptInputs<F: ebm_core::Scalar> {
+    /// The hidden configurations the inputs were computed from.
+    hidden: DMatrix<F>,
+    /// \(W h\), one column per chain.
+    inputs: DMatrix<F>,
+    /// Whether `inputs` belong to `hidden` (false once handed to an exchange).
+    valid: bool,
+}
+
+impl<F: ebm_core::Scalar> KeptInputs<F> {
+    fn empty() -> Self {
+        let e = || DMatrix::from_element(0, 0, F::from_f64(0.0));
+        Self {
+            hidden: e(),
+            inputs: e(),
+            valid: false,
+        }
+    }
 }
 
 impl<V: Layer, H: Layer<Scalar = V::Scalar>> Clone for StackLadder<V, H> {
@@ -103,10 +129,14 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackLadder<V, H> {
         let scratch = (1..stack.len())
             .map(|_| Mutex::new(PairProducts::empty()))
             .collect();
+        let kept = (0..stack.len())
+            .map(|_| Mutex::new(KeptInputs::empty()))
+            .collect();
         Self {
             stack,
             transposed,
             scratch,
+            kept,
         }
     }
 
@@ -127,9 +157,13 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackLadder<V, H> {
 
     /// The scratch products of pair `k`.
     fn products(&self, k: usize) -> std::sync::MutexGuard<'_, PairProducts<V::Scalar>> {
-        self.scratch[k]
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.scratch[k])
+    }
+
+    /// The rung whose model is `model` (by address: the models the PT loop explores are this
+    /// ladder's own).
+    fn rung_of(&self, model: &StackedRbm<V, H>) -> Option<usize> {
+        (0..self.stack.len()).find(|&k| std::ptr::eq(self.at(k), model))
     }
 
     /// Computes the four products and free energies of pair `k` for the states `lo`, `hi`
@@ -160,7 +194,15 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackLadder<V, H> {
         }
         p.free_energies.resize(4 * n, 0.0);
         lower.visible_inputs(&lo.visible, &mut p.lower_v, par);
-        lower.visible_inputs(&hi.hidden, &mut p.lower_h, par);
+        // W_n h_n: kept by the last Gibbs half-step of rung k + 1 if h_n has not moved since.
+        let mut kept = lock(&self.kept[k + 1]);
+        if kept.valid && kept.hidden == hi.hidden {
+            std::mem::swap(&mut kept.inputs, &mut p.lower_h);
+            kept.valid = false;
+        } else {
+            lower.visible_inputs(&hi.hidden, &mut p.lower_h, par);
+        }
+        drop(kept);
         upper.visible_inputs(&hi.hidden, &mut p.upper_h, par);
         upper.visible_inputs(&lo.visible, &mut p.upper_v, par);
         let (fh_v, rest) = p.free_energies.split_at_mut(n);
@@ -256,12 +298,63 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
     }
 }
 
+/// Locks `m`, ignoring poisoning (the data are overwritten or checked before use).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// [`Gibbs`] on the rungs of a [`StackLadder`] that keeps the product of its last half-step:
+/// the visible inputs \(W_n h_n\) from which \(v_n\) is drawn are also the inputs of the
+/// hidden free energy \(F^h_n(h_n)\) that the next exchange of RBM \(n\) with RBM
+/// \(n + 1\) needs, so they are kept with a copy of \(h_n\) (the exchange uses them only
+/// if \(h_n\) is unchanged). The draws are bit for bit those of [`Gibbs`]: the same product
+/// per chunk of chains, then the same sampling pass on the same streams.
+#[derive(Debug)]
+struct KeepingGibbs<'a, V: Layer, H: Layer<Scalar = V::Scalar>> {
+    ladder: &'a StackLadder<V, H>,
+    gibbs: Gibbs,
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> Kernel<StackedRbm<V, H>> for KeepingGibbs<'_, V, H> {
+    type Info = crate::GibbsInfo;
+
+    fn step<R: Rng + Send>(
+        &self,
+        model: &StackedRbm<V, H>,
+        beta: f64,
+        x: &mut RbmChains<V::Scalar>,
+        rngs: &mut [R],
+        par: Par,
+    ) -> crate::GibbsInfo {
+        let k = match self.ladder.rung_of(model) {
+            Some(k) if beta == 1.0 && self.gibbs.sweeps > 0 => k,
+            _ => return self.gibbs.step(model, beta, x, rngs, par),
+        };
+        let mut kept = lock(&self.ladder.kept[k]);
+        kept.valid = false;
+        Gibbs::new(self.gibbs.sweeps - 1).step(model, beta, x, rngs, par);
+        model.sample_hidden(x, beta, rngs, par);
+        fit(&mut kept.inputs, x.visible.nrows(), x.visible.ncols());
+        fit(&mut kept.hidden, x.hidden.nrows(), x.hidden.ncols());
+        model.visible_inputs(&x.hidden, &mut kept.inputs, par);
+        kept.hidden.copy_from(&x.hidden);
+        x.visible.copy_from(&kept.inputs);
+        model.sample_visible_from_inputs(&mut x.visible, rngs, par);
+        kept.valid = true;
+        crate::GibbsInfo {
+            sweeps: self.gibbs.sweeps,
+        }
+    }
+}
+
 /// The stacked-tempering driver (paper 002, §3.2 and §3.5; the schedule of the reference
 /// code): each iteration does one AGS step on every RBM, then proposes the exchanges of
 /// alternating disjoint pairs (deterministic even/odd, one attempt per adjacent pair every two
 /// iterations), each with its refresh. It is [`ParallelTempering`] with [`Gibbs`] on a
 /// [`StackLadder`]: the same loop, schedules (SEO, DEO, lifted) and diagnostics as
-/// temperature and trajectory ladders.
+/// temperature and trajectory ladders. [`StackedTempering::step`] runs the Gibbs steps through a
+/// kernel that keeps the product \(W_n h_n\) of each RBM's last half-step for the next
+/// exchange (same draws, one product fewer per exchange).
 ///
 /// Cost accounting (§3.6): one iteration costs \\(L\\) AGS steps, one per RBM, the unit in
 /// which mixing is compared with AGS and with PT over \\(R\\) replicas (\\(R\\) AGS steps per
@@ -340,7 +433,15 @@ impl StackedTempering {
         state: &mut PtState<RbmChains<V::Scalar>>,
         par: Par,
     ) -> StInfo {
-        let exchanges = self.pt.step(ladder, state, par);
+        let pt = ParallelTempering {
+            kernel: KeepingGibbs {
+                ladder,
+                gibbs: self.pt.kernel,
+            },
+            schedule: self.pt.schedule,
+            rung0_kernel: self.pt.rung0_kernel,
+        };
+        let exchanges = pt.step(ladder, state, par);
         StInfo {
             exchanges,
             ags_steps: (self.pt.kernel.sweeps * ladder.stack.len()) as u64,
