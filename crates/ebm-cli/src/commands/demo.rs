@@ -220,7 +220,9 @@ impl Runner<'_> {
 /// The demo's data and training: Ising configurations at `plan.beta` (train and test files at
 /// `@DATA` and `@TEST`), then a spin-bernoulli RBM trained with a PT negative phase, the online
 /// log-likelihood and a checkpoint trajectory (`@MODEL`, its `.trajectory.safetensors`, `.json`
-/// and `.log.csv`). Returns the training's duration and its run record.
+/// and `.log.csv`). The checkpoints are selected at swap acceptance 0.25, paper 000's value for
+/// PTT ladders (`ebm train`'s own default, 0.7, suits trajectory AIS). Returns the training's
+/// duration and its run record.
 pub(super) fn ising_and_training(
     plan: &DemoPlan,
     seed: u64,
@@ -264,7 +266,8 @@ pub(super) fn ising_and_training(
         &format!(
             "train --data @DATA --test @TEST --visible spin --hidden bernoulli --hidden-units {} \
              --negative pt --rungs {} --sweeps 1 --chains {} --learning-rate {} \
-             --batch-size 100 --updates {} --loglik-every {} --seed {seed} --out @MODEL",
+             --batch-size 100 --updates {} --loglik-every {} --target-acceptance 0.25 \
+             --seed {seed} --out @MODEL",
             plan.hidden_units,
             plan.train_rungs,
             plan.train_chains,

@@ -36,6 +36,9 @@ struct LogZRow {
     error: f64,
     /// |error| / std_err: above 3, the error bar does not cover the truth.
     z: f64,
+    /// The kinds of the warnings the estimate itself raised (`estimate.warnings` of its
+    /// record): a row off by more than 3 s.e. with a warning is honest, one without is not.
+    warnings: Vec<String>,
 }
 
 /// What `ebm reproduce logz-estimators` measured.
@@ -163,14 +166,23 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
                     record.display()
                 )));
             };
-            rows.push(row(
+            let mut x = row(
                 label,
                 sweeps / chains as f64,
                 log_z,
                 se,
                 r["ess"].as_f64(),
                 exact,
-            ));
+            );
+            x.warnings = r["estimate"]["warnings"]
+                .as_array()
+                .map(|ws| {
+                    ws.iter()
+                        .filter_map(|w| w["kind"].as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            rows.push(x);
         }
     }
     let online = trained
@@ -249,6 +261,7 @@ fn row(
         } else {
             f64::INFINITY
         },
+        warnings: Vec::new(),
     }
 }
 
@@ -334,13 +347,13 @@ fn report_text(a: &ReproduceArgs, r: &LogZResults, dir: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "| estimator | Gibbs sweeps per chain | log Z | error | std. error | abs. error / s.e. | ESS |"
+        "| estimator | Gibbs sweeps per chain | log Z | error | std. error | abs. error / s.e. | ESS | its warnings |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
     for x in r.rows.iter().chain(r.online.iter()) {
         let _ = writeln!(
             s,
-            "| {} | {} | {:.4} | {:+.4} | {:.4} | {:.1}{} | {} |",
+            "| {} | {} | {:.4} | {:+.4} | {:.4} | {:.1}{} | {} | {} |",
             x.estimator,
             if x.gibbs_sweeps_per_chain.is_finite() {
                 format!("{:.0}", x.gibbs_sweeps_per_chain)
@@ -352,9 +365,21 @@ fn report_text(a: &ReproduceArgs, r: &LogZResults, dir: &Path) -> String {
             x.std_err,
             x.z,
             if x.z > 3.0 { " ✗" } else { "" },
-            x.ess.map_or("-".into(), |e| format!("{e:.0}"))
+            x.ess.map_or("-".into(), |e| format!("{e:.0}")),
+            if x.warnings.is_empty() {
+                "-".to_string()
+            } else {
+                x.warnings.join(", ")
+            }
         );
     }
+    let _ = writeln!(
+        s,
+        "\n✗: the error bar misses the exact log Z by more than 3 standard errors. The last \
+         column lists the warnings the estimate raised itself (its `ebm loglik` record): a ✗ row \
+         with a warning told its user not to trust it; a ✗ row without one is a confident wrong \
+         answer."
+    );
     let _ = writeln!(s, "\n![log Z against cost](logz.png)\n");
     s.push_str(&super::commands_section(dir, &r.commands));
     s
