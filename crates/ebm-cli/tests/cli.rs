@@ -3,9 +3,10 @@
 //! enumeration, exact log-likelihood, figures, and failure paths that must end with one error
 //! line and a non-zero exit code.
 
-use std::path::{Path, PathBuf};
-use std::process::Command as StdCommand;
-use std::sync::OnceLock;
+mod common;
+use common::ebm_binary;
+
+use std::path::Path;
 
 use assert_cmd::Command;
 use ebm_core::Par;
@@ -13,40 +14,6 @@ use ebm_data::{Dataset, Domain};
 use ebm_models::{Bernoulli, DiscreteLayer, Gaussian, Rbm, Spin, exact};
 use nalgebra::DMatrix;
 use serde_json::Value;
-
-/// The `ebm` binary of the root package, built (or found up to date) by cargo in this test's
-/// own target directory and profile: integration tests of `ebm-cli` do not get
-/// `CARGO_BIN_EXE_ebm`, since the binary belongs to another package.
-fn ebm_binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        // This test runs as <target>/<profile>/deps/cli-<hash>.
-        let exe = std::env::current_exe().expect("test executable path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("test executable in <target>/<profile>/deps");
-        let profile = profile_dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .expect("profile directory name");
-        let cargo_profile = if profile == "debug" { "dev" } else { profile };
-        let target_dir = profile_dir.parent().expect("target directory");
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = StdCommand::new(cargo)
-            .current_dir(&workspace)
-            .env("CARGO_TARGET_DIR", target_dir)
-            .args(["build", "--quiet", "-p", "ebm", "--bin", "ebm", "--profile"])
-            .arg(cargo_profile)
-            .status()
-            .expect("run cargo to build the ebm binary");
-        assert!(status.success(), "building the ebm binary failed");
-        let bin = profile_dir.join(format!("ebm{}", std::env::consts::EXE_SUFFIX));
-        assert!(bin.exists(), "{} was not built", bin.display());
-        bin
-    })
-}
 
 fn ebm() -> Command {
     let mut c = Command::new(ebm_binary());

@@ -3,44 +3,13 @@
 //! machines: free-energy barriers, analytic models and moves in latent space") reach both
 //! modes in a few steps, where alternating Gibbs sampling from the same start stays in one.
 
-use std::path::{Path, PathBuf};
-use std::process::Command as StdCommand;
-use std::sync::OnceLock;
+mod common;
+use common::ebm_binary;
+
+use std::path::Path;
 
 use assert_cmd::Command;
 use ebm_models::CurieWeiss;
-
-/// The `ebm` binary of the root package, built by cargo in this test's target directory
-/// (integration tests of `ebm-cli` do not get `CARGO_BIN_EXE_ebm`).
-fn ebm_binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("<target>/<profile>/deps");
-        let profile = profile_dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .expect("profile");
-        let cargo_profile = if profile == "debug" { "dev" } else { profile };
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = StdCommand::new(cargo)
-            .current_dir(&workspace)
-            .env(
-                "CARGO_TARGET_DIR",
-                profile_dir.parent().expect("target directory"),
-            )
-            .args(["build", "--quiet", "-p", "ebm", "--bin", "ebm", "--profile"])
-            .arg(cargo_profile)
-            .status()
-            .expect("run cargo to build the ebm binary");
-        assert!(status.success(), "building the ebm binary failed");
-        profile_dir.join(format!("ebm{}", std::env::consts::EXE_SUFFIX))
-    })
-}
 
 fn ebm(dir: &Path, args: &str) -> assert_cmd::assert::Assert {
     Command::new(ebm_binary())

@@ -2,37 +2,15 @@
 //! against the exact log Z of the initial model), the figure, the trajectory starting at the
 //! pre-trained model, and the clear one-line errors for bad input.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::ebm_binary;
+
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use ebm_core::Par;
 use ebm_models::{Bernoulli, Rbm, exact};
 use serde_json::Value;
-
-/// The `ebm` binary of the root package, built by cargo in this test's target directory and
-/// profile (integration tests of `ebm-cli` do not get `CARGO_BIN_EXE_ebm`).
-fn ebm_binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("<target>/<profile>");
-        let profile = profile_dir.file_name().and_then(|n| n.to_str()).unwrap();
-        let cargo_profile = if profile == "debug" { "dev" } else { profile };
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-            .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap())
-            .args(["build", "--quiet", "-p", "ebm", "--bin", "ebm", "--profile"])
-            .arg(cargo_profile)
-            .status()
-            .expect("run cargo");
-        assert!(status.success(), "building the ebm binary failed");
-        profile_dir.join(format!("ebm{}", std::env::consts::EXE_SUFFIX))
-    })
-}
 
 /// Runs `ebm <args>` in `dir`; returns (success, stderr).
 fn ebm(dir: &Path, args: &str) -> (bool, String) {

@@ -2,45 +2,15 @@
 //! the tempering diagnostics, samples that follow the bottom RBM's exact law and do not depend
 //! on the number of threads, and one-line errors for bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::Command as StdCommand;
-use std::sync::OnceLock;
+mod common;
+use common::ebm_binary;
+
+use std::path::Path;
 
 use assert_cmd::Command;
 use ebm_core::Par;
 use ebm_models::{DiscreteLayer, Rbm, Spin, exact};
 use serde_json::Value;
-
-/// The `ebm` binary of the root package, built (or found up to date) by cargo in this test's
-/// own target directory and profile (integration tests of `ebm-cli` do not get
-/// `CARGO_BIN_EXE_ebm`, the binary belongs to another package).
-fn ebm_binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("test executable in <target>/<profile>/deps");
-        let profile = profile_dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .expect("profile directory name");
-        let cargo_profile = if profile == "debug" { "dev" } else { profile };
-        let target_dir = profile_dir.parent().expect("target directory");
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = StdCommand::new(cargo)
-            .current_dir(&workspace)
-            .env("CARGO_TARGET_DIR", target_dir)
-            .args(["build", "--quiet", "-p", "ebm", "--bin", "ebm", "--profile"])
-            .arg(cargo_profile)
-            .status()
-            .expect("run cargo to build the ebm binary");
-        assert!(status.success(), "building the ebm binary failed");
-        profile_dir.join(format!("ebm{}", std::env::consts::EXE_SUFFIX))
-    })
-}
 
 /// Runs `ebm <args>` (words separated by spaces) in `dir`, expecting success.
 fn ok(dir: &Path, args: &str) {
