@@ -13,6 +13,7 @@
 //! | [`train`] (`ebm-train`) | PCD/CD/PT/Jarzynski training, optimisers, online log-likelihood, checkpoint trajectories, resume |
 //! | [`io`] (`ebm-io`) | RBM files: safetensors + JSON metadata, atomic writes, validated loading |
 //! | [`data`] (`ebm-data`) | dataset generators and loaders, PCA, mixing and sample-quality metrics |
+//! | [`distributed`] (`ebm-mpi`) | sampling and PT sharded across processes (MPI behind the feature `mpi`), identical to one process |
 //!
 //! The package also builds the `ebm` command-line program (`ebm-cli`: datasets, sampling,
 //! training, log-likelihood estimators, figures) behind the default feature `cli`; a library
@@ -42,6 +43,7 @@ pub use ebm_data as data;
 pub use ebm_estimators as estimators;
 pub use ebm_io as io;
 pub use ebm_models as models;
+pub use ebm_mpi as distributed;
 pub use ebm_samplers as samplers;
 pub use ebm_train as train;
 pub use nalgebra;

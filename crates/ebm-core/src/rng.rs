@@ -40,6 +40,40 @@ impl RngStreams {
         Self { seed, streams }
     }
 
+    /// The streams of the given indices, in the given order: entry `j` is stream `indices[j]`
+    /// of [`RngStreams::new`]`(seed, n)` for any `n` above it. A process that runs only some
+    /// chains of a larger run (one shard of the chains across processes) draws exactly what
+    /// those chains would draw in the whole run. [`RngStreams::seed`] is `seed`.
+    ///
+    /// Cost: one jump per index up to the largest (fewer for increasing indices, which are
+    /// reached by continuing the jumps).
+    ///
+    /// # Example
+    /// ```
+    /// use ebm_core::RngStreams;
+    /// let all = RngStreams::new(7, 10);
+    /// let some = RngStreams::select(7, [3, 4, 9]);
+    /// assert_eq!(some.as_slice()[2], all.as_slice()[9]);
+    /// ```
+    pub fn select(seed: u64, indices: impl IntoIterator<Item = usize>) -> Self {
+        let start = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let (mut master, mut at) = (start.clone(), 0usize);
+        let streams = indices
+            .into_iter()
+            .map(|i| {
+                if i < at {
+                    (master, at) = (start.clone(), 0);
+                }
+                while at < i {
+                    master.jump();
+                    at += 1;
+                }
+                master.clone()
+            })
+            .collect();
+        Self { seed, streams }
+    }
+
     /// A single generator for work that is not tied to a chain (e.g. drawing an initial
     /// configuration), derived from the same seed by a `long_jump` (\\(2^{192}\\) steps) so it
     /// never overlaps the chain streams. `purpose` selects one of several such generators.
@@ -92,6 +126,24 @@ mod tests {
         assert_ne!(xa[0], xa[1]);
         assert_ne!(xa[1], xa[2]);
         assert_ne!(RngStreams::new(12, 1), RngStreams::new(11, 1));
+    }
+
+    #[test]
+    fn selected_streams_are_those_of_the_whole_run() {
+        let all = RngStreams::new(21, 12);
+        let picks = [0, 5, 6, 11, 2, 2];
+        let some = RngStreams::select(21, picks);
+        for (j, &i) in picks.iter().enumerate() {
+            assert_eq!(
+                some.as_slice()[j],
+                all.as_slice()[i],
+                "entry {j} (stream {i})"
+            );
+        }
+        assert_eq!(some.seed(), 21);
+        assert_eq!(RngStreams::select(21, 0..12), all);
+        // Negative control: another seed gives other streams.
+        assert_ne!(RngStreams::select(22, [5]).as_slice()[0], all.as_slice()[5]);
     }
 
     #[test]

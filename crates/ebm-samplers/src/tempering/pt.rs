@@ -87,6 +87,27 @@ impl<S: Chains> PtState<S> {
     /// [`Error::InvalidParameter`] for no rungs; [`Error::ShapeMismatch`] if rungs differ in
     /// their number of chains.
     pub fn new(rungs: Vec<S>, seed: u64) -> ebm_core::Result<Self> {
+        let n = rungs.first().map_or(0, |r| r.n_chains());
+        Self::for_systems(rungs, seed, n, 0)
+    }
+
+    /// The state of systems `first..first + n` of a run of `total` systems, where `n` is the
+    /// number of chains per rung in `rungs`: the state [`PtState::new`] would give those
+    /// systems in the whole run (rung `k`, system `i` draws from stream `k * total + i`).
+    /// PT acts on every system separately (its chains, streams, replica labels and lifting
+    /// variables; the DEO parity depends only on the round), so running the shards of a run
+    /// separately, with their chains on whole [`ebm_core::CHAIN_CHUNK`] blocks, gives the
+    /// whole run's states bit for bit: the guarantee behind sharding over processes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for no rungs or systems beyond `total`;
+    /// [`Error::ShapeMismatch`] if rungs differ in their number of chains.
+    pub fn for_systems(
+        rungs: Vec<S>,
+        seed: u64,
+        total: usize,
+        first: usize,
+    ) -> ebm_core::Result<Self> {
         let n = rungs
             .first()
             .map(|r| r.n_chains())
@@ -97,7 +118,14 @@ impl<S: Chains> PtState<S> {
         for r in &rungs {
             Error::check_len("chains per rung", n, r.n_chains())?;
         }
+        if first.checked_add(n).is_none_or(|end| end > total) {
+            return Err(Error::InvalidParameter {
+                name: "systems".into(),
+                reason: format!("systems {first}..{first}+{n} lie beyond the run's {total}"),
+            });
+        }
         let k = rungs.len();
+        let streams = (0..k).flat_map(|r| (first..first + n).map(move |i| r * total + i));
         Ok(Self {
             replica: (0..k).map(|r| vec![r as u32; n]).collect(),
             last_end: vec![
@@ -112,7 +140,7 @@ impl<S: Chains> PtState<S> {
             ],
             round_trips: 0,
             lifted: vec![(0, true); n],
-            rngs: RngStreams::new(seed, k * n),
+            rngs: RngStreams::select(seed, streams),
             rungs,
             round: 0,
         })

@@ -1,0 +1,176 @@
+//! Sharded runs: every rank runs its own chains, rank 0 gathers the whole run.
+
+use ebm_core::{ChainState, Chains, EnergyModel, Kernel, Par, Result, RngStreams};
+use ebm_samplers::run;
+use ebm_samplers::tempering::{Exchange, ParallelTempering, PtState};
+
+use crate::{Collective, ShardChains, chain_range};
+
+/// Sends each rank's batch of chains to rank 0, which returns them joined in rank order
+/// (shaped like `like`); the other ranks return `None`.
+pub fn gather_chains<C: Collective, S: ShardChains>(c: &C, local: &S, like: &S) -> Option<S> {
+    let mut message = vec![local.n_chains() as u64];
+    message.extend(local.pack());
+    let parts = c.gather(&message)?;
+    let parts: Vec<S> = parts
+        .iter()
+        .map(|m| S::unpack(like, m[0] as usize, &m[1..]))
+        .collect();
+    Some(S::concat(like, &parts))
+}
+
+/// `steps` steps of `kernel` on the chains of `init` with streams from `seed`, sharded over the
+/// ranks of `c`: rank `r` runs the chains [`chain_range`]`(n, size, r)` of the `n` in `init`.
+/// Rank 0 returns every chain after the run; the other ranks return `None`.
+///
+/// The chains equal bit for bit those of the one-process run
+/// `run(model, kernel, beta, &mut ChainState::new(init, seed), steps, par, ())`, for any
+/// number of ranks and threads: each chain keeps its own stream, and a shard holds whole
+/// blocks of [`ebm_core::CHAIN_CHUNK`] chains, the unit in which kernels compute.
+///
+/// Every rank must pass the same `model`, `kernel`, `beta`, `init`, `seed` and `steps`.
+///
+/// # Errors
+/// An error of the kernel's run on this rank's shard (then the ranks no longer agree on the
+/// gathers to come: end the program).
+pub fn sample<C, M, K>(
+    c: &C,
+    model: &M,
+    kernel: &K,
+    beta: f64,
+    init: &M::State,
+    seed: u64,
+    steps: u64,
+    par: Par,
+) -> Result<Option<M::State>>
+where
+    C: Collective,
+    M: EnergyModel,
+    M::State: ShardChains,
+    K: Kernel<M>,
+{
+    let range = chain_range(init.n_chains(), c.size(), c.rank());
+    let mut state = ChainState {
+        chains: init.select(range.clone()),
+        rngs: RngStreams::select(seed, range),
+        steps: 0,
+    };
+    run(model, kernel, beta, &mut state, steps, par, ())?;
+    Ok(gather_chains(c, &state.chains, init))
+}
+
+/// What a sharded PT run gathers on rank 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PtOutcome<S> {
+    /// The chains of every rung, rung `k` at index `k` (the last rung is the target).
+    pub rungs: Vec<S>,
+    /// `replica[k][i]`: the replica now at rung `k` of system `i` (as in [`PtState`]).
+    pub replica: Vec<Vec<u32>>,
+    /// Rounds run.
+    pub rounds: u64,
+    /// Round trips completed, summed over systems.
+    pub round_trips: u64,
+    /// Exchanges proposed, per pair, summed over rounds and systems.
+    pub proposed: Vec<u64>,
+    /// Exchanges accepted, per pair.
+    pub accepted: Vec<u64>,
+    /// Sum of \\(\min(1, \alpha)\\) over proposals, per pair: each rank's sum, added in rank
+    /// order. The one number not bit-identical to the one-process run, whose sum runs over all
+    /// systems in one order: it agrees to round-off.
+    pub acceptance_probability_sum: Vec<f64>,
+}
+
+/// `rounds` rounds of `pt` on `ladder` from the chains `init[k]` of every rung, with streams
+/// from `seed`, sharded over the ranks of `c` by system: rank `r` runs systems
+/// [`chain_range`]`(n, size, r)` on every rung ([`PtState::for_systems`]). Exchanges pair the
+/// chains of one system, so no state crosses ranks during the run; rank 0 gathers the chains,
+/// replica labels and exchange counts at the end and returns them.
+///
+/// Chains, replica labels, proposals, acceptances and round trips equal bit for bit those of
+/// the one-process run `pt.step(ladder, &mut PtState::new(init, seed)?, par)` repeated
+/// `rounds` times, for any number of ranks; the summed acceptance probabilities agree to
+/// round-off ([`PtOutcome::acceptance_probability_sum`]).
+///
+/// Sharding by system divides the chains, not the ladder: each rank holds every rung of its
+/// systems. It scales a run with many chains per rung; a ladder too long for one process
+/// needs rungs sharded across ranks, which this function does not do.
+///
+/// # Errors
+/// [`ebm_core::Error::InvalidParameter`] for no rungs, [`ebm_core::Error::ShapeMismatch`]
+/// for rungs of different sizes (the same on every rank).
+pub fn parallel_tempering<C, L, K, B>(
+    c: &C,
+    pt: &ParallelTempering<K, B>,
+    ladder: &L,
+    init: &[L::State],
+    seed: u64,
+    rounds: u64,
+    par: Par,
+) -> Result<Option<PtOutcome<L::State>>>
+where
+    C: Collective,
+    L: Exchange,
+    L::State: ShardChains,
+    K: Kernel<L::RungModel>,
+    B: Kernel<L::RungModel>,
+{
+    let total = init.first().map_or(0, Chains::n_chains);
+    let range = chain_range(total, c.size(), c.rank());
+    let rungs = init.iter().map(|x| x.select(range.clone())).collect();
+    let mut state = PtState::for_systems(rungs, seed, total, range.start)?;
+    let pairs = init.len().saturating_sub(1);
+    let mut proposed = vec![0u64; pairs];
+    let mut accepted = vec![0u64; pairs];
+    let mut probability = vec![0.0f64; pairs];
+    // A rank with no systems (more ranks than blocks of chains) has nothing to run.
+    let rounds_here = if range.is_empty() { 0 } else { rounds };
+    for _ in 0..rounds_here {
+        let info = pt.step(ladder, &mut state, par);
+        for k in 0..pairs {
+            proposed[k] += info.proposed[k];
+            accepted[k] += info.accepted[k];
+            probability[k] += info.acceptance_probability_sum[k];
+        }
+    }
+    // One message per rung of chains, then the labels and counts of this shard.
+    let mut gathered = Vec::with_capacity(init.len());
+    for (x, like) in state.rungs.iter().zip(init) {
+        gathered.push(gather_chains(c, x, like));
+    }
+    let mut counts: Vec<u64> = state
+        .replica
+        .iter()
+        .flat_map(|r| r.iter().map(|&l| u64::from(l)))
+        .collect();
+    counts.push(state.round_trips);
+    counts.extend(&proposed);
+    counts.extend(&accepted);
+    counts.extend(probability.iter().map(|p| p.to_bits()));
+    let Some(parts) = c.gather(&counts) else {
+        return Ok(None);
+    };
+    let k = init.len();
+    let mut outcome = PtOutcome {
+        rungs: gathered.into_iter().map(|g| g.expect("rank 0")).collect(),
+        replica: vec![Vec::with_capacity(total); k],
+        rounds,
+        round_trips: 0,
+        proposed: vec![0; pairs],
+        accepted: vec![0; pairs],
+        acceptance_probability_sum: vec![0.0; pairs],
+    };
+    for m in &parts {
+        let n = (m.len() - 1 - 3 * pairs) / k.max(1);
+        for (r, labels) in outcome.replica.iter_mut().enumerate() {
+            labels.extend(m[r * n..(r + 1) * n].iter().map(|&l| l as u32));
+        }
+        let rest = &m[k * n..];
+        outcome.round_trips += rest[0];
+        for p in 0..pairs {
+            outcome.proposed[p] += rest[1 + p];
+            outcome.accepted[p] += rest[1 + pairs + p];
+            outcome.acceptance_probability_sum[p] += f64::from_bits(rest[1 + 2 * pairs + p]);
+        }
+    }
+    Ok(Some(outcome))
+}

@@ -1,0 +1,71 @@
+//! Sampling sharded across processes, with results identical to one process.
+//!
+//! Every chain of an ebm run draws from its own RNG stream (stream `i` of
+//! [`ebm_core::RngStreams`], which does not depend on how many streams exist), and kernels
+//! compute on blocks of [`ebm_core::CHAIN_CHUNK`] chains whose boundaries depend only on the
+//! chain index. So a run can be cut by chains: a process that runs chains `a..b` (whole blocks,
+//! [`chain_range`]) with streams `a..b` ([`ebm_core::RngStreams::select`]) computes exactly what
+//! those chains compute in the whole run, and joining the shards in order gives the whole run
+//! bit for bit, for any number of processes and threads. Parallel tempering is cut by system
+//! (a system is one chain on every rung, and exchanges pair the chains of one system):
+//! [`ebm_samplers::tempering::PtState::for_systems`].
+//!
+//! The drivers ([`sample`], [`parallel_tempering`]) run a shard on every rank of a
+//! [`Collective`] and gather the results on rank 0. Transports:
+//! - [`Solo`]: one process (the unsharded run);
+//! - [`Threads`]: ranks as threads of one process, to test a sharded computation without MPI;
+//! - `Mpi` (cargo feature `mpi`): the processes of `mpirun -n N`, over a system MPI (MPICH or
+//!   Open MPI; the `mpi` crate's bindings also need libclang at build time).
+//!
+//! # Costs
+//!
+//! A sharded run communicates once, at the end: each rank sends its chains
+//! (8 bytes × values per chain × chains) and a few counters. Nothing crosses ranks during the
+//! run, so `r` ranks divide the sweep time by `r` up to the block granularity: with `n`
+//! chains there are `⌈n / 128⌉` blocks to deal, and ranks beyond that number idle.
+//!
+//! # Example
+//!
+//! Four ranks as threads give the chains of the one-process run:
+//! ```
+//! use ebm_core::{ChainState, Par};
+//! use ebm_models::{Bernoulli, Rbm};
+//! use ebm_mpi::{Collective, Threads, sample};
+//! use ebm_samplers::{Gibbs, run};
+//! use nalgebra::DMatrix;
+//!
+//! let rbm = Rbm::new(
+//!     Bernoulli::new(vec![0.1; 6]),
+//!     Bernoulli::new(vec![-0.2; 4]),
+//!     DMatrix::from_fn(6, 4, |i, j| 0.3 * (i as f64 - j as f64)),
+//! )
+//! .unwrap();
+//! let init = rbm.default_chains(300);
+//! let mut whole = ChainState::new(init.clone(), 9);
+//! run(&rbm, &Gibbs::new(1), 1.0, &mut whole, 20, Par::Rayon, ()).unwrap();
+//!
+//! let gathered = std::thread::scope(|s| {
+//!     let ranks: Vec<_> = Threads::group(4)
+//!         .into_iter()
+//!         .map(|c| {
+//!             let (rbm, init) = (&rbm, &init);
+//!             s.spawn(move || sample(&c, rbm, &Gibbs::new(1), 1.0, init, 9, 20, Par::Rayon))
+//!         })
+//!         .collect();
+//!     let mut results: Vec<_> = ranks.into_iter().map(|h| h.join().unwrap().unwrap()).collect();
+//!     results.swap_remove(0).expect("rank 0 gathers")
+//! });
+//! assert_eq!(gathered, whole.chains);
+//! ```
+
+mod collective;
+mod drivers;
+#[cfg(feature = "mpi")]
+mod mpi;
+mod shard;
+
+pub use collective::{Collective, Solo, Threads};
+pub use drivers::{PtOutcome, gather_chains, parallel_tempering, sample};
+#[cfg(feature = "mpi")]
+pub use mpi::Mpi;
+pub use shard::{ShardChains, chain_range};
