@@ -144,8 +144,8 @@ mod tests {
                 for rank in 0..ranks {
                     let r = chain_range(total, ranks, rank);
                     assert_eq!(r.start, next, "total {total}, ranks {ranks}, rank {rank}");
-                    assert!(r.start % CHAIN_CHUNK == 0 || r.is_empty());
-                    assert!(r.end == total || r.end % CHAIN_CHUNK == 0);
+                    assert!(r.start.is_multiple_of(CHAIN_CHUNK) || r.is_empty());
+                    assert!(r.end == total || r.end.is_multiple_of(CHAIN_CHUNK));
                     next = r.end;
                 }
                 assert_eq!(next, total);
