@@ -74,6 +74,29 @@ impl RngStreams {
         Self { seed, streams }
     }
 
+    /// The streams `range`, in their current positions (a shard of a run's streams).
+    ///
+    /// # Panics
+    /// If `range` extends beyond the streams.
+    pub fn subset(&self, range: std::ops::Range<usize>) -> Self {
+        Self {
+            seed: self.seed,
+            streams: self.streams[range].to_vec(),
+        }
+    }
+
+    /// The streams of `parts` one after the other (shards joined in order), with the seed
+    /// `seed`.
+    pub fn join(seed: u64, parts: &[RngStreams]) -> Self {
+        Self {
+            seed,
+            streams: parts
+                .iter()
+                .flat_map(|p| p.streams.iter().cloned())
+                .collect(),
+        }
+    }
+
     /// A single generator for work that is not tied to a chain (e.g. drawing an initial
     /// configuration), derived from the same seed by a `long_jump` (\\(2^{192}\\) steps) so it
     /// never overlaps the chain streams. `purpose` selects one of several such generators.
@@ -142,6 +165,8 @@ mod tests {
         }
         assert_eq!(some.seed(), 21);
         assert_eq!(RngStreams::select(21, 0..12), all);
+        let parts = [all.subset(0..5), all.subset(5..5), all.subset(5..12)];
+        assert_eq!(RngStreams::join(21, &parts), all);
         // Negative control: another seed gives other streams.
         assert_ne!(RngStreams::select(22, [5]).as_slice()[0], all.as_slice()[5]);
     }

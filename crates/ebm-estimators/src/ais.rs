@@ -334,6 +334,85 @@ where
     let resamplings0 = population.resamplings();
     let base = population.log_ratio();
     let ratios = anneal(annealer, ladder, &mut population, par);
+    forward_run(
+        ladder,
+        annealer.resample_below_ess(),
+        log_z0,
+        (base, ratios),
+        population,
+        (steps0, resamplings0),
+    )
+}
+
+/// Forward AIS from the log weights of its chains at the start and after every rung, for a
+/// run whose chains were annealed apart and joined ([`Population::with_chains`];
+/// `ebm_mpi::ais` shards AIS across processes this way): `initial` are the start's weights,
+/// `after_rung[k - 1]` the weights of all chains after the transition to rung `k`, in chain
+/// order, `population` the joined final population, `start_steps` its step count at the start
+/// and `log_z0` rung 0's. Without resampling every chain's weights are its own, so this gives
+/// exactly what [`ais`] gives on the whole population: the same estimate, error bar,
+/// warnings and profile, bit for bit.
+///
+/// # Errors
+/// [`ebm_core::Error::InvalidParameter`] if `population` was resampled, or the weights do not
+/// hold one vector per rung above 0 with one weight per chain, ending with the population's.
+pub fn ais_from_weights<L, S>(
+    ladder: &L,
+    log_z0: LogZEstimate,
+    initial: &[f64],
+    after_rung: &[Vec<f64>],
+    population: Population<S>,
+    start_steps: u64,
+) -> ebm_core::Result<AisRun<S>>
+where
+    L: Ladder + DescribeLadder,
+    S: ebm_core::Chains,
+{
+    let n = population.n_chains();
+    let shapes_agree = after_rung.len() + 1 == ladder.n_rungs()
+        && initial.len() == n
+        && after_rung.iter().all(|w| w.len() == n)
+        && after_rung
+            .last()
+            .is_none_or(|w| *w == population.log_weights);
+    if population.resamplings() > 0 || !shapes_agree || start_steps > population.steps() {
+        return Err(Error::InvalidParameter {
+            name: "after_rung".into(),
+            reason: format!(
+                "expected a never-resampled population and {} weight vectors of {n} chains \
+                 ending with the population's weights (got {} resamplings and {} vectors)",
+                ladder.n_rungs().saturating_sub(1),
+                population.resamplings(),
+                after_rung.len()
+            ),
+        });
+    }
+    let ratio = |w: &[f64]| crate::population::carried_ratio(0.0, 0.0, LogMeanExp::of(w));
+    let ratios = after_rung.iter().map(|w| ratio(w)).collect();
+    Ok(forward_run(
+        ladder,
+        None,
+        log_z0,
+        (ratio(initial), ratios),
+        population,
+        (start_steps, 0),
+    ))
+}
+
+/// The result of a forward run: the profile of \(\log Z_k\) from rung 0's `log_z0` and the
+/// log ratios after each rung (`base` at the start), and the estimate of the last rung.
+fn forward_run<L, S>(
+    ladder: &L,
+    resample_below_ess: Option<f64>,
+    log_z0: LogZEstimate,
+    (base, ratios): (LogMeanExp, Vec<LogMeanExp>),
+    population: Population<S>,
+    (steps0, resamplings0): (u64, u64),
+) -> AisRun<S>
+where
+    L: Ladder + DescribeLadder,
+    S: ebm_core::Chains,
+{
     let var0 = log_z0.std_err * log_z0.std_err;
     let mut profile = vec![RungLogZ {
         log_z: log_z0.log_z,
@@ -353,7 +432,7 @@ where
             direction: Direction::Forward,
             ladder: ladder.kind(),
             n_rungs: ladder.n_rungs(),
-            resample_below_ess: annealer.resample_below_ess(),
+            resample_below_ess,
             resamplings: population.resamplings() - resamplings0,
         },
     );

@@ -58,7 +58,9 @@ mod population;
 mod pseudo;
 pub mod trust;
 
-pub use ais::{Ais, AisRun, Annealer, Reversed, TransitionInfo, ais, reverse_ais};
+pub use ais::{
+    Ais, AisRun, Annealer, Reversed, TransitionInfo, ais, ais_from_weights, reverse_ais,
+};
 pub use bar::{LadderEstimate, PairAccumulator, PairEstimate, bennett_acceptance_ratio};
 pub use estimate::{
     DescribeLadder, Direction, ErrorBar, LadderKind, LogMeanExp, LogZEstimate, Method, RungLogZ,

@@ -127,6 +127,20 @@ impl<S: PartialEq> PartialEq for Population<S> {
     }
 }
 
+/// The log ratio since the start of a run: `carried` (the log mean weights of the segments
+/// before resamplings, with their variance) plus the current segment's `current`.
+pub(crate) fn carried_ratio(
+    carried: f64,
+    carried_variance: f64,
+    current: LogMeanExp,
+) -> LogMeanExp {
+    LogMeanExp {
+        log_mean: carried + current.log_mean,
+        std_err: (carried_variance + current.std_err * current.std_err).sqrt(),
+        ..current
+    }
+}
+
 impl<S: Chains> Population<S> {
     /// A population of `chains` with zero log weights and one RNG stream per chain derived from
     /// `seed` ([`RngStreams::new`]); the resampling uniforms come from an auxiliary generator
@@ -179,12 +193,55 @@ impl<S: Chains> Population<S> {
     /// segment's by the delta method of [`LogMeanExp`]). `ess` is the Kish ESS of the current
     /// weights.
     pub fn log_ratio(&self) -> LogMeanExp {
-        let current = LogMeanExp::of(&self.log_weights);
-        LogMeanExp {
-            log_mean: self.carried_log_ratio + current.log_mean,
-            std_err: (self.carried_variance + current.std_err * current.std_err).sqrt(),
-            ..current
+        carried_ratio(
+            self.carried_log_ratio,
+            self.carried_variance,
+            LogMeanExp::of(&self.log_weights),
+        )
+    }
+
+    /// This never-resampled population with other chains, weights, streams and step count:
+    /// how a run annealed in shards (consecutive ranges of chains, each with its own streams,
+    /// e.g. on several processes) cuts its start into shards and joins them again. Everything
+    /// else (the resampling generator, the genealogy) is that of a population never
+    /// resampled.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if this population was resampled (resampling draws
+    /// ancestors across all chains, which shards cannot do) or chains, weights and streams
+    /// differ in number.
+    pub fn with_chains(
+        &self,
+        chains: S,
+        log_weights: Vec<f64>,
+        rngs: RngStreams,
+        steps: u64,
+    ) -> ebm_core::Result<Self> {
+        let n = log_weights.len();
+        if self.resamplings > 0 || chains.n_chains() != n || rngs.len() != n {
+            return Err(Error::InvalidParameter {
+                name: "population".into(),
+                reason: format!(
+                    "a shard needs a never-resampled population (this one has {} \
+                     resamplings) and as many chains and streams as weights ({}, {}, {n})",
+                    self.resamplings,
+                    chains.n_chains(),
+                    rngs.len()
+                ),
+            });
         }
+        Ok(Self {
+            chains,
+            log_weights,
+            rngs,
+            resample_rng: self.resample_rng.clone(),
+            carried_log_ratio: 0.0,
+            carried_variance: 0.0,
+            founders: (0..n).collect(),
+            resamplings: 0,
+            steps,
+            scratch: Vec::new(),
+        })
     }
 
     /// The variance carried over from the segments before the last resampling (delta method).

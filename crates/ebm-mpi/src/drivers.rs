@@ -1,7 +1,9 @@
 //! Sharded runs: every rank runs its own chains, rank 0 gathers the whole run.
 
-use ebm_core::{ChainState, Chains, EnergyModel, Kernel, Par, Result, RngStreams};
+use ebm_core::{ChainState, Chains, EnergyModel, Error, Kernel, Par, Result, RngStreams};
+use ebm_estimators::{AisRun, Annealer, DescribeLadder, Start, ais_from_weights};
 use ebm_samplers::run;
+use ebm_samplers::tempering::Ladder;
 use ebm_samplers::tempering::{Exchange, ParallelTempering, PtState};
 
 use crate::{Collective, ShardChains, chain_range};
@@ -173,4 +175,118 @@ where
         }
     }
     Ok(Some(outcome))
+}
+
+/// Forward annealed importance sampling ([`ebm_estimators::ais`]) along `ladder` from
+/// `start`, sharded over the ranks of `c` by chain: rank `r` anneals the chains
+/// [`chain_range`]`(n, size, r)` of the start's `n` with their own streams, keeping its
+/// chains' log weights after every rung; rank 0 gathers weights, chains and streams and
+/// computes the estimate ([`ais_from_weights`]). The run (estimate, error bar, warnings,
+/// profile of \(\log Z_k\), final population) equals bit for bit that of `ais(annealer,
+/// ladder, start.clone(), par)` in one process, for any number of ranks.
+///
+/// Every rank must pass the same `start` (drawn from the same seed). Communication: once, at
+/// the end, the chains' weights at every rung (8 bytes × chains × rungs), their final states
+/// and their streams.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for an annealer that resamples (resampling draws ancestors
+/// across all chains, which shards cannot do) or a start that was resampled; errors of
+/// [`ais_from_weights`] on rank 0.
+pub fn ais<C, L, A, S>(
+    c: &C,
+    annealer: &A,
+    ladder: &L,
+    start: &Start<S>,
+    par: Par,
+) -> Result<Option<AisRun<S>>>
+where
+    C: Collective,
+    L: Ladder + DescribeLadder,
+    L::Model: EnergyModel<State = S>,
+    A: Annealer<L::Model>,
+    S: ShardChains,
+{
+    if annealer.resample_below_ess().is_some() {
+        return Err(Error::InvalidParameter {
+            name: "annealer".into(),
+            reason: "sharded AIS cannot resample: resampling draws ancestors across all \
+                     chains; run AIS with resampling in one process"
+                .into(),
+        });
+    }
+    let whole = &start.population;
+    let n = whole.n_chains();
+    let range = chain_range(n, c.size(), c.rank());
+    let mut local = whole.with_chains(
+        whole.chains.select(range.clone()),
+        whole.log_weights[range.clone()].to_vec(),
+        whole.rngs.subset(range.clone()),
+        whole.steps(),
+    )?;
+    let mut after_rung = Vec::with_capacity(ladder.n_rungs());
+    for k in 1..ladder.n_rungs() {
+        if !range.is_empty() {
+            annealer.transition(ladder.rung(k - 1), ladder.rung(k), &mut local, par);
+        }
+        after_rung.push(local.log_weights.clone());
+    }
+    // Message: chains, steps, the weights after every rung, the chains' states, their streams.
+    let streams = serde_json::to_vec(&local.rngs).expect("streams serialise");
+    let mut message = vec![range.len() as u64, local.steps()];
+    message.extend(after_rung.iter().flatten().map(|w| w.to_bits()));
+    message.extend(local.chains.pack());
+    message.push(streams.len() as u64);
+    message.extend(streams.iter().map(|&b| u64::from(b)));
+    let Some(parts) = c.gather(&message) else {
+        return Ok(None);
+    };
+    let rungs = after_rung.len();
+    let mut weights = vec![Vec::with_capacity(n); rungs];
+    let (mut chains, mut rngs) = (Vec::new(), Vec::new());
+    let mut steps = whole.steps();
+    for m in &parts {
+        let (len, part_steps) = (m[0] as usize, m[1]);
+        if len == 0 {
+            continue;
+        }
+        steps = part_steps;
+        let mut at = 2;
+        for w in &mut weights {
+            w.extend(m[at..at + len].iter().map(|&b| f64::from_bits(b)));
+            at += len;
+        }
+        let packed = whole.chains.width() * len;
+        chains.push(S::unpack(&whole.chains, len, &m[at..at + packed]));
+        at += packed;
+        let bytes: Vec<u8> = m[at + 1..at + 1 + m[at] as usize]
+            .iter()
+            .map(|&b| b as u8)
+            .collect();
+        rngs.push(
+            serde_json::from_slice(&bytes).map_err(|e| Error::InvalidParameter {
+                name: "streams".into(),
+                reason: format!("a rank sent streams that do not parse: {e}"),
+            })?,
+        );
+    }
+    let final_weights = weights
+        .last()
+        .cloned()
+        .unwrap_or_else(|| whole.log_weights.clone());
+    let population = whole.with_chains(
+        S::concat(&whole.chains, &chains),
+        final_weights,
+        RngStreams::join(whole.rngs.seed(), &rngs),
+        steps,
+    )?;
+    ais_from_weights(
+        ladder,
+        start.log_z.clone(),
+        &whole.log_weights,
+        &weights,
+        population,
+        whole.steps(),
+    )
+    .map(Some)
 }

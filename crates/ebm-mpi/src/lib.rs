@@ -8,9 +8,11 @@
 //! those chains compute in the whole run, and joining the shards in order gives the whole run
 //! bit for bit, for any number of processes and threads. Parallel tempering is cut by system
 //! (a system is one chain on every rung, and exchanges pair the chains of one system):
-//! [`ebm_samplers::tempering::PtState::for_systems`].
+//! [`ebm_samplers::tempering::PtState::for_systems`]. Forward AIS without resampling is cut by
+//! chain too: each chain's weights are its own, and rank 0 computes the estimate from the
+//! gathered weights ([`ebm_estimators::ais_from_weights`]).
 //!
-//! The drivers ([`sample`], [`parallel_tempering`]) run a shard on every rank of a
+//! The drivers ([`sample`], [`parallel_tempering`], [`ais`]) run a shard on every rank of a
 //! [`Collective`] and gather the results on rank 0. Transports:
 //! - [`Solo`]: one process (the unsharded run);
 //! - [`Threads`]: ranks as threads of one process, to test a sharded computation without MPI;
@@ -65,7 +67,7 @@ mod mpi;
 mod shard;
 
 pub use collective::{Collective, Solo, Threads};
-pub use drivers::{PtOutcome, gather_chains, parallel_tempering, sample};
+pub use drivers::{PtOutcome, ais, gather_chains, parallel_tempering, sample};
 #[cfg(feature = "mpi")]
 pub use mpi::Mpi;
 pub use shard::{ShardChains, chain_range};

@@ -43,6 +43,9 @@ pub trait ShardChains: Chains {
     /// The chains `range` of the batch, in order.
     fn select(&self, range: Range<usize>) -> Self;
 
+    /// Number of values of one chain (words of [`ShardChains::pack`] per chain).
+    fn width(&self) -> usize;
+
     /// Every value of the batch, chain after chain, as `f64` bits.
     fn pack(&self) -> Vec<u64>;
 
@@ -61,6 +64,10 @@ pub trait ShardChains: Chains {
 impl<F: Scalar> ShardChains for DMatrix<F> {
     fn select(&self, range: Range<usize>) -> Self {
         self.columns(range.start, range.len()).into_owned()
+    }
+
+    fn width(&self) -> usize {
+        self.nrows()
     }
 
     fn pack(&self) -> Vec<u64> {
@@ -98,6 +105,10 @@ impl<F: Scalar> ShardChains for RbmChains<F> {
             visible: self.visible.select(range.clone()),
             hidden: self.hidden.select(range),
         }
+    }
+
+    fn width(&self) -> usize {
+        self.visible.nrows() + self.hidden.nrows()
     }
 
     /// The visible values of every chain, then the hidden values of every chain.

@@ -214,3 +214,40 @@ fn shards_seeded_on_their_own_do_not_reproduce_the_run() {
         .collect();
     assert_eq!(RbmChains::concat(&init, &parts), whole.chains);
 }
+
+#[test]
+fn sharded_ais_equals_the_one_process_run() {
+    use ebm_estimators::{Ais, Start};
+    let target = rbm(2.5);
+    let ladder =
+        TemperatureLadder::new(target.clone(), (0..=12).map(|k| k as f64 / 12.0).collect())
+            .unwrap();
+    let start = Start::uniform(&target, CHAINS, 31, Par::Rayon).unwrap();
+    let annealer = Ais::new(Gibbs::new(1));
+    let whole = ebm_estimators::ais(&annealer, &ladder, start.clone(), Par::Rayon);
+    assert!(whole.estimate.log_z.is_finite());
+    for ranks in [1, 2, 4] {
+        let sharded = on_ranks(ranks, |c| {
+            ebm_mpi::ais(c, &annealer, &ladder, &start, Par::Rayon).unwrap()
+        });
+        assert_eq!(sharded.estimate, whole.estimate, "{ranks} ranks: estimate");
+        assert_eq!(sharded.profile, whole.profile, "{ranks} ranks: profile");
+        assert!(
+            sharded.population == whole.population,
+            "{ranks} ranks: population"
+        );
+    }
+    // Resampling couples chains across shards: refused on every rank.
+    let resampling = Ais::new(Gibbs::new(1)).with_resampling(0.5).unwrap();
+    let refused = std::thread::scope(|s| {
+        let handles: Vec<_> = Threads::group(2)
+            .into_iter()
+            .map(|c| {
+                let (resampling, ladder, start) = (&resampling, &ladder, &start);
+                s.spawn(move || ebm_mpi::ais(&c, resampling, ladder, start, Par::Seq).is_err())
+            })
+            .collect();
+        handles.into_iter().all(|h| h.join().unwrap())
+    });
+    assert!(refused);
+}

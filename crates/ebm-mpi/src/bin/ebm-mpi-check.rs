@@ -1,12 +1,14 @@
-//! `mpirun -n N ebm-mpi-check OUT`: runs sharded Gibbs sampling, temperature PT (DEO) and
-//! trajectory PT over the MPI world, writes on rank 0 the gathered chains, replica labels and
-//! exchange counts to `OUT` (raw little-endian words, so files from different `N` can be
-//! compared byte for byte), and checks them against the one-process run computed on rank 0.
+//! `mpirun -n N ebm-mpi-check OUT`: runs sharded Gibbs sampling, temperature PT (DEO),
+//! trajectory PT and forward AIS over the MPI world, writes on rank 0 the gathered chains,
+//! replica labels, exchange counts and AIS estimate, profile and weights to `OUT` (raw
+//! little-endian words, so files from different `N` can be compared byte for byte), and
+//! checks them against the one-process run computed on rank 0.
 //! Exit code 0 when they agree, 1 when they differ, 2 on a usage or I/O error.
 
 use std::process::ExitCode;
 
 use ebm_core::{Par, RngStreams, Scalar};
+use ebm_estimators::{Ais, Start};
 use ebm_models::{Bernoulli, Rbm, RbmChains};
 use ebm_mpi::{Collective, Mpi, PtOutcome, ShardChains, Solo, parallel_tempering, sample};
 use ebm_samplers::Gibbs;
@@ -58,9 +60,21 @@ fn workloads<C: Collective>(c: &C) -> Option<Vec<u64>> {
     let trajectory_run =
         parallel_tempering(c, &ptt, &trajectory, &rungs, SEED, 40, Par::Rayon).expect("PTT");
 
+    let betas = (0..=20).map(|k| k as f64 / 20.0).collect();
+    let annealing = TemperatureLadder::new(target.clone(), betas).expect("valid ladder");
+    let start = Start::uniform(&target, 700, SEED, Par::Rayon).expect("exact start");
+    let annealed =
+        ebm_mpi::ais(c, &Ais::new(Gibbs::new(1)), &annealing, &start, Par::Rayon).expect("AIS run");
+
     let mut words = gibbs?.pack();
     words.extend(pt_words(&tempered?));
     words.extend(pt_words(&trajectory_run?));
+    let annealed = annealed?;
+    words.push(annealed.estimate.log_z.to_bits());
+    words.push(annealed.estimate.std_err.to_bits());
+    words.extend(annealed.profile.iter().map(|r| r.log_z.to_bits()));
+    words.extend(annealed.population.log_weights.iter().map(|w| w.to_bits()));
+    words.extend(annealed.population.chains.pack());
     Some(words)
 }
 
