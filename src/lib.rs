@@ -50,8 +50,9 @@ pub use rand;
 /// The names most programs need.
 pub mod prelude {
     pub use ebm_core::{
-        ChainState, Chains, ConditionalSampler, EnergyModel, Error, Every, FnObserver, Kernel,
-        Observer, Par, RngStreams, Scalar, Tractable,
+        ChainState, Chains, ConditionalSampler, EnergyModel, Enumerable, Error, Every,
+        ExactLogPartition, ExactSampling, FnObserver, Kernel, Observer, Par, RngStreams, Scalar,
+        Tractable,
     };
     pub use ebm_io::{load_rbm, read_rbm_info, save_rbm};
     pub use ebm_models::exact::Enumerated;

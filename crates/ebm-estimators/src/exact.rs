@@ -3,7 +3,7 @@
 
 use crate::estimate::{LogZEstimate, Method, Side};
 use crate::population::Population;
-use ebm_core::{ConditionalSampler, EnergyModel, Error, Par, Scalar, Tractable};
+use ebm_core::{ConditionalSampler, EnergyModel, Error, ExactSampling, Par, Scalar, Tractable};
 use ebm_models::exact::{Enumerated, log_partition_by_hidden, log_partition_by_visible};
 use ebm_models::{DiscreteLayer, Layer, Rbm, RbmChains};
 

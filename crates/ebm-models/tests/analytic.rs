@@ -2,7 +2,7 @@
 //! (`ags-barriers-analytic-models.md` §7.1, §7.10), and each other.
 
 use ebm_core::numerics::log_sum_exp;
-use ebm_core::{EnergyModel, Par, RngStreams, Tractable};
+use ebm_core::{EnergyModel, ExactLogPartition, ExactSampling, Par, RngStreams};
 use ebm_models::{CurieWeiss, Hopfield};
 use ebm_testkit::chi_square;
 use nalgebra::DMatrix;
