@@ -19,7 +19,9 @@ pub trait EnergyModel: Sync {
     ///
     /// # Panics
     /// If `out.len() != x.n_chains()` or `x` does not have the model's shape.
+    // ANCHOR: energies
     fn energies(&self, x: &Self::State, beta: f64, out: &mut [f64], par: Par);
+    // ANCHOR_END: energies
 
     /// Writes \(E_{\beta_j}(x_i)\) for every chain `i` of `x` and every inverse temperature
     /// `betas[j]` into `out[i * betas.len() + j]`.
