@@ -29,7 +29,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("step {step}: {} sweeps", info.kernel.sweeps);
         Ok(())
     });
-    run(&rbm, &Gibbs::new(1), 1.0, &mut state, 1000, Par::Rayon, Every(100, log))?;
+    run(
+        &rbm,
+        &Gibbs::new(1),
+        1.0,
+        &mut state,
+        1000,
+        Par::Rayon,
+        Every(100, log),
+    )?;
     // ANCHOR_END: observe
 
     // ANCHOR: checkpoint
@@ -59,7 +67,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     use ebm::data::generators::clusters::ClusterPreset;
     use ebm::data::{Centering, Domain, GeneratorSpec, generate, pca, split};
 
-    let ds = generate(&GeneratorSpec::Preset(ClusterPreset::Mickey), 1)?.to_domain(Domain::Binary01)?;
+    let ds =
+        generate(&GeneratorSpec::Preset(ClusterPreset::Mickey), 1)?.to_domain(Domain::Binary01)?;
     let (train, test) = split(&ds, 0.6, 7)?;
     let p = pca(&train, 2, Centering::Centered)?;
     let m = p.project_normalized(test.data())?; // 2 x n_test, m_a = u_a·(x - μ)/√N

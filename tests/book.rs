@@ -70,7 +70,12 @@ fn block_problems(page: &Path, text: &str) -> Vec<String> {
                 Some((f, a)) => (f, Some(a)),
                 None => (target, None),
             };
-            let Ok(path) = page.parent().expect("page directory").join(file).canonicalize() else {
+            let Ok(path) = page
+                .parent()
+                .expect("page directory")
+                .join(file)
+                .canonicalize()
+            else {
                 problems.push(format!("{at}: {file} does not exist"));
                 continue;
             };
@@ -100,7 +105,11 @@ fn block_problems(page: &Path, text: &str) -> Vec<String> {
 fn control_characters(text: &str) -> Vec<(usize, char)> {
     text.lines()
         .enumerate()
-        .filter_map(|(i, l)| l.chars().find(|c| c.is_control() && *c != '\t').map(|c| (i + 1, c)))
+        .filter_map(|(i, l)| {
+            l.chars()
+                .find(|c| c.is_control() && *c != '\t')
+                .map(|c| (i + 1, c))
+        })
         .collect()
 }
 
@@ -110,7 +119,11 @@ fn every_rust_block_of_the_book_includes_compiled_code() {
         .iter()
         .flat_map(|page| block_problems(page, &fs::read_to_string(page).expect("readable page")))
         .collect();
-    assert!(problems.is_empty(), "book code problems:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "book code problems:\n{}",
+        problems.join("\n")
+    );
 }
 
 /// Negative controls: each kind of bad block is reported.
@@ -147,12 +160,19 @@ fn no_book_page_or_source_holds_a_control_character() {
                 .map(move |(line, c)| format!("{}:{line}: {c:?}", path.display()))
         })
         .collect();
-    assert!(problems.is_empty(), "control characters:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "control characters:\n{}",
+        problems.join("\n")
+    );
 }
 
 /// Negative control: a backspace (what "\beta" becomes in a non-raw string) is reported.
 #[test]
 fn the_control_character_check_sees_a_backspace() {
-    assert_eq!(control_characters("fine\nthe \u{8}eta\n"), vec![(2, '\u{8}')]);
+    assert_eq!(
+        control_characters("fine\nthe \u{8}eta\n"),
+        vec![(2, '\u{8}')]
+    );
     assert!(control_characters("tabs\tare fine\n").is_empty());
 }
