@@ -17,7 +17,7 @@
 //!   (a [`Cycle`]) composes it with AGS.
 //! - [`EscapeTimes`]: first-passage times of many chains between modes, with error bars
 //!   (the exact Curie–Weiss reference is `ebm_models::barriers`).
-//! - [`ExactRefresh`]: independent exact draws for [`ebm_core::Tractable`] models.
+//! - [`ExactRefresh`]: independent exact draws for models with [`ebm_core::ExactSampling`].
 //! - [`run`]: applies a kernel repeatedly to a [`ebm_core::ChainState`], reporting to an
 //!   [`ebm_core::Observer`].
 //!
