@@ -98,7 +98,7 @@ pub struct Start<S> {
 
 impl<S: ebm_core::Chains> Start<S> {
     /// Draws `n_chains` exact samples of a [`Tractable`] model at `beta` (its
-    /// [`Tractable::sample_exact`] and [`Tractable::log_partition`]).
+    /// [`ExactSampling::sample_exact`] and [`ebm_core::ExactLogPartition::log_partition`]).
     ///
     /// # Errors
     /// As [`Population::new`].

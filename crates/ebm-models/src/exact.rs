@@ -142,7 +142,7 @@ where
     Ok(neg.iter().map(|x| (x - log_z).exp()).collect())
 }
 
-/// A small RBM with an enumerable visible layer, made [`Tractable`]: exact \\(\log Z_\beta\\)
+/// A small RBM with an enumerable visible layer, made [`ebm_core::Tractable`]: exact \\(\log Z_\beta\\)
 /// and exact sampling of \\((v, h)\\) from the tempered joint (v by inversion of the enumerated
 /// marginal, then h from \\(p_\beta(h \mid v)\\)). Each call enumerates afresh, so it is meant for
 /// systems of up to about \\(2^{20}\\) visible configurations.
@@ -182,7 +182,7 @@ impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> EnergyModel for Enumerated<
 
 /// Block sampling delegates to the wrapped RBM, so the usual kernels (Gibbs) run on an
 /// enumerated model too: a ladder of `Enumerated` models can be explored by Gibbs and refreshed
-/// exactly by [`Tractable::sample_exact`] in the same run.
+/// exactly by [`ExactSampling::sample_exact`] in the same run.
 impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> ConditionalSampler for Enumerated<V, H> {
     fn sample_hidden<R: Rng + Send>(
         &self,
