@@ -4,7 +4,7 @@
 use ebm_core::{EnergyModel, Enumerable, Kernel, Par};
 use ebm_models::CurieWeiss;
 use ebm_samplers::{Cycle, LocalUpdate, Mixture, Repeat, Scan, SingleSiteMetropolis};
-use ebm_testkit::{detailed_balance, invariance};
+use ebm_testkit::{AtBeta, detailed_balance, invariance};
 use nalgebra::DMatrix;
 use rand::Rng;
 
@@ -56,23 +56,6 @@ impl LocalUpdate for WrongDelta {
     }
     fn energy_change(&self, x: &[f64], site: usize, value: f64, beta: f64) -> f64 {
         self.1 * self.0.energy_change(x, site, value, beta)
-    }
-}
-
-/// Negative control for the combinators: a Metropolis sweep at the wrong temperature.
-#[derive(Clone, Copy)]
-struct AtBeta<K>(K, f64);
-impl<M: EnergyModel, K: Kernel<M>> Kernel<M> for AtBeta<K> {
-    type Info = K::Info;
-    fn step<R: Rng + Send>(
-        &self,
-        m: &M,
-        _b: f64,
-        x: &mut M::State,
-        r: &mut [R],
-        p: Par,
-    ) -> K::Info {
-        self.0.step(m, self.1, x, r, p)
     }
 }
 

@@ -11,6 +11,7 @@
 //!   kernel that does not leave the target invariant fails it given enough draws.
 //! - [`detailed_balance`] and [`skew_detailed_balance`]: statistical tests of (skew-)detailed
 //!   balance from the same draws (is the law of the pair (before, after) symmetric?).
+//! - [`AtBeta`]: a kernel run at the wrong temperature, the standard negative control.
 //! - [`goodness_of_fit`]: chi-square test of any batch of independent chains against
 //!   \\(p_\beta\\).
 //!
@@ -34,8 +35,8 @@ mod transitions;
 
 pub use chi2::{ChiSquare, chi_square, regularized_gamma_q};
 pub use enumerable::{
-    MAX_STATES, detailed_balance, exact_draws, goodness_of_fit, invariance, skew_detailed_balance,
-    state_counts,
+    AtBeta, MAX_STATES, detailed_balance, exact_draws, goodness_of_fit, invariance,
+    skew_detailed_balance, state_counts,
 };
 pub use transitions::{
     conditionals, detailed_balance_violation, exact_chains, gibbs_transition_matrix,
