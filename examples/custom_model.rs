@@ -6,7 +6,10 @@
 //! AIS and by BAR on the PT samples, against the exact value.
 //!
 //! The book's "Extending" part walks through this file. Run with
-//! `cargo run --release --example custom_model` (a few seconds).
+//! `cargo run --release --example custom_model` (a few seconds). With a path,
+//! `cargo run --release --example custom_model -- book/src/figures/custom-model-ais.svg`, it
+//! also draws the book's figure of AIS estimates against the number of temperatures (needs the
+//! default feature `cli`, whose plotting module it uses).
 
 // ANCHOR: model
 use ebm::nalgebra::DMatrix;
@@ -235,5 +238,55 @@ fn main() -> Result<(), Error> {
         );
     }
     // ANCHOR_END: logz
+
+    if let Some(path) = std::env::args().nth(1) {
+        ais_figure(model, exact, std::path::Path::new(&path))?;
+    }
+    Ok(())
+}
+
+/// AIS estimates (with two standard errors either side) against the number of temperatures
+/// from beta = 0 to 1, with the exact log Z as a horizontal line.
+#[cfg(feature = "cli")]
+fn ais_figure(model: &IsingChain, exact: f64, path: &std::path::Path) -> Result<(), Error> {
+    use ebm::core::Par::Rayon;
+    let (mut low, mut mid, mut high) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, steps) in [3usize, 10, 30, 100, 300].into_iter().enumerate() {
+        let betas: Vec<f64> = (0..=steps).map(|k| k as f64 / steps as f64).collect();
+        let start = Start::tractable(model, 0.0, 1000, 100 + i as u64, Rayon)?;
+        let ladder = TemperatureLadder::new(model.clone(), betas)?;
+        let e = ais(
+            &Ais::new(SingleSiteMetropolis::new(1)),
+            &ladder,
+            start,
+            Rayon,
+        )
+        .estimate;
+        let x = (steps + 1) as f64;
+        println!(
+            "AIS with {x} temperatures: {:.4} +- {:.4}",
+            e.log_z, e.std_err
+        );
+        mid.push((x, e.log_z));
+        low.push((x, e.log_z - 2.0 * e.std_err));
+        high.push((x, e.log_z + 2.0 * e.std_err));
+    }
+    let series = |label: &str, points| ebm_cli::plot::Series {
+        label: label.into(),
+        points,
+    };
+    let all = [
+        series("AIS, 1000 chains", mid),
+        series("- 2 s.e.", low),
+        series("+ 2 s.e.", high),
+    ];
+    ebm_cli::plot::log_z_versus_cost(path, &all, Some(exact), true)?;
+    println!("figure written to {}", path.display());
+    Ok(())
+}
+
+#[cfg(not(feature = "cli"))]
+fn ais_figure(_: &IsingChain, _: f64, path: &std::path::Path) -> Result<(), Error> {
+    eprintln!("{}: figures need the feature `cli`", path.display());
     Ok(())
 }

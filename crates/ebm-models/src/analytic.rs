@@ -550,6 +550,22 @@ impl EnergyModel for Hopfield {
     }
 }
 
+/// Spin configurations listed by the bits of \\(k\\), as for [`CurieWeiss`]; exact tests list
+/// up to about \\(2^{20}\\) of them.
+impl Enumerable for Hopfield {
+    fn n_states(&self) -> usize {
+        spin_configurations(self.patterns.nrows())
+    }
+
+    fn write_state(&self, k: usize, x: &mut DMatrix<f64>, chain: usize) {
+        write_spins(k, x.column_mut(chain).as_mut_slice());
+    }
+
+    fn state_index(&self, x: &DMatrix<f64>, chain: usize) -> usize {
+        spins_index(x.column(chain).as_slice())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
