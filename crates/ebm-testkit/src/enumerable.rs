@@ -163,15 +163,9 @@ pub fn skew_detailed_balance<M: Enumerable, K: Kernel<M>>(
     seed: u64,
     flip: impl Fn(usize) -> usize,
 ) -> ChiSquare {
+    // The same seed gives the same exact draws: `before` is the state `after` stepped from.
     let before = exact_draws(model, beta, n, seed);
-    let mut after = before.clone();
-    kernel.step(
-        model,
-        beta,
-        &mut after.chains,
-        after.rngs.as_mut_slice(),
-        Par::Rayon,
-    );
+    let after = one_step_from_exact(model, kernel, beta, n, seed);
     let n_states = checked_states(model);
     let mut pairs: BTreeMap<(usize, usize), u64> = BTreeMap::new();
     for chain in 0..n {

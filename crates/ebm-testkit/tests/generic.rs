@@ -82,13 +82,13 @@ impl Enumerable for IsingChain {
     }
 }
 
-/// Heat bath at a random site, `n` times: reversible. `scale` multiplies beta in the
-/// conditional (1 is correct; anything else is a broken kernel).
-struct HeatBath {
+/// Metropolis spin flips at `n` random sites: reversible. `scale` multiplies beta in the
+/// acceptance (1 is correct; anything else is a broken kernel).
+struct RandomFlips {
     scale: f64,
 }
 
-impl Kernel<IsingChain> for HeatBath {
+impl Kernel<IsingChain> for RandomFlips {
     type Info = ();
 
     fn step<R: Rng + Send>(
@@ -103,9 +103,11 @@ impl Kernel<IsingChain> for HeatBath {
         for (mut col, rng) in x.column_iter_mut().zip(rngs.iter_mut()) {
             for _ in 0..n {
                 let i = rng.random_range(0..n);
-                let local = m.coupling * (col[(i + n - 1) % n] + col[(i + 1) % n]) + m.field;
-                let p_up = 1.0 / (1.0 + (-2.0 * self.scale * beta * local).exp());
-                col[i] = if f64::uniform(rng) < p_up { 1.0 } else { -1.0 };
+                let neighbours = col[(i + n - 1) % n] + col[(i + 1) % n];
+                let delta = 2.0 * col[i] * (m.coupling * neighbours + m.field);
+                if f64::uniform(rng) < (-self.scale * beta * delta).exp() {
+                    col[i] = -col[i];
+                }
             }
         }
     }
@@ -170,18 +172,18 @@ fn enumerated_log_partition_matches_a_direct_sum() {
 }
 
 #[test]
-fn invariance_accepts_heat_bath_and_rejects_a_wrong_beta() {
+fn invariance_accepts_random_flips_and_rejects_a_wrong_beta() {
     let m = IsingChain::new(false);
-    let good = invariance(&m, &HeatBath { scale: 1.0 }, 1.0, DRAWS, 2);
+    let good = invariance(&m, &RandomFlips { scale: 1.0 }, 1.0, DRAWS, 2);
     assert!(good.p_value > ALPHA, "{good:?}");
-    let bad = invariance(&m, &HeatBath { scale: 0.8 }, 1.0, DRAWS, 3);
+    let bad = invariance(&m, &RandomFlips { scale: 0.8 }, 1.0, DRAWS, 3);
     assert!(bad.p_value < REJECT, "{bad:?}");
 }
 
 #[test]
-fn detailed_balance_accepts_heat_bath_and_rejects_a_rotation() {
+fn detailed_balance_accepts_random_flips_and_rejects_a_rotation() {
     let m = IsingChain::new(false);
-    let good = detailed_balance(&m, &HeatBath { scale: 1.0 }, 1.0, DRAWS, 4);
+    let good = detailed_balance(&m, &RandomFlips { scale: 1.0 }, 1.0, DRAWS, 4);
     assert!(good.p_value > ALPHA, "{good:?}");
     // The rotation is invariant (so the invariance test cannot see it) but not reversible.
     let rotate = Rotate {
@@ -191,8 +193,8 @@ fn detailed_balance_accepts_heat_bath_and_rejects_a_rotation() {
     assert!(inv.p_value > ALPHA, "{inv:?}");
     let bad = detailed_balance(&m, &rotate, 1.0, DRAWS, 6);
     assert!(bad.p_value < REJECT, "{bad:?}");
-    // Negative control of the test itself: a wrong-beta heat bath is not reversible w.r.t. p.
-    let bad = detailed_balance(&m, &HeatBath { scale: 0.8 }, 1.0, DRAWS, 7);
+    // Negative control of the test itself: a wrong-beta Metropolis flips is not reversible w.r.t. p.
+    let bad = detailed_balance(&m, &RandomFlips { scale: 0.8 }, 1.0, DRAWS, 7);
     assert!(bad.p_value < REJECT, "{bad:?}");
 }
 
