@@ -80,11 +80,14 @@ fn train(
     // Both sets of chains start from exact draws of the reference, close to the initial model.
     let start = Start::independent(reference, 1.0, n_chains, 3, par)?;
     let mut chains = ChainState::new(start.population.chains, 4);
+    // ANCHOR: online
     let start = Start::independent(reference, 1.0, CHAINS, 5, par)?;
     let mut online = OnlineTrajectoryAis::new(start.population.chains, 6, start.log_z.log_z, 0.5);
     let mut selector = CheckpointSelector::new(0.25, 7)?;
     // The trajectory starts at the exactly solvable reference.
     online.advance(reference, &rbm, &Gibbs::new(1), par);
+    // Then, after every parameter update: online.advance(&old, &new, &Gibbs::new(1), par).
+    // ANCHOR_END: online
     let mut trajectory = vec![reference.clone(), rbm.clone()];
     let mut kept = Vec::new();
     let (m, n) = (data.ncols() as f64, n_chains as f64);

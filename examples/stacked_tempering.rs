@@ -147,6 +147,24 @@ impl Modes {
 }
 
 fn main() -> Result<(), Error> {
+    // ANCHOR: mixed
+    use ebm::models::StackedRbm;
+    use ebm::nalgebra::DMatrix;
+    use ebm::samplers::tempering::MixedLadder;
+    let rbm = |nv: usize, nh: usize, w: f64| {
+        Rbm::new(
+            Bernoulli::zeros(nv),
+            Bernoulli::zeros(nh),
+            DMatrix::from_element(nv, nh, w),
+        )
+    };
+    let (early, bottom, top) = (rbm(3, 2, 0.1)?, rbm(3, 2, 1.5)?, rbm(2, 1, 0.8)?);
+    let stack = Stack::new(bottom.clone(), vec![top])?;
+    let checkpoints = TrajectoryLadder::new(vec![early, bottom])?;
+    let ladder = MixedLadder::new(checkpoints.map(StackedRbm::Bottom), StackLadder::new(stack))?;
+    assert_eq!(ladder.target(), 1); // rung 0: the early checkpoint; rung 2: the top RBM
+    // ANCHOR_END: mixed
+
     // `-- FILE`: only the exact + mode weight of the spin -> Bernoulli RBM in FILE (e.g. the
     // bottom RBM of a stack trained by `ebm train-stack`, as in the book's command-line section).
     if let Some(path) = std::env::args().nth(1) {

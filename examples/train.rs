@@ -8,6 +8,7 @@
 use ebm::data::loaders::digits;
 use ebm::models::exact::log_partition_by_hidden;
 use ebm::prelude::*;
+use ebm::samplers::tempering::TrajectoryLadder;
 use ebm_train::observe::{CsvLog, Progress};
 use ebm_train::{
     CheckpointPolicy, LearningRate, LikelihoodPolicy, Pcd, TrainState, Trainer, TrainingData,
@@ -111,6 +112,13 @@ fn main() -> Result<(), Error> {
         "a resumed run continues bit for bit"
     );
     // ANCHOR_END: resume
+
+    // ANCHOR: load_trajectory
+    let path = out.join("digits_trajectory.safetensors");
+    let models = ebm::io::load_trajectory::<Bernoulli<f32>, Bernoulli<f32>>(&path)?.into_models();
+    let ladder = TrajectoryLadder::new(models)?;
+    // ANCHOR_END: load_trajectory
+    println!("the trajectory file holds {} models", ladder.models().len());
 
     let kept: Vec<u64> = state.checkpoints().iter().map(|c| c.0).collect();
     println!(

@@ -6,14 +6,15 @@
 //!
 //! | Crate | Contents |
 //! |---|---|
-//! | [`core`] (`ebm-core`) | traits ([`EnergyModel`](core::EnergyModel), [`ConditionalSampler`](core::ConditionalSampler), [`Kernel`](core::Kernel), [`Tractable`](core::Tractable), [`Observer`](core::Observer)), RNG streams, [`Par`](core::Par), errors, numerics |
+//! | [`core`] (`ebm-core`) | traits ([`EnergyModel`](core::EnergyModel), [`ConditionalSampler`](core::ConditionalSampler), [`Kernel`](core::Kernel), [`Enumerable`](core::Enumerable), [`ExactLogPartition`](core::ExactLogPartition), [`ExactSampling`](core::ExactSampling), [`Tractable`](core::Tractable), [`Observer`](core::Observer)), RNG streams, [`Par`](core::Par), errors, numerics |
 //! | [`models`] (`ebm-models`) | unit layers and the generic [`Rbm<V, H>`](models::Rbm), exact enumeration |
-//! | [`samplers`] (`ebm-samplers`) | alternating Gibbs, single-site Metropolis, the sampling driver, parallel tempering (ladders, swap schedules, diagnostics, ladder construction) |
+//! | [`samplers`] (`ebm-samplers`) | alternating Gibbs, single-site Metropolis (RBM and generic), kernel combinators, the sampling driver, parallel tempering (ladders, swap schedules, diagnostics, ladder construction) |
 //! | [`estimators`] (`ebm-estimators`) | exact log Z, AIS, reverse AIS, trajectory AIS (offline and online), BAR from PT samples, log-likelihood with error bars |
 //! | [`train`] (`ebm-train`) | PCD/CD/PT/Jarzynski training, optimisers, online log-likelihood, checkpoint trajectories, resume |
 //! | [`io`] (`ebm-io`) | RBM files: safetensors + JSON metadata, atomic writes, validated loading |
 //! | [`data`] (`ebm-data`) | dataset generators and loaders, PCA, mixing and sample-quality metrics |
 //! | [`distributed`] (`ebm-mpi`) | sampling and PT sharded across processes (MPI behind the feature `mpi`), identical to one process |
+//! | `testkit` (`ebm-testkit`, feature `testkit`, on by default) | exact invariance, detailed-balance and chi-square tests of any kernel on any [`Enumerable`](core::Enumerable) model |
 //!
 //! The package also builds the `ebm` command-line program (`ebm-cli`: datasets, sampling,
 //! training, log-likelihood estimators, figures) behind the default feature `cli`; a library
@@ -45,6 +46,8 @@ pub use ebm_io as io;
 pub use ebm_models as models;
 pub use ebm_mpi as distributed;
 pub use ebm_samplers as samplers;
+#[cfg(feature = "testkit")]
+pub use ebm_testkit as testkit;
 pub use ebm_train as train;
 pub use nalgebra;
 pub use rand;
@@ -52,8 +55,9 @@ pub use rand;
 /// The names most programs need.
 pub mod prelude {
     pub use ebm_core::{
-        ChainState, Chains, ConditionalSampler, EnergyModel, Error, Every, FnObserver, Kernel,
-        Observer, Par, RngStreams, Scalar, Tractable,
+        ChainState, Chains, ConditionalSampler, EnergyModel, Enumerable, Error, Every,
+        ExactLogPartition, ExactSampling, FnObserver, Kernel, Observer, Par, RngStreams, Scalar,
+        Tractable,
     };
     pub use ebm_io::{load_rbm, read_rbm_info, save_rbm};
     pub use ebm_models::exact::Enumerated;
@@ -61,7 +65,10 @@ pub mod prelude {
         Bernoulli, BinaryLayer, CurieWeiss, DReLU, DiscreteLayer, Gaussian, Hopfield, Layer, Potts,
         Rbm, RbmChains, ReLU, Spin,
     };
-    pub use ebm_samplers::{Gibbs, Metropolis, StepInfo, run};
+    pub use ebm_samplers::{
+        Cycle, Gibbs, GibbsInfo, LocalUpdate, Metropolis, Mixture, Repeat, Scan,
+        SingleSiteMetropolis, StepInfo, run,
+    };
 }
 
 /// The README's code examples, compiled and run as doctests so they cannot drift.

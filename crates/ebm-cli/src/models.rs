@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use ebm_core::{ChainRng, EnergyModel, Par, Scalar, Tractable};
+use ebm_core::{ChainRng, EnergyModel, ExactSampling, Par, Scalar};
 use ebm_data::{Dataset, Domain};
 use ebm_estimators::{LogZEstimate, Method, Population, PseudoLogLikelihood, Start};
 use ebm_models::{Bernoulli, DReLU, Gaussian, Layer, Potts, Rbm, RbmChains, ReLU, Spin, exact};

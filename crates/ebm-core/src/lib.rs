@@ -9,7 +9,8 @@
 //! | [`EnergyModel`] | a family of Boltzmann laws \\(p_\beta(x) \propto e^{-E_\beta(x)}\\), evaluated for a batch of chains |
 //! | [`ConditionalSampler`] | block sampling of one layer of a bipartite model given the other |
 //! | [`Kernel`] | a Markov transition that leaves \\(p_\beta\\) invariant |
-//! | [`Tractable`] | exact \\(\log Z\\) and exact sampling |
+//! | [`ExactLogPartition`], [`ExactSampling`], [`Tractable`] | exact \\(\log Z\\), exact sampling, both |
+//! | [`Enumerable`] | a model whose states can be listed: the reference of exact tests |
 //! | [`Observer`] | receives typed step information; `()` is the no-op observer |
 //! | [`RngStreams`] | one Xoshiro256++ stream per chain, derived from one seed by jumps |
 //! | [`Par`] | sequential or rayon execution, with results independent of the thread count |
@@ -41,4 +42,7 @@ pub use observe::{Every, FnObserver, Observer};
 pub use par::{CHAIN_CHUNK, Par, for_each_chain_chunk};
 pub use rng::{ChainRng, RngStreams};
 pub use scalar::Scalar;
-pub use traits::{ConditionalSampler, EnergyModel, Kernel, Tractable};
+pub use traits::{
+    ConditionalSampler, EnergyModel, Enumerable, ExactLogPartition, ExactSampling, Kernel,
+    Tractable,
+};

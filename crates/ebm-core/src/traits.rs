@@ -19,7 +19,9 @@ pub trait EnergyModel: Sync {
     ///
     /// # Panics
     /// If `out.len() != x.n_chains()` or `x` does not have the model's shape.
+    // ANCHOR: energies
     fn energies(&self, x: &Self::State, beta: f64, out: &mut [f64], par: Par);
+    // ANCHOR_END: energies
 
     /// Writes \(E_{\beta_j}(x_i)\) for every chain `i` of `x` and every inverse temperature
     /// `betas[j]` into `out[i * betas.len() + j]`.
@@ -100,15 +102,125 @@ pub trait Kernel<M: EnergyModel + ?Sized>: Sync {
     ) -> Self::Info;
 }
 
-/// A model with exact \\(\log Z_\beta\\) and exact sampling: rung 0 of annealing and of
-/// trajectory tempering, and the reference of exact tests.
-pub trait Tractable: EnergyModel {
+/// A model with an exact \\(\log Z_\beta\\) (a closed form, a sum over few values, an
+/// enumeration): the exact reference of annealing and of log-likelihood estimates. A model may
+/// offer it without offering exact sampling (see [`ExactSampling`]).
+pub trait ExactLogPartition: EnergyModel {
     /// \\(\log Z_\beta = \log \sum_x e^{-E_\beta(x)}\\) (an integral for continuous states).
     fn log_partition(&self, beta: f64) -> f64;
+}
 
+/// A model that draws independent exact samples from \\(p_\beta\\): the exact refresh of
+/// tempering and rung 0 of trajectory tempering. A model may offer it without an exact
+/// \\(\log Z_\beta\\) (see [`ExactLogPartition`]).
+pub trait ExactSampling: EnergyModel {
     /// Replaces every chain of `x` by an independent exact draw from \\(p_\beta\\).
     ///
     /// # Panics
     /// If `rngs.len() != x.n_chains()`.
     fn sample_exact<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par);
+}
+
+/// A model with both an exact \\(\log Z_\beta\\) and exact sampling: rung 0 of annealing and of
+/// trajectory tempering, and the reference of exact tests. Implemented automatically for every
+/// model that implements [`ExactLogPartition`] and [`ExactSampling`]; algorithms ask for the
+/// smaller trait they need.
+pub trait Tractable: ExactLogPartition + ExactSampling {}
+
+impl<M: ExactLogPartition + ExactSampling + ?Sized> Tractable for M {}
+
+/// A model whose states can be listed: the reference of the exact tests of the test kit
+/// (`ebm-testkit`), which compare what a kernel does with the exact law
+/// \\(p_\beta(k) = e^{-E_\beta(k)} / Z_\beta\\) over the states \\(k = 0, \dots, n - 1\\).
+///
+/// The states listed are those of the part of the chain the energy describes. When a chain
+/// carries more than that (an RBM tracked on its visible layer also holds a hidden layer),
+/// [`Enumerable::complete`] draws the rest from its exact conditional law, so that a listed
+/// state followed by `complete` is an exact draw of the whole chain.
+///
+/// Implement [`Enumerable::n_states`], [`Enumerable::write_state`] and
+/// [`Enumerable::state_index`]; the probabilities follow from [`EnergyModel::energies`].
+pub trait Enumerable: EnergyModel {
+    /// Number of states \\(n\\) (saturating at `usize::MAX`; exact tests need it small).
+    fn n_states(&self) -> usize;
+
+    /// Writes state `k < n_states()` into chain `chain` of `x`.
+    ///
+    /// # Panics
+    /// If `k` or `chain` is out of range.
+    fn write_state(&self, k: usize, x: &mut Self::State, chain: usize);
+
+    /// The index \\(k\\) of the state of chain `chain` of `x` (the inverse of
+    /// [`Enumerable::write_state`]).
+    ///
+    /// # Panics
+    /// If `chain` is out of range or the chain does not hold a valid state.
+    fn state_index(&self, x: &Self::State, chain: usize) -> usize;
+
+    /// Draws the part of every chain that the listed states do not describe from its exact
+    /// conditional law given the listed part. The default does nothing (every part of a chain
+    /// is listed).
+    fn complete<R: Rng + Send>(&self, x: &mut Self::State, beta: f64, rngs: &mut [R], par: Par) {
+        let _ = (x, beta, rngs, par);
+    }
+
+    /// The unnormalised log-probabilities \\(-E_\beta(k)\\) of every state, computed by
+    /// [`EnergyModel::energies`] on a batch holding all states.
+    fn log_weights(&self, beta: f64, par: Par) -> Vec<f64> {
+        let n = self.n_states();
+        let mut x = self.new_state(n);
+        for k in 0..n {
+            self.write_state(k, &mut x, k);
+        }
+        let mut e = vec![0.0; n];
+        self.energies(&x, beta, &mut e, par);
+        e.iter().map(|e| -e).collect()
+    }
+
+    /// The exact law \\(p_\beta(k)\\) of every state (summing to 1).
+    fn probabilities(&self, beta: f64, par: Par) -> Vec<f64> {
+        let lw = self.log_weights(beta, par);
+        let lz = crate::numerics::log_sum_exp(&lw);
+        lw.iter().map(|l| (l - lz).exp()).collect()
+    }
+
+    /// \\(\log Z_\beta\\) by summing over every state: what an implementation of
+    /// [`ExactLogPartition`] for a small model can return.
+    fn enumerated_log_partition(&self, beta: f64, par: Par) -> f64 {
+        crate::numerics::log_sum_exp(&self.log_weights(beta, par))
+    }
+
+    /// Replaces every chain of `x` by an independent exact draw from \\(p_\beta\\): chain `i`
+    /// draws its state index from `rngs[i]` by inversion of [`Enumerable::probabilities`], then
+    /// [`Enumerable::complete`] draws the rest. What an implementation of [`ExactSampling`] for
+    /// a small model can call.
+    ///
+    /// # Panics
+    /// If `rngs.len() != x.n_chains()`.
+    fn sample_enumerated<R: Rng + Send>(
+        &self,
+        x: &mut Self::State,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        assert_eq!(
+            rngs.len(),
+            x.n_chains(),
+            "sample_enumerated: one RNG per chain"
+        );
+        let p = self.probabilities(beta, par);
+        let mut cdf = Vec::with_capacity(p.len());
+        let mut acc = 0.0;
+        for q in &p {
+            acc += q;
+            cdf.push(acc);
+        }
+        for (chain, rng) in rngs.iter_mut().enumerate() {
+            let u = f64::uniform(rng) * acc;
+            let k = cdf.partition_point(|&c| c <= u).min(p.len() - 1);
+            self.write_state(k, x, chain);
+        }
+        self.complete(x, beta, rngs, par);
+    }
 }

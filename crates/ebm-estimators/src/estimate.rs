@@ -158,7 +158,7 @@ pub enum Method {
     /// Closed form of a model whose units are independent (zero couplings, or
     /// \\(\beta = 0\\)): the sum of the single-unit log partition functions.
     IndependentSites,
-    /// The model's own [`ebm_core::Tractable::log_partition`].
+    /// The model's own [`ebm_core::ExactLogPartition::log_partition`].
     Tractable,
     /// Annealed importance sampling along a ladder (spec §2.4–2.6).
     Ais {

@@ -3,7 +3,7 @@
 
 use crate::estimate::{LogZEstimate, Method, Side};
 use crate::population::Population;
-use ebm_core::{ConditionalSampler, EnergyModel, Error, Par, Scalar, Tractable};
+use ebm_core::{ConditionalSampler, EnergyModel, Error, ExactSampling, Par, Scalar, Tractable};
 use ebm_models::exact::{Enumerated, log_partition_by_hidden, log_partition_by_visible};
 use ebm_models::{DiscreteLayer, Layer, Rbm, RbmChains};
 
@@ -98,7 +98,7 @@ pub struct Start<S> {
 
 impl<S: ebm_core::Chains> Start<S> {
     /// Draws `n_chains` exact samples of a [`Tractable`] model at `beta` (its
-    /// [`Tractable::sample_exact`] and [`Tractable::log_partition`]).
+    /// [`ExactSampling::sample_exact`] and [`ebm_core::ExactLogPartition::log_partition`]).
     ///
     /// # Errors
     /// As [`Population::new`].

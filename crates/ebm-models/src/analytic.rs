@@ -9,7 +9,7 @@
 use crate::{Gaussian, Rbm, Spin};
 use ebm_core::linalg::{MatRef, matmul};
 use ebm_core::numerics::log_sum_exp;
-use ebm_core::{EnergyModel, Error, Par, Scalar, Tractable};
+use ebm_core::{EnergyModel, Enumerable, Error, ExactLogPartition, ExactSampling, Par, Scalar};
 use nalgebra::DMatrix;
 use rand::Rng;
 
@@ -226,11 +226,58 @@ impl EnergyModel for CurieWeiss {
     }
 }
 
-impl Tractable for CurieWeiss {
+impl ExactLogPartition for CurieWeiss {
     fn log_partition(&self, beta: f64) -> f64 {
         log_sum_exp(&self.log_up_count_weights(beta))
     }
+}
 
+/// Spin configurations listed by the bits of \(k\): bit \(i\) set means \(v_i = +1\).
+/// Exact tests can list up to about \(2^{20}\) of them; the exact law for larger \(N\) is
+/// the law of the up count ([`CurieWeiss::up_count_distribution`]).
+impl Enumerable for CurieWeiss {
+    fn n_states(&self) -> usize {
+        spin_configurations(self.n)
+    }
+
+    fn write_state(&self, k: usize, x: &mut DMatrix<f64>, chain: usize) {
+        write_spins(k, x.column_mut(chain).as_mut_slice());
+    }
+
+    fn state_index(&self, x: &DMatrix<f64>, chain: usize) -> usize {
+        spins_index(x.column(chain).as_slice())
+    }
+}
+
+/// \(2^n\), saturating at `usize::MAX`.
+fn spin_configurations(n: usize) -> usize {
+    u32::try_from(n)
+        .ok()
+        .and_then(|n| 1usize.checked_shl(n))
+        .unwrap_or(usize::MAX)
+}
+
+/// Writes configuration `k` of \(\pm 1\) spins: bit \(i\) of `k` set means `v[i] = +1`.
+fn write_spins(k: usize, v: &mut [f64]) {
+    for (i, s) in v.iter_mut().enumerate() {
+        *s = if i < usize::BITS as usize && (k >> i) & 1 == 1 {
+            1.0
+        } else {
+            -1.0
+        };
+    }
+}
+
+/// The inverse of [`write_spins`].
+fn spins_index(v: &[f64]) -> usize {
+    v.iter()
+        .enumerate()
+        .filter(|(_, s)| **s > 0.0)
+        .map(|(i, _)| 1usize << i)
+        .sum()
+}
+
+impl ExactSampling for CurieWeiss {
     /// Draws the number of up spins from its exact law, then which spins are up uniformly
     /// (a partial Fisher–Yates shuffle).
     fn sample_exact<R: Rng + Send>(
@@ -500,6 +547,22 @@ impl EnergyModel for Hopfield {
 
     fn new_state(&self, n_chains: usize) -> DMatrix<f64> {
         DMatrix::from_element(self.patterns.nrows(), n_chains, 1.0)
+    }
+}
+
+/// Spin configurations listed by the bits of \\(k\\), as for [`CurieWeiss`]; exact tests list
+/// up to about \\(2^{20}\\) of them.
+impl Enumerable for Hopfield {
+    fn n_states(&self) -> usize {
+        spin_configurations(self.patterns.nrows())
+    }
+
+    fn write_state(&self, k: usize, x: &mut DMatrix<f64>, chain: usize) {
+        write_spins(k, x.column_mut(chain).as_mut_slice());
+    }
+
+    fn state_index(&self, x: &DMatrix<f64>, chain: usize) -> usize {
+        spins_index(x.column(chain).as_slice())
     }
 }
 

@@ -8,7 +8,10 @@
 use crate::layer::{DiscreteLayer, Layer};
 use crate::rbm::{Rbm, RbmChains};
 use ebm_core::numerics::log_sum_exp;
-use ebm_core::{ConditionalSampler, EnergyModel, Error, Kernel, Par, Scalar, Tractable};
+use ebm_core::{
+    ConditionalSampler, EnergyModel, Enumerable, Error, ExactLogPartition, ExactSampling, Kernel,
+    Par, Scalar,
+};
 use nalgebra::DMatrix;
 use rand::Rng;
 
@@ -139,7 +142,7 @@ where
     Ok(neg.iter().map(|x| (x - log_z).exp()).collect())
 }
 
-/// A small RBM with an enumerable visible layer, made [`Tractable`]: exact \\(\log Z_\beta\\)
+/// A small RBM with an enumerable visible layer, made [`ebm_core::Tractable`]: exact \\(\log Z_\beta\\)
 /// and exact sampling of \\((v, h)\\) from the tempered joint (v by inversion of the enumerated
 /// marginal, then h from \\(p_\beta(h \mid v)\\)). Each call enumerates afresh, so it is meant for
 /// systems of up to about \\(2^{20}\\) visible configurations.
@@ -179,7 +182,7 @@ impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> EnergyModel for Enumerated<
 
 /// Block sampling delegates to the wrapped RBM, so the usual kernels (Gibbs) run on an
 /// enumerated model too: a ladder of `Enumerated` models can be explored by Gibbs and refreshed
-/// exactly by [`Tractable::sample_exact`] in the same run.
+/// exactly by [`ExactSampling::sample_exact`] in the same run.
 impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> ConditionalSampler for Enumerated<V, H> {
     fn sample_hidden<R: Rng + Send>(
         &self,
@@ -202,12 +205,14 @@ impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> ConditionalSampler for Enum
     }
 }
 
-impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> Tractable for Enumerated<V, H> {
+impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> ExactLogPartition for Enumerated<V, H> {
     fn log_partition(&self, beta: f64) -> f64 {
         log_partition_by_visible(&self.rbm, beta, Par::Rayon)
             .expect("size checked in Enumerated::new")
     }
+}
 
+impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> ExactSampling for Enumerated<V, H> {
     fn sample_exact<R: Rng + Send>(
         &self,
         x: &mut Self::State,
@@ -215,31 +220,46 @@ impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> Tractable for Enumerated<V,
         rngs: &mut [R],
         par: Par,
     ) {
-        assert_eq!(
-            rngs.len(),
-            x.visible.ncols(),
-            "sample_exact: one RNG per chain"
-        );
-        let p =
-            visible_probabilities(&self.rbm, beta, par).expect("size checked in Enumerated::new");
-        let mut cdf = Vec::with_capacity(p.len());
-        let mut acc = 0.0;
-        for q in &p {
-            acc += q;
-            cdf.push(acc);
-        }
-        let w = self.rbm.visible().width();
-        for (col, rng) in x
-            .visible
-            .as_mut_slice()
-            .chunks_mut(w.max(1))
-            .zip(rngs.iter_mut())
-        {
-            let u = f64::uniform(rng) * acc;
-            let k = cdf.partition_point(|&c| c <= u).min(p.len() - 1);
-            self.rbm.visible().write_configuration(k as u128, col);
-        }
-        self.rbm.sample_hidden(x, beta, rngs, par);
+        self.rbm.sample_enumerated(x, beta, rngs, par);
+    }
+}
+
+/// An RBM lists the configurations of its visible layer, in the order of
+/// [`DiscreteLayer::write_configuration`]; its energy is the tempered free energy
+/// \\(F_\beta(v)\\), so the listed law is the visible marginal \\(p_\beta(v)\\), and
+/// [`Enumerable::complete`] draws \\(h \sim p_\beta(h \mid v)\\).
+impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> Enumerable for Rbm<V, H> {
+    fn n_states(&self) -> usize {
+        usize::try_from(self.visible().n_configurations()).unwrap_or(usize::MAX)
+    }
+
+    fn write_state(&self, k: usize, x: &mut RbmChains<V::Scalar>, chain: usize) {
+        self.visible()
+            .write_configuration(k as u128, x.visible.column_mut(chain).as_mut_slice());
+    }
+
+    fn state_index(&self, x: &RbmChains<V::Scalar>, chain: usize) -> usize {
+        self.visible()
+            .configuration_index(x.visible.column(chain).as_slice()) as usize
+    }
+
+    /// [`visible_free_energies`], in batches.
+    ///
+    /// # Panics
+    /// Beyond [`MAX_ENUMERATION`] configurations.
+    fn log_weights(&self, beta: f64, par: Par) -> Vec<f64> {
+        let f = visible_free_energies(self, beta, par).expect("enumerable visible layer");
+        f.iter().map(|x| -x).collect()
+    }
+
+    fn complete<R: Rng + Send>(
+        &self,
+        x: &mut RbmChains<V::Scalar>,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        self.sample_hidden(x, beta, rngs, par);
     }
 }
 

@@ -2,7 +2,7 @@
 //! (`ags-barriers-analytic-models.md` §7.1, §7.10), and each other.
 
 use ebm_core::numerics::log_sum_exp;
-use ebm_core::{EnergyModel, Par, RngStreams, Tractable};
+use ebm_core::{EnergyModel, ExactLogPartition, ExactSampling, Par, RngStreams};
 use ebm_models::{CurieWeiss, Hopfield};
 use ebm_testkit::chi_square;
 use nalgebra::DMatrix;
@@ -182,4 +182,30 @@ fn mode_weights_and_exact_sample_sets() {
         counts[(0..n).fold(0usize, |a, i| a | (((c[i] > 0.0) as usize) << i))] += 1;
     }
     assert!(chi_square(&counts, &probs).p_value > 1e-4);
+}
+
+/// The listed states of both analytical models: every index round-trips, and the law they
+/// define has the model's own exact log Z (closed form for Curie–Weiss, enumeration for
+/// Hopfield), at two temperatures (a listing that drops or repeats states would not).
+#[test]
+fn listed_states_reproduce_the_exact_log_partition() {
+    use ebm_core::Enumerable;
+    let cw = CurieWeiss::new(7, 1.3, 0.2).unwrap();
+    let patterns = DMatrix::from_fn(6, 2, |i, mu| if (i + mu) % 3 == 0 { 1.0 } else { -1.0 });
+    let hop = Hopfield::new(patterns, 1.1, vec![0.1, -0.2, 0.0, 0.3, 0.0, -0.1]).unwrap();
+    for beta in [0.5, 1.0] {
+        let lz = cw.enumerated_log_partition(beta, Par::Seq);
+        assert!((lz - cw.log_partition(beta)).abs() < 1e-12, "{lz}");
+        let lz = hop.enumerated_log_partition(beta, Par::Seq);
+        assert!(
+            (lz - hop.log_partition_exact(beta).unwrap()).abs() < 1e-12,
+            "{lz}"
+        );
+    }
+    let mut x = cw.new_state(1);
+    for k in 0..cw.n_states() {
+        cw.write_state(k, &mut x, 0);
+        assert_eq!(cw.state_index(&x, 0), k);
+    }
+    assert_eq!(hop.n_states(), 64);
 }

@@ -10,7 +10,7 @@
 //! the closed-form truncated-normal CDF, which are tested against 50-digit values in ebm-core).
 
 use ebm_core::special::{erfcx, ndtr};
-use ebm_core::{ConditionalSampler, Par, RngStreams, Tractable};
+use ebm_core::{ConditionalSampler, ExactLogPartition, Par, RngStreams};
 use ebm_models::{
     Bernoulli, CurieWeiss, DReLU, DiscreteLayer, Gaussian, Hopfield, Layer, Rbm, ReLU, Spin, exact,
 };

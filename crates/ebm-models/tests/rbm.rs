@@ -1,7 +1,7 @@
 //! Exact identities of the generic RBM against brute-force enumeration.
 
 use ebm_core::numerics::log_sum_exp;
-use ebm_core::{ConditionalSampler, EnergyModel, Error, Par, Tractable};
+use ebm_core::{ConditionalSampler, EnergyModel, Error, ExactLogPartition, ExactSampling, Par};
 use ebm_models::exact::{self, Enumerated};
 use ebm_models::{Bernoulli, BinaryLayer, DiscreteLayer, Layer, Rbm, Spin};
 use ebm_testkit::strategies::binary_rbm;

@@ -35,6 +35,7 @@ pub struct GibbsInfo {
     pub sweeps: usize,
 }
 
+// ANCHOR: kernel
 impl<M: ConditionalSampler> Kernel<M> for Gibbs {
     type Info = GibbsInfo;
 
@@ -55,3 +56,4 @@ impl<M: ConditionalSampler> Kernel<M> for Gibbs {
         }
     }
 }
+// ANCHOR_END: kernel

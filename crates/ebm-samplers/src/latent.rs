@@ -509,35 +509,7 @@ where
     }
 }
 
-/// Two kernels applied in turn: `first` then `second`. With [`crate::Gibbs`] as `first` and
-/// [`LatentGibbs`] as `second` it alternates k AGS sweeps with one latent sweep; each part
-/// leaves \\(p_\beta\\) invariant, so the composition does.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Alternate<A, B> {
-    /// Applied first.
-    pub first: A,
-    /// Applied second.
-    pub second: B,
-}
-
-impl<M, A, B> Kernel<M> for Alternate<A, B>
-where
-    M: ConditionalSampler,
-    A: Kernel<M>,
-    B: Kernel<M>,
-{
-    type Info = (A::Info, B::Info);
-
-    fn step<R: Rng + Send>(
-        &self,
-        model: &M,
-        beta: f64,
-        x: &mut M::State,
-        rngs: &mut [R],
-        par: Par,
-    ) -> Self::Info {
-        let a = self.first.step(model, beta, x, rngs, par);
-        let b = self.second.step(model, beta, x, rngs, par);
-        (a, b)
-    }
-}
+/// Two kernels applied in turn: `first` then `second` (the general [`crate::Cycle`]). With
+/// [`crate::Gibbs`] as `first` and [`LatentGibbs`] as `second` it alternates k AGS sweeps with
+/// one latent sweep; each part leaves \\(p_\beta\\) invariant, so the composition does.
+pub type Alternate<A, B> = crate::Cycle<A, B>;

@@ -7,13 +7,17 @@
 //!   \\(v \sim p_\beta(v \mid h)\\), for every chain (spec `ags-barriers-analytic-models.md` §4.1).
 //! - [`Metropolis`]: single-site Metropolis on the visible layer of an RBM with the exact
 //!   tempered free-energy difference as acceptance (§4.2).
+//! - [`SingleSiteMetropolis`]: single-site Metropolis for any model that implements the small
+//!   [`LocalUpdate`] trait (a symmetric proposal for one site and the energy change it causes).
+//! - [`Cycle`], [`Mixture`] and [`Repeat`]: kernels built from kernels (one after the other,
+//!   one or the other at random per chain, the same one several times).
 //! - [`LatentGibbs`]: hidden-space Gibbs sampling with the visible layer summed out
 //!   (Algorithms 3 and 4, §4.3–4.4), exact for discrete hidden units and exact by a
 //!   Metropolis–Hastings correction of a grid proposal for continuous ones; [`Alternate`]
-//!   composes it with AGS.
+//!   (a [`Cycle`]) composes it with AGS.
 //! - [`EscapeTimes`]: first-passage times of many chains between modes, with error bars
 //!   (the exact Curie–Weiss reference is `ebm_models::barriers`).
-//! - [`ExactRefresh`]: independent exact draws for [`ebm_core::Tractable`] models.
+//! - [`ExactRefresh`]: independent exact draws for models with [`ebm_core::ExactSampling`].
 //! - [`run`]: applies a kernel repeatedly to a [`ebm_core::ChainState`], reporting to an
 //!   [`ebm_core::Observer`].
 //!
@@ -27,20 +31,24 @@
 //!
 //! Every kernel here has an exact invariance test and a detailed-balance test in the test kit.
 
+mod combinators;
 mod escape;
 mod gibbs;
 pub mod latent;
 mod metropolis;
 mod refresh;
 mod run;
+mod single_site;
 mod static_lowrank;
 pub mod tempering;
 pub mod tethered;
 
+pub use combinators::{Cycle, Mixture, MixtureInfo, Repeat};
 pub use escape::{EscapeSummary, EscapeTimes, Occupation};
 pub use gibbs::{Gibbs, GibbsInfo};
 pub use latent::{Alternate, Block, Grid, LatentGibbs, LatentInfo, LatentUnits};
 pub use metropolis::{Metropolis, MetropolisInfo};
 pub use refresh::ExactRefresh;
 pub use run::{StepInfo, run};
+pub use single_site::{LocalUpdate, Scan, SingleSiteMetropolis};
 pub use static_lowrank::LowRankRefresh;

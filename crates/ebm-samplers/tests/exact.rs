@@ -5,7 +5,7 @@ use ebm_core::{ConditionalSampler, Kernel, Par, Scalar};
 use ebm_models::{Bernoulli, BinaryLayer, DiscreteLayer, Layer, Potts, Rbm, Spin, exact};
 use ebm_samplers::{Gibbs, Metropolis};
 use ebm_testkit::{
-    detailed_balance_violation, gibbs_transition_matrix, joint_invariance,
+    AtBeta, detailed_balance_violation, gibbs_transition_matrix, joint_invariance,
     single_site_transition_matrix, stationarity_violation, visible_invariance,
 };
 use nalgebra::DMatrix;
@@ -42,22 +42,6 @@ impl<M: ConditionalSampler> Kernel<M> for WrongBetaGibbs {
     fn step<R: Rng + Send>(&self, m: &M, beta: f64, x: &mut M::State, rngs: &mut [R], par: Par) {
         m.sample_hidden(x, self.0, rngs, par);
         m.sample_visible(x, beta, rngs, par);
-    }
-}
-
-/// Negative control: a correct kernel run at another temperature than the target's.
-struct AtBeta<K>(K, f64);
-impl<M: ebm_core::EnergyModel, K: Kernel<M>> Kernel<M> for AtBeta<K> {
-    type Info = K::Info;
-    fn step<R: Rng + Send>(
-        &self,
-        m: &M,
-        _beta: f64,
-        x: &mut M::State,
-        rngs: &mut [R],
-        par: Par,
-    ) -> K::Info {
-        self.0.step(m, self.1, x, rngs, par)
     }
 }
 

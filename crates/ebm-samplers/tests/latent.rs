@@ -10,7 +10,8 @@ use ebm_models::{Bernoulli, DiscreteLayer, Gaussian, Layer, Rbm, Spin};
 use ebm_samplers::latent::block_log_weights;
 use ebm_samplers::{Alternate, Gibbs, Grid, LatentGibbs};
 use ebm_testkit::{
-    detailed_balance_violation, joint_invariance, stationarity_violation, visible_invariance,
+    AtBeta, detailed_balance_violation, joint_invariance, stationarity_violation,
+    visible_invariance,
 };
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -30,22 +31,6 @@ fn model() -> Rbm<Spin<f64>, Bernoulli<f64>> {
         DMatrix::from_vec(5, 4, w),
     )
     .unwrap()
-}
-
-/// A correct kernel run at another temperature than the target's (negative control).
-struct AtBeta<K>(K, f64);
-impl<M: EnergyModel, K: Kernel<M>> Kernel<M> for AtBeta<K> {
-    type Info = K::Info;
-    fn step<R: Rng + Send>(
-        &self,
-        m: &M,
-        _beta: f64,
-        x: &mut M::State,
-        rngs: &mut [R],
-        par: Par,
-    ) -> K::Info {
-        self.0.step(m, self.1, x, rngs, par)
-    }
 }
 
 type Model = Rbm<Spin<f64>, Bernoulli<f64>>;

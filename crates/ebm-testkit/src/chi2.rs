@@ -64,16 +64,24 @@ pub fn chi_square(counts: &[u64], probs: &[f64]) -> ChiSquare {
             }
         })
         .sum();
-    let dof = bins.len().saturating_sub(1);
-    let p_value = if dof == 0 {
-        1.0
-    } else {
-        regularized_gamma_q(dof as f64 / 2.0, statistic / 2.0)
-    };
-    ChiSquare {
-        statistic,
-        dof,
-        p_value,
+    ChiSquare::new(statistic, bins.len().saturating_sub(1))
+}
+
+impl ChiSquare {
+    /// The test of a statistic that follows a chi-square law with `dof` degrees of freedom
+    /// under the hypothesis: p-value \\(P(\chi^2_{\text{dof}} \ge \text{statistic})\\), 1 for no
+    /// degrees of freedom.
+    pub fn new(statistic: f64, dof: usize) -> Self {
+        let p_value = if dof == 0 {
+            1.0
+        } else {
+            regularized_gamma_q(dof as f64 / 2.0, statistic / 2.0)
+        };
+        Self {
+            statistic,
+            dof,
+            p_value,
+        }
     }
 }
 

@@ -1,12 +1,13 @@
 use crate::chi2::{ChiSquare, chi_square};
+use crate::enumerable::{exact_draws, invariance, one_step_from_exact};
 use ebm_core::numerics::log_sum_exp;
-use ebm_core::{ChainState, Kernel, Par, Scalar, Tractable};
-use ebm_models::exact::{Enumerated, visible_probabilities};
+use ebm_core::{ChainState, Kernel, Scalar};
 use ebm_models::{DiscreteLayer, Layer, Rbm, RbmChains};
 
 /// `n` independent exact draws of \\((v, h)\\) from the tempered joint \\(p_\beta(v, h)\\) of a
 /// small RBM, as a chain state whose RNG streams are derived from `seed` (the same streams
-/// made the draws and drive any kernel applied next).
+/// made the draws and drive any kernel applied next): [`crate::exact_draws`] on the RBM's
+/// visible configurations, completed by \\(h \sim p_\beta(h \mid v)\\).
 ///
 /// # Panics
 /// If the visible layer cannot be enumerated.
@@ -20,57 +21,12 @@ where
     V: DiscreteLayer,
     H: Layer<Scalar = V::Scalar>,
 {
-    let exact =
-        Enumerated::new(rbm.clone()).expect("exact_chains: visible layer too large to enumerate");
-    let mut state = ChainState::new(rbm.default_chains(n), seed);
-    exact.sample_exact(
-        &mut state.chains,
-        beta,
-        state.rngs.as_mut_slice(),
-        Par::Rayon,
-    );
-    state
+    exact_draws(rbm, beta, n, seed)
 }
 
-/// `n` exact draws from \\(p_\beta\\) after one step of `kernel`.
-fn one_step_from_exact<V, H, K>(
-    rbm: &Rbm<V, H>,
-    kernel: &K,
-    beta: f64,
-    n: usize,
-    seed: u64,
-) -> ChainState<RbmChains<V::Scalar>>
-where
-    V: DiscreteLayer,
-    H: Layer<Scalar = V::Scalar>,
-    K: Kernel<Rbm<V, H>>,
-{
-    let mut state = exact_chains(rbm, beta, n, seed);
-    kernel.step(
-        rbm,
-        beta,
-        &mut state.chains,
-        state.rngs.as_mut_slice(),
-        Par::Rayon,
-    );
-    state
-}
-
-fn visible_counts<V: DiscreteLayer>(
-    layer: &V,
-    x: &nalgebra::DMatrix<V::Scalar>,
-    n_configs: usize,
-) -> Vec<u64> {
-    let mut counts = vec![0u64; n_configs];
-    for col in x.column_iter() {
-        counts[layer.configuration_index(col.as_slice()) as usize] += 1;
-    }
-    counts
-}
-
-/// The exact invariance test on the visible marginal: draws `n` states exactly from
-/// \\(p_\beta\\), applies one step of `kernel` at `beta`, and tests the visible configurations
-/// against \\(p_\beta(v)\\). A kernel that leaves \\(p_\beta(v)\\) invariant gives a uniform p-value.
+/// The exact invariance test on the visible marginal: [`crate::invariance`] on the RBM's
+/// visible configurations. A kernel that leaves \\(p_\beta(v)\\) invariant gives a uniform
+/// p-value.
 ///
 /// # Panics
 /// If the visible layer cannot be enumerated.
@@ -86,12 +42,7 @@ where
     H: Layer<Scalar = V::Scalar>,
     K: Kernel<Rbm<V, H>>,
 {
-    let state = one_step_from_exact(rbm, kernel, beta, n, seed);
-    let p = visible_probabilities(rbm, beta, Par::Seq).expect("enumerable");
-    chi_square(
-        &visible_counts(rbm.visible(), &state.chains.visible, p.len()),
-        &p,
-    )
+    invariance(rbm, kernel, beta, n, seed)
 }
 
 /// The exact joint law \\(p_\beta(v, h) = e^{-\beta E(v, h)} / Z_\beta\\) of a small RBM with
