@@ -1,8 +1,8 @@
 //! Gibbs sampling sharded over the processes of `mpirun`, identical to one process:
 //!
 //! ```text
-//! cargo build --release -p ebm-mpi --features mpi --example sharded_gibbs
-//! mpirun -n 2 target/release/examples/sharded_gibbs
+//! cargo build --release -p ebm-mpi --features mpi --bin sharded-gibbs
+//! mpirun -n 2 target/release/sharded-gibbs
 //! ```
 use ebm_core::Par;
 use ebm_models::{Bernoulli, Rbm};
