@@ -597,7 +597,7 @@ fn kept_products_give_the_chains_of_the_plain_pt_loop() {
             st.step(&kept, &mut a, Par::Rayon);
             st.pt.step(&plain, &mut b, Par::Rayon);
         }
-        assert_eq!(a, b, "{schedule:?}");
+        assert!(a == b, "{schedule:?}: the kept products changed the chains");
     }
 }
 
