@@ -80,8 +80,16 @@ pub fn for_each_chain_chunk2<T, U, R, G>(
     G: Fn(usize, &mut [T], &mut [U], &mut [R]) + Sync,
 {
     assert!(rows > 0 && rows2 > 0, "for_each_chain_chunk2: zero rows");
-    assert_eq!(out.len(), rows * rngs.len(), "for_each_chain_chunk2: first buffer");
-    assert_eq!(out2.len(), rows2 * rngs.len(), "for_each_chain_chunk2: second buffer");
+    assert_eq!(
+        out.len(),
+        rows * rngs.len(),
+        "for_each_chain_chunk2: first buffer"
+    );
+    assert_eq!(
+        out2.len(),
+        rows2 * rngs.len(),
+        "for_each_chain_chunk2: second buffer"
+    );
     let (step, step2) = (rows * CHAIN_CHUNK, rows2 * CHAIN_CHUNK);
     match par {
         Par::Seq => out

@@ -253,13 +253,19 @@ mod tests {
         f32::exp_in_place(&mut y32);
         for (&x, &y) in xs32.iter().zip(&y32) {
             let e = (x as f64).exp();
-            assert!(((y as f64 - e) / e).abs() < 4e-7, "f32 exp({x}) = {y}, not {e}");
+            assert!(
+                ((y as f64 - e) / e).abs() < 4e-7,
+                "f32 exp({x}) = {y}, not {e}"
+            );
         }
         let xs64: Vec<f64> = (0..=20_000).map(|i| -707.0 + i as f64 * 0.07).collect();
         let mut y64 = xs64.clone();
         f64::exp_in_place(&mut y64);
         for (&x, &y) in xs64.iter().zip(&y64) {
-            assert!(((y - x.exp()) / x.exp()).abs() < 1e-15, "f64 exp({x}) = {y}");
+            assert!(
+                ((y - x.exp()) / x.exp()).abs() < 1e-15,
+                "f64 exp({x}) = {y}"
+            );
         }
         let mut low32 = [-87.4f32, -1e4, f32::NEG_INFINITY];
         f32::exp_in_place(&mut low32);

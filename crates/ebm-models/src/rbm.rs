@@ -502,14 +502,13 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         inputs: &mut DMatrix<V::Scalar>,
         par: Par,
     ) {
-        let (nv, nh) = (self.visible.width(), self.hidden.width());
-        assert_eq!(x.hidden.nrows(), nh, "sample_visible: hidden width");
+        self.check_visible_half_step(x);
         assert_eq!(
+            inputs.shape(),
             x.visible.shape(),
-            (nv, x.hidden.ncols()),
-            "sample_visible: visible shape"
+            "sample_visible: inputs shape"
         );
-        assert_eq!(inputs.shape(), x.visible.shape(), "sample_visible: inputs shape");
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
         let hid = x.hidden.as_slice();
         ebm_core::for_each_chain_chunk2(
             par,
@@ -518,20 +517,48 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
             rngs,
             |first, v, kept, r| {
                 let hs = &hid[first * nh..(first + r.len()) * nh];
-                matmul(
-                    MatRef::col_major(self.weights.as_slice(), nv, nh),
-                    MatRef::col_major(hs, nh, r.len()),
-                    v,
-                );
-                kept.copy_from_slice(v);
-                ebm_core::simd::dispatch(SampleColumns {
-                    layer: &self.visible,
-                    columns: v,
-                    beta,
-                    rngs: r,
-                });
+                self.visible_half_step(hs, v, Some(kept), beta, r);
             },
         );
+    }
+
+    /// Checks the shapes of a visible half-step on `x`.
+    fn check_visible_half_step(&self, x: &RbmChains<V::Scalar>) {
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        assert_eq!(x.hidden.nrows(), nh, "sample_visible: hidden width");
+        assert_eq!(
+            x.visible.shape(),
+            (nv, x.hidden.ncols()),
+            "sample_visible: visible shape"
+        );
+    }
+
+    /// The visible half-step on one chunk of chains: the product \\(W h\\) of the chunk's
+    /// hidden configurations `hs` into `v`, copied into `keep` if given, then the sampling
+    /// pass on the chunk's streams.
+    fn visible_half_step<R: Rng>(
+        &self,
+        hs: &[V::Scalar],
+        v: &mut [V::Scalar],
+        keep: Option<&mut [V::Scalar]>,
+        beta: f64,
+        rngs: &mut [R],
+    ) {
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        matmul(
+            MatRef::col_major(self.weights.as_slice(), nv, nh),
+            MatRef::col_major(hs, nh, rngs.len()),
+            v,
+        );
+        if let Some(keep) = keep {
+            keep.copy_from_slice(v);
+        }
+        ebm_core::simd::dispatch(SampleColumns {
+            layer: &self.visible,
+            columns: v,
+            beta,
+            rngs,
+        });
     }
 
     /// Conditional means \\(E_\beta[h \mid v]\\) for every column of `v`, written into `out`
@@ -662,27 +689,12 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> ConditionalSampler for Rbm<V, H> {
         rngs: &mut [R],
         par: Par,
     ) {
+        self.check_visible_half_step(x);
         let (nv, nh) = (self.visible.width(), self.hidden.width());
-        assert_eq!(x.hidden.nrows(), nh, "sample_visible: hidden width");
-        assert_eq!(
-            x.visible.shape(),
-            (nv, x.hidden.ncols()),
-            "sample_visible: visible shape"
-        );
         let hid = x.hidden.as_slice();
         for_each_chain_chunk(par, nv, x.visible.as_mut_slice(), rngs, |first, v, r| {
             let hs = &hid[first * nh..(first + r.len()) * nh];
-            matmul(
-                MatRef::col_major(self.weights.as_slice(), nv, nh),
-                MatRef::col_major(hs, nh, r.len()),
-                v,
-            );
-            ebm_core::simd::dispatch(SampleColumns {
-                layer: &self.visible,
-                columns: v,
-                beta,
-                rngs: r,
-            });
+            self.visible_half_step(hs, v, None, beta, r);
         });
     }
 }

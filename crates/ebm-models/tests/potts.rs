@@ -345,10 +345,21 @@ fn mismatches<F: ebm_core::Scalar>(scale: f64, beta: f64, beta_ref: f64, draws: 
 fn vectorised_sampling_draws_the_states_of_the_scalar_pass() {
     for scale in [0.5, 3.0, 30.0] {
         for beta in [0.3, 1.0] {
-            assert_eq!(mismatches::<f32>(scale, beta, beta, 1000), 0, "f32 {scale} {beta}");
-            assert_eq!(mismatches::<f64>(scale, beta, beta, 1000), 0, "f64 {scale} {beta}");
+            assert_eq!(
+                mismatches::<f32>(scale, beta, beta, 1000),
+                0,
+                "f32 {scale} {beta}"
+            );
+            assert_eq!(
+                mismatches::<f64>(scale, beta, beta, 1000),
+                0,
+                "f64 {scale} {beta}"
+            );
         }
     }
     let control = mismatches::<f32>(3.0, 1.0, 1.01, 1000);
-    assert!(control > 100, "a 1 % temperature change went unnoticed: {control}");
+    assert!(
+        control > 100,
+        "a 1 % temperature change went unnoticed: {control}"
+    );
 }

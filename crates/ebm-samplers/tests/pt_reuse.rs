@@ -213,7 +213,10 @@ where
     // the first.
     assert!(reused >= rounds - 1, "{schedule:?}: {reused} reuses");
     if perturbed {
-        assert!(kept != plain, "{schedule:?}: perturbed reuse went unnoticed");
+        assert!(
+            kept != plain,
+            "{schedule:?}: perturbed reuse went unnoticed"
+        );
     } else {
         assert!(kept == plain, "{schedule:?}: the reuse changed the chains");
     }

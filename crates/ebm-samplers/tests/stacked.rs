@@ -590,7 +590,10 @@ fn kept_products_give_the_chains_of_the_plain_pt_loop() {
         SwapSchedule::Lifted,
     ] {
         let st = StackedTempering::new(schedule);
-        let (kept, plain) = (StackLadder::new(stack.clone()), StackLadder::new(stack.clone()));
+        let (kept, plain) = (
+            StackLadder::new(stack.clone()),
+            StackLadder::new(stack.clone()),
+        );
         let init = |l: &StackLadder<B, B>| st.init(l, &DMatrix::zeros(7, 300), 3, Par::Rayon);
         let (mut a, mut b) = (init(&kept).unwrap(), init(&plain).unwrap());
         for _ in 0..30 {

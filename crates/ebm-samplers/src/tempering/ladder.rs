@@ -260,20 +260,21 @@ fn ladder_log_accept<L: Ladder>(
     let shared = std::ptr::eq(a.model, b.model);
     // The energies of `x` under `rung` (at the given temperatures) into `e`, keeping the
     // product in `slot` when given; returns whether it kept it.
-    let energies = |rung: Rung<'_, L::Model>,
-                    x: &<L::Model as EnergyModel>::State,
-                    betas: &[f64],
-                    e: &mut [f64],
-                    slot: Option<&mut Option<<L::Model as EnergyModel>::State>>| match slot {
-        Some(slot) => {
-            let buf = slot.get_or_insert_with(|| x.clone());
-            rung.model.energies_at_keeping(x, betas, e, buf, par)
-        }
-        None => {
-            rung.model.energies_at(x, betas, e, par);
-            false
-        }
-    };
+    let energies =
+        |rung: Rung<'_, L::Model>,
+         x: &<L::Model as EnergyModel>::State,
+         betas: &[f64],
+         e: &mut [f64],
+         slot: Option<&mut Option<<L::Model as EnergyModel>::State>>| match slot {
+            Some(slot) => {
+                let buf = slot.get_or_insert_with(|| x.clone());
+                rung.model.energies_at_keeping(x, betas, e, buf, par)
+            }
+            None => {
+                rung.model.energies_at(x, betas, e, par);
+                false
+            }
+        };
     // e_x[2 i] = E_a(x_i), e_x[2 i + 1] = E_b(x_i) for x = lo, hi.
     let mut e = vec![0.0; 4 * n];
     let (e_lo, e_hi) = e.split_at_mut(2 * n);
@@ -295,8 +296,18 @@ fn ladder_log_accept<L: Ladder>(
         // its `cross`.
         for (x, ex, own) in [(lo, &mut *e_lo, true), (hi, &mut *e_hi, false)] {
             for (j, rung) in [a, b].into_iter().enumerate() {
-                let rung_kept = if j == 0 { kl.as_deref_mut() } else { kh.as_deref_mut() };
-                let slot = rung_kept.map(|k| if (j == 0) == own { &mut k.own } else { &mut k.cross });
+                let rung_kept = if j == 0 {
+                    kl.as_deref_mut()
+                } else {
+                    kh.as_deref_mut()
+                };
+                let slot = rung_kept.map(|k| {
+                    if (j == 0) == own {
+                        &mut k.own
+                    } else {
+                        &mut k.cross
+                    }
+                });
                 all_kept &= energies(rung, x, &[rung.beta], &mut tmp, slot);
                 for (i, v) in tmp.iter().enumerate() {
                     ex[2 * i + j] = *v;

@@ -290,15 +290,7 @@ impl<K, B> ParallelTempering<K, B> {
                     info.acceptance_probability_sum[k] += a.exp();
                 }
             }
-            ladder.exchange_keeping(
-                k,
-                lo,
-                hi,
-                &accept,
-                streams[k],
-                [kept_lo, kept_hi],
-                par,
-            );
+            ladder.exchange_keeping(k, lo, hi, &accept, streams[k], [kept_lo, kept_hi], par);
             let (rl, ru) = state.replica.split_at_mut(k + 1);
             for i in 0..n {
                 if accept[i] {
@@ -337,7 +329,10 @@ where
 {
     if kernel.begins_with_hidden_draw() && kept.valid {
         if let Some(own) = kept.own.as_mut() {
-            if rung.model.sample_hidden_from_kept(x, own, rung.beta, rngs, par) {
+            if rung
+                .model
+                .sample_hidden_from_kept(x, own, rung.beta, rngs, par)
+            {
                 kept.valid = false;
                 return kernel.step_after_hidden(rung.model, rung.beta, x, rngs, par);
             }
