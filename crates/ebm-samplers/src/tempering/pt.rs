@@ -327,16 +327,15 @@ where
     K: Kernel<M>,
     R: Rng + Send,
 {
-    if kernel.begins_with_hidden_draw() && kept.valid {
-        if let Some(own) = kept.own.as_mut() {
-            if rung
-                .model
-                .sample_hidden_from_kept(x, own, rung.beta, rngs, par)
-            {
-                kept.valid = false;
-                return kernel.step_after_hidden(rung.model, rung.beta, x, rngs, par);
-            }
-        }
+    if kernel.begins_with_hidden_draw()
+        && kept.valid
+        && let Some(own) = kept.own.as_mut()
+        && rung
+            .model
+            .sample_hidden_from_kept(x, own, rung.beta, rngs, par)
+    {
+        kept.valid = false;
+        return kernel.step_after_hidden(rung.model, rung.beta, x, rngs, par);
     }
     kernel.step(rung.model, rung.beta, x, rngs, par)
 }
