@@ -16,11 +16,15 @@ const NH: usize = 200;
 const CHAINS: usize = 2000;
 
 fn model<F: Scalar>() -> Rbm<Bernoulli<F>, Bernoulli<F>> {
-    // Weights ~ 0.05 * N(0, 1)-like deterministic pattern, zero biases (as the peer script).
-    let w = DMatrix::from_fn(NV, NH, |i, j| {
+    // Zero biases (as the peer script).
+    Rbm::new(Bernoulli::zeros(NV), Bernoulli::zeros(NH), weights(NV, NH)).unwrap()
+}
+
+/// Weights ~ 0.05 * U(-1, 1)-like deterministic pattern.
+fn weights<F: Scalar>(rows: usize, cols: usize) -> DMatrix<F> {
+    DMatrix::from_fn(rows, cols, |i, j| {
         F::from_f64(0.05 * ((((i * 7919 + j * 104_729) % 1000) as f64) / 500.0 - 1.0))
-    });
-    Rbm::new(Bernoulli::zeros(NV), Bernoulli::zeros(NH), w).unwrap()
+    })
 }
 
 fn pool(threads: usize) -> rayon::ThreadPool {
@@ -62,19 +66,19 @@ fn bench_sweeps<F: Scalar>(c: &mut Criterion) {
     group.finish();
 }
 
-/// The two products of a sweep, W^T V (NH x B) and W H (NV x B), with the same chunking and
-/// thread split as the sampler but nothing else: the floor a sweep can reach.
-fn bench_bare_gemms<F: Scalar>(c: &mut Criterion) {
-    let rbm = model::<F>();
-    let v = DMatrix::<F>::from_element(NV, CHAINS, F::one());
-    let h = DMatrix::<F>::from_element(NH, CHAINS, F::one());
-    let mut out_h = DMatrix::<F>::zeros(NH, CHAINS);
-    let mut out_v = DMatrix::<F>::zeros(NV, CHAINS);
-    let w = rbm.weights().as_slice();
-    let mut group = c.benchmark_group(format!("gemm-pair/{NV}x{NH}/chains={CHAINS}/{}", F::NAME));
+/// The two products of a sweep of an `nv x nh` RBM, W^T V (nh x B) and W H (nv x B), with the
+/// same chunking and thread split as the sampler but nothing else: the floor a sweep can reach.
+fn bench_bare_gemms<F: Scalar>(c: &mut Criterion, (nv, nh): (usize, usize), threads: &[usize]) {
+    let weights = weights::<F>(nv, nh);
+    let v = DMatrix::<F>::from_element(nv, CHAINS, F::one());
+    let h = DMatrix::<F>::from_element(nh, CHAINS, F::one());
+    let mut out_h = DMatrix::<F>::zeros(nh, CHAINS);
+    let mut out_v = DMatrix::<F>::zeros(nv, CHAINS);
+    let w = weights.as_slice();
+    let mut group = c.benchmark_group(format!("gemm-pair/{nv}x{nh}/chains={CHAINS}/{}", F::NAME));
     group.throughput(Throughput::Elements(CHAINS as u64));
     group.sample_size(20);
-    for threads in [1, 2] {
+    for &threads in threads {
         let pool = pool(threads);
         let mut ids = vec![(); CHAINS];
         group.bench_function(
@@ -84,28 +88,28 @@ fn bench_bare_gemms<F: Scalar>(c: &mut Criterion) {
                     pool.install(|| {
                         ebm::core::for_each_chain_chunk(
                             Par::Rayon,
-                            NH,
+                            nh,
                             out_h.as_mut_slice(),
                             &mut ids,
                             |first, o, r| {
-                                let vs = &v.as_slice()[first * NV..(first + r.len()) * NV];
+                                let vs = &v.as_slice()[first * nv..(first + r.len()) * nv];
                                 matmul(
-                                    MatRef::col_major(w, NV, NH).t(),
-                                    MatRef::col_major(vs, NV, r.len()),
+                                    MatRef::col_major(w, nv, nh).t(),
+                                    MatRef::col_major(vs, nv, r.len()),
                                     o,
                                 );
                             },
                         );
                         ebm::core::for_each_chain_chunk(
                             Par::Rayon,
-                            NV,
+                            nv,
                             out_v.as_mut_slice(),
                             &mut ids,
                             |first, o, r| {
-                                let hs = &h.as_slice()[first * NH..(first + r.len()) * NH];
+                                let hs = &h.as_slice()[first * nh..(first + r.len()) * nh];
                                 matmul(
-                                    MatRef::col_major(w, NV, NH),
-                                    MatRef::col_major(hs, NH, r.len()),
+                                    MatRef::col_major(w, nv, nh),
+                                    MatRef::col_major(hs, nh, r.len()),
                                     o,
                                 );
                             },
@@ -147,19 +151,13 @@ fn bench_model<V: Layer<Scalar = f32>, H: Layer<Scalar = f32>>(
     group.finish();
 }
 
-fn weights_f32(rows: usize, cols: usize) -> DMatrix<f32> {
-    DMatrix::from_fn(rows, cols, |i, j| {
-        0.05 * ((((i * 7919 + j * 104_729) % 1000) as f32) / 500.0 - 1.0)
-    })
-}
-
 /// Bernoulli visible layer (784) with 200 Gaussian hidden units; a Potts visible layer of the
 /// protein-sequence shape (100 sites, q = 21: 2100 one-hot values) with 200 Bernoulli units.
 fn bench_other_units(c: &mut Criterion) {
     let gaussian = Rbm::new(
         Bernoulli::<f32>::zeros(NV),
         Gaussian::standard(NH),
-        weights_f32(NV, NH),
+        weights(NV, NH),
     )
     .unwrap();
     bench_model(c, &format!("bernoulli-gaussian/{NV}x{NH}"), &gaussian);
@@ -167,18 +165,19 @@ fn bench_other_units(c: &mut Criterion) {
     let potts = Rbm::new(
         Potts::<f32>::zeros(sites, q),
         Bernoulli::zeros(NH),
-        weights_f32(sites * q, NH),
+        weights(sites * q, NH),
     )
     .unwrap();
     bench_model(c, &format!("potts-q{q}-{sites}x{NH}"), &potts);
+    bench_bare_gemms::<f32>(c, (sites * q, NH), &[2]);
 }
 
 fn benches(c: &mut Criterion) {
     bench_other_units(c);
     bench_sweeps::<f32>(c);
-    bench_bare_gemms::<f32>(c);
+    bench_bare_gemms::<f32>(c, (NV, NH), &[1, 2]);
     bench_sweeps::<f64>(c);
-    bench_bare_gemms::<f64>(c);
+    bench_bare_gemms::<f64>(c, (NV, NH), &[1, 2]);
 }
 
 criterion_group!(gibbs, benches);

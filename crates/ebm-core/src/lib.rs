@@ -39,7 +39,7 @@ pub use chains::{ChainState, Chains, swap_columns};
 pub use error::{Error, Result};
 pub use num_traits;
 pub use observe::{Every, FnObserver, Observer};
-pub use par::{CHAIN_CHUNK, Par, for_each_chain_chunk};
+pub use par::{CHAIN_CHUNK, Par, for_each_chain_chunk, for_each_chain_chunk2};
 pub use rng::{ChainRng, RngStreams};
 pub use scalar::Scalar;
 pub use traits::{

@@ -61,6 +61,52 @@ where
     }
 }
 
+/// [`for_each_chain_chunk`] over two buffers at once, `out` with `rows` values per chain and
+/// `out2` with `rows2`: `f(first_chain, out_chunk, out2_chunk, rng_chunk)` on the same chunks.
+///
+/// # Panics
+/// If `out.len() != rows * rngs.len()`, `out2.len() != rows2 * rngs.len()`, or a row count is
+/// zero.
+pub fn for_each_chain_chunk2<T, U, R, G>(
+    par: Par,
+    (rows, out): (usize, &mut [T]),
+    (rows2, out2): (usize, &mut [U]),
+    rngs: &mut [R],
+    f: G,
+) where
+    T: Send,
+    U: Send,
+    R: Send,
+    G: Fn(usize, &mut [T], &mut [U], &mut [R]) + Sync,
+{
+    assert!(rows > 0 && rows2 > 0, "for_each_chain_chunk2: zero rows");
+    assert_eq!(
+        out.len(),
+        rows * rngs.len(),
+        "for_each_chain_chunk2: first buffer"
+    );
+    assert_eq!(
+        out2.len(),
+        rows2 * rngs.len(),
+        "for_each_chain_chunk2: second buffer"
+    );
+    let (step, step2) = (rows * CHAIN_CHUNK, rows2 * CHAIN_CHUNK);
+    match par {
+        Par::Seq => out
+            .chunks_mut(step)
+            .zip(out2.chunks_mut(step2))
+            .zip(rngs.chunks_mut(CHAIN_CHUNK))
+            .enumerate()
+            .for_each(|(c, ((o, o2), r))| f(c * CHAIN_CHUNK, o, o2, r)),
+        Par::Rayon => out
+            .par_chunks_mut(step)
+            .zip(out2.par_chunks_mut(step2))
+            .zip(rngs.par_chunks_mut(CHAIN_CHUNK))
+            .enumerate()
+            .for_each(|(c, ((o, o2), r))| f(c * CHAIN_CHUNK, o, o2, r)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,6 +45,46 @@ pub trait EnergyModel: Sync {
         }
     }
 
+    /// [`EnergyModel::energies_at`], also writing into `kept` the product that the first
+    /// half-step of a block Gibbs sweep from `x` computes, when the energies need the same one
+    /// (for an RBM: \(W^\top v\), with a copy of \(v\)), so that
+    /// [`EnergyModel::sample_hidden_from_kept`] can draw \(h \mid v\) without recomputing
+    /// it. Returns whether it kept anything; the default keeps nothing. `kept` may hold any
+    /// state of the same model (its buffers are reused).
+    ///
+    /// # Panics
+    /// As [`EnergyModel::energies_at`].
+    fn energies_at_keeping(
+        &self,
+        x: &Self::State,
+        betas: &[f64],
+        out: &mut [f64],
+        kept: &mut Self::State,
+        par: Par,
+    ) -> bool {
+        let _ = kept;
+        self.energies_at(x, betas, out, par);
+        false
+    }
+
+    /// Draws \(h \sim p_\beta(h \mid v)\) for every chain of `x` from the product kept by
+    /// [`EnergyModel::energies_at_keeping`], bit for bit as
+    /// [`ConditionalSampler::sample_hidden`] would (same numbers, same random numbers from
+    /// each chain's stream), and returns `true`; or returns `false`, touching nothing, if
+    /// `kept` does not belong to the current configurations of `x` or the model keeps no
+    /// product (the default). The contents of `kept` are unspecified afterwards.
+    fn sample_hidden_from_kept<R: Rng + Send>(
+        &self,
+        x: &mut Self::State,
+        kept: &mut Self::State,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) -> bool {
+        let _ = (x, kept, beta, rngs, par);
+        false
+    }
+
     /// A batch of `n_chains` chains in a valid initial configuration (all units in their first
     /// state); callers draw random or exact initial states from it.
     fn new_state(&self, n_chains: usize) -> Self::State;
@@ -100,6 +140,33 @@ pub trait Kernel<M: EnergyModel + ?Sized>: Sync {
         rngs: &mut [R],
         par: Par,
     ) -> Self::Info;
+
+    /// Whether [`Kernel::step`] begins with the exact block draw
+    /// [`ConditionalSampler::sample_hidden`] (alternating Gibbs sampling does): a caller that
+    /// already holds that draw's product (parallel tempering, whose exchange computed it for
+    /// the free energies) then draws \(h \mid v\) itself and calls
+    /// [`Kernel::step_after_hidden`]. The default is `false`.
+    fn begins_with_hidden_draw(&self) -> bool {
+        false
+    }
+
+    /// The rest of [`Kernel::step`] after its first hidden draw (see
+    /// [`Kernel::begins_with_hidden_draw`]): the two together give the same result as
+    /// [`Kernel::step`], bit for bit. The default (for kernels that do not begin with that
+    /// draw) runs the whole step.
+    ///
+    /// # Panics
+    /// As [`Kernel::step`].
+    fn step_after_hidden<R: Rng + Send>(
+        &self,
+        model: &M,
+        beta: f64,
+        x: &mut M::State,
+        rngs: &mut [R],
+        par: Par,
+    ) -> Self::Info {
+        self.step(model, beta, x, rngs, par)
+    }
 }
 
 /// A model with an exact \\(\log Z_\beta\\) (a closed form, a sum over few values, an

@@ -160,10 +160,26 @@ impl<F: Scalar> Layer for Potts<F> {
         total
     }
 
+    /// Four passes over the column: the scaled fields \\(\beta(\theta + I)\\), each site's
+    /// maximum subtracted, one vectorised exponential over the whole column
+    /// ([`Scalar::exp_in_place`]), then per site the total, one uniform (as
+    /// [`Scalar::uniform`]) and the categorical search. Always inlined, so that it is compiled
+    /// for the wider instructions inside [`ebm_core::simd::dispatch`].
+    #[inline(always)]
     fn sample_in_place<R: Rng + ?Sized>(&self, inputs: &mut [F], beta: f64, rng: &mut R) {
         let b = F::from_f64(beta);
-        for (slot, th) in inputs.chunks_mut(self.q).zip(self.fields.chunks(self.q)) {
-            let total = unnormalised_softmax(slot, th, b);
+        for (x, &t) in inputs.iter_mut().zip(&self.fields) {
+            *x = b * (t + *x);
+        }
+        for slot in inputs.chunks_mut(self.q) {
+            let m = slot.iter().fold(F::neg_infinity(), |m, &x| m.max(x));
+            for x in slot.iter_mut() {
+                *x = *x - m;
+            }
+        }
+        F::exp_in_place(inputs);
+        for slot in inputs.chunks_mut(self.q) {
+            let total = slot.iter().fold(F::from_f64(0.0), |t, &x| t + x);
             let u = F::uniform(rng) * total;
             let mut acc = F::from_f64(0.0);
             let mut chosen = slot.len() - 1;

@@ -300,15 +300,29 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
     /// one product \\(W^\\top v\\) per chunk of chains, then the cumulant generating function
     /// of the hidden layer at each temperature.
     fn free_energies_at(&self, v: &DMatrix<V::Scalar>, betas: &[f64], out: &mut [f64], par: Par) {
+        let mut inputs = vec![V::Scalar::from_f64(0.0); self.hidden.width() * v.ncols()];
+        self.free_energies_keeping(v, betas, out, &mut inputs, par);
+    }
+
+    /// [`Rbm::free_energies_at`], leaving the hidden inputs \(W^\top v\) in `inputs`
+    /// (column-major, `H::width()` values per chain), computed per chunk of chains exactly as
+    /// the product of [`ConditionalSampler::sample_hidden`].
+    fn free_energies_keeping(
+        &self,
+        v: &DMatrix<V::Scalar>,
+        betas: &[f64],
+        out: &mut [f64],
+        inputs: &mut [V::Scalar],
+        par: Par,
+    ) {
         let (nv, nh, m) = (self.visible.width(), self.hidden.width(), betas.len());
         assert_eq!(v.nrows(), nv, "free energies: visible width");
         assert_eq!(out.len(), v.ncols() * m, "free energies: output length");
         if m == 0 {
             return;
         }
-        let mut inputs = vec![V::Scalar::from_f64(0.0); nh * v.ncols()];
         let mut per_chain: Vec<&mut [f64]> = out.chunks_mut(m).collect();
-        for_each_chain_chunk(par, nh, &mut inputs, &mut per_chain, |first, inp, outs| {
+        for_each_chain_chunk(par, nh, inputs, &mut per_chain, |first, inp, outs| {
             let cols = outs.len();
             let vs = &v.as_slice()[first * nv..(first + cols) * nv];
             matmul(
@@ -473,6 +487,80 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         });
     }
 
+    /// [`ConditionalSampler::sample_visible`], also leaving the visible inputs \\(W h_i\\) of
+    /// every chain in `inputs` (`V::width() x n`): each chunk's product is copied while still
+    /// in cache, before its sampling pass. The draws are bit for bit those of
+    /// [`ConditionalSampler::sample_visible`].
+    ///
+    /// # Panics
+    /// On shape mismatch.
+    pub fn sample_visible_keeping_inputs<R: Rng + Send>(
+        &self,
+        x: &mut RbmChains<V::Scalar>,
+        beta: f64,
+        rngs: &mut [R],
+        inputs: &mut DMatrix<V::Scalar>,
+        par: Par,
+    ) {
+        self.check_visible_half_step(x);
+        assert_eq!(
+            inputs.shape(),
+            x.visible.shape(),
+            "sample_visible: inputs shape"
+        );
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        let hid = x.hidden.as_slice();
+        ebm_core::for_each_chain_chunk2(
+            par,
+            (nv, x.visible.as_mut_slice()),
+            (nv, inputs.as_mut_slice()),
+            rngs,
+            |first, v, kept, r| {
+                let hs = &hid[first * nh..(first + r.len()) * nh];
+                self.visible_half_step(hs, v, Some(kept), beta, r);
+            },
+        );
+    }
+
+    /// Checks the shapes of a visible half-step on `x`.
+    fn check_visible_half_step(&self, x: &RbmChains<V::Scalar>) {
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        assert_eq!(x.hidden.nrows(), nh, "sample_visible: hidden width");
+        assert_eq!(
+            x.visible.shape(),
+            (nv, x.hidden.ncols()),
+            "sample_visible: visible shape"
+        );
+    }
+
+    /// The visible half-step on one chunk of chains: the product \\(W h\\) of the chunk's
+    /// hidden configurations `hs` into `v`, copied into `keep` if given, then the sampling
+    /// pass on the chunk's streams.
+    fn visible_half_step<R: Rng>(
+        &self,
+        hs: &[V::Scalar],
+        v: &mut [V::Scalar],
+        keep: Option<&mut [V::Scalar]>,
+        beta: f64,
+        rngs: &mut [R],
+    ) {
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        matmul(
+            MatRef::col_major(self.weights.as_slice(), nv, nh),
+            MatRef::col_major(hs, nh, rngs.len()),
+            v,
+        );
+        if let Some(keep) = keep {
+            keep.copy_from_slice(v);
+        }
+        ebm_core::simd::dispatch(SampleColumns {
+            layer: &self.visible,
+            columns: v,
+            beta,
+            rngs,
+        });
+    }
+
     /// Conditional means \\(E_\beta[h \mid v]\\) for every column of `v`, written into `out`
     /// (`H::width() x n`).
     ///
@@ -515,6 +603,46 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
     /// temperature; bit-identical to calling [`EnergyModel::energies`] per temperature.
     fn energies_at(&self, x: &Self::State, betas: &[f64], out: &mut [f64], par: Par) {
         self.free_energies_at(&x.visible, betas, out, par);
+    }
+
+    /// Keeps a copy of \(v\) and the inputs \(W^\top v\) of the free energies.
+    fn energies_at_keeping(
+        &self,
+        x: &Self::State,
+        betas: &[f64],
+        out: &mut [f64],
+        kept: &mut Self::State,
+        par: Par,
+    ) -> bool {
+        let (nh, n) = (self.hidden.width(), x.visible.ncols());
+        if kept.visible.shape() != x.visible.shape() {
+            kept.visible = x.visible.clone();
+        } else {
+            kept.visible.copy_from(&x.visible);
+        }
+        if kept.hidden.shape() != (nh, n) {
+            kept.hidden = DMatrix::from_element(nh, n, V::Scalar::from_f64(0.0));
+        }
+        self.free_energies_keeping(&x.visible, betas, out, kept.hidden.as_mut_slice(), par);
+        true
+    }
+
+    /// Takes the kept inputs as the hidden buffer of `x` (no copy) and runs the sampling pass
+    /// of [`ConditionalSampler::sample_hidden`] on them.
+    fn sample_hidden_from_kept<R: Rng + Send>(
+        &self,
+        x: &mut Self::State,
+        kept: &mut Self::State,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) -> bool {
+        if kept.hidden.shape() != x.hidden.shape() || kept.visible != x.visible {
+            return false;
+        }
+        std::mem::swap(&mut x.hidden, &mut kept.hidden);
+        self.sample_hidden_from_inputs(&mut x.hidden, beta, rngs, par);
+        true
     }
 
     fn new_state(&self, n_chains: usize) -> Self::State {
@@ -561,27 +689,12 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> ConditionalSampler for Rbm<V, H> {
         rngs: &mut [R],
         par: Par,
     ) {
+        self.check_visible_half_step(x);
         let (nv, nh) = (self.visible.width(), self.hidden.width());
-        assert_eq!(x.hidden.nrows(), nh, "sample_visible: hidden width");
-        assert_eq!(
-            x.visible.shape(),
-            (nv, x.hidden.ncols()),
-            "sample_visible: visible shape"
-        );
         let hid = x.hidden.as_slice();
         for_each_chain_chunk(par, nv, x.visible.as_mut_slice(), rngs, |first, v, r| {
             let hs = &hid[first * nh..(first + r.len()) * nh];
-            matmul(
-                MatRef::col_major(self.weights.as_slice(), nv, nh),
-                MatRef::col_major(hs, nh, r.len()),
-                v,
-            );
-            ebm_core::simd::dispatch(SampleColumns {
-                layer: &self.visible,
-                columns: v,
-                beta,
-                rngs: r,
-            });
+            self.visible_half_step(hs, v, None, beta, r);
         });
     }
 }

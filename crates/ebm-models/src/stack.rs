@@ -87,6 +87,18 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackedRbm<V, H> {
         dispatch!(self, r => r.sample_visible_from_inputs(visible, 1.0, rngs, par))
     }
 
+    /// One visible half-step at \\(\beta = 1\\) keeping the inputs \\(W h\\)
+    /// ([`Rbm::sample_visible_keeping_inputs`]).
+    pub fn sample_visible_keeping_inputs<R: Rng + Send>(
+        &self,
+        x: &mut RbmChains<V::Scalar>,
+        rngs: &mut [R],
+        inputs: &mut nalgebra::DMatrix<V::Scalar>,
+        par: Par,
+    ) {
+        dispatch!(self, r => r.sample_visible_keeping_inputs(x, 1.0, rngs, inputs, par))
+    }
+
     /// Draws the hidden layer at \\(\beta = 1\\) from the inputs it holds
     /// ([`Rbm::sample_hidden_from_inputs`]).
     pub fn sample_hidden_from_inputs<R: Rng + Send>(
@@ -115,6 +127,28 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for StackedRbm<V, H> {
 
     fn energies_at(&self, x: &Self::State, betas: &[f64], out: &mut [f64], par: Par) {
         dispatch!(self, r => r.energies_at(x, betas, out, par))
+    }
+
+    fn energies_at_keeping(
+        &self,
+        x: &Self::State,
+        betas: &[f64],
+        out: &mut [f64],
+        kept: &mut Self::State,
+        par: Par,
+    ) -> bool {
+        dispatch!(self, r => r.energies_at_keeping(x, betas, out, kept, par))
+    }
+
+    fn sample_hidden_from_kept<R: Rng + Send>(
+        &self,
+        x: &mut Self::State,
+        kept: &mut Self::State,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) -> bool {
+        dispatch!(self, r => r.sample_hidden_from_kept(x, kept, beta, rngs, par))
     }
 
     fn new_state(&self, n_chains: usize) -> Self::State {

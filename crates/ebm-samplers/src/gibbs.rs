@@ -55,5 +55,28 @@ impl<M: ConditionalSampler> Kernel<M> for Gibbs {
             sweeps: self.sweeps,
         }
     }
+
+    fn begins_with_hidden_draw(&self) -> bool {
+        self.sweeps > 0
+    }
+
+    /// The visible half of the first sweep, then the remaining sweeps.
+    fn step_after_hidden<R: Rng + Send>(
+        &self,
+        model: &M,
+        beta: f64,
+        x: &mut M::State,
+        rngs: &mut [R],
+        par: Par,
+    ) -> GibbsInfo {
+        if self.sweeps == 0 {
+            return self.step(model, beta, x, rngs, par);
+        }
+        model.sample_visible(x, beta, rngs, par);
+        Gibbs::new(self.sweeps - 1).step(model, beta, x, rngs, par);
+        GibbsInfo {
+            sweeps: self.sweeps,
+        }
+    }
 }
 // ANCHOR_END: kernel

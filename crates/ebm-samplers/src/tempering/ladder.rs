@@ -68,6 +68,48 @@ pub trait Exchange: Sync {
     /// rung `k + 1` (`hi`) into `out[i]`, for every chain.
     fn log_accept(&self, k: usize, lo: &Self::State, hi: &Self::State, out: &mut [f64], par: Par);
 
+    /// [`Exchange::log_accept`], keeping in `kept_lo` and `kept_hi` products of the
+    /// energies that the next exploration of rungs `k` and `k + 1` can reuse
+    /// ([`EnergyModel::energies_at_keeping`]); [`Exchange::exchange_keeping`] then moves them
+    /// with the chains. The default keeps nothing; ladders ([`Ladder`]) keep the inputs
+    /// \(W^\top v\) of every state, which the first half-step of the next Gibbs sweep needs.
+    fn log_accept_keeping(
+        &self,
+        k: usize,
+        lo: &Self::State,
+        hi: &Self::State,
+        out: &mut [f64],
+        kept: [&mut KeptProducts<Self::State>; 2],
+        par: Par,
+    ) {
+        for x in kept {
+            x.valid = false;
+        }
+        self.log_accept(k, lo, hi, out, par);
+    }
+
+    /// [`Exchange::exchange`] after [`Exchange::log_accept_keeping`] on the same states, moving
+    /// the kept products with the chains. The default drops them.
+    ///
+    /// # Panics
+    /// As [`Exchange::exchange`].
+    #[allow(clippy::too_many_arguments)]
+    fn exchange_keeping<R: Rng + Send>(
+        &self,
+        k: usize,
+        lo: &mut Self::State,
+        hi: &mut Self::State,
+        accept: &[bool],
+        rngs: &mut [R],
+        kept: [&mut KeptProducts<Self::State>; 2],
+        par: Par,
+    ) {
+        for x in kept {
+            x.valid = false;
+        }
+        self.exchange(k, lo, hi, accept, rngs, par);
+    }
+
     /// Performs the exchange of chain `i` between rungs `k` and `k + 1` wherever `accept[i]`,
     /// followed by whatever exact conditional refresh the move needs to be valid (none for a
     /// ladder; [`super::StackLadder`] redraws the two layers left out of its collapsed
@@ -102,27 +144,52 @@ impl<L: Ladder> Exchange for L {
     /// two temperatures come from one [`EnergyModel::energies_at`] call (for an RBM one
     /// product \(W^\top v\) per state instead of two).
     fn log_accept(&self, k: usize, lo: &Self::State, hi: &Self::State, out: &mut [f64], par: Par) {
-        let (a, b) = (self.rung(k), self.rung(k + 1));
-        let n = lo.n_chains();
-        // e_x[2 i] = E_a(x_i), e_x[2 i + 1] = E_b(x_i) for x = lo, hi.
-        let mut e = vec![0.0; 4 * n];
-        let (e_lo, e_hi) = e.split_at_mut(2 * n);
-        if std::ptr::eq(a.model, b.model) {
-            a.model.energies_at(lo, &[a.beta, b.beta], e_lo, par);
-            a.model.energies_at(hi, &[a.beta, b.beta], e_hi, par);
-        } else {
-            let mut tmp = vec![0.0; n];
-            for (x, ex) in [(lo, &mut *e_lo), (hi, &mut *e_hi)] {
-                for (j, rung) in [a, b].iter().enumerate() {
-                    rung.model.energies(x, rung.beta, &mut tmp, par);
-                    for (i, v) in tmp.iter().enumerate() {
-                        ex[2 * i + j] = *v;
-                    }
-                }
-            }
+        ladder_log_accept(self, k, lo, hi, out, None, par);
+    }
+
+    /// The energies of [`Exchange::log_accept`] (the same numbers), keeping for each rung the
+    /// product of its own state under its model, and for distinct models also the product of
+    /// the neighbour's state under its model (the state it receives if the swap is accepted).
+    fn log_accept_keeping(
+        &self,
+        k: usize,
+        lo: &Self::State,
+        hi: &Self::State,
+        out: &mut [f64],
+        kept: [&mut KeptProducts<Self::State>; 2],
+        par: Par,
+    ) {
+        ladder_log_accept(self, k, lo, hi, out, Some(kept), par);
+    }
+
+    /// Swaps whole chains and their kept products: between the two rungs when they share one
+    /// model, else with the product of the neighbour's state under the rung's own model.
+    fn exchange_keeping<R: Rng + Send>(
+        &self,
+        k: usize,
+        lo: &mut Self::State,
+        hi: &mut Self::State,
+        accept: &[bool],
+        rngs: &mut [R],
+        kept: [&mut KeptProducts<Self::State>; 2],
+        par: Par,
+    ) {
+        self.exchange(k, lo, hi, accept, rngs, par);
+        let [kl, kh] = kept;
+        if !(kl.valid && kh.valid) {
+            kl.valid = false;
+            kh.valid = false;
+            return;
         }
-        for i in 0..n {
-            out[i] = e_lo[2 * i] + e_hi[2 * i + 1] - e_lo[2 * i + 1] - e_hi[2 * i];
+        for (i, _) in accept.iter().enumerate().filter(|(_, a)| **a) {
+            match (&mut kl.own, &mut kh.own, &mut kl.cross, &mut kh.cross) {
+                (Some(ol), Some(oh), None, None) => ol.swap_chain(oh, i),
+                (Some(ol), Some(oh), Some(cl), Some(ch)) => {
+                    ol.swap_chain(cl, i);
+                    oh.swap_chain(ch, i);
+                }
+                _ => unreachable!("valid kept products without buffers"),
+            }
         }
     }
 
@@ -141,6 +208,118 @@ impl<L: Ladder> Exchange for L {
                 lo.swap_chain(hi, i);
             }
         }
+    }
+}
+
+/// Products that an exchange of a [`Ladder`] computed for its energies and that the next
+/// exploration of a rung reuses (for an RBM, the hidden inputs \(W^\top v\) of the first
+/// half-step of a Gibbs sweep; see [`EnergyModel::energies_at_keeping`]). The PT loop holds
+/// one per rung in its [`super::PtState`]; the buffers are allocated once.
+#[derive(Debug)]
+pub struct KeptProducts<S> {
+    /// The products of the rung's current state under the rung's model.
+    pub(crate) own: Option<S>,
+    /// The products of the neighbour's state under the rung's model (distinct models only).
+    pub(crate) cross: Option<S>,
+    /// Whether `own` belongs to the rung's current state.
+    pub(crate) valid: bool,
+}
+
+impl<S> KeptProducts<S> {
+    /// The products kept for the rung's current state, if any (for an RBM, a copy of the
+    /// visible configurations and the hidden inputs \(W^\top v\)).
+    pub fn products(&self) -> Option<&S> {
+        self.own.as_ref().filter(|_| self.valid)
+    }
+}
+
+impl<S> Default for KeptProducts<S> {
+    fn default() -> Self {
+        Self {
+            own: None,
+            cross: None,
+            valid: false,
+        }
+    }
+}
+
+/// The energies of the exchange of pair `k` of a ladder, keeping products in `kept` if given.
+/// When both rungs share one model, each state's energies at the two temperatures come from one
+/// [`EnergyModel::energies_at`] call; else one call per (state, rung).
+fn ladder_log_accept<L: Ladder>(
+    ladder: &L,
+    k: usize,
+    lo: &<L::Model as EnergyModel>::State,
+    hi: &<L::Model as EnergyModel>::State,
+    out: &mut [f64],
+    kept: Option<[&mut KeptProducts<<L::Model as EnergyModel>::State>; 2]>,
+    par: Par,
+) {
+    let (a, b) = (ladder.rung(k), ladder.rung(k + 1));
+    let n = lo.n_chains();
+    let shared = std::ptr::eq(a.model, b.model);
+    // The energies of `x` under `rung` (at the given temperatures) into `e`, keeping the
+    // product in `slot` when given; returns whether it kept it.
+    let energies =
+        |rung: Rung<'_, L::Model>,
+         x: &<L::Model as EnergyModel>::State,
+         betas: &[f64],
+         e: &mut [f64],
+         slot: Option<&mut Option<<L::Model as EnergyModel>::State>>| match slot {
+            Some(slot) => {
+                let buf = slot.get_or_insert_with(|| x.clone());
+                rung.model.energies_at_keeping(x, betas, e, buf, par)
+            }
+            None => {
+                rung.model.energies_at(x, betas, e, par);
+                false
+            }
+        };
+    // e_x[2 i] = E_a(x_i), e_x[2 i + 1] = E_b(x_i) for x = lo, hi.
+    let mut e = vec![0.0; 4 * n];
+    let (e_lo, e_hi) = e.split_at_mut(2 * n);
+    let (mut kl, mut kh) = match kept {
+        Some([kl, kh]) => (Some(kl), Some(kh)),
+        None => (None, None),
+    };
+    let mut all_kept = true;
+    if shared {
+        let betas = [a.beta, b.beta];
+        all_kept &= energies(a, lo, &betas, e_lo, kl.as_deref_mut().map(|k| &mut k.own));
+        all_kept &= energies(a, hi, &betas, e_hi, kh.as_deref_mut().map(|k| &mut k.own));
+        for k in [&mut kl, &mut kh].into_iter().flatten() {
+            k.cross = None;
+        }
+    } else {
+        let mut tmp = vec![0.0; n];
+        // (state, rung, slot): the rung's own state goes to its `own`, the neighbour's to
+        // its `cross`.
+        for (x, ex, own) in [(lo, &mut *e_lo, true), (hi, &mut *e_hi, false)] {
+            for (j, rung) in [a, b].into_iter().enumerate() {
+                let rung_kept = if j == 0 {
+                    kl.as_deref_mut()
+                } else {
+                    kh.as_deref_mut()
+                };
+                let slot = rung_kept.map(|k| {
+                    if (j == 0) == own {
+                        &mut k.own
+                    } else {
+                        &mut k.cross
+                    }
+                });
+                all_kept &= energies(rung, x, &[rung.beta], &mut tmp, slot);
+                for (i, v) in tmp.iter().enumerate() {
+                    ex[2 * i + j] = *v;
+                }
+            }
+        }
+    }
+    for k in [kl, kh].into_iter().flatten() {
+        k.valid = all_kept;
+    }
+    for i in 0..n {
+        out[i] = e_lo[2 * i] + e_hi[2 * i + 1] - e_lo[2 * i + 1] - e_hi[2 * i];
     }
 }
 

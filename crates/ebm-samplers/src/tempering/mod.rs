@@ -11,7 +11,8 @@ mod stacked;
 
 pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
-    Concat, Exchange, Ladder, ReferenceLadder, Rung, TemperatureLadder, TrajectoryLadder,
+    Concat, Exchange, KeptProducts, Ladder, ReferenceLadder, Rung, TemperatureLadder,
+    TrajectoryLadder,
 };
 pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};

@@ -1,4 +1,4 @@
-use super::ladder::Exchange;
+use super::ladder::{Exchange, KeptProducts};
 use ebm_core::{Chains, Error, Kernel, Par, RngStreams, Scalar};
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
@@ -77,6 +77,34 @@ pub struct PtState<S> {
     pub lifted: Vec<(u32, bool)>,
     /// Number of rounds done.
     pub round: u64,
+    /// Per rung, the products the last exchange kept for the next exploration
+    /// ([`Exchange::log_accept_keeping`]). Not saved: a resumed state recomputes them, with
+    /// the same results; not compared by `==`.
+    #[serde(skip, default = "Kept::default")]
+    kept: Kept<S>,
+}
+
+/// The kept products of a [`PtState`]: a cache, so clones start without it and every two
+/// caches compare equal.
+#[derive(Debug)]
+struct Kept<S>(Vec<KeptProducts<S>>);
+
+impl<S> Default for Kept<S> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<S> Clone for Kept<S> {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl<S> PartialEq for Kept<S> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl<S: Chains> PtState<S> {
@@ -143,6 +171,7 @@ impl<S: Chains> PtState<S> {
             rngs: RngStreams::select(seed, streams),
             rungs,
             round: 0,
+            kept: Kept::default(),
         })
     }
 
@@ -215,6 +244,8 @@ impl<K, B> ParallelTempering<K, B> {
         let n = state.n_chains();
         let mut streams: Vec<&mut [ebm_core::ChainRng]> =
             state.rngs.as_mut_slice().chunks_mut(n.max(1)).collect();
+        let kept = &mut state.kept.0;
+        kept.resize_with(n_rungs, KeptProducts::default);
         for (k, x) in state.rungs.iter_mut().enumerate() {
             let rung = ladder.explored(k);
             match (&self.rung0_kernel, k) {
@@ -222,9 +253,10 @@ impl<K, B> ParallelTempering<K, B> {
                     bottom.step(rung.model, rung.beta, x, streams[k], par);
                 }
                 _ => {
-                    self.kernel.step(rung.model, rung.beta, x, streams[k], par);
+                    explore(&self.kernel, rung, x, &mut kept[k], streams[k], par);
                 }
             }
+            kept[k].valid = false;
         }
         let n_pairs = n_rungs.saturating_sub(1);
         let mut info = PtInfo {
@@ -272,7 +304,9 @@ impl<K, B> ParallelTempering<K, B> {
             }
             let (lower, upper) = state.rungs.split_at_mut(k + 1);
             let (lo, hi) = (&mut lower[k], &mut upper[0]);
-            ladder.log_accept(k, lo, hi, &mut log_alpha, par);
+            let (kept_lower, kept_upper) = kept.split_at_mut(k + 1);
+            let (kept_lo, kept_hi) = (&mut kept_lower[k], &mut kept_upper[0]);
+            ladder.log_accept_keeping(k, lo, hi, &mut log_alpha, [kept_lo, kept_hi], par);
             for i in 0..n {
                 accept[i] = false;
                 if proposed[i] {
@@ -284,7 +318,7 @@ impl<K, B> ParallelTempering<K, B> {
                     info.acceptance_probability_sum[k] += a.exp();
                 }
             }
-            ladder.exchange(k, lo, hi, &accept, streams[k], par);
+            ladder.exchange_keeping(k, lo, hi, &accept, streams[k], [kept_lo, kept_hi], par);
             let (rl, ru) = state.replica.split_at_mut(k + 1);
             for i in 0..n {
                 if accept[i] {
@@ -302,6 +336,36 @@ impl<K, B> ParallelTempering<K, B> {
         state.round += 1;
         info
     }
+}
+
+/// One exploration step of a rung with `kernel`. When the kernel begins with a block draw of
+/// \(h \mid v\) (Gibbs) and the last exchange kept that draw's product for the rung's current
+/// state, the draw uses it ([`ebm_core::EnergyModel::sample_hidden_from_kept`]) instead of
+/// recomputing it: the same numbers, so the same chains.
+fn explore<M, K, R>(
+    kernel: &K,
+    rung: super::Rung<'_, M>,
+    x: &mut M::State,
+    kept: &mut KeptProducts<M::State>,
+    rngs: &mut [R],
+    par: Par,
+) -> K::Info
+where
+    M: ebm_core::EnergyModel,
+    K: Kernel<M>,
+    R: Rng + Send,
+{
+    if kernel.begins_with_hidden_draw()
+        && kept.valid
+        && let Some(own) = kept.own.as_mut()
+        && rung
+            .model
+            .sample_hidden_from_kept(x, own, rung.beta, rngs, par)
+    {
+        kept.valid = false;
+        return kernel.step_after_hidden(rung.model, rung.beta, x, rngs, par);
+    }
+    kernel.step(rung.model, rung.beta, x, rngs, par)
 }
 
 /// The lifted replica's move: \\(\phi\\) on acceptance (move, bounce on landing at an end),

@@ -336,10 +336,8 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Kernel<StackedRbm<V, H>> for Keepin
         model.sample_hidden(x, beta, rngs, par);
         fit(&mut kept.inputs, x.visible.nrows(), x.visible.ncols());
         fit(&mut kept.hidden, x.hidden.nrows(), x.hidden.ncols());
-        model.visible_inputs(&x.hidden, &mut kept.inputs, par);
+        model.sample_visible_keeping_inputs(x, rngs, &mut kept.inputs, par);
         kept.hidden.copy_from(&x.hidden);
-        x.visible.copy_from(&kept.inputs);
-        model.sample_visible_from_inputs(&mut x.visible, rngs, par);
         kept.valid = true;
         crate::GibbsInfo {
             sweeps: self.gibbs.sweeps,
