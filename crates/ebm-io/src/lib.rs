@@ -414,11 +414,7 @@ fn content_checksum(bytes: &[u8]) -> std::result::Result<String, String> {
 /// crate carry one ([`CHECKSUM_KEY`]); files written before checksums were introduced (same
 /// format version) have none and are read without this check.
 fn verify_checksum(path: &Path, header: &Metadata, bytes: &[u8]) -> Result<()> {
-    let Some(expected) = header
-        .metadata()
-        .as_ref()
-        .and_then(|m| m.get(CHECKSUM_KEY))
-    else {
+    let Some(expected) = header.metadata().as_ref().and_then(|m| m.get(CHECKSUM_KEY)) else {
         return Ok(());
     };
     let actual = content_checksum(bytes).map_err(|e| format_error(path, "header", e))?;

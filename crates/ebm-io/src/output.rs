@@ -113,7 +113,9 @@ impl StagedOutputs {
     /// [`Error::Io`] if the staging directory cannot be created.
     pub fn begin(anchor: &Path) -> Result<Self> {
         Self::recover(anchor)?;
-        let dir = staging_dir(anchor);
+        // Absolute paths throughout, so that a recovery from another working directory finds
+        // the staged files and their targets.
+        let dir = staging_dir(&std::path::absolute(anchor).map_err(io_error(anchor))?);
         std::fs::create_dir(&dir).map_err(io_error(&dir))?;
         Ok(Self {
             dir,
@@ -131,7 +133,8 @@ impl StagedOutputs {
                 .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned())
         );
         let staged = self.dir.join(name);
-        self.files.push((staged.clone(), target.to_path_buf()));
+        let target = std::path::absolute(target).unwrap_or_else(|_| target.to_path_buf());
+        self.files.push((staged.clone(), target));
         staged
     }
 
@@ -259,9 +262,7 @@ pub fn read_json_checked(path: &Path) -> Result<serde_json::Value> {
             format!("not valid JSON: {e}"),
         )
     })?;
-    let recorded = value
-        .as_object_mut()
-        .and_then(|m| m.remove(JSON_CHECKSUM));
+    let recorded = value.as_object_mut().and_then(|m| m.remove(JSON_CHECKSUM));
     if let Some(recorded) = recorded {
         let actual = json_checksum(&value);
         if recorded.as_str() != Some(actual.as_str()) {

@@ -122,6 +122,21 @@ fn a_second_lock_on_the_same_outputs_fails_at_once() {
 }
 
 #[test]
+fn a_set_staged_with_relative_paths_commits_from_another_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir(&run_dir).unwrap();
+    let here = std::env::current_dir().unwrap();
+    std::env::set_current_dir(&run_dir).unwrap();
+    let mut set = StagedOutputs::begin(Path::new("m.safetensors")).unwrap();
+    let staged = set.stage(Path::new("m.txt"));
+    std::env::set_current_dir(here).unwrap();
+    std::fs::write(&staged, "x").unwrap();
+    set.commit().unwrap();
+    assert_eq!(std::fs::read_to_string(run_dir.join("m.txt")).unwrap(), "x");
+}
+
+#[test]
 fn output_sets_are_committed_as_a_unit() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
