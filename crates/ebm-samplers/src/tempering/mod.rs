@@ -12,6 +12,7 @@ mod stacked;
 pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
     Concat, Exchange, Ladder, ReferenceLadder, Rung, TemperatureLadder, TrajectoryLadder,
+    validate_betas,
 };
 pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
