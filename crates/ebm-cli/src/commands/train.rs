@@ -1144,11 +1144,13 @@ impl<'a> KindsTask for TrainTask<'a> {
                 }
                 if let Some(p) = pll.as_mut()
                     && a.pll_every
-                        .is_some_and(|n| state.update % n == 0 || state.update == stop)
+                        .is_some_and(|n| state.update.is_multiple_of(n) || state.update == stop)
                 {
                     p.record(state.update, &state.model, train.samples())?;
                 }
-                if a.save_every.is_some_and(|n| state.update % n == 0) && state.update < stop {
+                if a.save_every.is_some_and(|n| state.update.is_multiple_of(n))
+                    && state.update < stop
+                {
                     outputs.write(&state, log.get_ref(), pll.as_ref())?;
                 }
             }
