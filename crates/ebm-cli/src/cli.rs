@@ -1017,7 +1017,16 @@ estimate's warnings (see `ebm loglik --help`) are printed on stderr and recorded
 Resume: `ebm train --data D --resume MODEL.state.json --updates N --out NEW.safetensors`
 continues the saved run up to N updates in total, bit for bit as an uninterrupted run of N
 updates. The settings come from the state file (training options may not be repeated); the
-training data must be the same file contents.";
+training data must be the same file contents. A learning-rate schedule spans the first run's
+--updates: resume it with the same --updates, or give --learning-rate R to continue at the
+constant rate R (recorded in the state and the run record). The state file is checked field by
+field against the run (and its checksum verified) before any work.
+
+Long runs: --save-every N writes all outputs every N updates; --stop-after N stops early with
+all outputs written. SIGINT (Ctrl-C) or SIGTERM finishes the current update, writes all outputs
+(a resumable state) and exits with code 130 (SIGINT) or 143 (SIGTERM); a second Ctrl-C ends the
+process at once. The outputs are written as a unit (staged, then committed), under an advisory
+lock MODEL.lock: a second run on the same --out fails at once.";
 
 /// `ebm train`
 #[derive(Args, Debug, Clone, Serialize)]
@@ -1046,6 +1055,14 @@ pub(crate) struct TrainArgs {
     /// <model>.pll.csv (discrete visible units only).
     #[arg(long, value_name = "N", value_parser = positive_u64)]
     pub pll_every: Option<u64>,
+    /// Every N updates, write the outputs (model, trajectory, resumable state, log) as a
+    /// unit, so that a run killed later resumes from there with --resume.
+    #[arg(long, value_name = "N", value_parser = positive_u64)]
+    pub save_every: Option<u64>,
+    /// Stop after N updates of this invocation (before --updates), writing every output as at
+    /// the end: the state resumes towards --updates (a long run in slices).
+    #[arg(long, value_name = "N", value_parser = positive_u64)]
+    pub stop_after: Option<u64>,
     /// The training settings (not with --resume: they come from the state file).
     #[command(flatten)]
     pub settings: TrainSettings,

@@ -8,18 +8,38 @@ use std::fmt;
 /// The message says what was wrong, where (file, option, line or tensor) and what was
 /// expected; [`crate::run`] prints it as `error: <message>` on one line.
 #[derive(Debug)]
-pub struct CliError(String);
+pub struct CliError {
+    message: String,
+    exit_code: u8,
+}
 
 impl CliError {
-    /// An error with the given message.
+    /// An error with the given message (exit code [`crate::EXIT_FAILURE`]).
     pub fn new(message: impl Into<String>) -> Self {
-        Self(message.into())
+        Self {
+            message: message.into(),
+            exit_code: crate::EXIT_FAILURE,
+        }
+    }
+
+    /// An error ending the program with `exit_code` (e.g. a training run stopped by a
+    /// signal, see [`crate::EXIT_INTERRUPTED`]).
+    pub(crate) fn with_exit_code(message: impl Into<String>, exit_code: u8) -> Self {
+        Self {
+            message: message.into(),
+            exit_code,
+        }
+    }
+
+    /// The program's exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        self.exit_code
     }
 }
 
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -27,13 +47,13 @@ impl std::error::Error for CliError {}
 
 impl From<ebm_core::Error> for CliError {
     fn from(e: ebm_core::Error) -> Self {
-        Self(e.to_string())
+        Self::new(e.to_string())
     }
 }
 
 impl From<ebm_data::Error> for CliError {
     fn from(e: ebm_data::Error) -> Self {
-        Self(e.to_string())
+        Self::new(e.to_string())
     }
 }
 

@@ -36,6 +36,7 @@ mod models;
 pub mod plot;
 mod progress;
 mod record;
+mod signals;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -49,6 +50,10 @@ pub use error::CliError;
 pub const EXIT_FAILURE: u8 = 1;
 /// Exit code of a command line that does not parse (unknown option, missing argument).
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code of `ebm train` stopped by SIGINT (Ctrl-C): 128 + 2, the shell's convention.
+/// The run finished its current update and wrote every output, its state resumable with
+/// `--resume`. SIGTERM gives 128 + 15 = 143 the same way.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Runs the `ebm` program on `args` (the first item is the program name, as in
 /// [`std::env::args_os`]) and returns its exit code: 0 on success, [`EXIT_FAILURE`] when the
@@ -94,7 +99,7 @@ where
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
             let _ = writeln!(std::io::stderr(), "error: {}", one_line(&e.to_string()));
-            ExitCode::from(EXIT_FAILURE)
+            ExitCode::from(e.exit_code())
         }
         Err(_) => ExitCode::from(101),
     }

@@ -63,6 +63,20 @@ pub enum Error {
         /// What was expected and what was found.
         reason: String,
     },
+    /// A computation would need more memory than the machine has available.
+    #[error(
+        "{what} needs about {} MiB of memory, more than the {} MiB available",
+        needed / (1 << 20),
+        available / (1 << 20)
+    )]
+    InsufficientMemory {
+        /// What was to be allocated.
+        what: String,
+        /// Estimated bytes needed.
+        needed: u128,
+        /// Bytes available.
+        available: u128,
+    },
     /// An observer asked to stop or failed.
     #[error("observer failed: {0}")]
     Observer(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -87,6 +101,56 @@ impl Error {
         }
     }
 
+    /// The same error as found in the file `path`: a parameter, shape or finiteness error
+    /// found while checking a file's content against the run it is used in becomes an
+    /// [`Error::Format`] naming the file, the field (`location`) and what was expected;
+    /// other errors are returned unchanged.
+    ///
+    /// # Example
+    /// ```
+    /// use ebm_core::Error;
+    /// let e = Error::InvalidParameter { name: "batch_size".into(), reason: "must be >= 1".into() };
+    /// let e = e.in_file(std::path::Path::new("run.state.json"));
+    /// assert_eq!(e.to_string(), "malformed file run.state.json at field batch_size: must be >= 1");
+    /// ```
+    pub fn in_file(self, path: &std::path::Path) -> Error {
+        let (location, reason) = match self {
+            Error::InvalidParameter { name, reason } => (name, reason),
+            Error::ShapeMismatch {
+                what,
+                expected,
+                got,
+            } => (what, format!("expected {expected}, got {got}")),
+            Error::NonFinite { what, index, value } => (
+                what,
+                format!("expected finite values, got {value} at index {index}"),
+            ),
+            other => return other,
+        };
+        Error::Format {
+            path: path.to_path_buf(),
+            location: format!("field {location}"),
+            reason,
+        }
+    }
+
+    /// Checks, before allocating, that an estimated `needed` bytes fit in the memory
+    /// available (`MemAvailable` of `/proc/meminfo` on Linux; elsewhere, or when it cannot be
+    /// read, the check passes).
+    ///
+    /// # Errors
+    /// [`Error::InsufficientMemory`] naming `what`.
+    pub fn check_memory(what: &str, needed: u128) -> Result<()> {
+        match available_memory() {
+            Some(available) if needed > available => Err(Error::InsufficientMemory {
+                what: what.to_string(),
+                needed,
+                available,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks that `got == expected` for a length.
     ///
     /// # Errors
@@ -104,6 +168,14 @@ impl Error {
     }
 }
 
+/// Bytes of memory available to a new allocation, if known (Linux: `MemAvailable`).
+fn available_memory() -> Option<u128> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u128 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +190,16 @@ mod tests {
                 assert_eq!(index, 1);
             }
             other => panic!("unexpected {other}"),
+        }
+    }
+
+    #[test]
+    fn memory_check_refuses_more_than_the_machine_has() {
+        assert!(Error::check_memory("a little", 1 << 10).is_ok());
+        if available_memory().is_some() {
+            let e = Error::check_memory("everything", u128::MAX).unwrap_err();
+            assert!(matches!(e, Error::InsufficientMemory { .. }), "{e}");
+            assert!(e.to_string().starts_with("everything needs about"), "{e}");
         }
     }
 

@@ -142,6 +142,23 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
         })
     }
 
+    /// Checks an estimator read from a file: valid arguments (as
+    /// [`OnlineTrajectoryAis::try_new`]), a consistent population, and finite weights unless
+    /// the estimator records its own divergence.
+    ///
+    /// # Errors
+    /// As [`OnlineTrajectoryAis::try_new`] and [`Population::check`].
+    pub fn check(&self) -> ebm_core::Result<()> {
+        check_arguments(self.log_z0, self.resample_below_ess)?;
+        if self.population.chains.n_chains() < 2 {
+            return Err(Error::InvalidParameter {
+                name: "online estimator chains".into(),
+                reason: "needs at least 2 chains".into(),
+            });
+        }
+        self.population.check(self.diverged)
+    }
+
     /// After a parameter update old -> new: log w += E_old(x) - E_new(x) (at beta = 1),
     /// then one `kernel` step at `new`; resample (systematic) if ESS/n < threshold.
     ///

@@ -308,6 +308,40 @@ impl<S: Chains> Population<S> {
         total.iter().map(|t| m + t.ln()).collect()
     }
 
+    /// Checks a population read from a file: one log weight and one stream per chain, every
+    /// founder index below the number of chains, and (unless `allow_non_finite`) finite log
+    /// weights.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`], [`Error::InvalidParameter`] or [`Error::NonFinite`] naming
+    /// the field.
+    pub fn check(&self, allow_non_finite: bool) -> ebm_core::Result<()> {
+        let n = self.chains.n_chains();
+        Error::check_len(
+            "population log_weights (one per chain)",
+            n,
+            self.log_weights.len(),
+        )?;
+        Error::check_len("population rngs (one per chain)", n, self.rngs.len())?;
+        if !self.founders.is_empty() {
+            Error::check_len(
+                "population founders (one per chain)",
+                n,
+                self.founders.len(),
+            )?;
+        }
+        if let Some(&f) = self.founders.iter().find(|&&f| f >= n) {
+            return Err(Error::InvalidParameter {
+                name: "population founders".into(),
+                reason: format!("must be chain indices below {n}, got {f}"),
+            });
+        }
+        if !allow_non_finite {
+            Error::check_finite("population log_weights", &self.log_weights)?;
+        }
+        Ok(())
+    }
+
     /// The current relative ESS of the weights, \\(\mathrm{ESS}/n\\).
     pub fn relative_ess(&self) -> f64 {
         LogMeanExp::of(&self.log_weights).relative_ess()

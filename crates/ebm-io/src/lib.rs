@@ -75,6 +75,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+pub mod output;
 pub mod stack;
 pub use stack::{load_stack, read_stack_manifest, save_stack, stack_rbm_paths};
 
@@ -88,7 +89,8 @@ potts units one-hot; weights[i][j] = W_ij, row-major";
 
 /// Metadata keys written by the format itself, which [`save_rbm_with_metadata`] refuses as
 /// free-form entries.
-pub const RESERVED_METADATA_KEYS: [&str; 8] = [
+pub const RESERVED_METADATA_KEYS: [&str; 9] = [
+    "checksum",
     "format",
     "format_version",
     "visible",
@@ -328,10 +330,105 @@ fn write_tensors<F: Scalar>(
         name: "model".into(),
         reason: format!("cannot serialise: {reason}"),
     };
-    let bytes = safetensors::tensor::serialize(views, Some(metadata))
-        .map_err(|e| serialise_error(e.to_string()))?;
-    let bytes = canonical_header(bytes).map_err(serialise_error)?;
+    let serialise = |metadata: HashMap<String, String>| {
+        let bytes = safetensors::tensor::serialize(views.clone(), Some(metadata))
+            .map_err(|e| serialise_error(e.to_string()))?;
+        canonical_header(bytes).map_err(serialise_error)
+    };
+    // The checksum covers the canonical header without it, and the tensor data.
+    let unsummed = serialise(metadata.clone())?;
+    let checksum = content_checksum(&unsummed).map_err(serialise_error)?;
+    let mut metadata = metadata;
+    metadata.insert(CHECKSUM_KEY.to_string(), checksum);
+    let bytes = serialise(metadata)?;
     write_atomically(path, |w| w.write_all(&bytes))
+}
+
+/// The metadata key of the checksum of model and trajectory files.
+const CHECKSUM_KEY: &str = "checksum";
+
+/// The 64-bit FNV-1a hash, fed in pieces: a cheap checksum that detects accidental
+/// corruption (flipped or truncated bytes) of the files this crate writes; it is not a
+/// cryptographic hash.
+///
+/// # Example
+/// ```
+/// let mut h = ebm_io::Fnv1a::new();
+/// h.update(b"a");
+/// assert_eq!(h.hex(), "af63dc4c8601ec8c");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv1a(u64);
+
+impl Fnv1a {
+    /// The hash of nothing (the FNV offset basis).
+    pub fn new() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+
+    /// Feeds `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    /// The hash as 16 hexadecimal digits.
+    pub fn hex(&self) -> String {
+        format!("{:016x}", self.0)
+    }
+}
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The checksum of a serialised safetensors file with a canonical header: the FNV-1a hash of
+/// the canonical JSON header without its `checksum` metadata entry, then of the tensor data.
+fn content_checksum(bytes: &[u8]) -> std::result::Result<String, String> {
+    let malformed = || "unexpected safetensors layout".to_string();
+    let len_bytes: [u8; 8] = bytes.get(..8).ok_or_else(malformed)?.try_into().unwrap();
+    let n = usize::try_from(u64::from_le_bytes(len_bytes)).map_err(|_| malformed())?;
+    let header = bytes
+        .get(8..8usize.checked_add(n).ok_or_else(malformed)?)
+        .ok_or_else(malformed)?;
+    let mut entries: BTreeMap<String, serde_json::Value> =
+        serde_json::from_slice(header).map_err(|e| e.to_string())?;
+    if let Some(meta) = entries.get_mut("__metadata__") {
+        let mut map: BTreeMap<String, String> =
+            serde_json::from_value(meta.take()).map_err(|e| e.to_string())?;
+        map.remove(CHECKSUM_KEY);
+        *meta = serde_json::to_value(map).map_err(|e| e.to_string())?;
+    }
+    let text = serde_json::to_string(&entries).map_err(|e| e.to_string())?;
+    let mut h = Fnv1a::new();
+    h.update(text.as_bytes());
+    h.update(&bytes[8 + n..]);
+    Ok(h.hex())
+}
+
+/// Verifies the checksum of a model or trajectory file read whole: files written by this
+/// crate carry one ([`CHECKSUM_KEY`]); files written before checksums were introduced (same
+/// format version) have none and are read without this check.
+fn verify_checksum(path: &Path, header: &Metadata, bytes: &[u8]) -> Result<()> {
+    let Some(expected) = header.metadata().as_ref().and_then(|m| m.get(CHECKSUM_KEY)) else {
+        return Ok(());
+    };
+    let actual = content_checksum(bytes).map_err(|e| format_error(path, "header", e))?;
+    if &actual != expected {
+        return Err(format_error(
+            path,
+            "checksum",
+            format!(
+                "the content does not match its checksum (recorded {expected}, computed \
+                 {actual}): the file is corrupted"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Rewrites the JSON header of serialised safetensors `bytes` with its keys in sorted order
@@ -628,6 +725,7 @@ fn parse_container<'a>(path: &Path, bytes: &'a [u8]) -> Result<Container<'a>> {
     let file_len = bytes.len() as u64;
     let n = header_len(path, bytes, file_len)?;
     let header = parse_header(path, &bytes[PREFIX..PREFIX + n], file_len)?;
+    verify_checksum(path, &header, bytes)?;
     Ok(Container {
         header,
         data: &bytes[PREFIX + n..],
@@ -839,7 +937,8 @@ pub const TRAJECTORY_FORMAT_VERSION: u32 = 1;
 
 /// Metadata keys written by the trajectory format itself, which
 /// [`save_trajectory_with_metadata`] refuses as free-form entries.
-pub const RESERVED_TRAJECTORY_KEYS: [&str; 10] = [
+pub const RESERVED_TRAJECTORY_KEYS: [&str; 11] = [
+    "checksum",
     "format",
     "format_version",
     "visible",

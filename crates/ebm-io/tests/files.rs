@@ -171,7 +171,11 @@ fn weights_are_stored_row_major_with_the_documented_metadata() {
     ] {
         assert_eq!(meta.get(k).map(String::as_str), Some(v), "metadata key {k}");
     }
-    assert_eq!(meta.len(), 8);
+    // And the checksum of the content (16 hexadecimal digits).
+    assert!(
+        meta["checksum"].len() == 16 && meta["checksum"].chars().all(|c| c.is_ascii_hexdigit())
+    );
+    assert_eq!(meta.len(), 9);
     // f32 models are written as F32 tensors.
     save_rbm(&model::<Bernoulli<f32>, Spin<f32>>(), &p).unwrap();
     let bytes = std::fs::read(&p).unwrap();

@@ -159,6 +159,51 @@ impl BatchSampler {
         self.n_samples
     }
 
+    /// Checks a sampler read from a file against `data`: built for as many samples, its order
+    /// a permutation of the samples of positive weight, its position inside it.
+    pub(crate) fn check<F: Scalar>(&self, data: &TrainingData<F>) -> Result<()> {
+        let bad = |name: &str, reason: String| {
+            Err(Error::InvalidParameter {
+                name: format!("batches.{name}"),
+                reason,
+            })
+        };
+        if self.n_samples != data.n_samples() {
+            return bad(
+                "n_samples",
+                format!(
+                    "must equal the number of training samples, {}, got {}",
+                    data.n_samples(),
+                    self.n_samples
+                ),
+            );
+        }
+        let positive = data.weights.iter().filter(|&&w| w > 0.0).count();
+        let mut seen = vec![false; data.n_samples()];
+        let permutation = self.order.len() == positive
+            && self.order.iter().all(|&j| {
+                let j = j as usize;
+                j < seen.len() && data.weights[j] > 0.0 && !std::mem::replace(&mut seen[j], true)
+            });
+        if !permutation {
+            return bad(
+                "order",
+                format!(
+                    "must be a permutation of the {positive} samples of positive weight (each \
+                     index once, below {})",
+                    data.n_samples()
+                ),
+            );
+        }
+        if self.next > self.order.len() {
+            return bad(
+                "next",
+                format!("must be at most {}, got {}", self.order.len(), self.next),
+            );
+        }
+        Ok(())
+    }
+
     /// The indices of the next batch of `size` samples (`size <=` the number of samples of
     /// positive weight).
     pub(crate) fn next_batch(&mut self, size: usize) -> &[u32] {

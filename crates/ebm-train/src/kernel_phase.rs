@@ -43,7 +43,12 @@ where
         Ok(initial_chains(model, self.chains, seed, par))
     }
 
+    fn chains_held(&self, _batch: usize) -> usize {
+        self.chains
+    }
+
     fn check_state(&self, state: &Self::State, _batch: usize) -> Result<()> {
+        check_count("PersistentKernel::steps", self.steps)?;
         check_chains(
             "PersistentKernel chains",
             self.chains,

@@ -14,7 +14,9 @@ use ebm_core::{ChainRng, ChainState, EnergyModel, Error, Kernel, Par, Result, Rn
 use ebm_estimators::{LogMeanExp, systematic_resampling};
 use ebm_models::{Layer, Rbm, RbmChains};
 use ebm_samplers::Gibbs;
-use ebm_samplers::tempering::{ParallelTempering, PtState, SwapSchedule, TemperatureLadder};
+use ebm_samplers::tempering::{
+    ParallelTempering, PtState, SwapSchedule, TemperatureLadder, validate_betas,
+};
 use nalgebra::DMatrix;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -86,6 +88,13 @@ pub trait NegativePhase<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>
     /// # Errors
     /// [`Error::ShapeMismatch`] naming what differs.
     fn check_state(&self, state: &Self::State, batch_size: usize) -> Result<()>;
+
+    /// The number of chains the state holds for minibatches of `batch_size` (for the memory
+    /// estimate of [`crate::Trainer::memory_estimate`]); the default, one per sample of a
+    /// batch, is CD's.
+    fn chains_held(&self, batch_size: usize) -> usize {
+        batch_size
+    }
 
     /// The chains whose visible configurations give the model average (after
     /// [`NegativePhase::sample`]).
@@ -164,6 +173,11 @@ pub struct Pcd {
 }
 
 impl Pcd {
+    fn validate(&self) -> Result<()> {
+        check_count("Pcd::sweeps", self.sweeps)?;
+        check_count("Pcd::chains", self.chains)
+    }
+
     /// The same phase as a [`PersistentKernel`] of `sweeps`-sweep Gibbs steps, one step per
     /// update: PCD is that case, and runs through it.
     fn as_persistent(&self) -> PersistentKernel<Gibbs> {
@@ -179,12 +193,16 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
     type State = ChainState<RbmChains<V::Scalar>>;
 
     fn init(&self, model: &Rbm<V, H>, _batch: usize, seed: u64, par: Par) -> Result<Self::State> {
-        check_count("Pcd::sweeps", self.sweeps)?;
-        check_count("Pcd::chains", self.chains)?;
+        self.validate()?;
         Ok(initial_chains(model, self.chains, seed, par))
     }
 
+    fn chains_held(&self, _batch: usize) -> usize {
+        self.chains
+    }
+
     fn check_state(&self, state: &Self::State, _batch: usize) -> Result<()> {
+        self.validate()?;
         check_chains("Pcd chains", self.chains, &state.chains, state.rngs.len())
     }
 
@@ -227,6 +245,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
     }
 
     fn check_state(&self, state: &Self::State, batch: usize) -> Result<()> {
+        check_count("Cd::sweeps", self.sweeps)?;
         check_chains(
             "Cd chains (one per sample of a batch)",
             batch,
@@ -292,13 +311,34 @@ pub struct Tempered {
     pub chains: usize,
 }
 
+impl Tempered {
+    /// The largest number of rungs accepted: far beyond any useful ladder, it bounds the
+    /// memory of a ladder given by size.
+    pub const MAX_RUNGS: usize = 10_000;
+
+    fn validate(&self) -> Result<()> {
+        check_count("Tempered::sweeps", self.sweeps)?;
+        check_count("Tempered::rounds", self.rounds)?;
+        check_count("Tempered::chains", self.chains)?;
+        if !(2..=Self::MAX_RUNGS).contains(&self.betas.len()) {
+            return Err(Error::InvalidParameter {
+                name: "Tempered::betas".into(),
+                reason: format!(
+                    "parallel tempering needs 2 to {} rungs, got {}",
+                    Self::MAX_RUNGS,
+                    self.betas.len()
+                ),
+            });
+        }
+        validate_betas(&self.betas)
+    }
+}
+
 impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, H> for Tempered {
     type State = PtState<RbmChains<V::Scalar>>;
 
     fn init(&self, model: &Rbm<V, H>, _batch: usize, seed: u64, par: Par) -> Result<Self::State> {
-        check_count("Tempered::sweeps", self.sweeps)?;
-        check_count("Tempered::rounds", self.rounds)?;
-        check_count("Tempered::chains", self.chains)?;
+        self.validate()?;
         TemperatureLadder::new(model.clone(), self.betas.clone())?;
         if (V::REAL_VALUED || H::REAL_VALUED) && self.betas[0] <= 0.0 {
             return Err(Error::InvalidParameter {
@@ -329,7 +369,12 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         Ok(state)
     }
 
+    fn chains_held(&self, _batch: usize) -> usize {
+        self.chains.saturating_mul(self.betas.len())
+    }
+
     fn check_state(&self, state: &Self::State, _batch: usize) -> Result<()> {
+        self.validate()?;
         Error::check_len("Tempered rungs", self.betas.len(), state.rungs.len())?;
         let n = self.chains * self.betas.len();
         Error::check_len("Tempered streams (rungs x chains)", n, state.rngs.len())?;
@@ -349,6 +394,46 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         }
         for (k, row) in state.replica.iter().enumerate() {
             Error::check_len(&format!("Tempered replica row {k}"), self.chains, row.len())?;
+        }
+        let shape = |x: &RbmChains<V::Scalar>| (x.visible.nrows(), x.hidden.nrows());
+        if let Some(k) = state
+            .rungs
+            .iter()
+            .position(|r| shape(r) != shape(&state.rungs[0]))
+        {
+            return Err(Error::ShapeMismatch {
+                what: format!("Tempered chains of rung {k} (visible, hidden widths)"),
+                expected: format!("{:?}", shape(&state.rungs[0])),
+                got: format!("{:?}", shape(&state.rungs[k])),
+            });
+        }
+        let rungs = self.betas.len();
+        let mut seen = vec![false; rungs];
+        for i in 0..self.chains {
+            seen.fill(false);
+            let permutation = state.replica.iter().all(|row| {
+                let r = row[i] as usize;
+                r < rungs && !std::mem::replace(&mut seen[r], true)
+            });
+            if !permutation {
+                return Err(Error::InvalidParameter {
+                    name: format!("Tempered replica indices of system {i}"),
+                    reason: format!("must be a permutation of the rungs 0..{rungs}"),
+                });
+            }
+            if state.lifted[i].0 as usize >= rungs {
+                return Err(Error::InvalidParameter {
+                    name: format!("Tempered lifted rung of system {i}"),
+                    reason: format!("must be below {rungs}, got {}", state.lifted[i].0),
+                });
+            }
+            if state.last_end[i].len() != rungs {
+                return Err(Error::ShapeMismatch {
+                    what: format!("Tempered round-trip records of system {i}"),
+                    expected: rungs.to_string(),
+                    got: state.last_end[i].len().to_string(),
+                });
+            }
         }
         Ok(())
     }
@@ -443,10 +528,8 @@ fn normalised(log_weights: &[f64]) -> Vec<f64> {
     w.iter().map(|x| x / s).collect()
 }
 
-impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, H> for Jarzynski {
-    type State = JarzynskiState<V::Scalar>;
-
-    fn init(&self, model: &Rbm<V, H>, _batch: usize, seed: u64, par: Par) -> Result<Self::State> {
+impl Jarzynski {
+    fn validate(&self) -> Result<()> {
         check_count("Jarzynski::sweeps", self.sweeps)?;
         check_count("Jarzynski::chains", self.chains)?;
         if !(self.resample_below_ess > 0.0 && self.resample_below_ess <= 1.0) {
@@ -455,6 +538,15 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
                 reason: format!("must lie in (0, 1], got {}", self.resample_below_ess),
             });
         }
+        Ok(())
+    }
+}
+
+impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, H> for Jarzynski {
+    type State = JarzynskiState<V::Scalar>;
+
+    fn init(&self, model: &Rbm<V, H>, _batch: usize, seed: u64, par: Par) -> Result<Self::State> {
+        self.validate()?;
         let n = self.chains;
         Ok(JarzynskiState {
             chains: initial_chains(model, n, seed, par),
@@ -465,7 +557,12 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         })
     }
 
+    fn chains_held(&self, _batch: usize) -> usize {
+        self.chains
+    }
+
     fn check_state(&self, state: &Self::State, _batch: usize) -> Result<()> {
+        self.validate()?;
         let c = &state.chains;
         check_chains("Jarzynski chains", self.chains, &c.chains, c.rngs.len())?;
         Error::check_len(
@@ -473,7 +570,9 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
             self.chains,
             state.log_weights.len(),
         )?;
-        Error::check_len("Jarzynski weights", self.chains, state.weights.len())
+        Error::check_len("Jarzynski weights", self.chains, state.weights.len())?;
+        Error::check_finite("Jarzynski log-weights", &state.log_weights)?;
+        Error::check_finite("Jarzynski weights", &state.weights)
     }
 
     fn sample(

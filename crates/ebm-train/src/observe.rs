@@ -120,6 +120,11 @@ impl<W: Write> CsvLog<W> {
         }
     }
 
+    /// The writer (e.g. the rows so far, for a `Vec<u8>`).
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+
     /// Gives back the writer.
     pub fn into_inner(self) -> W {
         self.out

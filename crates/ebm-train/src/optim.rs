@@ -162,6 +162,23 @@ impl OptimizerState {
         }
     }
 
+    /// Checks a state read from a file against `optimizer` and a model of `n` parameters:
+    /// `n` finite first moments, and `n` finite second moments for Adam (none for SGD).
+    pub(crate) fn check(&self, optimizer: &Optimizer, n: usize) -> Result<()> {
+        Error::check_len("optimizer.first (one per parameter)", n, self.first.len())?;
+        let second = match optimizer {
+            Optimizer::Sgd { .. } => 0,
+            Optimizer::Adam { .. } => n,
+        };
+        Error::check_len(
+            "optimizer.second (one per parameter for Adam, none for SGD)",
+            second,
+            self.second.len(),
+        )?;
+        Error::check_finite("optimizer.first", &self.first)?;
+        Error::check_finite("optimizer.second", &self.second)
+    }
+
     /// Replaces `g` (the ascent direction) by the parameter step at learning rate `rate`.
     pub(crate) fn step(&mut self, optimizer: &Optimizer, rate: f64, g: &mut [f64]) {
         assert_eq!(

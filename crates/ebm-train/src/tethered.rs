@@ -236,6 +236,10 @@ where
         })
     }
 
+    fn chains_held(&self, _batch: usize) -> usize {
+        self.points.saturating_mul(self.replicas)
+    }
+
     fn check_state(&self, state: &Self::State, _batch: usize) -> Result<()> {
         let n = self.n_chains();
         let c = &state.chains;
@@ -246,7 +250,8 @@ where
         )?;
         Error::check_len("Tmc chains (hidden layer)", n, c.chains.hidden.ncols())?;
         Error::check_len("Tmc chains (streams)", n, c.rngs.len())?;
-        Error::check_len("Tmc weights", n, state.weights.len())
+        Error::check_len("Tmc weights", n, state.weights.len())?;
+        Error::check_finite("Tmc weights", &state.weights)
     }
 
     /// # Errors

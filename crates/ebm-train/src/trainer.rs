@@ -534,6 +534,124 @@ impl<P> Trainer<P> {
         Ok(state)
     }
 
+    /// An estimate, in bytes, of the memory a training state of a model with `nv` visible
+    /// and `nh` hidden units (widths) takes, to check it before allocating
+    /// ([`Error::check_memory`]): the negative phase's chains
+    /// ([`NegativePhase::chains_held`]) and the online estimator's, each with a copy for
+    /// updates, a few copies of the parameters (model, gradient, optimiser moments, checkpoint
+    /// selector), and a minibatch. Kept checkpoints, which accumulate during the run, are
+    /// not counted.
+    pub fn memory_estimate<V, H>(&self, nv: usize, nh: usize) -> u128
+    where
+        V: TrainableLayer,
+        H: TrainableLayer<Scalar = V::Scalar>,
+        P: NegativePhase<V, H>,
+    {
+        let bytes = std::mem::size_of::<V::Scalar>() as u128;
+        let width = nv as u128 + nh as u128;
+        let chains = self.negative.chains_held(self.batch_size) as u128
+            + self.likelihood.as_ref().map_or(0, |l| l.chains as u128);
+        let params = nv as u128 * nh as u128 + width;
+        2 * chains * width * bytes + 10 * params * 8 + 2 * self.batch_size as u128 * width * bytes
+    }
+
+    /// Checks a state read from a file (e.g. to resume a run) against this trainer and the
+    /// training data, so that a corrupted or edited state is an error, never a panic or a
+    /// silently different run: the configuration ([`Trainer::init`]'s checks, the negative
+    /// phase's [`NegativePhase::check_state`]: chain counts, ladder, replica indices, weights);
+    /// the minibatch order (a permutation of the samples of positive weight); the model's
+    /// visible width against the data and every stored chain's widths against the model; the
+    /// optimiser's moments (one finite value per parameter); the kept checkpoints (increasing
+    /// updates, none after the state's, the model's shape); the online estimator (present
+    /// exactly when the likelihood is followed, finite weights unless it recorded a
+    /// divergence).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`], [`Error::ShapeMismatch`] or [`Error::NonFinite`] naming
+    /// the field (see [`Error::in_file`] to name the file too).
+    pub fn check_state<V, H>(
+        &self,
+        state: &TrainState<V, H, P::State>,
+        data: &TrainingData<V::Scalar>,
+    ) -> Result<()>
+    where
+        V: TrainableLayer,
+        H: TrainableLayer<Scalar = V::Scalar>,
+        P: NegativePhase<V, H>,
+    {
+        self.validate(data.n_weighted_samples())?;
+        state.batches.check(data)?;
+        let (nv, nh) = state.model.weights().shape();
+        Error::check_len(
+            "model visible width (rows of the training data)",
+            data.samples().nrows(),
+            nv,
+        )?;
+        self.negative
+            .check_state(&state.negative, self.batch_size)?;
+        let shape = |what: &str, x: &RbmChains<V::Scalar>| -> Result<()> {
+            if (x.visible.nrows(), x.hidden.nrows()) == (nv, nh) {
+                Ok(())
+            } else {
+                Err(Error::ShapeMismatch {
+                    what: format!("{what} (visible, hidden widths)"),
+                    expected: format!("({nv}, {nh})"),
+                    got: format!("({}, {})", x.visible.nrows(), x.hidden.nrows()),
+                })
+            }
+        };
+        shape("negative chains", self.negative.chains(&state.negative))?;
+        let n_params = state.model.weights().len()
+            + state.model.visible().n_parameters()
+            + state.model.hidden().n_parameters();
+        state.optimizer.check(&self.optimizer, n_params)?;
+        let same_model = |what: &str, m: &Rbm<V, H>| -> Result<()> {
+            Error::check_len(&format!("{what} visible width"), nv, m.weights().nrows())?;
+            Error::check_len(&format!("{what} hidden width"), nh, m.weights().ncols())
+        };
+        let mut last = None;
+        for (u, m) in state.kept.iter().chain(&state.previous_offer) {
+            if *u > state.update || last.is_some_and(|l| *u <= l) {
+                return Err(Error::InvalidParameter {
+                    name: "kept checkpoints".into(),
+                    reason: format!(
+                        "updates must increase and not exceed the state's update {}, got {u} \
+                         after {last:?}",
+                        state.update
+                    ),
+                });
+            }
+            same_model("kept checkpoint", m)?;
+            last = Some(*u);
+        }
+        match (&self.checkpoints, &state.selector) {
+            (Some(_), Some(selector)) => selector.check(|m, chains| {
+                same_model("checkpoint selector model", m)?;
+                shape("checkpoint selector chains", chains)
+            })?,
+            (None, None) => {}
+            _ => {
+                return Err(Error::InvalidParameter {
+                    name: "selector".into(),
+                    reason: "must be present exactly when checkpoints are selected".into(),
+                });
+            }
+        }
+        match (&self.likelihood, &state.likelihood) {
+            (Some(_), Some(estimator)) => {
+                estimator.check()?;
+                shape("online estimator chains", &estimator.population().chains)
+            }
+            (None, None) => Ok(()),
+            _ => Err(Error::InvalidParameter {
+                name: "likelihood".into(),
+                reason: "the online estimator must be present exactly when the likelihood is \
+                         followed"
+                    .into(),
+            }),
+        }
+    }
+
     /// One parameter update (see [`Trainer`]) on minibatches of `train`; returns what it did.
     /// `test` data only enter the reported log-likelihood ([`LikelihoodPolicy`]).
     ///

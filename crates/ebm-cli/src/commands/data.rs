@@ -259,6 +259,13 @@ fn info(a: &InfoArgs, ctx: &Context) -> Result<()> {
         check_outputs(&[out], &[&a.file])?;
     }
     let ds = load_dataset(&a.file)?;
+    if ds.n_samples() == 0 {
+        bail!(
+            "{}: the file holds no samples (0 rows of {} values): no range or means to report",
+            a.file.display(),
+            ds.n_features()
+        );
+    }
     let summary = summarise(&ds);
     ctx.say(format!("{} ({})", a.file.display(), format_name(&a.file)));
     say_summary(ctx, &summary);

@@ -164,6 +164,16 @@ where
         }
     }
 
+    fn chains_held(&self, batch_size: usize) -> usize {
+        match self {
+            AnyNegative::Pcd(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
+            AnyNegative::Cd(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
+            AnyNegative::Pt(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
+            AnyNegative::Jarzynski(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
+            AnyNegative::Tmc(p) => NegativePhase::<Bernoulli<f64>, H>::chains_held(p, batch_size),
+        }
+    }
+
     fn check_state(&self, state: &AnyNegativeState, batch_size: usize) -> ebm_core::Result<()> {
         match (self, state) {
             (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
@@ -270,15 +280,50 @@ pub(crate) struct TrainConfig {
     /// `--pretrain rcm`: the low-rank initial model's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pretrain: Option<super::pretrain::PretrainSettings>,
+    /// The `--updates` of the first run: the span of a learning-rate schedule (`None` in
+    /// state files written before it was recorded).
+    #[serde(default)]
+    pub schedule_updates: Option<u64>,
+    /// Learning rates set on resume (`--learning-rate` with `--resume`): from each `update`
+    /// on, the constant `rate`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learning_rate_changes: Vec<LearningRateChange>,
 }
 
-fn unit_of(domain: Domain) -> UnitArg {
-    match domain {
+/// A learning rate set on resume.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LearningRateChange {
+    /// The update the resumed run started from.
+    pub update: u64,
+    /// The constant rate from then on.
+    pub rate: f64,
+}
+
+/// The default visible kind of data in `domain`: discrete data have one; for real values
+/// the kind is never guessed (a stray 0.5 in binary data would silently give Gaussian units),
+/// so `--visible` must be given.
+fn default_visible(domain: Domain, data: &Dataset) -> Result<UnitArg> {
+    Ok(match domain {
         Domain::Binary01 => UnitArg::Bernoulli,
         Domain::Spin => UnitArg::Spin,
         Domain::OneHot { .. } | Domain::Categorical { .. } => UnitArg::Potts,
-        Domain::Real => UnitArg::Gaussian,
-    }
+        Domain::Real => {
+            let x = data.data();
+            let odd = x
+                .iter()
+                .position(|&v| !(v == 0.0 || v == 1.0 || v == -1.0))
+                .map_or(String::new(), |k| {
+                    // One column per sample.
+                    let (row, col) = (k % x.nrows(), k / x.nrows());
+                    format!(" (e.g. {} in sample {col}, column {row})", x[k])
+                });
+            bail!(
+                "the training data are not all in {{0,1}} or {{-1,+1}}{odd}: give the visible \
+                 unit kind with --visible (gaussian, relu or drelu for real values; bernoulli \
+                 or spin after fixing the data)"
+            )
+        }
+    })
 }
 
 /// The data's domain as loaded, refined for real-valued files whose entries all lie in
@@ -304,7 +349,10 @@ fn not_for(option: &str, negative: &str) -> CliError {
 /// Resolves the options of a fresh run against the data.
 pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfig> {
     let domain = inferred_domain(data);
-    let visible = s.visible.unwrap_or_else(|| unit_of(domain));
+    let visible = match s.visible {
+        Some(v) => v,
+        None => default_visible(domain, data)?,
+    };
     let hidden = s.hidden.unwrap_or(UnitArg::Bernoulli);
     let visible_states = match (visible, s.visible_states, domain) {
         (UnitArg::Potts, Some(q), _) => Some(q),
@@ -363,12 +411,18 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
         NegativeArg::Pcd => AnyNegative::Pcd(Pcd { sweeps, chains }),
         NegativeArg::Cd => AnyNegative::Cd(Cd { sweeps }),
         NegativeArg::Pt => {
+            let max = Tempered::MAX_RUNGS;
             let betas = match &s.betas {
+                Some(b) if b.len() < 2 || b.len() > max => bail!(
+                    "--betas: parallel tempering needs 2 to {max} inverse temperatures (a \
+                     ladder increasing to 1), got {}",
+                    b.len()
+                ),
                 Some(b) => b.clone(),
                 None => {
                     let k = s.rungs.unwrap_or(10);
-                    if k < 2 {
-                        bail!("--rungs {k}: parallel tempering needs at least 2 rungs");
+                    if !(2..=max).contains(&k) {
+                        bail!("--rungs {k}: parallel tempering needs 2 to {max} rungs");
                     }
                     let b0 = s.beta_min.unwrap_or(0.1);
                     if !(b0 > 0.0 && b0 < 1.0) {
@@ -513,7 +567,45 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
         init_std,
         trainer,
         pretrain: super::pretrain::resolve(s, visible, hidden)?,
+        schedule_updates: Some(updates),
+        learning_rate_changes: Vec::new(),
     })
+}
+
+/// The learning rate of a resumed run: the state's schedule, which must span the resumed
+/// run's `--updates` to continue it exactly, or the constant `--learning-rate` given on
+/// resume (recorded in the configuration).
+fn resume_learning_rate(
+    config: &mut TrainConfig,
+    update: u64,
+    a: &TrainArgs,
+    state: &Path,
+) -> Result<()> {
+    if let Some(rate) = a.settings.learning_rate {
+        if !(rate > 0.0 && rate.is_finite()) {
+            bail!("--learning-rate {rate}: must be finite and > 0");
+        }
+        config.trainer.learning_rate = LearningRate::Constant(rate);
+        config
+            .learning_rate_changes
+            .push(LearningRateChange { update, rate });
+        return Ok(());
+    }
+    if matches!(config.trainer.learning_rate, LearningRate::Constant(_))
+        || config.schedule_updates == Some(a.updates)
+    {
+        return Ok(());
+    }
+    let span = config
+        .schedule_updates
+        .map_or("an unrecorded number of".to_string(), |n| n.to_string());
+    bail!(
+        "{}: the run's learning-rate schedule spans {span} updates, not --updates {}: resume \
+         with the first run's --updates to continue it bit for bit, or give --learning-rate R \
+         to continue at the constant rate R (recorded in the state and the run record)",
+        state.display(),
+        a.updates
+    )
 }
 
 /// The training options given on the command line (rejected with `--resume`).
@@ -523,7 +615,10 @@ fn given_settings(s: &TrainSettings) -> Vec<String> {
         return Vec::new();
     };
     map.iter()
-        .filter(|(_, v)| !(v.is_null() || *v == &serde_json::Value::Bool(false)))
+        .filter(|(k, v)| {
+            // --learning-rate on resume sets a new constant rate (`resume_learning_rate`).
+            *k != "learning_rate" && !(v.is_null() || *v == &serde_json::Value::Bool(false))
+        })
         .map(|(k, _)| format!("--{}", k.replace('_', "-")))
         .collect()
 }
@@ -545,17 +640,14 @@ pub(crate) struct DataFingerprint {
 
 impl DataFingerprint {
     fn of(ds: &Dataset) -> Self {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut h = ebm_io::Fnv1a::new();
         for x in ds.data().iter().chain(ds.weights()) {
-            for b in x.to_bits().to_le_bytes() {
-                h ^= b as u64;
-                h = h.wrapping_mul(0x0000_0100_0000_01b3);
-            }
+            h.update(&x.to_bits().to_le_bytes());
         }
         Self {
             samples: ds.n_samples(),
             features: ds.n_features(),
-            hash: format!("{h:016x}"),
+            hash: h.hex(),
         }
     }
 }
@@ -571,17 +663,30 @@ struct StateFile<S> {
     state: S,
 }
 
-fn read_state_header(path: &Path) -> Result<(Vec<u8>, StateFile<serde::de::IgnoredAny>)> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| CliError::new(format!("cannot read {}: {e}", path.display())))?;
-    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-        CliError::new(format!(
-            "{} is not a training state file: not valid JSON (line {}, column {}): {e}",
-            path.display(),
-            e.line(),
-            e.column()
-        ))
-    })?;
+/// Completes an interrupted commit of the output set a state file belongs to
+/// (`<model>.state.json` of `<model>.safetensors`), unless a run is writing that set.
+fn recover_set_of(state: &Path) -> Result<()> {
+    let name = state.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(stem) = name.strip_suffix(".state.json") else {
+        return Ok(());
+    };
+    let model = state.with_file_name(format!("{stem}.safetensors"));
+    if let Ok(_lock) = ebm_io::output::OutputLock::acquire(&model) {
+        ebm_io::output::StagedOutputs::recover(&model)?;
+    }
+    Ok(())
+}
+
+/// What is read of a state file before the data: the update it is at.
+#[derive(Deserialize)]
+struct StateHeader {
+    update: u64,
+}
+
+/// Reads a state file, verifies its checksum, format and version; returns its content and
+/// header.
+fn read_state_header(path: &Path) -> Result<(serde_json::Value, StateFile<StateHeader>)> {
+    let value = ebm_io::output::read_json_checked(path)?;
     if value.get("format").and_then(|f| f.as_str()) != Some(STATE_FORMAT) {
         bail!(
             "{} is not a training state file (no \"format\": \"{STATE_FORMAT}\"); it is \
@@ -589,7 +694,7 @@ fn read_state_header(path: &Path) -> Result<(Vec<u8>, StateFile<serde::de::Ignor
             path.display()
         );
     }
-    let header: StateFile<serde::de::IgnoredAny> = serde_json::from_value(value).map_err(|e| {
+    let header: StateFile<StateHeader> = serde_json::from_value(value.clone()).map_err(|e| {
         CliError::new(format!(
             "{}: malformed training state file: {e}",
             path.display()
@@ -603,7 +708,7 @@ fn read_state_header(path: &Path) -> Result<(Vec<u8>, StateFile<serde::de::Ignor
             header.format_version
         );
     }
-    Ok((bytes, header))
+    Ok((value, header))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -700,6 +805,15 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
         ],
         &inputs,
     )?;
+    // Before any work: the lock (whose creation also proves the directory writable), and
+    // the completion of a commit an earlier run on these outputs was killed in.
+    let _lock = ebm_io::output::OutputLock::acquire(&out.model)?;
+    if ebm_io::output::StagedOutputs::recover(&out.model)? {
+        ctx.warn(format!(
+            "completed the writing of {} and its companions, interrupted in an earlier run",
+            out.model.display()
+        ));
+    }
     let resume = match &a.resume {
         Some(path) => {
             let given = given_settings(&a.settings);
@@ -709,8 +823,11 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
                     given.join(", ")
                 );
             }
-            let (bytes, header) = read_state_header(path)?;
-            Some((path.as_path(), bytes, header.config, header.data))
+            recover_set_of(path)?;
+            let (value, header) = read_state_header(path)?;
+            let mut config = header.config;
+            resume_learning_rate(&mut config, header.state.update, a, path)?;
+            Some((path.as_path(), value, config, header.data))
         }
         None => None,
     };
@@ -730,6 +847,7 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
         resume: resume.map(|(p, b, _, d)| (p, b, d)),
         out: &out,
     };
+    crate::signals::install();
     let outcome = with_kinds(&visible, &hidden, &a.data, task)?;
     let r = &outcome.results;
     ctx.say(format!(
@@ -779,6 +897,20 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
         r,
         Some(&out.record),
     )?;
+    if let Some(signal) = outcome.interrupted {
+        return Err(CliError::with_exit_code(
+            format!(
+                "interrupted by {} after update {} of {}: every output is written; continue \
+                 with --resume {} --updates {}",
+                crate::signals::name(signal),
+                r.updates,
+                a.updates,
+                out.state.display(),
+                a.updates
+            ),
+            crate::signals::exit_code(signal),
+        ));
+    }
     Ok(outcome.results)
 }
 
@@ -799,7 +931,7 @@ struct TrainTask<'a> {
     config: TrainConfig,
     data: Dataset,
     test: Option<Dataset>,
-    resume: Option<(&'a Path, Vec<u8>, DataFingerprint)>,
+    resume: Option<(&'a Path, serde_json::Value, DataFingerprint)>,
     out: &'a TrainOutputs,
 }
 
@@ -808,6 +940,8 @@ struct TrainOutcome<'a> {
     seed: u64,
     settings: RecordedSettings<'a>,
     results: TrainResults,
+    /// The signal that stopped the run early.
+    interrupted: Option<i32>,
 }
 
 /// Puts data in the form the visible layer takes (categorical codes become one-hot blocks).
@@ -862,6 +996,14 @@ impl<'a> KindsTask for TrainTask<'a> {
             }
             None => width,
         };
+        // Before any allocation of the run's size.
+        let nh = config
+            .hidden_units
+            .saturating_mul(config.hidden_states.unwrap_or(1));
+        ebm_core::Error::check_memory(
+            "training (chains, model and optimiser)",
+            config.trainer.memory_estimate::<V, H>(width, nh),
+        )?;
         let layer =
             V::with_units(units, q).map_err(|e| CliError::new(format!("--visible: {e}")))?;
         let data = visible_data(&layer, data, &a.data)?;
@@ -881,7 +1023,7 @@ impl<'a> KindsTask for TrainTask<'a> {
 
         let mut pretrain = None;
         let mut state: TrainState<V, H, AnyNegativeState> = match &resume {
-            Some((path, bytes, expected)) => {
+            Some((path, value, expected)) => {
                 if *expected != fingerprint {
                     bail!(
                         "{}: these are not the training data of the state {} ({} samples x {} \
@@ -897,14 +1039,13 @@ impl<'a> KindsTask for TrainTask<'a> {
                     );
                 }
                 let file: StateFile<TrainState<V, H, AnyNegativeState>> =
-                    serde_json::from_slice(bytes).map_err(|e| {
-                        CliError::new(format!(
-                            "{}: malformed training state (line {}, column {}): {e}",
-                            path.display(),
-                            e.line(),
-                            e.column()
-                        ))
+                    serde_json::from_value(value.clone()).map_err(|e| {
+                        CliError::new(format!("{}: malformed training state: {e}", path.display()))
                     })?;
+                config
+                    .trainer
+                    .check_state(&file.state, &train)
+                    .map_err(|e| e.in_file(path))?;
                 file.state
             }
             None => {
@@ -950,65 +1091,71 @@ impl<'a> KindsTask for TrainTask<'a> {
                 a.updates
             );
         }
-        let todo = a.updates - first;
+        // This invocation ends at --updates, or earlier with --stop-after.
+        let stop = a
+            .stop_after
+            .map_or(a.updates, |n| first.saturating_add(n).min(a.updates));
+        let todo = stop - first;
         let trainer = &config.trainer;
 
         let mut tracker = Tracker::default();
         let mut log = CsvLog::new(Vec::new());
         let exact_ll = enumerable(state.model.visible(), state.model.hidden());
         let mut pll = a.pll_every.map(|_| PllLog::new(config.seed, exact_ll));
+        let previous = resume
+            .as_ref()
+            .map(|(p, _, _)| previous_log(p, first))
+            .unwrap_or_default();
+        let outputs = Outputs {
+            out,
+            config: &config,
+            fingerprint: &fingerprint,
+            previous_log: &previous,
+        };
+        let mut interrupted = None;
         {
             let mut progress = ProgressObserver(ctx.progress(todo, "train"));
-            // In stretches ending at the multiples of --pll-every, each followed by a PLL row.
+            // In stretches ending at the multiples of --pll-every (each followed by a PLL row)
+            // and of --save-every (each followed by a save of every output).
             if let Some(p) = pll.as_mut() {
                 p.record(first, &state.model, train.samples())?;
             }
-            while state.update < a.updates {
-                let next = a
-                    .pll_every
-                    .map_or(a.updates, |n| (state.update / n + 1) * n)
-                    .min(a.updates);
+            let boundary = |every: Option<u64>, u: u64| every.map_or(u64::MAX, |n| (u / n + 1) * n);
+            while state.update < stop {
+                let next = boundary(a.pll_every, state.update)
+                    .min(boundary(a.save_every, state.update))
+                    .min(stop);
                 let stretch = next - state.update;
-                trainer.run(
+                // The interrupt observer comes last: every other one has seen the update.
+                let done = trainer.run(
                     &mut state,
                     &train,
                     test.as_ref(),
                     stretch,
                     Par::Rayon,
-                    (&mut progress, (&mut tracker, &mut log)),
-                )?;
-                if let Some(p) = pll.as_mut() {
+                    (&mut progress, ((&mut tracker, &mut log), Interrupt)),
+                );
+                match (done, crate::signals::received()) {
+                    (Err(ebm_core::Error::Observer(_)), Some(signal)) => {
+                        interrupted = Some(signal);
+                        break;
+                    }
+                    (done, _) => done?,
+                }
+                if let Some(p) = pll.as_mut()
+                    && a.pll_every
+                        .is_some_and(|n| state.update.is_multiple_of(n) || state.update == stop)
+                {
                     p.record(state.update, &state.model, train.samples())?;
+                }
+                if a.save_every.is_some_and(|n| state.update.is_multiple_of(n))
+                    && state.update < stop
+                {
+                    outputs.write(&state, log.get_ref(), pll.as_ref())?;
                 }
             }
         }
-        if let Some(p) = &pll {
-            ebm_io::write_atomically(&out.pll, |w| w.write_all(p.text.as_bytes()))?;
-        }
-
-        // Outputs: model, trajectory (kept checkpoints and the final model), state, log.
-        let mut meta = std::collections::BTreeMap::new();
-        meta.insert("training_update".to_string(), state.update.to_string());
-        ebm_io::save_rbm_with_metadata(&state.model, &out.model, &meta)?;
-        let trajectory = state.trajectory();
-        ebm_io::save_trajectory(&trajectory, &out.trajectory)?;
-        let file = StateFile {
-            format: STATE_FORMAT.into(),
-            format_version: STATE_FORMAT_VERSION,
-            config: config.clone(),
-            data: fingerprint,
-            state: &state,
-        };
-        let json = serde_json::to_vec(&file)
-            .map_err(|e| CliError::new(format!("cannot encode the training state: {e}")))?;
-        ebm_io::write_atomically(&out.state, |w| w.write_all(&json))?;
-        let new_rows = String::from_utf8(log.into_inner()).expect("the CSV log is UTF-8");
-        let previous = resume
-            .as_ref()
-            .map(|(p, _, _)| previous_log(p, first))
-            .unwrap_or_default();
-        let text = merge_logs(&previous, &new_rows);
-        ebm_io::write_atomically(&out.log, |w| w.write_all(text.as_bytes()))?;
+        let trajectory = outputs.write(&state, log.get_ref(), pll.as_ref())?;
 
         let negative = trainer.negative.name().to_string();
         Ok(TrainOutcome {
@@ -1044,7 +1191,67 @@ impl<'a> KindsTask for TrainTask<'a> {
                 pll: pll.and_then(|p| p.last),
                 pretrain,
             },
+            interrupted,
         })
+    }
+}
+
+/// Stops a run between updates when SIGINT or SIGTERM was received ([`crate::signals`]).
+struct Interrupt;
+
+impl Observer<TrainInfo> for Interrupt {
+    fn observe(&mut self, _step: u64, _info: &TrainInfo) -> ebm_core::Result<()> {
+        match crate::signals::received() {
+            None => Ok(()),
+            Some(signal) => Err(ebm_core::Error::Observer(
+                format!("interrupted by {}", crate::signals::name(signal)).into(),
+            )),
+        }
+    }
+}
+
+/// What the outputs of a run are written from, besides the state.
+struct Outputs<'a> {
+    out: &'a TrainOutputs,
+    config: &'a TrainConfig,
+    fingerprint: &'a DataFingerprint,
+    /// The rows of the resumed run's log up to the resumed update.
+    previous_log: &'a str,
+}
+
+impl Outputs<'_> {
+    /// Writes the model, the trajectory (kept checkpoints and the current model), the state,
+    /// the log (`rows`: this invocation's CSV log) and the PLL log as one unit
+    /// ([`ebm_io::output::StagedOutputs`]); returns the trajectory.
+    fn write<V: CliLayer, H: CliLayer>(
+        &self,
+        state: &TrainState<V, H, AnyNegativeState>,
+        rows: &[u8],
+        pll: Option<&PllLog>,
+    ) -> Result<ebm_io::Trajectory<V, H>> {
+        let out = self.out;
+        let mut set = ebm_io::output::StagedOutputs::begin(&out.model)?;
+        let mut meta = std::collections::BTreeMap::new();
+        meta.insert("training_update".to_string(), state.update.to_string());
+        ebm_io::save_rbm_with_metadata(&state.model, &set.stage(&out.model), &meta)?;
+        let trajectory = state.trajectory();
+        ebm_io::save_trajectory(&trajectory, &set.stage(&out.trajectory))?;
+        let file = StateFile {
+            format: STATE_FORMAT.into(),
+            format_version: STATE_FORMAT_VERSION,
+            config: self.config.clone(),
+            data: self.fingerprint.clone(),
+            state,
+        };
+        ebm_io::output::write_json_checked(&set.stage(&out.state), &file)?;
+        let rows = std::str::from_utf8(rows).expect("the CSV log is UTF-8");
+        let text = merge_logs(self.previous_log, rows);
+        ebm_io::write_atomically(&set.stage(&out.log), |w| w.write_all(text.as_bytes()))?;
+        if let Some(p) = pll {
+            ebm_io::write_atomically(&set.stage(&out.pll), |w| w.write_all(p.text.as_bytes()))?;
+        }
+        set.commit()?;
+        Ok(trajectory)
     }
 }
 

@@ -331,7 +331,12 @@ pub struct TemperatureLadder<M> {
 }
 
 /// Checks that `betas` is non-empty, strictly increasing, within \\([0, 1]\\) and ends at 1.
-fn validate_betas(betas: &[f64]) -> ebm_core::Result<()> {
+/// Checks an inverse-temperature ladder: non-empty, every value in \\([0, 1]\\), strictly
+/// increasing, the last equal to 1 (the target).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `betas` and the first offending rung.
+pub fn validate_betas(betas: &[f64]) -> ebm_core::Result<()> {
     let bad = |reason: String| Error::InvalidParameter {
         name: "betas".into(),
         reason,

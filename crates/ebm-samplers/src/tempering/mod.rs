@@ -12,7 +12,7 @@ mod stacked;
 pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
     Concat, Exchange, KeptProducts, Ladder, ReferenceLadder, Rung, TemperatureLadder,
-    TrajectoryLadder,
+    TrajectoryLadder, validate_betas,
 };
 pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};

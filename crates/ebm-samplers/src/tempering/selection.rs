@@ -140,6 +140,22 @@ where
         })
     }
 
+    /// Checks a selector read from a file: a valid target, and `matches` accepts each stored
+    /// model with its chains (e.g. that they have the shape of the run's model).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for the target; the errors of `matches`.
+    pub fn check(
+        &self,
+        matches: impl Fn(&M, &M::State) -> ebm_core::Result<()>,
+    ) -> ebm_core::Result<()> {
+        check_target(self.target)?;
+        for (model, chains) in self.last.iter().chain(&self.previous) {
+            matches(model, chains)?;
+        }
+        Ok(())
+    }
+
     fn acceptance_with(
         rng: &mut ChainRng,
         kept: &(M, M::State),

@@ -1,0 +1,280 @@
+//! The output set of a run: an advisory lock on it, JSON files with a checksum, and a commit
+//! that replaces every file of the set as a unit.
+//!
+//! - [`OutputLock::acquire`] takes an exclusive advisory lock (`flock` on Unix) on a lock file
+//!   next to the outputs, so that a second run writing the same outputs fails at once with a
+//!   clear message instead of mixing its files with the first run's. The lock is released when
+//!   the value is dropped or the process ends (even when killed); the lock file itself stays.
+//!   Creating it is also the check, before any work, that the output directory is writable.
+//! - [`StagedOutputs`]: every file of the set is first written to a staging directory next to
+//!   the outputs; [`StagedOutputs::commit`] then writes a manifest (the commit point) and
+//!   renames each file into place. A run killed before the manifest leaves the previous set
+//!   untouched; a run killed after it leaves a committed staging directory that
+//!   [`StagedOutputs::recover`] (called under the lock by the next run on the same outputs)
+//!   finishes. Readers never see a half-written file (each rename is atomic).
+//! - [`write_json_checked`] / [`read_json_checked`]: JSON documents carrying a `checksum` of
+//!   their content, verified on reading.
+//!
+//! # Example
+//! ```
+//! use ebm_io::output::{OutputLock, StagedOutputs};
+//! let dir = tempfile::tempdir().unwrap();
+//! let model = dir.path().join("m.safetensors");
+//! let lock = OutputLock::acquire(&model)?;
+//! // A second lock on the same outputs fails at once.
+//! assert!(OutputLock::acquire(&model).is_err());
+//! let mut set = StagedOutputs::begin(&model)?;
+//! let a = set.stage(&dir.path().join("m.txt"));
+//! ebm_io::write_atomically(&a, |w| w.write_all(b"new"))?;
+//! set.commit()?;
+//! assert_eq!(std::fs::read(dir.path().join("m.txt")).unwrap(), b"new");
+//! drop(lock);
+//! # Ok::<(), ebm_core::Error>(())
+//! ```
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use ebm_core::{Error, Result};
+
+use crate::{Fnv1a, format_error, io_error, write_atomically};
+
+/// An exclusive advisory lock on the outputs named after `anchor` (see the
+/// [module docs](self)); released on drop.
+#[derive(Debug)]
+pub struct OutputLock {
+    path: PathBuf,
+    _file: File,
+}
+
+impl OutputLock {
+    /// Locks the outputs named after `anchor` (e.g. the model file) through the lock file
+    /// `anchor` with the extension `.lock`, created if needed.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the lock file cannot be created (the directory is missing or not
+    /// writable), or if another process holds the lock (kind
+    /// [`std::io::ErrorKind::WouldBlock`], with a message saying so).
+    pub fn acquire(anchor: &Path) -> Result<Self> {
+        let path = anchor.with_extension("lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_error(&path))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Self { path, _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Io {
+                path: path.clone(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    format!(
+                        "another run is writing the outputs {} (it holds this lock); wait for \
+                         it to finish or choose another output name",
+                        anchor.display()
+                    ),
+                ),
+            }),
+            Err(std::fs::TryLockError::Error(e)) => Err(io_error(&path)(e)),
+        }
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The name of the manifest that marks a staging directory as committed.
+const MANIFEST: &str = "COMMITTED";
+
+/// Files of one output set being written (see the [module docs](self)).
+#[derive(Debug)]
+pub struct StagedOutputs {
+    dir: PathBuf,
+    files: Vec<(PathBuf, PathBuf)>,
+}
+
+/// The staging directory of the outputs named after `anchor`.
+fn staging_dir(anchor: &Path) -> PathBuf {
+    let name = anchor
+        .file_name()
+        .map_or_else(|| "ebm".into(), |n| n.to_string_lossy().into_owned());
+    anchor.with_file_name(format!(".{name}.staging"))
+}
+
+impl StagedOutputs {
+    /// Starts a set of outputs named after `anchor`: finishes or removes what an interrupted
+    /// earlier commit left ([`StagedOutputs::recover`]) and creates an empty staging
+    /// directory. Call it while holding the [`OutputLock`].
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the staging directory cannot be created.
+    pub fn begin(anchor: &Path) -> Result<Self> {
+        Self::recover(anchor)?;
+        // Absolute paths throughout, so that a recovery from another working directory finds
+        // the staged files and their targets.
+        let dir = staging_dir(&std::path::absolute(anchor).map_err(io_error(anchor))?);
+        std::fs::create_dir(&dir).map_err(io_error(&dir))?;
+        Ok(Self {
+            dir,
+            files: Vec::new(),
+        })
+    }
+
+    /// The staging path where the file `target` of the set is to be written.
+    pub fn stage(&mut self, target: &Path) -> PathBuf {
+        let name = format!(
+            "{}-{}",
+            self.files.len(),
+            target
+                .file_name()
+                .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned())
+        );
+        let staged = self.dir.join(name);
+        let target = std::path::absolute(target).unwrap_or_else(|_| target.to_path_buf());
+        self.files.push((staged.clone(), target));
+        staged
+    }
+
+    /// Commits the set: writes the manifest (from then on the set counts as written), renames
+    /// every staged file over its target, removes the staging directory.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if a file was not staged or a step fails (after the manifest, the next
+    /// [`StagedOutputs::recover`] completes the commit).
+    pub fn commit(self) -> Result<()> {
+        for (staged, _) in &self.files {
+            if !staged.is_file() {
+                return Err(io_error(staged)(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "an output of the set was not written",
+                )));
+            }
+        }
+        let manifest: Vec<(String, PathBuf)> = self
+            .files
+            .iter()
+            .map(|(s, t)| {
+                let name = s.file_name().expect("staged files have names");
+                (name.to_string_lossy().into_owned(), t.clone())
+            })
+            .collect();
+        let json = serde_json::to_vec(&manifest).expect("paths serialise");
+        write_atomically(&self.dir.join(MANIFEST), |w| w.write_all(&json))?;
+        finish(&self.dir, &manifest)
+    }
+
+    /// Completes or discards what an interrupted commit of the outputs named after `anchor`
+    /// left: a committed staging directory is finished (its files renamed into place), an
+    /// uncommitted one removed. Returns whether a commit was completed.
+    ///
+    /// # Errors
+    /// [`Error::Format`] for an unreadable manifest; [`Error::Io`] if a step fails.
+    pub fn recover(anchor: &Path) -> Result<bool> {
+        let dir = staging_dir(anchor);
+        if !dir.exists() {
+            return Ok(false);
+        }
+        let manifest_path = dir.join(MANIFEST);
+        let completed = match std::fs::read(&manifest_path) {
+            Ok(bytes) => {
+                let manifest: Vec<(String, PathBuf)> = serde_json::from_slice(&bytes)
+                    .map_err(|e| format_error(&manifest_path, "manifest", e.to_string()))?;
+                finish(&dir, &manifest)?;
+                true
+            }
+            Err(_) => false,
+        };
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(io_error(&dir))?;
+        }
+        Ok(completed)
+    }
+}
+
+/// Renames the staged files of `manifest` into place (those already moved are skipped) and
+/// removes the staging directory.
+fn finish(dir: &Path, manifest: &[(String, PathBuf)]) -> Result<()> {
+    for (name, target) in manifest {
+        let staged = dir.join(name);
+        if staged.exists() {
+            std::fs::rename(&staged, target).map_err(io_error(target))?;
+        }
+    }
+    if let Some(parent) = manifest.first().and_then(|(_, t)| t.parent())
+        && let Ok(d) = File::open(if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        })
+    {
+        let _ = d.sync_all();
+    }
+    std::fs::remove_dir_all(dir).map_err(io_error(dir))
+}
+
+/// The key of the checksum in JSON documents written by [`write_json_checked`].
+const JSON_CHECKSUM: &str = "checksum";
+
+fn json_checksum(value: &serde_json::Value) -> String {
+    let mut h = Fnv1a::new();
+    h.update(&serde_json::to_vec(value).expect("a JSON value serialises"));
+    h.hex()
+}
+
+/// Writes `document` (which must serialise to a JSON object without a `checksum` key) to
+/// `path` atomically, adding a `checksum` of the rest of its content.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] if the document is not such an object; [`Error::Io`] if the
+/// file cannot be written.
+pub fn write_json_checked(path: &Path, document: &impl serde::Serialize) -> Result<()> {
+    let bad = |reason: String| Error::InvalidParameter {
+        name: "JSON document".into(),
+        reason,
+    };
+    let mut value = serde_json::to_value(document).map_err(|e| bad(e.to_string()))?;
+    let checksum = json_checksum(&value);
+    let map = value
+        .as_object_mut()
+        .filter(|m| !m.contains_key(JSON_CHECKSUM))
+        .ok_or_else(|| bad("must be an object without a \"checksum\" key".into()))?;
+    map.insert(JSON_CHECKSUM.into(), checksum.into());
+    let json = serde_json::to_vec(&value).map_err(|e| bad(e.to_string()))?;
+    write_atomically(path, |w| w.write_all(&json))
+}
+
+/// Reads a JSON document from `path` and verifies its `checksum` (a document without one,
+/// written before checksums were introduced, is read as is); returns it without the
+/// checksum.
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be read; [`Error::Format`] if it is not JSON (with the
+/// line and column) or its content does not match its checksum.
+pub fn read_json_checked(path: &Path) -> Result<serde_json::Value> {
+    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let mut value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        format_error(
+            path,
+            format!("line {} column {}", e.line(), e.column()),
+            format!("not valid JSON: {e}"),
+        )
+    })?;
+    let recorded = value.as_object_mut().and_then(|m| m.remove(JSON_CHECKSUM));
+    if let Some(recorded) = recorded {
+        let actual = json_checksum(&value);
+        if recorded.as_str() != Some(actual.as_str()) {
+            return Err(format_error(
+                path,
+                "checksum",
+                format!(
+                    "the content does not match its checksum (recorded {recorded}, computed \
+                     {actual}): the file is corrupted or was edited"
+                ),
+            ));
+        }
+    }
+    Ok(value)
+}

@@ -1,0 +1,184 @@
+//! Integrity of written files: checksums of model and trajectory tensors and of JSON
+//! documents (a flipped byte fails to load), the output lock, and committed output sets.
+
+use ebm_core::Error;
+use ebm_io::output::{OutputLock, StagedOutputs, read_json_checked, write_json_checked};
+use ebm_io::{Trajectory, load_rbm, load_trajectory, save_rbm, save_trajectory};
+use ebm_models::{Bernoulli, Rbm, Spin};
+use nalgebra::DMatrix;
+use std::path::Path;
+
+fn model(shift: f64) -> Rbm<Bernoulli<f64>, Spin<f64>> {
+    Rbm::new(
+        Bernoulli::new(vec![0.1 + shift, -0.25, 3.5]),
+        Spin::new(vec![-0.5, 0.75]),
+        DMatrix::from_fn(3, 2, |i, j| 0.1 * i as f64 - 0.37 * j as f64 + shift),
+    )
+    .unwrap()
+}
+
+/// Flips 4 bytes at `at` (from the end when negative) of the file.
+fn flip(path: &Path, at: isize) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let k = if at < 0 {
+        (bytes.len() as isize + at) as usize
+    } else {
+        at as usize
+    };
+    for b in &mut bytes[k..k + 4] {
+        *b ^= 0x01;
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn assert_checksum_error<T: std::fmt::Debug>(r: Result<T, Error>) {
+    match r {
+        Err(Error::Format { location, .. }) => assert_eq!(location, "checksum"),
+        other => panic!("expected a checksum error, got {other:?}"),
+    }
+}
+
+#[test]
+fn flipped_bytes_in_model_and_trajectory_tensors_fail_to_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.safetensors");
+    save_rbm(&model(0.0), &p).unwrap();
+    // Control: the intact file loads.
+    let _: Rbm<Bernoulli<f64>, Spin<f64>> = load_rbm(&p).unwrap();
+    // The low bits of a weight: still a finite, valid model, caught only by the checksum.
+    flip(&p, -8);
+    assert_checksum_error(load_rbm::<Bernoulli<f64>, Spin<f64>>(&p));
+
+    let t = Trajectory::from_checkpoints([(0, model(0.0)), (5, model(0.5))]).unwrap();
+    let q = dir.path().join("t.safetensors");
+    save_trajectory(&t, &q).unwrap();
+    let _: Trajectory<Bernoulli<f64>, Spin<f64>> = load_trajectory(&q).unwrap();
+    flip(&q, -16);
+    assert_checksum_error(load_trajectory::<Bernoulli<f64>, Spin<f64>>(&q));
+}
+
+#[test]
+fn edited_metadata_fails_the_checksum_and_old_files_without_one_still_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.safetensors");
+    save_rbm(&model(0.0), &p).unwrap();
+    let mut bytes = std::fs::read(&p).unwrap();
+    // The convention string is free text nobody else checks.
+    let at = bytes.windows(9).position(|w| w == b"row-major").unwrap();
+    bytes[at..at + 3].copy_from_slice(b"col");
+    std::fs::write(&p, &bytes).unwrap();
+    assert_checksum_error(load_rbm::<Bernoulli<f64>, Spin<f64>>(&p));
+
+    // A file of the same format version written without a checksum (before checksums
+    // existed) is read as before: rewrite the header without the key, same length.
+    save_rbm(&model(0.0), &p).unwrap();
+    let bytes = std::fs::read(&p).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header = std::str::from_utf8(&bytes[8..8 + n]).unwrap();
+    let start = header.find("\"checksum\":\"").unwrap();
+    let end = start + header[start..].find(',').unwrap() + 1;
+    let stripped = format!("{}{}", &header[..start], &header[end..]);
+    let padded = format!("{stripped:<n$}");
+    let mut old = bytes[..8].to_vec();
+    old.extend_from_slice(padded.as_bytes());
+    old.extend_from_slice(&bytes[8 + n..]);
+    std::fs::write(&p, &old).unwrap();
+    let back: Rbm<Bernoulli<f64>, Spin<f64>> = load_rbm(&p).unwrap();
+    assert_eq!(back, model(0.0));
+}
+
+#[test]
+fn json_documents_carry_a_verified_checksum() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.json");
+    let doc = serde_json::json!({"a": [1.5, 0.1, 3], "b": {"c": "x", "d": 1e-300}});
+    write_json_checked(&p, &doc).unwrap();
+    assert_eq!(read_json_checked(&p).unwrap(), doc);
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, text.replace("1.5", "2.5")).unwrap();
+    assert_checksum_error(read_json_checked(&p));
+    // Without a checksum (an older file) the document is read as is.
+    std::fs::write(&p, doc.to_string()).unwrap();
+    assert_eq!(read_json_checked(&p).unwrap(), doc);
+    // Not JSON: a format error with the line.
+    std::fs::write(&p, "{\n nope").unwrap();
+    assert!(matches!(read_json_checked(&p), Err(Error::Format { .. })));
+}
+
+#[test]
+fn a_second_lock_on_the_same_outputs_fails_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let anchor = dir.path().join("m.safetensors");
+    let lock = OutputLock::acquire(&anchor).unwrap();
+    let e = OutputLock::acquire(&anchor).unwrap_err();
+    assert!(e.to_string().contains("another run"), "{e}");
+    // Other outputs are independent; a released lock can be taken again.
+    OutputLock::acquire(&dir.path().join("other.safetensors")).unwrap();
+    drop(lock);
+    OutputLock::acquire(&anchor).unwrap();
+    // A missing directory is reported before any work.
+    let e = OutputLock::acquire(&dir.path().join("nope/m.safetensors")).unwrap_err();
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+}
+
+#[test]
+fn a_set_staged_with_relative_paths_commits_from_another_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir(&run_dir).unwrap();
+    let here = std::env::current_dir().unwrap();
+    std::env::set_current_dir(&run_dir).unwrap();
+    let mut set = StagedOutputs::begin(Path::new("m.safetensors")).unwrap();
+    let staged = set.stage(Path::new("m.txt"));
+    std::env::set_current_dir(here).unwrap();
+    std::fs::write(&staged, "x").unwrap();
+    set.commit().unwrap();
+    assert_eq!(std::fs::read_to_string(run_dir.join("m.txt")).unwrap(), "x");
+}
+
+#[test]
+fn output_sets_are_committed_as_a_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let anchor = d.join("m.safetensors");
+    let targets = [d.join("m.a"), d.join("m.b")];
+    let write_set = |text: &str, commit: bool| {
+        let mut set = StagedOutputs::begin(&anchor).unwrap();
+        for t in &targets {
+            std::fs::write(set.stage(t), text).unwrap();
+        }
+        if commit {
+            set.commit().unwrap();
+        }
+    };
+    let read = || targets.clone().map(|t| std::fs::read_to_string(t).unwrap());
+    write_set("one", true);
+    assert_eq!(read(), ["one", "one"]);
+    // A run killed while staging: the old set stays, the next run discards the staging.
+    write_set("two", false);
+    assert_eq!(read(), ["one", "one"]);
+    assert!(!StagedOutputs::recover(&anchor).unwrap());
+    assert_eq!(read(), ["one", "one"]);
+    // A run killed after the commit point, with one file moved: recovery finishes it.
+    let mut set = StagedOutputs::begin(&anchor).unwrap();
+    let staged: Vec<_> = targets.iter().map(|t| set.stage(t)).collect();
+    for s in &staged {
+        std::fs::write(s, "three").unwrap();
+    }
+    let staging = staged[0].parent().unwrap().to_path_buf();
+    let manifest: Vec<(String, std::path::PathBuf)> = staged
+        .iter()
+        .zip(&targets)
+        .map(|(s, t)| (s.file_name().unwrap().to_string_lossy().into(), t.clone()))
+        .collect();
+    std::fs::write(
+        staging.join("COMMITTED"),
+        serde_json::to_vec(&manifest).unwrap(),
+    )
+    .unwrap();
+    std::fs::rename(&staged[0], &targets[0]).unwrap();
+    assert_eq!(read(), ["three", "one"]);
+    assert!(StagedOutputs::recover(&anchor).unwrap());
+    assert_eq!(read(), ["three", "three"]);
+    assert!(!staging.exists());
+}
