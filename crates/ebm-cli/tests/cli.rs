@@ -1884,10 +1884,16 @@ fn reproduce_mixing_quick(claim: &str) -> Vec<Value> {
         }
         match label {
             "AGS" if row["mean_jumps"].as_f64().unwrap() == 0.0 => {
-                assert!(z.abs() > 3.0 && warned, "{claim}: a stuck Gibbs must say so: {row}")
+                assert!(
+                    z.abs() > 3.0 && warned,
+                    "{claim}: a stuck Gibbs must say so: {row}"
+                )
             }
             "AGS" | "ST" => {}
-            _ => assert!(z.abs() <= 3.0, "{claim}: {label} off the exact weight: {row}"),
+            _ => assert!(
+                z.abs() <= 3.0,
+                "{claim}: {label} off the exact weight: {row}"
+            ),
         }
         assert!(
             report.contains(&format!("| {label} |")),

@@ -510,7 +510,10 @@ fn mixing_csv(r: &MixingResults) -> String {
 fn mixing_report(a: &ReproduceArgs, r: &MixingResults, dir: &Path) -> String {
     let plan = &r.plan;
     let mut s = super::report_head(
-        &format!("paper 000, Fig. 4 ({}) — mode jumps at equal cost", r.data_set.row()),
+        &format!(
+            "paper 000, Fig. 4 ({}) — mode jumps at equal cost",
+            r.data_set.row()
+        ),
         r.paper_statement,
         &r.verdict,
         &r.reason,
