@@ -1834,6 +1834,9 @@ fn demo_quick_writes_a_consistent_report() {
 #[test]
 fn reproduce_mixing_quick_measures_against_the_exact_weights() {
     let rows = reproduce_mixing_quick("ptt-mixing-ising");
+    for row in &rows[3..5] {
+        assert!(row["index_tau_int"].as_f64().unwrap() > 0.5, "{row}");
+    }
     let ags = &rows[0];
     assert_eq!(ags["mean_jumps"].as_f64().unwrap(), 0.0, "{ags}");
     assert!(ags["z_vs_exact"].as_f64().unwrap().abs() > 10.0, "{ags}");
@@ -1903,7 +1906,10 @@ fn reproduce_mixing_quick(claim: &str) -> Vec<Value> {
     for stem in ["ptt", "ptt-deo"] {
         let pt = json(&r.join(format!("{stem}.json")))["results"]["pt"].clone();
         assert_eq!(pt["rung0"], "exact", "{stem}");
-        assert!(pt["index_tau_int"].as_f64().unwrap() > 0.5, "{pt}");
+        // A ladder of 2 checkpoints decorrelates its index within a round: no τ to estimate.
+        if let Some(tau) = pt["index_tau_int"].as_f64() {
+            assert!(tau > 0.5, "{pt}");
+        }
     }
     let pt = json(&r.join("pt.json"))["results"]["pt"].clone();
     assert_eq!(pt["rung0"], "gibbs");
