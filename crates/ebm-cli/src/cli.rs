@@ -1326,10 +1326,16 @@ pub(crate) struct ReproduceArgs {
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum ClaimArg {
-    /// Paper 000, Fig. 4 (Ising row): PTT makes more mode jumps than AGS, PT and PTref at equal
-    /// Gibbs-sweep budget, on an RBM trained on 2D Ising configurations; every sampler's mode
-    /// weights against the trained model's exact ones. About a minute on two cores.
+    /// Paper 000, Fig. 4 (Ising row): PTT makes more mode jumps than AGS, PT, PTref and stacked
+    /// tempering at equal Gibbs-sweep budget, on an RBM trained on 2D Ising configurations;
+    /// every sampler's mode weights against the exact ones of the model it samples. A few
+    /// minutes on two cores.
     PttMixingIsing,
+    /// Paper 000, Fig. 4 (MNIST01 row, on the embedded 8x8 digits 0 and 1): as ptt-mixing-ising.
+    PttMixingDigits,
+    /// Paper 000, Fig. 4 (HGD row, on three synthetic clusters in a plane): as
+    /// ptt-mixing-ising.
+    PttMixingClusters,
     /// Paper 000, Fig. 3: error of log Z against Gibbs sweeps per chain for temperature AIS,
     /// AIS from a reference, offline trajectory AIS and PTT + BAR (online trajectory AIS from
     /// the training beside them), against the exact log Z of the trained model (hidden layer

@@ -1833,30 +1833,70 @@ fn demo_quick_writes_a_consistent_report() {
 /// figure exist and carry the record's numbers.
 #[test]
 fn reproduce_mixing_quick_measures_against_the_exact_weights() {
+    let rows = reproduce_mixing_quick("ptt-mixing-ising");
+    for row in &rows[3..5] {
+        assert!(row["index_tau_int"].as_f64().unwrap() > 0.5, "{row}");
+    }
+    let ags = &rows[0];
+    assert_eq!(ags["mean_jumps"].as_f64().unwrap(), 0.0, "{ags}");
+    assert!(ags["z_vs_exact"].as_f64().unwrap().abs() > 10.0, "{ags}");
+}
+
+/// `ebm reproduce ptt-mixing-digits --quick` (the digits 0 and 1): the same structural facts.
+#[test]
+fn reproduce_mixing_digits_quick_measures_against_the_exact_weights() {
+    reproduce_mixing_quick("ptt-mixing-digits");
+}
+
+/// `ebm reproduce ptt-mixing-clusters --quick` (three clusters in a plane): the same structural
+/// facts.
+#[test]
+fn reproduce_mixing_clusters_quick_measures_against_the_exact_weights() {
+    reproduce_mixing_quick("ptt-mixing-clusters");
+}
+
+/// Runs `ebm reproduce CLAIM --quick` and checks what holds at any budget: six samplers at equal
+/// Gibbs-sweep cost (stacked tempering within one iteration of it); PT, PTref and both PTT runs
+/// agree with the trained model's exact weight of mode + within 3 standard errors; AGS, started
+/// inside one mode, either stays in it (and is far from the exact weight, with a warning) or
+/// jumps; PTT refreshes its first checkpoint exactly and records its index-process times; the
+/// report and CSV carry every row. Returns the rows.
+fn reproduce_mixing_quick(claim: &str) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    ok(d, "reproduce ptt-mixing-ising --quick --seed 1 --out r");
+    ok(d, &format!("reproduce {claim} --quick --seed 1 --out r"));
     let r = d.join("r");
     assert_image(&r.join("mode-jumps.png"));
     let report = std::fs::read_to_string(r.join("report.md")).unwrap();
     let csv = std::fs::read_to_string(r.join("results.csv")).unwrap();
     let rec = json(&r.join("reproduce.json"))["results"].clone();
     let exact = rec["exact_mode_plus"].as_f64().unwrap();
-    assert!((0.05..0.95).contains(&exact), "{exact}");
-    let rows = rec["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 5);
-    assert_eq!(csv.lines().count(), 6);
+    assert!((0.02..0.98).contains(&exact), "{claim}: {exact}");
+    let rows = rec["rows"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 6);
+    assert_eq!(csv.lines().count(), 7);
     let budget = rows[0]["gibbs_sweeps"].as_u64().unwrap();
-    for row in rows {
+    for row in &rows {
         let label = row["label"].as_str().unwrap();
-        assert_eq!(row["gibbs_sweeps"].as_u64().unwrap(), budget, "{label}");
+        let sweeps = row["gibbs_sweeps"].as_u64().unwrap();
         let z = row["z_vs_exact"].as_f64().unwrap();
         let warned = !row["warnings"].as_array().unwrap().is_empty();
-        if label == "AGS" {
-            assert!(z.abs() > 10.0 && warned, "Gibbs should be stuck: {row}");
-            assert_eq!(row["mean_jumps"].as_f64().unwrap(), 0.0);
-        } else {
-            assert!(z.abs() <= 3.0, "{label} off the exact weight: {row}");
+        match label {
+            "ST" => assert!(sweeps <= budget && sweeps + 3 > budget, "{row}"),
+            _ => assert_eq!(sweeps, budget, "{label}"),
+        }
+        match label {
+            "AGS" if row["mean_jumps"].as_f64().unwrap() == 0.0 => {
+                assert!(
+                    z.abs() > 3.0 && warned,
+                    "{claim}: a stuck Gibbs must say so: {row}"
+                )
+            }
+            "AGS" | "ST" => {}
+            _ => assert!(
+                z.abs() <= 3.0,
+                "{claim}: {label} off the exact weight: {row}"
+            ),
         }
         assert!(
             report.contains(&format!("| {label} |")),
@@ -1866,7 +1906,10 @@ fn reproduce_mixing_quick_measures_against_the_exact_weights() {
     for stem in ["ptt", "ptt-deo"] {
         let pt = json(&r.join(format!("{stem}.json")))["results"]["pt"].clone();
         assert_eq!(pt["rung0"], "exact", "{stem}");
-        assert!(pt["index_tau_int"].as_f64().unwrap() > 0.5, "{pt}");
+        // A ladder of 2 checkpoints decorrelates its index within a round: no τ to estimate.
+        if let Some(tau) = pt["index_tau_int"].as_f64() {
+            assert!(tau > 0.5, "{pt}");
+        }
     }
     let pt = json(&r.join("pt.json"))["results"]["pt"].clone();
     assert_eq!(pt["rung0"], "gibbs");
@@ -1876,6 +1919,7 @@ fn reproduce_mixing_quick_measures_against_the_exact_weights() {
         "{verdict}"
     );
     assert!(report.contains(&verdict.to_uppercase()));
+    rows
 }
 
 /// A tempering run shorter than 20 exponential autocorrelation times of its index process, or

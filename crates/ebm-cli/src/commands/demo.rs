@@ -10,7 +10,7 @@ use clap::Parser;
 use ebm_core::diagnostics::{ModeClassifier, mode_fractions};
 use ebm_core::{Par, RngStreams};
 use ebm_data::{Centering, Dataset};
-use ebm_models::{Bernoulli, Rbm, Spin};
+use ebm_models::{Bernoulli, Layer, Rbm, Spin};
 use serde::Serialize;
 
 use super::sample::SampleResults;
@@ -253,21 +253,40 @@ pub(super) fn ising_and_training(
             seed.wrapping_add(1000)
         ),
     )?;
+    let t_train = train_for_ptt(plan, seed, "spin", true, model, runner, ctx)?;
+    let trained = read_record::<TrainResults>(&model.with_extension("json"), "train")?.results;
+    Ok((t_train, trained))
+}
+
+/// The training of the demo and of `ebm reproduce ptt-mixing-*`: an RBM with `visible` units
+/// (`spin`, `bernoulli`) and `plan.hidden_units` bernoulli hidden units trained on `@DATA` (and
+/// scored on `@TEST` when `with_test`) with a PT negative phase, the online log-likelihood and a
+/// checkpoint trajectory selected at swap acceptance 0.25 (`@MODEL` and its
+/// `.trajectory.safetensors`). Fails unless at least 2 checkpoints were kept. Returns the
+/// training's duration.
+pub(super) fn train_for_ptt(
+    plan: &DemoPlan,
+    seed: u64,
+    visible: &str,
+    with_test: bool,
+    model: &Path,
+    runner: &mut Runner,
+    ctx: &Context,
+) -> Result<f64> {
     let t_train = runner.step(
         ctx,
         &format!(
-            "training a spin-bernoulli RBM ({} x {}), {} updates with a parallel-tempering \
-             negative phase ({} rungs), online log-likelihood and checkpoint trajectory",
-            l * l,
-            plan.hidden_units,
-            plan.updates,
-            plan.train_rungs
+            "training a {visible}-bernoulli RBM ({} hidden units), {} updates with a \
+             parallel-tempering negative phase ({} rungs), online log-likelihood and checkpoint \
+             trajectory",
+            plan.hidden_units, plan.updates, plan.train_rungs
         ),
         &format!(
-            "train --data @DATA --test @TEST --visible spin --hidden bernoulli --hidden-units {} \
+            "train --data @DATA{} --visible {visible} --hidden bernoulli --hidden-units {} \
              --negative pt --rungs {} --sweeps 1 --chains {} --learning-rate {} \
              --batch-size 100 --updates {} --loglik-every {} --target-acceptance 0.25 \
              --seed {seed} --out @MODEL",
+            if with_test { " --test @TEST" } else { "" },
             plan.hidden_units,
             plan.train_rungs,
             plan.train_chains,
@@ -285,36 +304,43 @@ pub(super) fn ising_and_training(
             trained.checkpoint_updates.len()
         );
     }
-    Ok((t_train, trained))
+    Ok(t_train)
 }
 
 /// Fraction of the `samples` (one per column) whose projection on the first principal component of
-/// `data` (centred) is at least 0: the same classification as `ebm sample --trace-every`.
-pub(super) fn mode_plus(data: &Dataset, samples: &nalgebra::DMatrix<f64>) -> Result<f64> {
+/// `data` (centred) is at least `threshold`: the same classification as `ebm sample
+/// --trace-every --mode-threshold`.
+pub(super) fn mode_plus(
+    data: &Dataset,
+    samples: &nalgebra::DMatrix<f64>,
+    threshold: f64,
+) -> Result<f64> {
     let pca = ebm_data::pca(data, 1, Centering::Centered)?;
     let p = pca.project(samples)?;
     let labels = ModeClassifier::Threshold {
         component: 0,
-        value: 0.0,
+        value: threshold,
     }
     .assign(&p)?;
     Ok(mode_fractions(&labels, 2)[1])
 }
 
-/// The trained model's own weight of mode + (the same classification as [`mode_plus`]) and its
-/// standard error, from `n` independent exact draws: hidden configurations by enumeration of the
-/// hidden layer, then visible units from their exact conditional law.
-pub(super) fn exact_mode_plus(
+/// The weight of mode + (the same classification as [`mode_plus`]) of the RBM in `model`
+/// (`V` visible and bernoulli hidden units), and its standard error, from `n` independent exact
+/// draws: hidden configurations by enumeration of the hidden layer, then visible units from
+/// their exact conditional law.
+pub(super) fn exact_mode_plus<V: Layer<Scalar = f64>>(
     model: &Path,
     data: &Dataset,
+    threshold: f64,
     n: usize,
     seed: u64,
 ) -> Result<(f64, f64)> {
-    let rbm: Rbm<Spin<f64>, Bernoulli<f64>> = ebm_io::load_rbm(model)?;
+    let rbm: Rbm<V, Bernoulli<f64>> = ebm_io::load_rbm(model)?;
     let mut x = rbm.default_chains(n);
     let mut rngs = RngStreams::new(seed ^ 0x5eed_e4ac, n);
     ebm_models::exact::sample_by_hidden(&rbm, &mut x, 1.0, rngs.as_mut_slice(), Par::Rayon)?;
-    let plus = mode_plus(data, &x.visible)?;
+    let plus = mode_plus(data, &x.visible, threshold)?;
     Ok((plus, (plus * (1.0 - plus) / n as f64).sqrt()))
 }
 
@@ -414,13 +440,14 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
 
     // Measurements.
     let ds = load_dataset(&data)?;
-    let data_plus = mode_plus(&ds, ds.data())?;
+    let data_plus = mode_plus(&ds, ds.data(), 0.0)?;
     ctx.say(format!(
         "demo: the trained model's exact mode weights, from {} exact draws (its {} hidden \
          units enumerated)",
         plan.exact_draws, plan.hidden_units
     ));
-    let (exact_plus, exact_se) = exact_mode_plus(&model, &ds, plan.exact_draws, seed)?;
+    let (exact_plus, exact_se) =
+        exact_mode_plus::<Spin<f64>>(&model, &ds, 0.0, plan.exact_draws, seed)?;
     let mut samplers = Vec::new();
     for (label, record, seconds) in [
         ("Gibbs", &gibbs_record, t_gibbs),

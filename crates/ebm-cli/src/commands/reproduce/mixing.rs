@@ -1,7 +1,8 @@
-//! `ptt-mixing-ising` (paper 000, Fig. 4, Ising row): "PTT outperforms AGS, PT and PTref" in
-//! mode jumps at equal Gibbs-sweep budget, on an RBM trained on 2D Ising configurations below
-//! the critical temperature; the final mode weights of every sampler against the trained model's
-//! exact ones (hidden layer enumerated).
+//! `ptt-mixing-ising`, `ptt-mixing-digits`, `ptt-mixing-clusters` (paper 000, Fig. 4, one row
+//! each: 2D Ising configurations below the critical temperature, the digits 0 and 1, three
+//! separated clusters like the paper's HGD): "PTT outperforms AGS, PT, PTref and stacked
+//! tempering" in mode jumps at equal Gibbs-sweep budget; the final mode weights of every sampler
+//! against the trained model's exact ones (hidden layer enumerated).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -11,11 +12,17 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::super::demo::{DemoPlan, Runner, exact_mode_plus, ising_and_training, mode_plus};
+use ebm_data::{Centering, Dataset};
+use ebm_models::{Bernoulli, Spin};
+
+use super::super::demo::{
+    DemoPlan, Runner, exact_mode_plus, ising_and_training, mode_plus, train_for_ptt,
+};
 use super::super::sample::SampleResults;
+use super::super::train::TrainResults;
 use crate::cli::ReproduceArgs;
 use crate::error::{CliError, Result, bail};
-use crate::files::load_dataset;
+use crate::files::{load_dataset, write_samples};
 use crate::record::{Context, read_record};
 
 /// One sampler of the mixing comparison, as measured.
@@ -37,6 +44,10 @@ struct MixingRow {
     mode_plus: f64,
     mode_plus_se: f64,
     z_vs_exact: f64,
+    /// The exact weight of mode + of the model this sampler samples, and its standard error
+    /// (the trained model; for stacked tempering, the bottom RBM of its own stack).
+    exact: f64,
+    exact_se: f64,
     /// Exponential and integrated autocorrelation times of the replica index process, in
     /// rounds (tempering samplers; paper 000, Table 1 for PTT).
     index_tau_exp: Option<f64>,
@@ -53,11 +64,56 @@ impl MixingRow {
     }
 }
 
-/// What `ebm reproduce ptt-mixing-ising` measured.
+/// The data of one row of paper 000's Fig. 4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(super) enum MixingData {
+    /// L x L Ising configurations at beta = 0.6 (`ebm data generate ising`); spin units.
+    Ising,
+    /// The 360 embedded 8x8 digits 0 and 1 (`ebm data generate digits`, labels 0 and 1);
+    /// bernoulli units.
+    Digits01,
+    /// Three separated Gaussian clusters in a plane (`ebm data generate clusters
+    /// three-clusters-2d`), a stand-in for the paper's trimodal HGD; spin units.
+    Clusters,
+}
+
+impl MixingData {
+    fn claim(self) -> &'static str {
+        match self {
+            Self::Ising => "ptt-mixing-ising",
+            Self::Digits01 => "ptt-mixing-digits",
+            Self::Clusters => "ptt-mixing-clusters",
+        }
+    }
+
+    fn row(self) -> &'static str {
+        match self {
+            Self::Ising => "Ising row",
+            Self::Digits01 => "digits 0/1, the MNIST01 row on the embedded digits",
+            Self::Clusters => "three clusters, the HGD row on synthetic clusters",
+        }
+    }
+
+    fn visible(self) -> &'static str {
+        match self {
+            Self::Digits01 => "bernoulli",
+            Self::Ising | Self::Clusters => "spin",
+        }
+    }
+}
+
+/// What `ebm reproduce ptt-mixing-*` measured.
 #[derive(Debug, Serialize)]
 struct MixingResults {
     claim: &'static str,
     paper_statement: &'static str,
+    data_set: MixingData,
+    /// What the data are, for the report.
+    data_description: String,
+    /// The mode boundary on the data's first principal component: 0 for the symmetric Ising
+    /// data, else the middle of the widest gap between the data's projections.
+    mode_threshold: f64,
     plan: DemoPlan,
     /// Training updates of the checkpoints used as PTT rungs.
     rungs: usize,
@@ -78,15 +134,22 @@ const PAPER_000_FIG4: &str = "In all cases, PTT sampling outperforms the other m
     PTref, stacked tempering] (paper 000, Fig. 4C: mode jumps per chain against the total number \
     of AGS steps).";
 
-pub(super) fn ptt_mixing_ising(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
+/// Hidden units of the stack's upper RBMs (stacked tempering), above the trained model's size.
+const STACK_UPPER: &str = "8,2";
+/// RBMs in the stack: the trained size and [`STACK_UPPER`].
+const STACK_DEPTH: u64 = 3;
+
+pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> Result<()> {
     let started = Instant::now();
     let plan = DemoPlan::new(a.quick);
-    let dir = output_dir(a, "ptt-mixing-ising")?;
+    let dir = output_dir(a, set.claim())?;
     let p = |name: &str| dir.join(name);
-    let (data, test, model) = (p("ising.npy"), p("ising-test.npy"), p("model.safetensors"));
+    let (data, test, model) = (p("data.npy"), p("data-test.npy"), p("model.safetensors"));
     let trajectory = p("model.trajectory.safetensors");
+    let stack = p("stack.json");
+    let stack_bottom = p("stack.rbm1.safetensors");
     let (report, csv, figure) = (p("report.md"), p("results.csv"), p("mode-jumps.png"));
-    let samplers: [(&str, &str, &str); 5] = [
+    let samplers: [(&str, &str, &str); 6] = [
         ("AGS", "gibbs", "--sampler gibbs"),
         ("PT", "pt", "--sampler pt --schedule deo"),
         ("PTref", "pt-ref", "--sampler pt-ref --schedule deo"),
@@ -100,18 +163,20 @@ pub(super) fn ptt_mixing_ising(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
             "ptt-deo",
             "--sampler ptt --schedule deo --trajectory @TRAJ",
         ),
+        ("ST", "st", "--sampler stacked --stack @STACK"),
     ];
     let outputs: Vec<(PathBuf, PathBuf)> = samplers
         .iter()
         .map(|(_, stem, _)| (p(&format!("{stem}.npy")), p(&format!("{stem}.json"))))
         .collect();
-    const OUT: [&str; 5] = ["@OUT0", "@OUT1", "@OUT2", "@OUT3", "@OUT4"];
-    const REC: [&str; 5] = ["@REC0", "@REC1", "@REC2", "@REC3", "@REC4"];
+    const OUT: [&str; 6] = ["@OUT0", "@OUT1", "@OUT2", "@OUT3", "@OUT4", "@OUT5"];
+    const REC: [&str; 6] = ["@REC0", "@REC1", "@REC2", "@REC3", "@REC4", "@REC5"];
     let mut paths: Vec<(&'static str, &Path)> = vec![
         ("@DATA", &data),
         ("@TEST", &test),
         ("@MODEL", &model),
         ("@TRAJ", &trajectory),
+        ("@STACK", &stack),
         ("@FIG", &figure),
     ];
     for (k, (samples, record)) in outputs.iter().enumerate() {
@@ -124,7 +189,83 @@ pub(super) fn ptt_mixing_ising(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
         commands: Vec::new(),
     };
     let seed = a.seed;
-    let (_, trained) = ising_and_training(&plan, seed, &model, &mut runner, ctx)?;
+    let (data_description, trained) = match set {
+        MixingData::Ising => {
+            let (_, trained) = ising_and_training(&plan, seed, &model, &mut runner, ctx)?;
+            (
+                format!(
+                    "{} equilibrium configurations of the {l}x{l} Ising model at beta = {} \
+                     (below the critical 0.4407)",
+                    plan.train_samples,
+                    plan.beta,
+                    l = plan.lattice
+                ),
+                trained,
+            )
+        }
+        MixingData::Digits01 => {
+            ctx.say("reproduce: the embedded 8x8 digits 0 and 1");
+            let digits = ebm_data::loaders::digits::digits().filter_labels(&[0, 1])?;
+            write_samples(&data, digits.data())?;
+            runner.commands.push(format!(
+                "# {}: the digits 0 and 1 of `ebm data generate digits` (labels 0 and 1), \
+                 written by this command",
+                data.display()
+            ));
+            train_for_ptt(&plan, seed, set.visible(), false, &model, &mut runner, ctx)?;
+            (
+                format!(
+                    "the {} binarised 8x8 digits 0 and 1 of scikit-learn",
+                    digits.n_samples()
+                ),
+                read_trained(&model)?,
+            )
+        }
+        MixingData::Clusters => {
+            let features = if a.quick { 32 } else { 64 };
+            runner.step(
+                ctx,
+                "three separated clusters in a plane (a stand-in for the paper's HGD)",
+                &format!(
+                    "data generate clusters three-clusters-2d --features {features} --samples {} \
+                     --seed {seed} --out @DATA",
+                    plan.train_samples
+                ),
+            )?;
+            train_for_ptt(&plan, seed, set.visible(), false, &model, &mut runner, ctx)?;
+            (
+                format!(
+                    "{} samples of {features} binary features in three Gaussian clusters of a \
+                     plane (weights 1/3 each)",
+                    plan.train_samples
+                ),
+                read_trained(&model)?,
+            )
+        }
+    };
+    let ds = load_dataset(&data)?;
+    let threshold = match set {
+        MixingData::Ising => 0.0,
+        MixingData::Digits01 | MixingData::Clusters => widest_gap(&ds)?,
+    };
+    runner.step(
+        ctx,
+        &format!(
+            "a stack of {STACK_DEPTH} RBMs for stacked tempering ({},{STACK_UPPER} hidden units, \
+             the same training)",
+            plan.hidden_units
+        ),
+        &format!(
+            "train-stack --data @DATA --hidden-units {},{STACK_UPPER} --negative pt --rungs {} \
+             --sweeps 1 --chains {} --learning-rate {} --batch-size 100 --updates {} \
+             --seed {seed} --out @STACK",
+            plan.hidden_units,
+            plan.train_rungs,
+            plan.train_chains,
+            plan.learning_rate,
+            plan.updates
+        ),
+    )?;
     let rungs = trained.checkpoint_updates.len().min(plan.max_rungs);
     let rounds = plan.ptt_rounds;
     let trace = (rounds / 200).max(1);
@@ -133,19 +274,28 @@ pub(super) fn ptt_mixing_ising(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     for (k, ((label, _, options), (_, record))) in samplers.iter().zip(&outputs).enumerate() {
         // Every sampler gets rounds x rungs Gibbs sweeps per chain; Gibbs records its modes at
         // the same costs as the tempering samplers.
+        // Stacked tempering costs its number of RBMs in Gibbs sweeps per iteration.
         let (steps, every, ladder) = if options.contains("gibbs") {
             (rounds * rungs as u64, trace * rungs as u64, String::new())
+        } else if options.contains("stacked") {
+            let per = STACK_DEPTH;
+            (
+                rounds * rungs as u64 / per,
+                (trace * rungs as u64 / per).max(1),
+                String::new(),
+            )
         } else {
             (rounds, trace, format!(" --rungs {rungs}"))
         };
-        let model_option = if options.contains("@TRAJ") {
+        let model_option = if options.contains("@TRAJ") || options.contains("@STACK") {
             ""
         } else {
             " --model @MODEL"
         };
         let line = format!(
             "sample{model_option} {options}{ladder} --chains {chains} --steps {steps} \
-             --data @DATA --trace-every {every} --seed {seed} --out {}",
+             --data @DATA --trace-every {every} --mode-threshold {threshold} --seed {seed} \
+             --out {}",
             OUT[k]
         );
         let seconds = runner.step(
@@ -173,6 +323,8 @@ pub(super) fn ptt_mixing_ising(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
             mode_plus: w,
             mode_plus_se: se,
             z_vs_exact: f64::NAN,
+            exact: f64::NAN,
+            exact_se: f64::NAN,
             index_tau_exp: r.pt.as_ref().and_then(|p| p.index_tau_exp),
             index_tau_int: r.pt.as_ref().and_then(|p| p.index_tau_int),
             warnings: r.warnings,
@@ -192,29 +344,43 @@ pub(super) fn ptt_mixing_ising(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     )?;
 
     ctx.say(format!(
-        "reproduce: the trained model's exact mode weights ({} exact draws, hidden layer \
-         enumerated)",
+        "reproduce: the exact mode weights of the trained model and of the stack's bottom RBM \
+         ({} exact draws each, hidden layer enumerated)",
         plan.exact_draws
     ));
-    let ds = load_dataset(&data)?;
-    let (exact, exact_se) = exact_mode_plus(&model, &ds, plan.exact_draws, seed)?;
+    let exact_of = |path: &Path| match set.visible() {
+        "bernoulli" => {
+            exact_mode_plus::<Bernoulli<f64>>(path, &ds, threshold, plan.exact_draws, seed)
+        }
+        _ => exact_mode_plus::<Spin<f64>>(path, &ds, threshold, plan.exact_draws, seed),
+    };
+    let (exact, exact_se) = exact_of(&model)?;
+    let stack_exact = exact_of(&stack_bottom)?;
     for r in &mut rows {
-        let s = (r.mode_plus_se.powi(2) + exact_se.powi(2)).sqrt();
+        (r.exact, r.exact_se) = if r.options.contains("@STACK") {
+            stack_exact
+        } else {
+            (exact, exact_se)
+        };
+        let s = (r.mode_plus_se.powi(2) + r.exact_se.powi(2)).sqrt();
         r.z_vs_exact = if s > 0.0 {
-            (r.mode_plus - exact) / s
+            (r.mode_plus - r.exact) / s
         } else {
             f64::INFINITY
         };
     }
     let (verdict, reason) = mixing_verdict(&rows);
     let results = MixingResults {
-        claim: "ptt-mixing-ising",
+        claim: set.claim(),
         paper_statement: PAPER_000_FIG4,
+        data_set: set,
+        data_description,
+        mode_threshold: threshold,
         plan: plan.clone(),
         rungs,
         exact_mode_plus: exact,
         exact_mode_plus_se: exact_se,
-        data_mode_plus: mode_plus(&ds, ds.data())?,
+        data_mode_plus: mode_plus(&ds, ds.data(), threshold)?,
         rows,
         verdict: verdict.into(),
         reason,
@@ -234,7 +400,7 @@ pub(super) fn ptt_mixing_ising(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
             r.mode_plus,
             r.mode_plus_se,
             r.z_vs_exact,
-            exact,
+            r.exact,
             if r.warnings.is_empty() {
                 ""
             } else {
@@ -254,7 +420,31 @@ pub(super) fn ptt_mixing_ising(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     )
 }
 
-/// The verdict on "PTT outperforms AGS, PT and PTref": reproduced when PTT has the most mode
+fn read_trained(model: &Path) -> Result<TrainResults> {
+    Ok(read_record::<TrainResults>(&model.with_extension("json"), "train")?.results)
+}
+
+/// The middle of the widest gap between the projections of `data` on its first principal
+/// component, between their 20 % and 80 % quantiles (so that each side holds at least a fifth
+/// of the data, and the tails' sparse outliers cannot make the widest gap): the boundary
+/// between two groups of modes (e.g. the digits 0 and 1; one cluster and the two others).
+fn widest_gap(data: &Dataset) -> Result<f64> {
+    let pca = ebm_data::pca(data, 1, Centering::Centered)?;
+    let p = pca.project(data.data())?;
+    let mut x: Vec<f64> = p.row(0).iter().copied().collect();
+    x.sort_by(f64::total_cmp);
+    let n = x.len();
+    let (lo, hi) = (n / 5, n - 1 - n / 5);
+    if hi <= lo {
+        bail!("reproduce: too few samples ({n}) to place a mode boundary");
+    }
+    let k = (lo..hi)
+        .max_by(|&i, &j| (x[i + 1] - x[i]).total_cmp(&(x[j + 1] - x[j])))
+        .expect("non-empty range");
+    Ok(0.5 * (x[k] + x[k + 1]))
+}
+
+/// The verdict on "PTT outperforms AGS, PT, PTref and stacked tempering": reproduced when PTT has the most mode
 /// jumps per chain after burn-in and its weight agrees with the exact one; partly when it
 /// agrees but another sampler jumps more (or the reverse); not reproduced otherwise.
 fn mixing_verdict(rows: &[MixingRow]) -> (&'static str, String) {
@@ -265,7 +455,7 @@ fn mixing_verdict(rows: &[MixingRow]) -> (&'static str, String) {
         .filter(|(k, _)| *k != 3)
         .map(|(_, r)| r)
         .max_by(|a, b| a.window_jumps.total_cmp(&b.window_jumps))
-        .expect("five samplers");
+        .expect("six samplers");
     let fastest = ptt.window_jumps > best_other.window_jumps;
     let how = format!(
         "PTT {:.2} mode jumps per chain after burn-in against {:.2} for {}, the best of the \
@@ -306,8 +496,8 @@ fn mixing_csv(r: &MixingResults) -> String {
             x.window_jumps,
             x.mode_plus,
             x.mode_plus_se,
-            r.exact_mode_plus,
-            r.exact_mode_plus_se,
+            x.exact,
+            x.exact_se,
             x.z_vs_exact,
             x.index_tau_exp.map_or(String::new(), |t| t.to_string()),
             x.index_tau_int.map_or(String::new(), |t| t.to_string()),
@@ -320,43 +510,59 @@ fn mixing_csv(r: &MixingResults) -> String {
 fn mixing_report(a: &ReproduceArgs, r: &MixingResults, dir: &Path) -> String {
     let plan = &r.plan;
     let mut s = super::report_head(
-        "paper 000, Fig. 4 (Ising row) — mode jumps at equal cost",
+        &format!(
+            "paper 000, Fig. 4 ({}) — mode jumps at equal cost",
+            r.data_set.row()
+        ),
         r.paper_statement,
         &r.verdict,
         &r.reason,
     );
     let _ = writeln!(
         s,
-        "**Setting** (seed {}{}). {} equilibrium configurations of the {l}x{l} Ising model at \
-         beta = {}; a spin-bernoulli RBM with {} hidden units trained on them ({} updates, PT \
-         negative phase), its checkpoints kept for PTT. Each sampler then ran {} chains from \
-         the all -1 configuration (inside one mode) for {} Gibbs sweeps per chain (PT, PTref \
-         and PTT on {} rungs: {} rounds; AGS: that many sweeps). Stacked tempering is not in \
-         this comparison yet.\n",
+        "**Setting** (seed {}{}). {}; a {}-bernoulli RBM with {} hidden units trained on \
+         them ({} updates, PT negative phase), its checkpoints kept for PTT. Each sampler then \
+         ran {} chains from the default configuration (every visible unit at its lowest value, \
+         inside one mode) for {} Gibbs sweeps per chain (PT, PTref and PTT on {} rungs: {} \
+         rounds; AGS: that many sweeps; stacked tempering (ST) on its own stack of {} RBMs, \
+         {},{} hidden units, trained by the same negative phase, at {} Gibbs sweeps per \
+         iteration).\n",
         a.seed,
         if a.quick { ", quick mode" } else { "" },
-        plan.train_samples,
-        plan.beta,
+        r.data_description,
+        r.data_set.visible(),
         plan.hidden_units,
         plan.updates,
         plan.chains,
         r.rows[0].gibbs_sweeps,
         r.rungs,
         plan.ptt_rounds,
-        l = plan.lattice
+        STACK_DEPTH,
+        plan.hidden_units,
+        STACK_UPPER,
+        STACK_DEPTH
     );
     let _ = writeln!(
         s,
         "**Ground truth.** A configuration is in mode + when its projection on the data's first \
-         principal component is at least 0. The trained model's own weight of mode + is {:.3} \
-         ± {:.3}, from {} independent exact draws (all 2^{} hidden configurations enumerated, \
-         then exact conditional draws of the visible units). The data's weight ({:.3}) is not \
-         the reference. Each sampler's weight is averaged over the second half of its run and \
-         over chains (standard error over independent chains).\n",
+         principal component is at least {:.4}{}. The trained model's own weight of mode + is \
+         {:.3} ± {:.3}, from {} independent exact draws (all 2^{} hidden configurations \
+         enumerated, then exact conditional draws of the visible units); ST is compared with the \
+         exact weight of its own bottom RBM, {:.3} ± {:.3}. The data's weight ({:.3}) is not the \
+         reference. Each sampler's weight is averaged over the second half of its run and over \
+         chains (standard error over independent chains).\n",
+        r.mode_threshold,
+        if r.data_set == MixingData::Ising {
+            ""
+        } else {
+            " (the middle of the widest gap between the data's projections)"
+        },
         r.exact_mode_plus,
         r.exact_mode_plus_se,
         plan.exact_draws,
         plan.hidden_units,
+        r.rows[5].exact,
+        r.rows[5].exact_se,
         r.data_mode_plus
     );
     let _ = writeln!(

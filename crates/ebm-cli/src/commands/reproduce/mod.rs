@@ -22,7 +22,9 @@ mod mixing;
 
 pub(super) fn execute(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     match a.claim {
-        ClaimArg::PttMixingIsing => mixing::ptt_mixing_ising(a, ctx),
+        ClaimArg::PttMixingIsing => mixing::ptt_mixing(a, ctx, mixing::MixingData::Ising),
+        ClaimArg::PttMixingDigits => mixing::ptt_mixing(a, ctx, mixing::MixingData::Digits01),
+        ClaimArg::PttMixingClusters => mixing::ptt_mixing(a, ctx, mixing::MixingData::Clusters),
         ClaimArg::LogzEstimators => logz::logz_estimators(a, ctx),
         ClaimArg::LiftedTrainingDigits => lifted_training::lifted_training_digits(a, ctx),
     }
