@@ -3,6 +3,7 @@
 
 mod data;
 mod demo;
+mod help;
 mod latent;
 mod loglik;
 mod pll_log;
@@ -12,6 +13,7 @@ mod reproduce;
 mod sample;
 mod stack;
 mod tmc;
+mod trace;
 mod train;
 
 use crate::cli::{Cli, Command};
@@ -31,6 +33,8 @@ pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
         Command::Loglik(l) => loglik::execute(l, &ctx),
         Command::Plot(p) => plot::execute(p, &ctx),
         Command::Tmc(t) => tmc::execute(t, &ctx),
+        Command::Completions { shell } => help::completions(*shell),
+        Command::Man { out } => help::man_pages(out, &ctx),
     };
     match cli.global.threads {
         None => go(),
