@@ -60,9 +60,15 @@ pub(crate) struct GlobalArgs {
     /// scripts; no progress bar).
     #[arg(long, global = true)]
     pub json: bool,
+}
+
+/// `--threads`, offered by the commands that compute in parallel (not by `plot`, `data info`,
+/// ...).
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(crate) struct Threads {
     /// Number of worker threads (default: one per core). Results do not depend on it.
-    #[arg(long, global = true, value_name = "N", value_parser = positive_usize)]
-    pub threads: Option<usize>,
+    #[arg(long = "threads", value_name = "N", value_parser = positive_usize)]
+    pub n: Option<usize>,
 }
 
 /// The commands.
@@ -437,6 +443,10 @@ pub(crate) struct PcaArgs {
     /// Do not subtract the mean (second moments about zero, as some papers' code does).
     #[arg(long)]
     pub uncentered: bool,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -602,6 +612,10 @@ pub(crate) struct SampleArgs {
     /// --sweeps).
     #[command(flatten)]
     pub tmc: TmcOptions,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 /// How `ebm sample --trace-every` assigns configurations to modes (`--modes`).
@@ -893,6 +907,10 @@ pub(crate) struct ExactArgs {
     /// Also write the run record to this JSON file.
     #[arg(short, long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 /// Options shared by the sampling estimators of `ebm loglik`.
@@ -914,6 +932,10 @@ pub(crate) struct EstimatorArgs {
     /// Also write the run record to this JSON file.
     #[arg(short, long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 /// The annealing paths of `ebm loglik ais` and `reverse-ais`.
@@ -1295,6 +1317,10 @@ pub(crate) struct TrainArgs {
     /// The training settings (not with --resume: they come from the state file).
     #[command(flatten)]
     pub settings: TrainSettings,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 /// The settings of a training run; unset options take the documented defaults (resolved in
@@ -1532,6 +1558,10 @@ pub(crate) struct DemoArgs {
     /// updates, chains and steps. The contrast between the samplers is weaker.
     #[arg(long)]
     pub quick: bool,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 /// `ebm reproduce`
@@ -1549,6 +1579,10 @@ pub(crate) struct ReproduceArgs {
     /// A much smaller run (seconds), for tests: the sizes of `ebm demo --quick`.
     #[arg(long)]
     pub quick: bool,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 /// The claims `ebm reproduce` regenerates.
@@ -1716,4 +1750,8 @@ pub(crate) struct TrainStackArgs {
     /// Seed of every random draw.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }

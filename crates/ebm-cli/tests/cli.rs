@@ -517,7 +517,7 @@ fn mode_jumps_separate_gibbs_from_tempering_and_figures_are_drawn() {
     }
     let svg = std::fs::read_to_string(d.join("jumps.svg")).unwrap();
     assert!(svg.contains("Gibbs") && svg.contains("PT"));
-    let rec = json(&d.join("swaps.json"));
+    let rec = json(&d.join("swaps.svg.json"));
     assert_eq!(rec["command"], "plot");
     assert_eq!(rec["results"]["figure"], "swap acceptance");
 }
@@ -558,7 +558,7 @@ fn csv_figures_are_drawn() {
     .unwrap();
     ok(d, "plot logz example.csv --out example.svg");
     assert_image(&d.join("example.svg"));
-    let rec = json(&d.join("example.json"));
+    let rec = json(&d.join("example.svg.json"));
     assert_eq!(
         rec["results"]["columns"],
         serde_json::json!(["gibbs_sweeps", "log_z"])
@@ -570,12 +570,12 @@ fn csv_figures_are_drawn() {
     );
     let drawn = |f: &str| json(&d.join(f))["results"]["drawn"].clone();
     assert_eq!(
-        drawn("logz.json"),
+        drawn("logz.svg.json"),
         serde_json::json!([["ais", 3], ["tr-ais", 2]])
     );
     assert_eq!(
-        drawn("ll.json"),
-        serde_json::json!([["train_ll", 4], ["test_ll", 3]])
+        drawn("ll.svg.json"),
+        serde_json::json!([["train data", 4], ["test data", 3]])
     );
 }
 
@@ -1687,6 +1687,7 @@ fn demo_quick_writes_a_consistent_report() {
         "mode-jumps.png",
         "loglik.png",
         "swaps.png",
+        "images.png",
     ] {
         assert_image(&demo.join(f));
         assert!(

@@ -42,8 +42,9 @@ fn named_files(block: &str) -> Vec<String> {
 
 #[test]
 fn readme_quick_start_runs_verbatim_and_writes_every_file_it_names() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-        .unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
     let block = raw_block(&readme, "## Quick start");
     let commands = commands(block);
     assert!(commands.len() >= 8, "{commands:?}");
@@ -67,7 +68,10 @@ fn readme_quick_start_runs_verbatim_and_writes_every_file_it_names() {
     let files = named_files(block);
     assert!(files.len() >= 10, "{files:?}");
     for f in &files {
-        assert!(d.join(f).is_file(), "the quick start names {f}, which is missing");
+        assert!(
+            d.join(f).is_file(),
+            "the quick start names {f}, which is missing"
+        );
     }
     // Each command kept its own run record.
     let command = |f: &str| json(&d.join(f))["command"].as_str().unwrap().to_string();

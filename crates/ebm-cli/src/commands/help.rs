@@ -1,6 +1,7 @@
 //! `ebm completions SHELL` and `ebm man --out DIR`: shell completion scripts and man pages,
 //! generated from the clap definitions (the same source as `--help`).
 
+use std::io::Write;
 use std::path::Path;
 
 use clap::CommandFactory;
@@ -12,8 +13,15 @@ use crate::record::Context;
 /// Prints the completion script of `shell` on stdout.
 pub(super) fn completions(shell: clap_complete::Shell) -> Result<()> {
     let mut cmd = Cli::command();
-    clap_complete::generate(shell, &mut cmd, "ebm", &mut std::io::stdout());
-    Ok(())
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "ebm", &mut script);
+    // A reader that stops early (`| head`) is not an error.
+    match std::io::stdout().write_all(&script) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::new(format!(
+            "cannot write the completion script: {e}"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Writes `ebm.1` and one page per command and subcommand to `dir`.

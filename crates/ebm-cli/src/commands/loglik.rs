@@ -131,8 +131,12 @@ impl RbmTask for ExactTask<'_> {
             CliError::new(format!(
                 "{e}. For a model this large, estimate log Z and the log-likelihood with an \
                  error bar: `ebm loglik ais --model {} --data ...`, or `ebm loglik tr-ais \
-                 --trajectory MODEL.trajectory.safetensors --data ...` along its training",
-                self.a.model.display()
+                 --trajectory {} --data ...` along its training",
+                self.a.model.display(),
+                self.a
+                    .model
+                    .with_extension("trajectory.safetensors")
+                    .display()
             ))
         })?;
         let datasets = checked
