@@ -170,17 +170,12 @@ pub fn mode_jumps(path: &Path, series: &[Series]) -> Result<()> {
 /// # Errors
 /// As [`mode_jumps`].
 pub fn log_likelihood(path: &Path, series: &[Series]) -> Result<()> {
-    let chart = LineChart {
-        title: "Log-likelihood".into(),
-        x_label: "parameter updates",
-        y_label: "mean log-likelihood",
+    line_chart(
+        path,
+        "Log-likelihood",
+        ("parameter updates", "mean log-likelihood"),
         series,
-        log_x: false,
-        hline: None,
-        legend: SeriesLabelPosition::LowerRight,
-    };
-    chart.check()?;
-    save(path, (900, 600), &chart)
+    )
 }
 
 /// Curves of any columns of a table: `series` (y) against a common x, under `title` with the
@@ -241,17 +236,7 @@ pub fn log_z_versus_cost(
 /// # Errors
 /// As [`mode_jumps`].
 pub fn tethered_log_density(path: &Path, title: &str, series: &[Series]) -> Result<()> {
-    let chart = LineChart {
-        title: title.into(),
-        x_label: "tether target m_hat",
-        y_label: "ln p(m_hat)",
-        series,
-        log_x: false,
-        hline: None,
-        legend: SeriesLabelPosition::LowerRight,
-    };
-    chart.check()?;
-    save(path, (900, 600), &chart)
+    line_chart(path, title, ("tether target m_hat", "ln p(m_hat)"), series)
 }
 
 /// The swap acceptance rate of every pair of neighbouring rungs \\((k, k+1)\\) (x: the lower

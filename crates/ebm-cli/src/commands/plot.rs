@@ -153,20 +153,23 @@ fn samples_figure(
     })
 }
 
+/// Checks that `--labels` has one entry per input (`n` of them, each a `what`).
+fn check_labels(labels: Option<&[String]>, n: usize, what: &str) -> Result<()> {
+    match labels {
+        Some(l) if l.len() != n => bail!(
+            "--labels has {} entries for {n} {what}s; give one label per {what}",
+            l.len()
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Reads the `ebm sample` records and pairs each with its label.
 fn sample_records(
     records: &[PathBuf],
     labels: Option<&[String]>,
 ) -> Result<Vec<(String, PathBuf, SampleResults)>> {
-    if let Some(l) = labels
-        && l.len() != records.len()
-    {
-        bail!(
-            "--labels has {} entries for {} records; give one label per record",
-            l.len(),
-            records.len()
-        );
-    }
+    check_labels(labels, records.len(), "record")?;
     records
         .iter()
         .enumerate()
@@ -471,15 +474,7 @@ fn images_figure(
     count: usize,
     out: &Path,
 ) -> Result<PlotResults> {
-    if let Some(l) = labels
-        && l.len() != files.len()
-    {
-        bail!(
-            "--labels has {} entries for {} files; give one label per file",
-            l.len(),
-            files.len()
-        );
-    }
+    check_labels(labels, files.len(), "file")?;
     let images = files
         .iter()
         .map(|f| {
