@@ -32,6 +32,7 @@ fn named_files(block: &str) -> Vec<String> {
     const EXTENSIONS: [&str; 6] = [".npy", ".csv", ".png", ".svg", ".safetensors", ".md"];
     let mut files: Vec<String> = block
         .split(|c: char| c.is_whitespace() || c == '`' || c == ':' || c == ',')
+        .filter(|w| w.starts_with(char::is_alphanumeric))
         .filter(|w| EXTENSIONS.iter().any(|e| w.ends_with(e)))
         .map(String::from)
         .collect();
