@@ -60,9 +60,15 @@ pub(crate) struct GlobalArgs {
     /// scripts; no progress bar).
     #[arg(long, global = true)]
     pub json: bool,
+}
+
+/// `--threads`, offered by the commands that compute in parallel (not by `plot`, `data info`,
+/// ...).
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(crate) struct Threads {
     /// Number of worker threads (default: one per core). Results do not depend on it.
-    #[arg(long, global = true, value_name = "N", value_parser = positive_usize)]
-    pub threads: Option<usize>,
+    #[arg(long = "threads", value_name = "N", value_parser = positive_usize)]
+    pub n: Option<usize>,
 }
 
 /// The commands.
@@ -96,6 +102,29 @@ pub(crate) enum Command {
     /// Tethered Monte Carlo: the tethered potential and probability p(m_hat) of a model.
     #[command(subcommand)]
     Tmc(TmcCommand),
+    /// Print a shell completion script on stdout (bash, zsh, fish, elvish, powershell).
+    #[command(long_about = "\
+Print the completion script of a shell on stdout (no run record). For example:
+  ebm completions bash > ~/.local/share/bash-completion/completions/ebm
+  ebm completions zsh > ~/.zfunc/_ebm        # with fpath+=~/.zfunc in ~/.zshrc
+  ebm completions fish > ~/.config/fish/completions/ebm.fish")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages of ebm and of every command (ebm.1, ebm-sample.1, ...) to a
+    /// directory.
+    #[command(long_about = "\
+Write the man pages, generated from the same definitions as --help, to --out (created if
+missing; no run record): ebm.1 and one page per command and subcommand (ebm-sample.1,
+ebm-data-generate.1, ...). For example:
+  ebm man --out ~/.local/share/man/man1 && man ebm-sample")]
+    Man {
+        /// Output directory.
+        #[arg(short, long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -123,6 +152,76 @@ Fit a PCA to a data file (centred by default) and write the projections of its s
 another file's, with --project) on the leading components as an n x k .npy or .csv matrix. The
 run record lists the variances and the fraction of the total variance of each component.")]
     Pca(PcaArgs),
+    /// Split a data file at random into a training file and a test file (seeded).
+    Split(SplitArgs),
+    /// Binarise real values: value > T becomes 1 (or +1), else 0 (or -1).
+    Binarize(BinarizeArgs),
+    /// Keep the samples whose label is one of --labels (e.g. the digits 0 and 1).
+    #[command(long_about = "\
+Keep the samples of a data file whose label is one of --labels and write them (and, with
+--labels-out, their labels) to --out. The labels come from --label-file: one integer per data
+row (a one-column .npy, .csv or .txt file, e.g. written by `ebm data generate --labels-out`), or
+the IDX label file of IDX data (MNIST: --label-file train-labels-idx1-ubyte).
+
+  ebm data subset train-images-idx3-ubyte --label-file train-labels-idx1-ubyte \\
+      --labels 0,1 --out mnist01.npy --labels-out mnist01-labels.npy")]
+    Subset(SubsetArgs),
+}
+
+/// `ebm data split`
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct SplitArgs {
+    /// The data file.
+    pub file: PathBuf,
+    /// Fraction of the samples in the training file, in (0, 1).
+    #[arg(long, default_value_t = 0.8, value_parser = finite_f64)]
+    pub train_fraction: f64,
+    /// Output training file (.npy or .csv); the run record goes next to it (same name, .json).
+    #[arg(long, value_name = "FILE")]
+    pub train: PathBuf,
+    /// Output test file (.npy or .csv).
+    #[arg(long, value_name = "FILE")]
+    pub test: PathBuf,
+    /// Seed of the random split.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// `ebm data binarize`
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct BinarizeArgs {
+    /// The data file.
+    pub file: PathBuf,
+    /// Threshold T: value > T -> 1, else 0 (e.g. 127 for MNIST bytes, 0.5 for grey levels in
+    /// [0, 1]).
+    #[arg(long, value_name = "T", value_parser = finite_f64, allow_negative_numbers = true)]
+    pub threshold: f64,
+    /// Write -1/+1 instead of 0/1.
+    #[arg(long, value_enum, default_value_t = DomainArg::Binary)]
+    pub domain: DomainArg,
+    /// Output file (.npy or .csv); the run record goes next to it (same name, .json).
+    #[arg(short, long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+/// `ebm data subset`
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct SubsetArgs {
+    /// The data file.
+    pub file: PathBuf,
+    /// The labels of the data's rows: one integer per row, or the IDX label file of IDX data.
+    #[arg(long, value_name = "FILE")]
+    pub label_file: PathBuf,
+    /// The labels to keep, comma-separated, e.g. 0,1.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub labels: Vec<u32>,
+    /// Output file (.npy or .csv); the run record goes next to it (same name, .json).
+    #[arg(short, long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Also write the kept samples' labels (.npy or .csv, one per row), e.g. for
+    /// `ebm sample --modes labels:FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub labels_out: Option<PathBuf>,
 }
 
 /// Options shared by every generator.
@@ -138,6 +237,10 @@ pub(crate) struct GenerateCommon {
     /// Convert the values to this domain before writing (spin: -1/+1, binary: 0/1).
     #[arg(long, value_enum)]
     pub domain: Option<DomainArg>,
+    /// Also write the samples' labels (.npy or .csv, one integer per row: the cluster, digit,
+    /// closest pattern or planted sequence), e.g. for `ebm sample --modes labels:FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub labels_out: Option<PathBuf>,
 }
 
 /// Value domains a generated binary dataset can be written in.
@@ -210,8 +313,9 @@ pub(crate) enum Generator {
         #[serde(flatten)]
         common: GenerateCommon,
     },
-    /// The 1797 binarised 8 x 8 digits of scikit-learn (embedded; the seed is unused); values
-    /// in {0,1}.
+    /// The 1797 binarised 8 x 8 digits of scikit-learn (embedded; the seed is unused): grey
+    /// levels 0..16 binarised as pixel > 8 -> 1, else 0; values in {0,1}; labels are the
+    /// digits (--labels-out).
     Digits {
         /// Append each image moved one pixel up, down, left and right (zero fill): 5 x 1797
         /// images, the augmentation of paper 004.
@@ -339,6 +443,10 @@ pub(crate) struct PcaArgs {
     /// Do not subtract the mean (second moments about zero, as some papers' code does).
     #[arg(long)]
     pub uncentered: bool,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -385,10 +493,23 @@ Cost: a gibbs step costs --sweeps Gibbs sweeps per chain; a pt, pt-ref or ptt ro
 --sweeps times the number of rungs. The record reports both, and mode jumps are counted against that cost.
 
 Mode jumps (--trace-every N with --data): a PCA is fitted to the data; every N steps each
-target chain is projected on the first principal component and assigned to mode 1 if its
-projection is at least --mode-threshold (default 0, the data mean), else mode 0. The record
-holds the mean cumulative number of jumps per chain against the cost in Gibbs sweeps, which
-`ebm plot jumps` draws for several runs.
+target chain is projected on the data's principal components and assigned to a mode by the
+rule --modes. The record holds the rule used (results.mode_jumps.rule), the mean cumulative
+number of jumps per chain against the cost in Gibbs sweeps, which `ebm plot jumps` draws for
+several runs, and the mode weights after burn-in with their standard errors.
+
+MODES (--modes):
+  pc1             mode 1 if the first principal component is at least --mode-threshold
+                  (default 0, the data mean), else mode 0; the default. Right for two modes
+                  split along PC1 (Ising, Curie-Weiss); meaningless for more classes.
+  pc-plane:A,B,C  mode 1 if A PC1 + B PC2 + C >= 0 (the PTT paper's dashed line).
+  kmeans:K        K modes: k-means clusters of the data on its leading principal components
+                  (min(K, 10) of them, seeded by --seed); a configuration belongs to the
+                  nearest cluster centre.
+  labels:FILE     one mode per label in FILE (one integer >= 0 per data row: a one-column
+                  .npy, .csv or .txt, e.g. written by `ebm data generate --labels-out`): a
+                  configuration belongs to the nearest class centre of the data on its
+                  leading principal components (min(number of labels, 10) of them).
 
 Chains start from the layers' default configuration (0 for bernoulli, -1 for spin, state 0 for
 potts, 0 for real units) or, with --init data, from data samples drawn with the seed.";
@@ -466,9 +587,21 @@ pub(crate) struct SampleArgs {
     /// Record the mode of every target chain every N steps (needs --data).
     #[arg(long, value_name = "N", value_parser = positive_u64)]
     pub trace_every: Option<u64>,
-    /// Mode boundary on the first principal component of the data (with --trace-every).
+    /// Mode boundary on the first principal component of the data (with --trace-every and
+    /// --modes pc1).
     #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
     pub mode_threshold: Option<f64>,
+    /// What the modes of --trace-every are: pc1 (the sign of the first principal component
+    /// about --mode-threshold; the default), pc-plane:A,B,C (A PC1 + B PC2 + C >= 0),
+    /// kmeans:K (K clusters of the data) or labels:FILE (one integer label per data row);
+    /// see MODES above.
+    #[arg(long, value_name = "RULE", value_parser = mode_rule)]
+    pub modes: Option<ModeRuleArg>,
+    /// Write the visible configuration of chain 0 (system 0 at the target rung for tempering
+    /// samplers) at step 0 and every --trace-every steps to this file (.npy or .csv, one row
+    /// per record); `ebm plot chain RECORD` draws it.
+    #[arg(long, value_name = "FILE", requires = "trace_every")]
+    pub chain_out: Option<PathBuf>,
     /// latent only: Algorithm 3 (single hidden units) or 4 (pairs).
     #[arg(long, value_enum, default_value_t = LatentAlgorithmArg::Single)]
     pub latent_algorithm: LatentAlgorithmArg,
@@ -479,6 +612,53 @@ pub(crate) struct SampleArgs {
     /// --sweeps).
     #[command(flatten)]
     pub tmc: TmcOptions,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
+}
+
+/// How `ebm sample --trace-every` assigns configurations to modes (`--modes`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ModeRuleArg {
+    /// Mode 1 where the first principal component is at least --mode-threshold.
+    Pc1,
+    /// Mode 1 where `a PC1 + b PC2 + c >= 0`.
+    PcPlane { a: f64, b: f64, c: f64 },
+    /// The nearest of K k-means centres of the data.
+    Kmeans { k: usize },
+    /// The nearest class centre of the data's labels, read from a file.
+    Labels { file: PathBuf },
+}
+
+/// Parses `--modes`.
+fn mode_rule(s: &str) -> Result<ModeRuleArg, String> {
+    let (name, arg) = match s.split_once(':') {
+        Some((n, a)) => (n.trim(), Some(a.trim())),
+        None => (s.trim(), None),
+    };
+    match (name, arg) {
+        ("pc1", None) => Ok(ModeRuleArg::Pc1),
+        ("pc-plane", Some(a)) => {
+            let v: Vec<f64> = a.split(',').map(finite_f64).collect::<Result<_, _>>()?;
+            match v[..] {
+                [a, b, c] if a != 0.0 || b != 0.0 => Ok(ModeRuleArg::PcPlane { a, b, c }),
+                [_, _, _] => Err("pc-plane:A,B,C needs A or B non-zero".into()),
+                _ => Err(format!("pc-plane takes three numbers A,B,C, got \"{a}\"")),
+            }
+        }
+        ("kmeans", Some(k)) => match positive_usize(k)? {
+            1 => Err("kmeans:K needs K >= 2 modes".into()),
+            k => Ok(ModeRuleArg::Kmeans { k }),
+        },
+        ("labels", Some(f)) if !f.is_empty() => Ok(ModeRuleArg::Labels {
+            file: PathBuf::from(f),
+        }),
+        _ => Err(format!(
+            "\"{s}\" is not a mode rule: use pc1, pc-plane:A,B,C, kmeans:K or labels:FILE"
+        )),
+    }
 }
 
 /// The samplers of `ebm sample`.
@@ -727,6 +907,10 @@ pub(crate) struct ExactArgs {
     /// Also write the run record to this JSON file.
     #[arg(short, long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 /// Options shared by the sampling estimators of `ebm loglik`.
@@ -748,6 +932,10 @@ pub(crate) struct EstimatorArgs {
     /// Also write the run record to this JSON file.
     #[arg(short, long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 /// The annealing paths of `ebm loglik ais` and `reverse-ais`.
@@ -901,6 +1089,42 @@ pub(crate) enum PlotCommand {
         #[arg(short, long, value_name = "FILE")]
         out: PathBuf,
     },
+    /// Configurations drawn as images: a grid of samples or data per file, side by side.
+    #[command(long_about = PLOT_IMAGES_LONG_ABOUT)]
+    Images {
+        /// Data or samples files (.npy, .csv, ...), one grid each, e.g. gibbs.npy ptt.npy.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Grid titles, comma-separated (default: the sampler of each file's `ebm sample`
+        /// record, else the file name).
+        #[arg(long, value_delimiter = ',')]
+        labels: Option<Vec<String>>,
+        #[command(flatten)]
+        #[serde(flatten)]
+        image: ImageOptions,
+        /// Images per file: its first N rows.
+        #[arg(long, value_name = "N", default_value_t = 64, value_parser = positive_usize)]
+        count: usize,
+        /// Figure file, .png or .svg.
+        #[arg(short, long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// One chain over time, as a strip of images (from `ebm sample --chain-out`).
+    #[command(long_about = PLOT_CHAIN_LONG_ABOUT)]
+    Chain {
+        /// Run record (.json) of `ebm sample` with --chain-out.
+        #[arg(value_name = "RECORD")]
+        record: PathBuf,
+        #[command(flatten)]
+        #[serde(flatten)]
+        image: ImageOptions,
+        /// Frames drawn, evenly spaced over the recorded ones (always the first and the last).
+        #[arg(long, value_name = "N", default_value_t = 40, value_parser = positive_usize)]
+        count: usize,
+        /// Figure file, .png or .svg.
+        #[arg(short, long, value_name = "FILE")]
+        out: PathBuf,
+    },
     /// Mean cumulative mode jumps per chain against the cost in Gibbs sweeps, one curve per
     /// run record of `ebm sample --trace-every`.
     Jumps {
@@ -968,6 +1192,50 @@ pub(crate) enum PlotCommand {
         #[arg(short, long, value_name = "FILE")]
         out: PathBuf,
     },
+}
+
+const PLOT_IMAGES_LONG_ABOUT: &str = "\
+Draw the first --count rows of each file as images, one grid per file, side by side (e.g. Gibbs
+against PTT samples of the same model). Each row is reshaped to --shape HxW in row-major order
+(default: a square, when the number of sites is one). Colours follow the values: {0,1} data
+white 0 / black 1, {-1,+1} data white -1 / black +1, Potts data one colour per state (codes
+0..Q-1, or one-hot rows with --states Q, drawn as the state of each site, i.e. the argmax of
+its block), anything else grey levels from the smallest (white) to the largest value (black).
+The figure says which mapping was used.
+
+  ebm plot images gibbs.npy ptt.npy --labels Gibbs,PTT --shape 8x8 --out samples.png";
+
+const PLOT_CHAIN_LONG_ABOUT: &str = "\
+Draw the configurations one chain went through, recorded by `ebm sample --chain-out FILE
+--trace-every N` (system 0, at the target rung for tempering samplers), as a strip of
+images captioned with their step: --count frames evenly spaced over the recording, always the
+first and the last. Shapes and colours as for `ebm plot images`.
+
+  ebm sample --model m.safetensors --chains 10 --steps 1000 --trace-every 25 \\
+      --chain-out chain.npy --out s.npy
+  ebm plot chain s.json --out chain.png";
+
+/// How `ebm plot images` and `plot chain` read configurations as images.
+#[derive(Args, Debug, Serialize)]
+pub(crate) struct ImageOptions {
+    /// Image height x width, e.g. 8x8 or 28x28 (default: square).
+    #[arg(long, value_name = "HxW", value_parser = image_shape)]
+    pub shape: Option<(usize, usize)>,
+    /// Potts data: Q states per site; rows are one-hot (sites x Q values, drawn as the argmax
+    /// of each block) or state codes 0..Q-1.
+    #[arg(long, value_name = "Q", value_parser = positive_usize)]
+    pub states: Option<usize>,
+    /// Images per row of a grid (default: a square grid).
+    #[arg(long, value_name = "N", value_parser = positive_usize)]
+    pub columns: Option<usize>,
+}
+
+/// `HxW` with both sizes at least 1.
+fn image_shape(s: &str) -> Result<(usize, usize), String> {
+    let (h, w) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("\"{s}\" is not HxW (e.g. 28x28)"))?;
+    Ok((positive_usize(h)?, positive_usize(w)?))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1066,6 +1334,10 @@ pub(crate) struct TrainArgs {
     /// The training settings (not with --resume: they come from the state file).
     #[command(flatten)]
     pub settings: TrainSettings,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 /// The settings of a training run; unset options take the documented defaults (resolved in
@@ -1303,6 +1575,10 @@ pub(crate) struct DemoArgs {
     /// updates, chains and steps. The contrast between the samplers is weaker.
     #[arg(long)]
     pub quick: bool,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 /// `ebm reproduce`
@@ -1320,6 +1596,10 @@ pub(crate) struct ReproduceArgs {
     /// A much smaller run (seconds), for tests: the sizes of `ebm demo --quick`.
     #[arg(long)]
     pub quick: bool,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }
 
 /// The claims `ebm reproduce` regenerates.
@@ -1493,4 +1773,8 @@ pub(crate) struct TrainStackArgs {
     /// Seed of every random draw.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: Threads,
 }

@@ -10,7 +10,29 @@ use crate::error::{CliError, Result, bail};
 
 /// Loads a data file with the default options (format from the extension).
 pub(crate) fn load_dataset(path: &Path) -> Result<Dataset> {
+    if ebm_data::Format::from_path(path).is_none() {
+        let what = foreign_format(path).map_or(String::new(), |f| {
+            format!(
+                " It is {f}: export the array to .npy or .csv first (e.g. with numpy.save or \
+                 numpy.savetxt)."
+            )
+        });
+        bail!(
+            "cannot read {}: the extension does not say which data format it is; ebm reads \
+             .npy (NumPy), .csv/.tsv/.txt/.dat (one sample per line), IDX (MNIST, *-ubyte) and \
+             FASTA (.fasta/.fa/.aln) files.{what}",
+            path.display()
+        );
+    }
     Ok(ebm_data::load(path, &LoadOptions::default())?)
+}
+
+/// What kind of foreign file `path` is, from its first bytes, if recognised.
+pub(crate) fn foreign_format(path: &Path) -> Option<&'static str> {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    let n = std::fs::File::open(path).ok()?.read(&mut magic).ok()?;
+    ebm_io::foreign_format(&magic[..n])
 }
 
 /// Formats a matrix can be written in.

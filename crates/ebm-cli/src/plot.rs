@@ -9,6 +9,7 @@
 //! | [`swap_acceptance`] | swap acceptance per ladder pair and round-trip rates of PT runs |
 //! | [`log_z_versus_cost`] | \\(\log Z\\) estimates against their cost, with the exact value |
 //! | [`tethered_log_density`] | \\(\ln p(\hat m)\\) of Tethered Monte Carlo against the target \\(\hat m\\) |
+//! | [`image_grid`] | configurations drawn as images, one grid per panel (samples, data, one chain over time) |
 //!
 //! Drawing uses only pure-Rust back ends: text is rendered with `ab_glyph` from the DejaVu Sans
 //! font embedded in the binary (`assets/DejaVuSans.ttf`, Bitstream Vera licence in
@@ -112,7 +113,8 @@ pub struct SwapRun {
 /// the common range, fractions of each set per bin).
 ///
 /// `data` and `samples` are the projections \\((u_1 \cdot (x - \mu), u_2 \cdot (x - \mu))\\);
-/// `axis_labels` name the two coordinates. At most [`MAX_SCATTER_POINTS`] points of each set
+/// `samples_label` names the samples in the legend (e.g. the sampler) and `axis_labels` the
+/// two coordinates. At most [`MAX_SCATTER_POINTS`] points of each set
 /// are drawn (an even stride through the set); the histograms use every point.
 ///
 /// # Errors
@@ -122,6 +124,7 @@ pub fn samples_over_data(
     path: &Path,
     data: &[(f64, f64)],
     samples: &[(f64, f64)],
+    samples_label: &str,
     axis_labels: (&str, &str),
 ) -> Result<()> {
     for (what, set) in [("data", data), ("samples", samples)] {
@@ -136,6 +139,7 @@ pub fn samples_over_data(
         &Scatter {
             data,
             samples,
+            samples_label,
             axis_labels,
         },
     )
@@ -166,10 +170,29 @@ pub fn mode_jumps(path: &Path, series: &[Series]) -> Result<()> {
 /// # Errors
 /// As [`mode_jumps`].
 pub fn log_likelihood(path: &Path, series: &[Series]) -> Result<()> {
+    line_chart(
+        path,
+        "Log-likelihood",
+        ("parameter updates", "mean log-likelihood"),
+        series,
+    )
+}
+
+/// Curves of any columns of a table: `series` (y) against a common x, under `title` with the
+/// axis labels `x_label` and `y_label` (e.g. the gradient norm of a training log).
+///
+/// # Errors
+/// As [`mode_jumps`].
+pub fn line_chart(
+    path: &Path,
+    title: &str,
+    (x_label, y_label): (&str, &str),
+    series: &[Series],
+) -> Result<()> {
     let chart = LineChart {
-        title: "Log-likelihood".into(),
-        x_label: "parameter updates",
-        y_label: "mean log-likelihood",
+        title: title.into(),
+        x_label,
+        y_label,
         series,
         log_x: false,
         hline: None,
@@ -213,22 +236,12 @@ pub fn log_z_versus_cost(
 /// # Errors
 /// As [`mode_jumps`].
 pub fn tethered_log_density(path: &Path, title: &str, series: &[Series]) -> Result<()> {
-    let chart = LineChart {
-        title: title.into(),
-        x_label: "tether target m_hat",
-        y_label: "ln p(m_hat)",
-        series,
-        log_x: false,
-        hline: None,
-        legend: SeriesLabelPosition::LowerRight,
-    };
-    chart.check()?;
-    save(path, (900, 600), &chart)
+    line_chart(path, title, ("tether target m_hat", "ln p(m_hat)"), series)
 }
 
-/// Left: the swap acceptance rate of every pair of neighbouring rungs \\((k, k+1)\\) (x: the
-/// lower rung \\(k\\)), one curve per run. Right: the measured round trips per system and round
-/// of each run (bars), with the DEO rate under perfect exploration (black marks) when known.
+/// The swap acceptance rate of every pair of neighbouring rungs \\((k, k+1)\\) (x: the lower
+/// rung \\(k\\)), one curve per run; each run's legend entry gives its measured round trips per
+/// system and round and, when known, the DEO rate under perfect exploration.
 ///
 /// # Errors
 /// As [`samples_over_data`]: no run, a run without pairs, a non-finite rate or an acceptance
@@ -256,7 +269,262 @@ pub fn swap_acceptance(path: &Path, runs: &[SwapRun]) -> Result<()> {
         rates.extend(r.ideal_deo_round_trip_rate);
         Error::check_finite(&format!("round-trip rates of \"{}\"", r.label), &rates)?;
     }
-    save(path, (1200, 550), &Swaps { runs })
+    save(path, (900, 600), &Swaps { runs })
+}
+
+/// How the values of a configuration become pixel colours, for [`image_grid`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PixelValues {
+    /// Values in \\([0, 1]\\) (binary units or their means): 0 white, 1 black.
+    Binary,
+    /// Values in \\([-1, 1]\\) (spin units or their means): −1 white, +1 black.
+    Spin,
+    /// Potts states `0..q`, one colour each (values are the state codes).
+    Categorical {
+        /// Number of states.
+        q: usize,
+    },
+    /// Real values: grey levels from white at `lo` to black at `hi`.
+    Real {
+        /// The value drawn white.
+        lo: f64,
+        /// The value drawn black.
+        hi: f64,
+    },
+}
+
+impl PixelValues {
+    /// The colour of value `v`.
+    fn colour(self, v: f64) -> RGBColor {
+        let grey = |t: f64| {
+            let g = (255.0 * (1.0 - t.clamp(0.0, 1.0))).round() as u8;
+            RGBColor(g, g, g)
+        };
+        match self {
+            PixelValues::Binary => grey(v),
+            PixelValues::Spin => grey((v + 1.0) / 2.0),
+            PixelValues::Real { lo, hi } => grey(if hi > lo { (v - lo) / (hi - lo) } else { 0.5 }),
+            PixelValues::Categorical { q } => state_colour(v.round().max(0.0) as usize, q),
+        }
+    }
+
+    /// Words for the figure's note, e.g. `{0,1}: white 0, black 1`.
+    fn legend(self) -> String {
+        match self {
+            PixelValues::Binary => "values in [0, 1]: white 0, black 1".into(),
+            PixelValues::Spin => "values in [-1, 1]: white -1, black +1".into(),
+            PixelValues::Real { lo, hi } => {
+                format!("real values: white {}, black {}", tick(&lo), tick(&hi))
+            }
+            PixelValues::Categorical { q } => format!("{q} Potts states, one colour each"),
+        }
+    }
+}
+
+/// The colour of Potts state `a` of `q`: the series palette for `q <= 8`, evenly spaced hues
+/// beyond.
+fn state_colour(a: usize, q: usize) -> RGBColor {
+    if q <= 8 {
+        return colour(a);
+    }
+    let (r, g, b) = HSLColor((a % q) as f64 / q as f64, 0.65, 0.5).rgb();
+    RGBColor(r, g, b)
+}
+
+/// One grid of [`image_grid`]: configurations with a title, each optionally captioned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImagePanel {
+    /// Title above the grid (e.g. the sampler).
+    pub title: String,
+    /// The configurations, each `height * width` values in row-major order.
+    pub images: Vec<Vec<f64>>,
+    /// A caption under each image (e.g. its step), or empty for none.
+    pub captions: Vec<String>,
+}
+
+/// Configurations drawn as `height x width` images (row-major, pixel `(r, c)` is value
+/// `r * width + c`), `columns` images per row, one grid per panel side by side under a common
+/// note saying how values map to colours.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for no panel, an empty panel, an image of the wrong size,
+/// captions that do not match the images, a zero size or a bad extension;
+/// [`Error::NonFinite`] for a non-finite value; [`Error::Io`] if the file cannot be written.
+pub fn image_grid(
+    path: &Path,
+    panels: &[ImagePanel],
+    (height, width): (usize, usize),
+    columns: usize,
+    values: PixelValues,
+) -> Result<()> {
+    let bad = |name: String, reason: String| Error::InvalidParameter { name, reason };
+    if panels.is_empty() {
+        return Err(empty("panels"));
+    }
+    if height == 0 || width == 0 || columns == 0 {
+        return Err(bad(
+            "image grid".into(),
+            format!("{height} x {width} images, {columns} columns: every size must be >= 1"),
+        ));
+    }
+    for p in panels {
+        if p.images.is_empty() {
+            return Err(empty(&format!("panel \"{}\"", p.title)));
+        }
+        if let Some((i, im)) = p
+            .images
+            .iter()
+            .enumerate()
+            .find(|(_, im)| im.len() != height * width)
+        {
+            return Err(bad(
+                format!("image {} of panel \"{}\"", i + 1, p.title),
+                format!(
+                    "{} values, expected {height} x {width} = {}",
+                    im.len(),
+                    height * width
+                ),
+            ));
+        }
+        if !p.captions.is_empty() && p.captions.len() != p.images.len() {
+            return Err(bad(
+                format!("captions of panel \"{}\"", p.title),
+                format!(
+                    "{} captions for {} images",
+                    p.captions.len(),
+                    p.images.len()
+                ),
+            ));
+        }
+        let flat: Vec<f64> = p.images.iter().flatten().copied().collect();
+        Error::check_finite(&format!("images of panel \"{}\"", p.title), &flat)?;
+    }
+    let layout = GridLayout::new(panels, (height, width), columns);
+    save(
+        path,
+        layout.size(panels.len()),
+        &Grids {
+            panels,
+            values,
+            layout,
+        },
+    )
+}
+
+/// Pixel geometry of [`image_grid`]: every panel has the same size.
+#[derive(Clone, Copy, Debug)]
+struct GridLayout {
+    shape: (usize, usize),
+    columns: usize,
+    rows: usize,
+    /// Screen pixels per image pixel.
+    scale: usize,
+    /// Height of a caption line under each image (0 without captions).
+    caption: usize,
+}
+
+/// Space between images, around panels, and for the titles.
+const GAP: usize = 6;
+const MARGIN: usize = 20;
+const TITLE: usize = 40;
+const NOTE: usize = 30;
+
+impl GridLayout {
+    fn new(panels: &[ImagePanel], shape: (usize, usize), columns: usize) -> Self {
+        let most = panels.iter().map(|p| p.images.len()).max().unwrap_or(1);
+        let columns = columns.min(most);
+        // Images about 64 screen pixels wide, at least 2 pixels per value.
+        let scale = (64 / shape.0.max(shape.1)).max(2);
+        let caption = if panels.iter().any(|p| !p.captions.is_empty()) {
+            16
+        } else {
+            0
+        };
+        Self {
+            shape,
+            columns,
+            rows: most.div_ceil(columns),
+            scale,
+            caption,
+        }
+    }
+
+    /// Screen size of one image cell, caption included.
+    fn cell(&self) -> (usize, usize) {
+        let w = (self.shape.1 * self.scale).max(if self.caption > 0 { 48 } else { 0 });
+        (w + GAP, self.shape.0 * self.scale + self.caption + GAP)
+    }
+
+    fn panel_size(&self) -> (usize, usize) {
+        let (cw, ch) = self.cell();
+        (
+            (self.columns * cw + 2 * MARGIN).max(220),
+            self.rows * ch + 2 * MARGIN + TITLE,
+        )
+    }
+
+    fn size(&self, panels: usize) -> (u32, u32) {
+        let (w, h) = self.panel_size();
+        ((w * panels) as u32, (h + NOTE) as u32)
+    }
+}
+
+/// The panels of [`image_grid`].
+struct Grids<'a> {
+    panels: &'a [ImagePanel],
+    values: PixelValues,
+    layout: GridLayout,
+}
+
+impl Figure for Grids<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        root.fill(&WHITE).map_err(text)?;
+        let l = &self.layout;
+        let (pw, ph) = l.panel_size();
+        let (cw, ch) = l.cell();
+        let (h, w) = l.shape;
+        let s = l.scale as i32;
+        for (k, panel) in self.panels.iter().enumerate() {
+            let x0 = (k * pw + MARGIN) as i32;
+            root.draw(&Text::new(
+                panel.title.clone(),
+                (x0, MARGIN as i32),
+                font(20),
+            ))
+            .map_err(text)?;
+            for (i, image) in panel.images.iter().enumerate() {
+                let cx = x0 + ((i % l.columns) * cw) as i32;
+                let cy = (MARGIN + TITLE + (i / l.columns) * ch) as i32;
+                for r in 0..h {
+                    for c in 0..w {
+                        let (px, py) = (cx + c as i32 * s, cy + r as i32 * s);
+                        root.draw(&Rectangle::new(
+                            [(px, py), (px + s, py + s)],
+                            self.values.colour(image[r * w + c]).filled(),
+                        ))
+                        .map_err(text)?;
+                    }
+                }
+                root.draw(&Rectangle::new(
+                    [(cx - 1, cy - 1), (cx + w as i32 * s, cy + h as i32 * s)],
+                    RGBColor(160, 160, 160).stroke_width(1),
+                ))
+                .map_err(text)?;
+                if let Some(caption) = panel.captions.get(i) {
+                    let y = cy + h as i32 * s + 2;
+                    root.draw(&Text::new(caption.clone(), (cx, y), font(12)))
+                        .map_err(text)?;
+                }
+            }
+        }
+        root.draw(&Text::new(
+            self.values.legend(),
+            (MARGIN as i32, (ph + NOTE / 4) as i32),
+            font(14),
+        ))
+        .map_err(text)?;
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -529,6 +797,7 @@ fn thin(points: &[(f64, f64)], max: usize) -> impl Iterator<Item = (f64, f64)> +
 struct Scatter<'a> {
     data: &'a [(f64, f64)],
     samples: &'a [(f64, f64)],
+    samples_label: &'a str,
     axis_labels: (&'a str, &'a str),
 }
 
@@ -579,7 +848,7 @@ impl Figure for Scatter<'_> {
                     .map(|p| Circle::new(p, 2, sample_colour.mix(0.6).filled())),
             )
             .map_err(text)?
-            .label(format!("samples ({})", self.samples.len()))
+            .label(format!("{} ({})", self.samples_label, self.samples.len()))
             .legend(move |(x, y)| Circle::new((x + 8, y), 4, sample_colour.filled()));
         chart
             .configure_series_labels()
@@ -708,17 +977,14 @@ struct Swaps<'a> {
 impl Figure for Swaps<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         root.fill(&WHITE).map_err(text)?;
-        let (w, _) = root.dim_in_pixel();
-        let (left, right) = root.split_horizontally((w * 3 / 5) as i32);
         let pairs = self
             .runs
             .iter()
             .map(|r| r.acceptance.len())
             .max()
             .unwrap_or(1);
-
-        let mut chart = ChartBuilder::on(&left)
-            .caption("Swap acceptance per pair", font(22))
+        let mut chart = ChartBuilder::on(root)
+            .caption("Swap acceptance per pair", font(24))
             .margin(15)
             .x_label_area_size(50)
             .y_label_area_size(70)
@@ -744,10 +1010,17 @@ impl Figure for Swaps<'_> {
                 .enumerate()
                 .filter_map(|(k, a)| a.map(|a| (k as f64, a)))
                 .collect();
+            let ideal = r
+                .ideal_deo_round_trip_rate
+                .map_or(String::new(), |v| format!(" (ideal DEO {})", rate(v)));
             chart
                 .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
                 .map_err(text)?
-                .label(format!("{}. {}", i + 1, r.label))
+                .label(format!(
+                    "{}: {} round trips per system and round{ideal}",
+                    r.label,
+                    rate(r.round_trip_rate)
+                ))
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(2))
                 });
@@ -763,67 +1036,16 @@ impl Figure for Swaps<'_> {
             .position(SeriesLabelPosition::LowerLeft)
             .draw()
             .map_err(text)?;
-
-        let n = self.runs.len();
-        let top = self
-            .runs
-            .iter()
-            .flat_map(|r| std::iter::once(r.round_trip_rate).chain(r.ideal_deo_round_trip_rate))
-            .fold(0.0f64, f64::max);
-        let top = if top > 0.0 { top * 1.15 } else { 1.0 };
-        let mut bars = ChartBuilder::on(&right)
-            .caption("Round trips", font(22))
-            .margin(15)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
-            .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top)
-            .map_err(text)?;
-        bars.configure_mesh()
-            .y_label_formatter(&tick)
-            .x_desc("run")
-            .y_desc("round trips per system and round")
-            .x_labels(n.min(20))
-            .x_label_formatter(&|x| format!("{}", x.round() as i64 + 1))
-            .label_style(font(15))
-            .axis_desc_style(font(17))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(text)?;
-        bars.draw_series(self.runs.iter().enumerate().map(|(i, r)| {
-            let x = i as f64;
-            Rectangle::new(
-                [(x - 0.3, 0.0), (x + 0.3, r.round_trip_rate)],
-                colour(i).mix(0.8).filled(),
-            )
-        }))
-        .map_err(text)?
-        .label("measured")
-        .legend(|(x, y)| {
-            Rectangle::new([(x, y - 5), (x + 20, y + 5)], colour(0).mix(0.8).filled())
-        });
-        let ideal: Vec<(usize, f64)> = self
-            .runs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| r.ideal_deo_round_trip_rate.map(|v| (i, v)))
-            .collect();
-        if !ideal.is_empty() {
-            bars.draw_series(ideal.iter().map(|&(i, v)| {
-                let x = i as f64;
-                PathElement::new(vec![(x - 0.4, v), (x + 0.4, v)], BLACK.stroke_width(3))
-            }))
-            .map_err(text)?
-            .label("ideal DEO (perfect exploration)")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], BLACK.stroke_width(3)));
-        }
-        bars.configure_series_labels()
-            .label_font(font(14))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(text)?;
         Ok(())
+    }
+}
+
+/// A rate with four significant digits.
+fn rate(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else {
+        format!("{v:.4}")
     }
 }
 
@@ -852,7 +1074,7 @@ mod tests {
             let cloud: Vec<(f64, f64)> = (0..200)
                 .map(|i| ((i as f64 * 0.37).sin(), (i as f64 * 0.11).cos()))
                 .collect();
-            samples_over_data(&p("scatter"), &cloud, &cloud[..50], ("PC1", "PC2")).unwrap();
+            samples_over_data(&p("scatter"), &cloud, &cloud[..50], "PT", ("PC1", "PC2")).unwrap();
             mode_jumps(&p("jumps"), &series()).unwrap();
             log_likelihood(&p("ll"), &series()).unwrap();
             let costs = vec![Series {
@@ -909,7 +1131,7 @@ mod tests {
         assert!(log_z_versus_cost(&png, &zero_cost, None, true).is_err());
         assert!(log_z_versus_cost(&png, &zero_cost, None, false).is_ok());
         assert!(mode_jumps(&dir.path().join("x.jpg"), &series()).is_err());
-        assert!(samples_over_data(&png, &[], &[(0.0, 0.0)], ("a", "b")).is_err());
+        assert!(samples_over_data(&png, &[], &[(0.0, 0.0)], "s", ("a", "b")).is_err());
         let bad = SwapRun {
             label: "x".into(),
             acceptance: vec![Some(1.5)],

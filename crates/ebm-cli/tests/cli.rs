@@ -4,69 +4,15 @@
 //! line and a non-zero exit code.
 
 mod common;
-use common::ebm_binary;
+use common::{bytes, ebm, fails, json, ok};
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use ebm_core::Par;
 use ebm_data::{Dataset, Domain};
 use ebm_models::{Bernoulli, DiscreteLayer, Gaussian, Rbm, Spin, exact};
 use nalgebra::DMatrix;
 use serde_json::Value;
-
-fn ebm() -> Command {
-    let mut c = Command::new(ebm_binary());
-    c.env_remove("RUST_BACKTRACE");
-    c
-}
-
-/// Splits a command line written as one string (no argument contains a space).
-fn words(args: &str) -> Vec<&str> {
-    args.split_whitespace().collect()
-}
-
-/// Runs `ebm <args>` in `dir`, expecting success; returns stdout.
-fn ok(dir: &Path, args: &str) -> String {
-    let out = ebm().current_dir(dir).args(words(args)).output().unwrap();
-    assert!(
-        out.status.success(),
-        "ebm {args} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Runs `ebm <args>` in `dir`, expecting failure with exit code `code`, nothing on stdout and
-/// exactly one line on stderr, `error: ...`, containing `needle`.
-fn fails(dir: &Path, args: &str, code: i32, needle: &str) {
-    let out = ebm().current_dir(dir).args(words(args)).output().unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(code), "ebm {args}: {stderr:?}");
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(
-        lines.len(),
-        1,
-        "ebm {args}: stderr is not one line: {stderr:?}"
-    );
-    assert!(lines[0].starts_with("error: "), "ebm {args}: {stderr:?}");
-    assert!(
-        lines[0].contains(needle),
-        "ebm {args}: {stderr:?} lacks {needle:?}"
-    );
-    assert!(
-        out.stdout.is_empty(),
-        "ebm {args} printed on stdout on failure"
-    );
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn bytes(path: &Path) -> Vec<u8> {
-    std::fs::read(path).unwrap()
-}
 
 /// A 6 x 3 Bernoulli RBM with couplings strong enough to make its law clearly non-uniform.
 fn small_rbm() -> Rbm<Bernoulli<f64>, Bernoulli<f64>> {
@@ -571,7 +517,7 @@ fn mode_jumps_separate_gibbs_from_tempering_and_figures_are_drawn() {
     }
     let svg = std::fs::read_to_string(d.join("jumps.svg")).unwrap();
     assert!(svg.contains("Gibbs") && svg.contains("PT"));
-    let rec = json(&d.join("swaps.json"));
+    let rec = json(&d.join("swaps.svg.json"));
     assert_eq!(rec["command"], "plot");
     assert_eq!(rec["results"]["figure"], "swap acceptance");
 }
@@ -612,7 +558,7 @@ fn csv_figures_are_drawn() {
     .unwrap();
     ok(d, "plot logz example.csv --out example.svg");
     assert_image(&d.join("example.svg"));
-    let rec = json(&d.join("example.json"));
+    let rec = json(&d.join("example.svg.json"));
     assert_eq!(
         rec["results"]["columns"],
         serde_json::json!(["gibbs_sweeps", "log_z"])
@@ -624,12 +570,12 @@ fn csv_figures_are_drawn() {
     );
     let drawn = |f: &str| json(&d.join(f))["results"]["drawn"].clone();
     assert_eq!(
-        drawn("logz.json"),
+        drawn("logz.svg.json"),
         serde_json::json!([["ais", 3], ["tr-ais", 2]])
     );
     assert_eq!(
-        drawn("ll.json"),
-        serde_json::json!([["train_ll", 4], ["test_ll", 3]])
+        drawn("ll.svg.json"),
+        serde_json::json!([["train data", 4], ["test data", 3]])
     );
 }
 
@@ -1693,9 +1639,7 @@ fn train_rejects_bad_input_with_one_line() {
     // Too large a step diverges: an error, not a panic or a NaN model.
     let out = ebm()
         .current_dir(d)
-        .args(words(&format!(
-            "{base} --learning-rate 1e300 --out big.safetensors"
-        )))
+        .args(format!("{base} --learning-rate 1e300 --out big.safetensors").split_whitespace())
         .output()
         .unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
@@ -1743,6 +1687,7 @@ fn demo_quick_writes_a_consistent_report() {
         "mode-jumps.png",
         "loglik.png",
         "swaps.png",
+        "images.png",
     ] {
         assert_image(&demo.join(f));
         assert!(

@@ -3,52 +3,12 @@
 //! on the number of threads, and one-line errors for bad input.
 
 mod common;
-use common::ebm_binary;
+use common::{fails, json, ok};
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use ebm_core::Par;
 use ebm_models::{DiscreteLayer, Rbm, Spin, exact};
-use serde_json::Value;
-
-/// Runs `ebm <args>` (words separated by spaces) in `dir`, expecting success.
-fn ok(dir: &Path, args: &str) {
-    let out = Command::new(ebm_binary())
-        .current_dir(dir)
-        .args(args.split_whitespace())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ebm {args} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Runs `ebm <args>` in `dir`, expecting exit code `code` (2: rejected by the argument
-/// parser, 1: by the command) and one error line containing `needle`.
-fn fails(dir: &Path, args: &str, code: i32, needle: &str) {
-    let out = Command::new(ebm_binary())
-        .current_dir(dir)
-        .env_remove("RUST_BACKTRACE")
-        .args(args.split_whitespace())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(code), "ebm {args}: {stderr:?}");
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "ebm {args}: not one line: {stderr:?}");
-    assert!(lines[0].starts_with("error: "), "ebm {args}: {stderr:?}");
-    assert!(
-        lines[0].contains(needle),
-        "ebm {args}: {stderr:?} lacks {needle:?}"
-    );
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// A stack trained on 3 x 3 Ising data, sampled by stacked tempering: the files and the record
 /// (acceptance per pair, round trips, index process, cost of L AGS steps per iteration), the

@@ -9,6 +9,8 @@
 //!   train/test split, explicit domain conversions.
 //! - [`augment`]: the one-pixel "nudge" augmentation of image data (paper 004's digits).
 //! - [`Pca`]: centred and uncentred PCA and projections of data and chains.
+//! - [`kmeans`](kmeans::kmeans): k-means clusters (k-means++ seeds, Lloyd iterations), e.g. to
+//!   define the modes of a dataset.
 //! - [`metrics`]: AA_TS and privacy loss, histogram distances on principal components (the
 //!   mixing diagnostics, autocorrelation times and mode jumps, are in `ebm_core::diagnostics`).
 //!
@@ -32,6 +34,7 @@ pub mod augment;
 pub mod dataset;
 pub mod error;
 pub mod generators;
+pub mod kmeans;
 mod linalg;
 pub mod loaders;
 pub mod metrics;

@@ -601,6 +601,16 @@ impl RbmFileInfo {
 /// Checks the 8-byte header-length prefix against the file length; returns the JSON header's
 /// length.
 fn header_len(path: &Path, prefix: &[u8], file_len: u64) -> Result<usize> {
+    if let Some(kind) = foreign_format(prefix) {
+        return Err(format_error(
+            path,
+            "byte 0",
+            format!(
+                "this is {kind}, not an ebm model file: ebm reads the safetensors files that \
+                 `ebm train` and the ebm libraries write (RBM, trajectory and stack files)"
+            ),
+        ));
+    }
     let Some(prefix) = prefix.get(..PREFIX) else {
         return Err(format_error(
             path,
@@ -636,6 +646,29 @@ fn header_len(path: &Path, prefix: &[u8], file_len: u64) -> Result<usize> {
     }
     // n <= MAX_HEADER fits in usize on every supported target.
     Ok(n as usize)
+}
+
+/// The kind of a file that is certainly not a safetensors file, recognised by its first
+/// bytes (`prefix`, at least 8 for HDF5): an HDF5 file (e.g. a model saved by the `rbms`
+/// Python package or Keras), a NumPy array, a zip archive (a PyTorch `.pt` checkpoint) or a
+/// Python pickle; `None` otherwise.
+pub fn foreign_format(prefix: &[u8]) -> Option<&'static str> {
+    const KINDS: [(&[u8], &str); 4] = [
+        (
+            b"\x89HDF\r\n\x1a\n",
+            "an HDF5 file (e.g. a model saved by the `rbms` Python package)",
+        ),
+        (b"\x93NUMPY", "a NumPy .npy array"),
+        (
+            b"PK\x03\x04",
+            "a zip archive (e.g. a PyTorch .pt checkpoint)",
+        ),
+        (b"\x80\x04\x95", "a Python pickle"),
+    ];
+    KINDS
+        .iter()
+        .find(|(magic, _)| prefix.starts_with(magic))
+        .map(|&(_, kind)| kind)
 }
 
 /// Byte offset of serde_json's (line, column) position in `json`.
@@ -1297,6 +1330,11 @@ mod tests {
     fn header_length_is_checked_before_anything_is_allocated() {
         let p = Path::new("x.safetensors");
         assert!(header_len(p, &[1, 2, 3], 3).is_err());
+        // A foreign file is named, not read as a header length.
+        let e = header_len(p, b"\x89HDF\r\n\x1a\n", 4096).unwrap_err();
+        assert!(e.to_string().contains("an HDF5 file"), "{e}");
+        assert!(foreign_format(b"\x93NUMPY\x01\x00").is_some());
+        assert!(foreign_format(&1000u64.to_le_bytes()).is_none());
         let mut bytes = 1000u64.to_le_bytes().to_vec();
         bytes.extend_from_slice(b"{}");
         let e = header_len(p, &bytes, bytes.len() as u64).unwrap_err();

@@ -55,6 +55,10 @@ pub(crate) struct TmcProfileArgs {
     /// The tethered direction and grid.
     #[command(flatten)]
     pub tmc: TmcOptions,
+    /// Worker threads.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub threads: super::Threads,
 }
 
 /// Where the tethered direction comes from.

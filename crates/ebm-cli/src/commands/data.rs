@@ -8,7 +8,10 @@ use ebm_data::generators::ising::IsingConfig;
 use ebm_data::{Centering, Dataset, Domain, Format, GeneratorSpec};
 use serde::Serialize;
 
-use crate::cli::{DataCommand, DomainArg, GenerateCommon, Generator, InfoArgs, PcaArgs, PresetArg};
+use crate::cli::{
+    BinarizeArgs, DataCommand, DomainArg, GenerateCommon, Generator, InfoArgs, PcaArgs, PresetArg,
+    SplitArgs, SubsetArgs,
+};
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, load_dataset, write_samples};
 use crate::models::domain_name;
@@ -19,6 +22,9 @@ pub(super) fn execute(cmd: &DataCommand, ctx: &Context) -> Result<()> {
         DataCommand::Generate(g) => generate(g, ctx),
         DataCommand::Info(a) => info(a, ctx),
         DataCommand::Pca(a) => pca(a, ctx),
+        DataCommand::Split(a) => split(a, ctx),
+        DataCommand::Binarize(a) => binarize(a, ctx),
+        DataCommand::Subset(a) => subset(a, ctx),
     }
 }
 
@@ -212,7 +218,12 @@ fn generate(g: &Generator, ctx: &Context) -> Result<()> {
     let out = common.out.as_path();
     check_matrix_output(out)?;
     let record = record_path_for(out);
-    check_outputs(&[out, &record], &[])?;
+    let mut outputs = vec![out];
+    if let Some(l) = &common.labels_out {
+        check_matrix_output(l)?;
+        outputs.push(l);
+    }
+    check_outputs(&[outputs.as_slice(), &[&record]].concat(), &[])?;
 
     let mut ds = ebm_data::generate(&spec, common.seed)
         .map_err(|e| CliError::new(format!("{name}: {e}")))?;
@@ -229,7 +240,18 @@ fn generate(g: &Generator, ctx: &Context) -> Result<()> {
             .to_domain(target)
             .map_err(|e| CliError::new(format!("--domain: cannot convert the {name} data: {e}")))?;
     }
+    if let Some(l) = &common.labels_out
+        && ds.labels().is_none()
+    {
+        bail!(
+            "--labels-out {}: the {name} generator gives no labels",
+            l.display()
+        );
+    }
     write_samples(out, ds.data())?;
+    if let Some(l) = &common.labels_out {
+        write_labels(l, ds.labels().unwrap_or(&[]))?;
+    }
     let summary = summarise(&ds);
     ctx.say(format!("{name}: wrote {}", out.display()));
     say_summary(ctx, &summary);
@@ -238,7 +260,150 @@ fn generate(g: &Generator, ctx: &Context) -> Result<()> {
         Some(common.seed),
         g,
         &[],
-        &[out],
+        &outputs,
+        &summary,
+        Some(&record),
+    )
+}
+
+/// Writes labels as a one-column matrix file.
+fn write_labels(path: &Path, labels: &[u32]) -> Result<()> {
+    let m = nalgebra::DMatrix::from_iterator(1, labels.len(), labels.iter().map(|&l| f64::from(l)));
+    write_samples(path, &m)
+}
+
+/// Checks the outputs of a command that reads `file` and writes matrix files, the first of
+/// which names the run record; returns the record's path.
+fn data_outputs(file: &Path, outputs: &[&Path]) -> Result<std::path::PathBuf> {
+    for o in outputs {
+        check_matrix_output(o)?;
+    }
+    let record = record_path_for(outputs[0]);
+    check_outputs(&[outputs, &[&record]].concat(), &[file])?;
+    Ok(record)
+}
+
+fn split(a: &SplitArgs, ctx: &Context) -> Result<()> {
+    let record = data_outputs(&a.file, &[&a.train, &a.test])?;
+    let ds = load_dataset(&a.file)?;
+    let (train, test) = ds
+        .split(a.train_fraction, a.seed)
+        .map_err(|e| CliError::new(format!("--train-fraction {}: {e}", a.train_fraction)))?;
+    if train.n_samples() == 0 || test.n_samples() == 0 {
+        bail!(
+            "--train-fraction {}: {} samples would leave the {} file empty; choose a fraction \
+             in (0, 1) that leaves at least one sample on each side",
+            a.train_fraction,
+            ds.n_samples(),
+            if train.n_samples() == 0 {
+                "training"
+            } else {
+                "test"
+            }
+        );
+    }
+    write_samples(&a.train, train.data())?;
+    write_samples(&a.test, test.data())?;
+    let results = [summarise(&train), summarise(&test)];
+    ctx.say(format!(
+        "{}: {} samples -> {} ({}) and {} ({})",
+        a.file.display(),
+        ds.n_samples(),
+        a.train.display(),
+        train.n_samples(),
+        a.test.display(),
+        test.n_samples()
+    ));
+    ctx.finish(
+        "data split",
+        Some(a.seed),
+        a,
+        &[&a.file],
+        &[&a.train, &a.test],
+        &results,
+        Some(&record),
+    )
+}
+
+fn binarize(a: &BinarizeArgs, ctx: &Context) -> Result<()> {
+    let record = data_outputs(&a.file, &[&a.out])?;
+    let ds = load_dataset(&a.file)?.binarize(a.threshold);
+    let ds = match a.domain {
+        DomainArg::Binary => ds,
+        DomainArg::Spin => ds.to_domain(Domain::Spin)?,
+    };
+    write_samples(&a.out, ds.data())?;
+    let summary = summarise(&ds);
+    ctx.say(format!(
+        "{}: values > {} -> {}: wrote {}",
+        a.file.display(),
+        a.threshold,
+        match a.domain {
+            DomainArg::Binary => "1, else 0",
+            DomainArg::Spin => "+1, else -1",
+        },
+        a.out.display()
+    ));
+    say_summary(ctx, &summary);
+    ctx.finish(
+        "data binarize",
+        None,
+        a,
+        &[&a.file],
+        &[&a.out],
+        &summary,
+        Some(&record),
+    )
+}
+
+fn subset(a: &SubsetArgs, ctx: &Context) -> Result<()> {
+    let mut outputs = vec![a.out.as_path()];
+    outputs.extend(a.labels_out.as_deref());
+    let record = data_outputs(&a.file, &outputs)?;
+    let ds = if Format::from_path(&a.file) == Some(Format::Idx) {
+        let opts = ebm_data::LoadOptions {
+            idx_labels: Some(a.label_file.clone()),
+            ..Default::default()
+        };
+        ebm_data::load(&a.file, &opts)?
+    } else {
+        let ds = load_dataset(&a.file)?;
+        let labels = super::trace::read_labels(&a.label_file, ds.n_samples())?;
+        ds.with_labels(labels)?
+    };
+    let kept = ds
+        .filter_labels(&a.labels)
+        .map_err(|e| CliError::new(format!("--labels: {e}")))?;
+    if kept.n_samples() == 0 {
+        bail!(
+            "--labels {}: no sample of {} has one of these labels",
+            a.labels
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            a.file.display()
+        );
+    }
+    write_samples(&a.out, kept.data())?;
+    if let Some(l) = &a.labels_out {
+        write_labels(l, kept.labels().unwrap_or(&[]))?;
+    }
+    let summary = summarise(&kept);
+    ctx.say(format!(
+        "{}: kept {} of {} samples: wrote {}",
+        a.file.display(),
+        kept.n_samples(),
+        ds.n_samples(),
+        a.out.display()
+    ));
+    say_summary(ctx, &summary);
+    ctx.finish(
+        "data subset",
+        None,
+        a,
+        &[&a.file, &a.label_file],
+        &outputs,
         &summary,
         Some(&record),
     )

@@ -366,6 +366,7 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         p("mode-jumps.png"),
         p("loglik.png"),
         p("swaps.png"),
+        p("images.png"),
     ];
     let report = p("report.md");
     let paths: Vec<(&'static str, &Path)> = vec![
@@ -383,6 +384,7 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         ("@FIG_J", &figures[2]),
         ("@FIG_L", &figures[3]),
         ("@FIG_S", &figures[4]),
+        ("@FIG_I", &figures[5]),
     ];
     let seed = a.seed;
     let mut runner = Runner {
@@ -437,6 +439,10 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
     )?;
     step("", "plot loglik @LOG --out @FIG_L".into())?;
     step("", "plot swaps @PREC --labels PTT --out @FIG_S".into())?;
+    step(
+        "",
+        "plot images @GIBBS @PTT --labels Gibbs,PTT --count 36 --out @FIG_I".into(),
+    )?;
 
     // Measurements.
     let ds = load_dataset(&data)?;
@@ -696,6 +702,10 @@ fn report_text(
         ("Mode jumps against cost", &r.figures[2]),
         ("Log-likelihood during training", &r.figures[3]),
         ("PTT swap acceptance", &r.figures[4]),
+        (
+            "The first 36 chains of each sampler as spin images (white -1, black +1)",
+            &r.figures[5],
+        ),
     ] {
         let _ = writeln!(s, "![{title}]({})\n", file_name(f));
     }

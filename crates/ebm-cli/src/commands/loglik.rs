@@ -127,7 +127,18 @@ impl RbmTask for ExactTask<'_> {
             }
             checked.push((visible_data(rbm.visible(), ds, path)?, path));
         }
-        let (log_z, enumeration) = exact_log_partition(&rbm, 1.0, Par::Rayon)?;
+        let (log_z, enumeration) = exact_log_partition(&rbm, 1.0, Par::Rayon).map_err(|e| {
+            CliError::new(format!(
+                "{e}. For a model this large, estimate log Z and the log-likelihood with an \
+                 error bar: `ebm loglik ais --model {} --data ...`, or `ebm loglik tr-ais \
+                 --trajectory {} --data ...` along its training",
+                self.a.model.display(),
+                self.a
+                    .model
+                    .with_extension("trajectory.safetensors")
+                    .display()
+            ))
+        })?;
         let datasets = checked
             .into_iter()
             .map(|(ds, path)| {

@@ -3,6 +3,7 @@
 
 mod data;
 mod demo;
+mod help;
 mod latent;
 mod loglik;
 mod pll_log;
@@ -12,9 +13,10 @@ mod reproduce;
 mod sample;
 mod stack;
 mod tmc;
+mod trace;
 mod train;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, DataCommand, LoglikCommand, TmcCommand};
 use crate::error::{CliError, Result};
 use crate::record::Context;
 
@@ -31,8 +33,10 @@ pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
         Command::Loglik(l) => loglik::execute(l, &ctx),
         Command::Plot(p) => plot::execute(p, &ctx),
         Command::Tmc(t) => tmc::execute(t, &ctx),
+        Command::Completions { shell } => help::completions(*shell),
+        Command::Man { out } => help::man_pages(out, &ctx),
     };
-    match cli.global.threads {
+    match threads(&cli.command) {
         None => go(),
         Some(n) => rayon::ThreadPoolBuilder::new()
             .num_threads(n)
@@ -40,4 +44,26 @@ pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
             .map_err(|e| CliError::new(format!("cannot start {n} worker threads: {e}")))?
             .install(go),
     }
+}
+
+/// `--threads` of the commands that offer it.
+fn threads(command: &Command) -> Option<usize> {
+    let t = match command {
+        Command::Data(DataCommand::Pca(a)) => a.threads,
+        Command::Sample(a) => a.threads,
+        Command::Train(a) => a.threads,
+        Command::TrainStack(a) => a.threads,
+        Command::Demo(a) => a.threads,
+        Command::Reproduce(a) => a.threads,
+        Command::Loglik(LoglikCommand::Exact(a)) => a.threads,
+        Command::Loglik(LoglikCommand::Ais(a)) => a.common.threads,
+        Command::Loglik(LoglikCommand::ReverseAis(a)) => a.common.threads,
+        Command::Loglik(LoglikCommand::TrAis(a)) => a.common.threads,
+        Command::Loglik(LoglikCommand::Ptt(a)) => a.common.threads,
+        Command::Tmc(TmcCommand::Profile(a)) => a.threads,
+        Command::Data(_) | Command::Plot(_) | Command::Completions { .. } | Command::Man { .. } => {
+            return None;
+        }
+    };
+    t.n
 }

@@ -3,14 +3,15 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ebm_data::Centering;
+use ebm_data::{Centering, Dataset, Domain};
 use serde::Serialize;
 
 use super::sample::SampleResults;
+use crate::cli::ImageOptions;
 use crate::cli::PlotCommand;
 use crate::error::{CliError, Result, bail};
 use crate::files::{Table, check_outputs, load_dataset};
-use crate::plot::{self, ImageFormat, Series, SwapRun};
+use crate::plot::{self, ImageFormat, ImagePanel, PixelValues, Series, SwapRun};
 use crate::record::{Context, read_record, record_path_for};
 
 /// What a plot's run record reports.
@@ -33,6 +34,10 @@ pub(super) fn execute(cmd: &PlotCommand, ctx: &Context) -> Result<()> {
         PlotCommand::Samples {
             data, samples, out, ..
         } => (out, vec![data, samples]),
+        PlotCommand::Images { files, out, .. } => {
+            (out, files.iter().map(PathBuf::as_path).collect())
+        }
+        PlotCommand::Chain { record, out, .. } => (out, vec![record]),
         PlotCommand::Jumps { records, out, .. } | PlotCommand::Swaps { records, out, .. } => {
             (out, records.iter().map(PathBuf::as_path).collect())
         }
@@ -41,7 +46,7 @@ pub(super) fn execute(cmd: &PlotCommand, ctx: &Context) -> Result<()> {
         }
     };
     ImageFormat::from_path(out)?;
-    let record = record_path_for(out);
+    let record = figure_record_path(out);
     check_outputs(&[out, &record], &inputs)?;
     let results = match cmd {
         PlotCommand::Samples {
@@ -50,6 +55,19 @@ pub(super) fn execute(cmd: &PlotCommand, ctx: &Context) -> Result<()> {
             uncentered,
             out,
         } => samples_figure(data, samples, *uncentered, out)?,
+        PlotCommand::Images {
+            files,
+            labels,
+            image,
+            count,
+            out,
+        } => images_figure(files, labels.as_deref(), image, *count, out)?,
+        PlotCommand::Chain {
+            record,
+            image,
+            count,
+            out,
+        } => chain_figure(record, image, *count, out)?,
         PlotCommand::Jumps {
             records,
             labels,
@@ -125,13 +143,25 @@ fn samples_figure(
         format!("PC1 ({:.1}% of the variance)", 100.0 * ratio[0]),
         format!("PC2 ({:.1}%)", 100.0 * ratio[1]),
     );
-    plot::samples_over_data(out, &pd, &ps, (&labels.0, &labels.1))?;
+    let name = source_label(samples);
+    plot::samples_over_data(out, &pd, &ps, &name, (&labels.0, &labels.1))?;
     Ok(PlotResults {
         figure: "samples over data",
-        drawn: vec![("data".into(), pd.len()), ("samples".into(), ps.len())],
+        drawn: vec![("data".into(), pd.len()), (name, ps.len())],
         columns: None,
         exact: None,
     })
+}
+
+/// Checks that `--labels` has one entry per input (`n` of them, each a `what`).
+fn check_labels(labels: Option<&[String]>, n: usize, what: &str) -> Result<()> {
+    match labels {
+        Some(l) if l.len() != n => bail!(
+            "--labels has {} entries for {n} {what}s; give one label per {what}",
+            l.len()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Reads the `ebm sample` records and pairs each with its label.
@@ -139,15 +169,7 @@ fn sample_records(
     records: &[PathBuf],
     labels: Option<&[String]>,
 ) -> Result<Vec<(String, PathBuf, SampleResults)>> {
-    if let Some(l) = labels
-        && l.len() != records.len()
-    {
-        bail!(
-            "--labels has {} entries for {} records; give one label per record",
-            l.len(),
-            records.len()
-        );
-    }
+    check_labels(labels, records.len(), "record")?;
     records
         .iter()
         .enumerate()
@@ -256,7 +278,7 @@ fn loglik_figure(
     }
     let xs = t.numbers(xk)?;
     let mut series = Vec::new();
-    for k in yk {
+    for &k in &yk {
         let ys = t.numbers(k)?;
         let points = xs
             .iter()
@@ -264,14 +286,306 @@ fn loglik_figure(
             .filter_map(|(x, y)| Some(((*x)?, (*y)?)))
             .collect();
         series.push(Series {
-            label: t.columns[k].clone(),
+            label: column_title(&t.columns[k]),
             points,
         });
     }
-    plot::log_likelihood(out, &series)?;
+    let names: Vec<&str> = yk.iter().map(|&k| t.columns[k].as_str()).collect();
+    let x_label = match t.columns[xk].as_str() {
+        "update" | "updates" => "parameter updates".to_string(),
+        other => column_title(other),
+    };
+    let figure = if names.iter().all(|n| LOGLIK_COLUMNS.contains(n)) {
+        plot::line_chart(
+            out,
+            "Log-likelihood",
+            (&x_label, "mean log-likelihood"),
+            &series,
+        )?;
+        "log-likelihood"
+    } else {
+        let title = names.iter().map(|n| column_title(n)).collect::<Vec<_>>();
+        let y_label = if title.len() == 1 {
+            title[0].as_str()
+        } else {
+            "value"
+        };
+        plot::line_chart(out, &title.join(", "), (&x_label, y_label), &series)?;
+        "training log"
+    };
     Ok(PlotResults {
-        figure: "log-likelihood",
+        figure,
         drawn: drawn(&series),
+        columns: None,
+        exact: None,
+    })
+}
+
+/// The log-likelihood columns of a training log.
+const LOGLIK_COLUMNS: [&str; 2] = ["train_ll", "test_ll"];
+
+/// A column's name for a title or legend: the log-likelihood columns in words, others with
+/// spaces for underscores.
+fn column_title(name: &str) -> String {
+    match name {
+        "train_ll" => "train data".into(),
+        "test_ll" => "test data".into(),
+        "log_z" => "log Z".into(),
+        other => other.replace('_', " "),
+    }
+}
+
+/// The record of a figure: the figure's file name with `.json` appended (`fig.png.json`), so
+/// that it never replaces the record of the command that wrote the figure's inputs (`ebm
+/// sample --out ptt.npy` writes `ptt.json`).
+pub(super) fn figure_record_path(figure: &Path) -> PathBuf {
+    let mut name = figure.as_os_str().to_owned();
+    name.push(".json");
+    PathBuf::from(name)
+}
+
+/// What to call the rows of a file in a legend or title: the sampler, when the file was
+/// written by `ebm sample` (its record beside it says so), else the file name.
+fn source_label(file: &Path) -> String {
+    read_record::<SampleResults>(&record_path_for(file), "sample")
+        .map(|r| r.results.description)
+        .unwrap_or_else(|_| {
+            file.file_name().map_or_else(
+                || file.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            )
+        })
+}
+
+/// Configurations as images: the pixel values of each row and how they map to colours.
+struct Images {
+    rows: Vec<Vec<f64>>,
+    values: PixelValues,
+    shape: (usize, usize),
+}
+
+/// Reads the rows `which` of `ds` (from `file`) as images (see `ebm plot images --help`).
+fn images_of(ds: &Dataset, file: &Path, opts: &ImageOptions, which: &[usize]) -> Result<Images> {
+    let n = ds.n_features();
+    let x = ds.data();
+    let column = |j: usize| x.column(j).iter().copied().collect::<Vec<f64>>();
+    let fits = |d: Domain| ebm_data::dataset::check_domain(x, d).is_ok();
+    let (values, rows): (PixelValues, Vec<Vec<f64>>) = match (opts.states, ds.domain()) {
+        (Some(q), _) | (None, Domain::OneHot { q } | Domain::Categorical { q }) => {
+            if n.is_multiple_of(q) && fits(Domain::OneHot { q }) && q > 1 {
+                // One-hot blocks: the state of each site is the position of its 1.
+                let argmax = |j: usize| -> Vec<f64> {
+                    x.column(j)
+                        .as_slice()
+                        .chunks(q)
+                        .map(|b| b.iter().position(|&v| v == 1.0).unwrap_or(0) as f64)
+                        .collect()
+                };
+                (
+                    PixelValues::Categorical { q },
+                    which.iter().map(|&j| argmax(j)).collect(),
+                )
+            } else if fits(Domain::Categorical { q }) {
+                (
+                    PixelValues::Categorical { q },
+                    which.iter().map(|&j| column(j)).collect(),
+                )
+            } else {
+                bail!(
+                    "{}: --states {q}: the rows are neither one-hot blocks of {q} values nor \
+                     state codes 0..{}",
+                    file.display(),
+                    q - 1
+                );
+            }
+        }
+        _ if fits(Domain::Binary01) => (
+            PixelValues::Binary,
+            which.iter().map(|&j| column(j)).collect(),
+        ),
+        _ if fits(Domain::Spin) => (
+            PixelValues::Spin,
+            which.iter().map(|&j| column(j)).collect(),
+        ),
+        _ => {
+            let rows: Vec<Vec<f64>> = which.iter().map(|&j| column(j)).collect();
+            let lo = rows.iter().flatten().copied().fold(f64::INFINITY, f64::min);
+            let hi = rows
+                .iter()
+                .flatten()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max);
+            (PixelValues::Real { lo, hi }, rows)
+        }
+    };
+    let sites = rows.first().map_or(n, Vec::len);
+    let shape = match opts.shape {
+        Some((h, w)) if h * w == sites => (h, w),
+        Some((h, w)) => bail!(
+            "--shape {h}x{w} has {} pixels, but {} has {sites} sites per row",
+            h * w,
+            file.display()
+        ),
+        None => {
+            let side = (sites as f64).sqrt().round() as usize;
+            if side * side != sites {
+                bail!(
+                    "{}: {sites} sites per row is not a square image; give its shape with \
+                     --shape HxW",
+                    file.display()
+                );
+            }
+            (side, side)
+        }
+    };
+    Ok(Images {
+        rows,
+        values,
+        shape,
+    })
+}
+
+/// The one colour mapping of several files: the same kind for all, real ranges merged.
+fn common_values(files: &[PathBuf], images: &[Images]) -> Result<PixelValues> {
+    let mut values = images[0].values;
+    for (f, im) in files.iter().zip(images).skip(1) {
+        values = match (values, im.values) {
+            (PixelValues::Real { lo, hi }, PixelValues::Real { lo: l, hi: h }) => {
+                PixelValues::Real {
+                    lo: lo.min(l),
+                    hi: hi.max(h),
+                }
+            }
+            (a, b) if a == b => a,
+            (a, b) => bail!(
+                "{} holds other values ({b:?}) than {} ({a:?}); draw them in separate figures",
+                f.display(),
+                files[0].display()
+            ),
+        };
+    }
+    Ok(values)
+}
+
+fn images_figure(
+    files: &[PathBuf],
+    labels: Option<&[String]>,
+    opts: &ImageOptions,
+    count: usize,
+    out: &Path,
+) -> Result<PlotResults> {
+    check_labels(labels, files.len(), "file")?;
+    let images = files
+        .iter()
+        .map(|f| {
+            let ds = load_dataset(f)?;
+            let rows: Vec<usize> = (0..ds.n_samples().min(count)).collect();
+            images_of(&ds, f, opts, &rows)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let values = common_values(files, &images)?;
+    let shape = images[0].shape;
+    if let Some((f, im)) = files.iter().zip(&images).find(|(_, im)| im.shape != shape) {
+        bail!(
+            "{} has {}x{} images, {} has {}x{}",
+            f.display(),
+            im.shape.0,
+            im.shape.1,
+            files[0].display(),
+            shape.0,
+            shape.1
+        );
+    }
+    let panels: Vec<ImagePanel> = files
+        .iter()
+        .zip(images)
+        .enumerate()
+        .map(|(i, (f, im))| ImagePanel {
+            title: labels.map_or_else(|| source_label(f), |l| l[i].clone()),
+            images: im.rows,
+            captions: Vec::new(),
+        })
+        .collect();
+    let most = panels.iter().map(|p| p.images.len()).max().unwrap_or(1);
+    let columns = opts
+        .columns
+        .unwrap_or_else(|| (most as f64).sqrt().ceil() as usize);
+    plot::image_grid(out, &panels, shape, columns, values)?;
+    Ok(PlotResults {
+        figure: "images",
+        drawn: panels
+            .iter()
+            .map(|p| (p.title.clone(), p.images.len()))
+            .collect(),
+        columns: None,
+        exact: None,
+    })
+}
+
+/// `count` indices evenly spaced in `0..n`, always the first and the last.
+fn evenly_spaced(n: usize, count: usize) -> Vec<usize> {
+    if count >= n || n < 2 {
+        return (0..n).collect();
+    }
+    if count < 2 {
+        return vec![n - 1];
+    }
+    (0..count)
+        .map(|i| (2 * i * (n - 1) + (count - 1)) / (2 * (count - 1)))
+        .collect()
+}
+
+fn chain_figure(
+    record: &Path,
+    opts: &ImageOptions,
+    count: usize,
+    out: &Path,
+) -> Result<PlotResults> {
+    let r = read_record::<SampleResults>(record, "sample")?.results;
+    let Some(chain) = r.chain else {
+        bail!(
+            "{} has no recorded chain: run `ebm sample` with --trace-every N and --chain-out FILE",
+            record.display()
+        );
+    };
+    // The chain file as given to `ebm sample`, else beside the record.
+    let file = if chain.file.exists() {
+        chain.file.clone()
+    } else {
+        let name = chain.file.file_name().unwrap_or(chain.file.as_os_str());
+        record.parent().unwrap_or(Path::new(".")).join(name)
+    };
+    let ds = load_dataset(&file)?;
+    if ds.n_samples() != chain.steps.len() {
+        bail!(
+            "{}: {} rows, but the record {} lists {} recorded steps",
+            file.display(),
+            ds.n_samples(),
+            record.display(),
+            chain.steps.len()
+        );
+    }
+    let frames = evenly_spaced(ds.n_samples(), count);
+    let im = images_of(&ds, &file, opts, &frames)?;
+    let panel = ImagePanel {
+        title: format!("{}: chain 0 over {} steps", r.description, r.steps),
+        images: im.rows,
+        captions: frames
+            .iter()
+            .map(|&k| format!("step {}", chain.steps[k]))
+            .collect(),
+    };
+    let columns = opts.columns.unwrap_or(10);
+    plot::image_grid(
+        out,
+        std::slice::from_ref(&panel),
+        im.shape,
+        columns,
+        im.values,
+    )?;
+    Ok(PlotResults {
+        figure: "chain",
+        drawn: vec![(panel.title, frames.len())],
         columns: None,
         exact: None,
     })

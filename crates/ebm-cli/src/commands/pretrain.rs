@@ -203,6 +203,7 @@ impl<V: CliLayer, H: CliLayer> Start<V, H> {
             figure,
             &pair.data,
             &pair.model,
+            "samples of the low-rank model",
             (&name(pair.rows.0), &name(pair.rows.1)),
         )?;
         let report = PretrainReport {

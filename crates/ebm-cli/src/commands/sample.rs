@@ -2,20 +2,20 @@
 
 use std::path::Path;
 
-use ebm_core::diagnostics::{ModeClassifier, mode_fractions, mode_jumps, windowed_mode_weights};
 use ebm_core::{ChainState, Kernel, Observer, Par, RngStreams};
-use ebm_data::{Centering, Dataset, Pca};
+use ebm_data::Dataset;
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
     IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtInfo, PtState, ReferenceLadder,
     SwapSchedule, TemperatureLadder, TrajectoryLadder,
 };
-use ebm_samplers::{Gibbs, GibbsInfo, StepInfo, run};
+use ebm_samplers::{Gibbs, run};
 use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{InitArg, LatentAlgorithmArg, SampleArgs, SamplerArg, ScheduleArg};
+pub(crate) use super::trace::{ChainRecording, JumpCurve, ModeTracer};
+use crate::cli::{InitArg, LatentAlgorithmArg, ModeRuleArg, SampleArgs, SamplerArg, ScheduleArg};
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, load_dataset, write_samples};
 use crate::models::{
@@ -55,6 +55,9 @@ pub(crate) struct SampleResults {
     pub pt: Option<PtSummary>,
     /// Mode jumps of the target chains (with `--trace-every`).
     pub mode_jumps: Option<JumpCurve>,
+    /// The configurations of chain 0 over time (with `--chain-out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<ChainSummary>,
     /// Why the mode weights cannot be trusted, if they cannot (also printed on stderr).
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -96,44 +99,13 @@ pub(crate) struct PtSummary {
     pub index_tau_int: Option<f64>,
 }
 
-/// Mean cumulative mode jumps per chain against the cost.
+/// Where `--chain-out` wrote chain 0, and the step of each row.
 #[derive(Serialize, Deserialize, Debug, Clone)]
-pub(crate) struct JumpCurve {
-    /// Principal component the modes are read on (0 = the first).
-    pub component: usize,
-    /// Mode 1 if the projection is at least this value.
-    pub threshold: f64,
-    /// Steps between two records.
-    pub record_every: u64,
-    /// Step of each record (0 = the starting states).
+pub(crate) struct ChainSummary {
+    /// The file, as given.
+    pub file: std::path::PathBuf,
+    /// Step of each row.
     pub steps: Vec<u64>,
-    /// Cost of each record in Gibbs sweeps per chain.
-    pub gibbs_sweeps: Vec<u64>,
-    /// Mean over chains of the number of jumps up to each record.
-    pub cumulative_mean_jumps: Vec<f64>,
-    /// Mean number of jumps per chain over the run.
-    pub mean_jumps: f64,
-    /// Its standard error over chains.
-    pub sem: f64,
-    /// Fraction of the chains in each mode at the last record.
-    pub final_mode_fractions: Vec<f64>,
-    /// Records discarded as burn-in before the mode weights are averaged: the first half.
-    #[serde(default)]
-    pub burn_in_records: usize,
-    /// Mode weights averaged over the records after burn-in and over chains
-    /// ([`ebm_core::diagnostics::windowed_mode_weights`]).
-    #[serde(default)]
-    pub weights: Vec<f64>,
-    /// Their standard errors over independent chains.
-    #[serde(default)]
-    pub weights_se: Vec<f64>,
-    /// Largest difference of the weights between the two halves of the window, in combined
-    /// standard errors.
-    #[serde(default)]
-    pub weights_drift: f64,
-    /// Mean mode changes per chain after burn-in.
-    #[serde(default)]
-    pub window_mean_jumps: f64,
 }
 
 fn not_for(option: &str, sampler: &str, hint: &str) -> CliError {
@@ -262,14 +234,29 @@ fn check_options(a: &SampleArgs) -> Result<()> {
         if a.init == InitArg::Data {
             bail!("--init data needs --data FILE");
         }
-        if a.trace_every.is_some() {
-            bail!("--trace-every needs --data FILE (the modes are read on the data's PCA)");
+        if a.trace_every.is_some() && a.chain_out.is_none() {
+            bail!(
+                "--trace-every needs --data FILE (the modes are read on the data's PCA) or \
+                 --chain-out FILE (the configurations of chain 0)"
+            );
+        }
+        if a.modes.is_some() {
+            bail!("--modes needs --data FILE (the modes are defined on the data)");
         }
     } else if !uses_data {
         bail!("--data is used only by --sampler pt-ref, --init data or --trace-every; none is set");
     }
     if a.mode_threshold.is_some() && a.trace_every.is_none() {
         bail!("--mode-threshold needs --trace-every");
+    }
+    if a.modes.is_some() && a.trace_every.is_none() {
+        bail!("--modes needs --trace-every N (the steps at which modes are recorded)");
+    }
+    if a.mode_threshold.is_some() && a.modes.as_ref().is_some_and(|m| *m != ModeRuleArg::Pc1) {
+        bail!("--mode-threshold sets the boundary of --modes pc1 only");
+    }
+    if let Some(c) = &a.chain_out {
+        check_matrix_output(c)?;
     }
     Ok(())
 }
@@ -312,7 +299,12 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     if let Some(d) = &a.data {
         inputs.push(d);
     }
-    check_outputs(&[&a.out, &record], &inputs)?;
+    if let Some(ModeRuleArg::Labels { file }) = &a.modes {
+        inputs.push(file);
+    }
+    let mut outputs: Vec<&Path> = vec![&a.out];
+    outputs.extend(a.chain_out.as_deref());
+    check_outputs(&[outputs.as_slice(), &[&record]].concat(), &inputs)?;
     let data = a.data.as_deref().map(load_dataset).transpose()?;
     let outcome = if a.sampler == SamplerArg::Stacked {
         super::stack::sample(a, ctx, data, source)?
@@ -327,6 +319,14 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
         with_kinds(&visible, &hidden, source, SampleTask { a, ctx, data })?
     };
     write_samples(&a.out, &outcome.samples)?;
+    if let (Some(path), Some(chain)) = (&a.chain_out, &outcome.chain) {
+        write_samples(path, &chain.states)?;
+        ctx.say(format!(
+            "chain 0 at {} steps: {}",
+            chain.steps.len(),
+            path.display()
+        ));
+    }
     let r = &outcome.results;
     ctx.say(format!(
         "{} on a {}: {} chains x {} steps ({} Gibbs sweeps per chain), seed {}",
@@ -353,29 +353,7 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
         ));
     }
     if let Some(j) = &r.mode_jumps {
-        ctx.say(format!(
-            "mode jumps per chain: {:.3} +- {:.3}; final fractions in modes 0 and 1: {}",
-            j.mean_jumps,
-            j.sem,
-            j.final_mode_fractions
-                .iter()
-                .map(|f| format!("{f:.3}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if let Some(j) = &r.mode_jumps {
-        ctx.say(format!(
-            "mode weights after burn-in ({} of {} records, over chains): {}",
-            j.steps.len() - j.burn_in_records,
-            j.steps.len(),
-            j.weights
-                .iter()
-                .zip(&j.weights_se)
-                .map(|(w, s)| format!("{w:.3} +- {s:.3}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        say_modes(ctx, j);
     }
     if let Some(t) = &r.tmc {
         super::tmc::report(ctx, t);
@@ -399,6 +377,41 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     )
 }
 
+/// The summary lines of the modes: the rule, the jumps and the weights by mode.
+fn say_modes(ctx: &Context, j: &JumpCurve) {
+    let by_mode = |values: &[f64], se: Option<&[f64]>| -> String {
+        values
+            .iter()
+            .enumerate()
+            .map(|(m, v)| {
+                let name = j.modes.get(m).map_or(m.to_string(), Clone::clone);
+                match se.and_then(|s| s.get(m)) {
+                    Some(s) => format!("{name}: {v:.3} +- {s:.3}"),
+                    None => format!("{name}: {v:.3}"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    ctx.say(format!("modes ({}): {}", j.modes.len(), j.rule));
+    ctx.say(format!(
+        "data in each mode: {}",
+        by_mode(&j.data_fractions, None)
+    ));
+    ctx.say(format!(
+        "mode jumps per chain: {:.3} +- {:.3}; final fractions: {}",
+        j.mean_jumps,
+        j.sem,
+        by_mode(&j.final_mode_fractions, None)
+    ));
+    ctx.say(format!(
+        "mode weights after burn-in ({} of {} records, over chains): {}",
+        j.steps.len() - j.burn_in_records,
+        j.steps.len(),
+        by_mode(&j.weights, Some(&j.weights_se))
+    ));
+}
+
 struct SampleTask<'a> {
     a: &'a SampleArgs,
     ctx: &'a Context,
@@ -407,6 +420,7 @@ struct SampleTask<'a> {
 
 pub(super) struct SampleOutcome {
     pub(super) samples: DMatrix<f64>,
+    pub(super) chain: Option<ChainRecording>,
     pub(super) model: String,
     pub(super) results: SampleResults,
 }
@@ -570,9 +584,17 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer>(
 ) -> Result<SampleOutcome> {
     let f = free_energies(rbm, &samples, beta);
     let mean_free_energy = f.iter().sum::<f64>() / f.len().max(1) as f64;
-    let (mode_jumps, mut warnings) = tracer.finish(sweeps_per_step)?;
+    let (mode_jumps, mut warnings, chain) = tracer.finish(sweeps_per_step)?;
     warnings.extend(run_warnings);
+    let chain_summary = chain
+        .as_ref()
+        .zip(a.chain_out.as_ref())
+        .map(|(c, file)| ChainSummary {
+            file: file.clone(),
+            steps: c.steps.clone(),
+        });
     Ok(SampleOutcome {
+        chain,
         model: describe(rbm),
         results: SampleResults {
             sampler: sampler_name(a.sampler).into(),
@@ -586,6 +608,7 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer>(
             mean_free_energy,
             pt,
             mode_jumps,
+            chain: chain_summary,
             warnings,
             tmc: None,
         },
@@ -797,107 +820,4 @@ pub(super) fn initial_chains<V: CliLayer, H: CliLayer>(
         }
     }
     Ok(chains)
-}
-
-/// Records the mode of every target chain every `every` steps (an observer of the run).
-pub(super) struct ModeTracer {
-    state: Option<TraceState>,
-}
-
-struct TraceState {
-    pca: Pca,
-    every: u64,
-    classifier: ModeClassifier,
-    threshold: f64,
-    steps: Vec<u64>,
-    labels: Vec<Vec<usize>>,
-}
-
-impl ModeTracer {
-    pub(super) fn new(a: &SampleArgs, data: Option<&Dataset>) -> Result<Self> {
-        let (Some(every), Some(ds)) = (a.trace_every, data) else {
-            return Ok(Self { state: None });
-        };
-        let pca = ebm_data::pca(ds, 1, Centering::Centered)
-            .map_err(|e| CliError::new(format!("--trace-every: PCA of the data: {e}")))?;
-        let threshold = a.mode_threshold.unwrap_or(0.0);
-        Ok(Self {
-            state: Some(TraceState {
-                pca,
-                every,
-                classifier: ModeClassifier::Threshold {
-                    component: 0,
-                    value: threshold,
-                },
-                threshold,
-                steps: Vec::new(),
-                labels: Vec::new(),
-            }),
-        })
-    }
-
-    fn record(&mut self, step: u64, visible: &DMatrix<f64>) -> ebm_core::Result<()> {
-        let Some(s) = &mut self.state else {
-            return Ok(());
-        };
-        if !step.is_multiple_of(s.every) {
-            return Ok(());
-        }
-        let to_core = |e: ebm_data::Error| ebm_core::Error::Observer(Box::new(e));
-        let projected = s.pca.project(visible).map_err(to_core)?;
-        s.labels.push(s.classifier.assign(&projected)?);
-        s.steps.push(step);
-        Ok(())
-    }
-
-    /// The jump curve and mode weights, and the warnings of the weights' checks.
-    fn finish(self, sweeps_per_step: u64) -> Result<(Option<JumpCurve>, Vec<String>)> {
-        let Some(s) = self.state else {
-            return Ok((None, Vec::new()));
-        };
-        let stats = mode_jumps(&s.labels)?;
-        let last = s.labels.last().map(Vec::as_slice).unwrap_or(&[]);
-        let burn_in = s.labels.len() / 2;
-        let window = windowed_mode_weights(&s.labels, burn_in, 2).map_err(|e| {
-            CliError::new(format!(
-                "--trace-every {}: {e} (record more often or run more steps)",
-                s.every
-            ))
-        })?;
-        let warnings = window.warnings();
-        let curve = JumpCurve {
-            component: 0,
-            threshold: s.threshold,
-            record_every: s.every,
-            gibbs_sweeps: s.steps.iter().map(|t| t * sweeps_per_step).collect(),
-            steps: s.steps,
-            cumulative_mean_jumps: stats.cumulative_mean,
-            mean_jumps: stats.mean,
-            sem: stats.sem,
-            final_mode_fractions: mode_fractions(last, 2),
-            burn_in_records: burn_in,
-            weights_drift: window.drift,
-            window_mean_jumps: window.mean_jumps,
-            weights: window.weights.clone(),
-            weights_se: window.se.clone(),
-        };
-        Ok((Some(curve), warnings))
-    }
-}
-
-impl Observer<StepInfo<'_, GibbsInfo, RbmChains<f64>>> for ModeTracer {
-    fn observe(
-        &mut self,
-        step: u64,
-        info: &StepInfo<'_, GibbsInfo, RbmChains<f64>>,
-    ) -> ebm_core::Result<()> {
-        self.record(step, &info.chains.visible)
-    }
-}
-
-/// PT rounds report the chains of the target rung.
-impl Observer<RbmChains<f64>> for ModeTracer {
-    fn observe(&mut self, step: u64, target: &RbmChains<f64>) -> ebm_core::Result<()> {
-        self.record(step, &target.visible)
-    }
 }
