@@ -1135,7 +1135,18 @@ fn bad_input_gives_one_clear_error_line() {
     let header: Value = serde_json::from_slice(&model[8..8 + n]).unwrap();
     let at = 8 + n + header["weights"]["data_offsets"][0].as_u64().unwrap() as usize;
     model[at..at + 8].copy_from_slice(&f64::NAN.to_le_bytes());
-    std::fs::write(d.join("nan.safetensors"), &model).unwrap();
+    // Without its checksum (as files written before checksums), so that the loader reaches
+    // the values; an edit that keeps the checksum is caught as corruption (tests/cli_robust.rs).
+    let mut header = header;
+    header["__metadata__"]
+        .as_object_mut()
+        .unwrap()
+        .remove("checksum");
+    let header = serde_json::to_vec(&header).unwrap();
+    let mut unsummed = (header.len() as u64).to_le_bytes().to_vec();
+    unsummed.extend_from_slice(&header);
+    unsummed.extend_from_slice(&model[8 + n..]);
+    std::fs::write(d.join("nan.safetensors"), &unsummed).unwrap();
     fails(
         d,
         "sample --model nan.safetensors --out s.npy",
@@ -1290,7 +1301,9 @@ fn bad_input_gives_one_clear_error_line() {
     fails(d, "plot swaps g.json --out f.png", 1, "pt-ref");
     fails(d, "plot jumps g.json --out f.png", 1, "--trace-every");
     fails(d, "plot swaps g.json --out f.jpg", 1, ".png or .svg");
-    fails(d, "plot swaps g.json --out g.png", 1, "overwrite");
+    // The figure's record is g.png.json: it no longer collides with the run's record g.json,
+    // so the refusal is about the input alone.
+    fails(d, "plot swaps g.json --out g.png", 1, "pt-ref");
     fails(
         d,
         "plot swaps g.npy --out f.png",
@@ -1430,8 +1443,8 @@ fn train_writes_a_model_its_trajectory_state_and_log() {
     );
     ok(d, "plot loglik m.log.csv --out ll.svg");
     assert_image(&d.join("ll.svg"));
-    let drawn = json(&d.join("ll.json"))["results"]["drawn"].clone();
-    assert_eq!(drawn, serde_json::json!([["train_ll", 6], ["test_ll", 6]]));
+    let drawn = json(&d.join("ll.svg.json"))["results"]["drawn"].clone();
+    assert_eq!(drawn, serde_json::json!([["train data", 6], ["test data", 6]]));
 
     // Other unit kinds and negative phases train as well.
     let spins = two_clusters(100, 0).map(|x| 2.0 * x - 1.0);
