@@ -1444,7 +1444,10 @@ fn train_writes_a_model_its_trajectory_state_and_log() {
     ok(d, "plot loglik m.log.csv --out ll.svg");
     assert_image(&d.join("ll.svg"));
     let drawn = json(&d.join("ll.svg.json"))["results"]["drawn"].clone();
-    assert_eq!(drawn, serde_json::json!([["train data", 6], ["test data", 6]]));
+    assert_eq!(
+        drawn,
+        serde_json::json!([["train data", 6], ["test data", 6]])
+    );
 
     // Other unit kinds and negative phases train as well.
     let spins = two_clusters(100, 0).map(|x| 2.0 * x - 1.0);
