@@ -29,15 +29,7 @@ pub struct RngStreams {
 impl RngStreams {
     /// Creates `n` streams from `seed`.
     pub fn new(seed: u64, n: usize) -> Self {
-        let mut master = Xoshiro256PlusPlus::seed_from_u64(seed);
-        let streams = (0..n)
-            .map(|_| {
-                let s = master.clone();
-                master.jump();
-                s
-            })
-            .collect();
-        Self { seed, streams }
+        Self::select(seed, 0..n)
     }
 
     /// The streams of the given indices, in the given order: entry `j` is stream `indices[j]`
