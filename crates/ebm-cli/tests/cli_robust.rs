@@ -642,12 +642,15 @@ fn sigint_and_sigterm_save_a_resumable_state_and_exit_with_their_code() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     big(d);
+    let started = std::time::Instant::now();
     ok(d, &format!("train {LONG} --out full.safetensors"));
+    let full = started.elapsed();
     for (signal, code) in [("INT", 130), ("TERM", 143)] {
         let stem = format!("s{signal}");
         let child = spawn(d, &format!("train {LONG} --out {stem}.safetensors"));
-        // Wait until training runs (the lock file is taken before any work).
-        std::thread::sleep(Duration::from_millis(500));
+        // Signal in the middle of the run, measured on this machine (a fixed delay outlasted
+        // the whole run on an idle machine).
+        std::thread::sleep(full.mul_f64(0.5));
         let status = StdCommand::new("kill")
             .args([format!("-{signal}"), child.id().to_string()])
             .status()
