@@ -172,7 +172,49 @@ fn bench_other_units(c: &mut Criterion) {
     bench_bare_gemms::<f32>(c, (sites * q, NH), &[2]);
 }
 
+/// The cost of one f32 sweep on 2 threads across sizes, with throughput counted in
+/// `chains x N_v x N_h` multiply-add units: flat throughput means cost linear in the size.
+/// `benches/size_sweep.py` turns the results into a table and a plot of time per unit.
+/// Two lines: chains 250 -> 8000 at N_h = 200, and N_h 50 -> 800 at 2000 chains (N_v = 784).
+fn bench_sizes(c: &mut Criterion) {
+    let pool = pool(2);
+    let lines: [(&str, Vec<(usize, usize)>); 2] = [
+        ("chains", [250, 500, 1000, 2000, 4000, 8000].map(|b| (b, NH)).to_vec()),
+        ("hidden", [50, 100, 200, 400, 800].map(|h| (CHAINS, h)).to_vec()),
+    ];
+    for (line, sizes) in lines {
+        let mut group = c.benchmark_group(format!("size-sweep/{line}"));
+        group.sample_size(10);
+        for (chains, nh) in sizes {
+            let rbm = Rbm::new(
+                Bernoulli::<f32>::zeros(NV),
+                Bernoulli::zeros(nh),
+                weights(NV, nh),
+            )
+            .unwrap();
+            let mut state = ChainState::new(rbm.new_state(chains), 1);
+            group.throughput(Throughput::Elements((chains * NV * nh) as u64));
+            let id = if line == "chains" { chains } else { nh };
+            group.bench_function(BenchmarkId::from_parameter(id), |b| {
+                b.iter(|| {
+                    pool.install(|| {
+                        Gibbs::new(1).step(
+                            &rbm,
+                            1.0,
+                            &mut state.chains,
+                            state.rngs.as_mut_slice(),
+                            Par::Rayon,
+                        )
+                    })
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
 fn benches(c: &mut Criterion) {
+    bench_sizes(c);
     bench_other_units(c);
     bench_sweeps::<f32>(c);
     bench_bare_gemms::<f32>(c, (NV, NH), &[1, 2]);
