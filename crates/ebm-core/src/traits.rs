@@ -67,6 +67,28 @@ pub trait EnergyModel: Sync {
         false
     }
 
+    /// [`EnergyModel::energies_at`] computed from the product that
+    /// [`EnergyModel::energies_at_keeping`] left in `kept`, bit for bit the same numbers, and
+    /// returns `true`; or returns `false`, writing nothing, if `kept` does not belong to the
+    /// current configurations of `x` or the model keeps no product (the default). The caller
+    /// guarantees that `kept` was computed by this model (the check is on the configurations
+    /// only). A parallel-tempering round that proposes every neighbouring pair in turn uses it
+    /// for the rung whose product the previous pair kept.
+    ///
+    /// # Panics
+    /// As [`EnergyModel::energies_at`].
+    fn energies_from_kept(
+        &self,
+        x: &Self::State,
+        betas: &[f64],
+        out: &mut [f64],
+        kept: &Self::State,
+        par: Par,
+    ) -> bool {
+        let _ = (x, betas, out, kept, par);
+        false
+    }
+
     /// Draws \(h \sim p_\beta(h \mid v)\) for every chain of `x` from the product kept by
     /// [`EnergyModel::energies_at_keeping`], bit for bit as
     /// [`ConditionalSampler::sample_hidden`] would (same numbers, same random numbers from

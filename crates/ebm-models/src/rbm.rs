@@ -330,14 +330,29 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
                 MatRef::col_major(vs, nv, cols),
                 inp,
             );
-            for (k, o) in outs.iter_mut().enumerate() {
-                let energy = self.visible.energy(&vs[k * nv..(k + 1) * nv]);
-                let input = &inp[k * nh..(k + 1) * nh];
-                for (e, &beta) in o.iter_mut().zip(betas) {
-                    *e = beta * energy - self.hidden.cgf(input, beta);
-                }
-            }
+            self.free_energies_from_inputs(vs, inp, betas, outs);
         });
+    }
+
+    /// The tempered free energies of the columns `vs` (`cols` chains) from their hidden inputs
+    /// `inputs` = \(W^\top v\): \(F_\beta(v) = \beta U_V(v) - \Gamma^\beta_H(W^\top v)\)
+    /// at each temperature, into `outs[i][j]`. The one place this arithmetic lives, so energies
+    /// from kept inputs are bit-identical to energies with the product recomputed.
+    fn free_energies_from_inputs(
+        &self,
+        vs: &[V::Scalar],
+        inputs: &[V::Scalar],
+        betas: &[f64],
+        outs: &mut [&mut [f64]],
+    ) {
+        let (nv, nh) = (self.visible.width(), self.hidden.width());
+        for (k, o) in outs.iter_mut().enumerate() {
+            let energy = self.visible.energy(&vs[k * nv..(k + 1) * nv]);
+            let input = &inputs[k * nh..(k + 1) * nh];
+            for (e, &beta) in o.iter_mut().zip(betas) {
+                *e = beta * energy - self.hidden.cgf(input, beta);
+            }
+        }
     }
 
     /// The tempered hidden free energies \\(F_\beta(h_i) = \beta U_H(h_i) -
@@ -624,6 +639,42 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
             kept.hidden = DMatrix::from_element(nh, n, V::Scalar::from_f64(0.0));
         }
         self.free_energies_keeping(&x.visible, betas, out, kept.hidden.as_mut_slice(), par);
+        true
+    }
+
+    /// The free energies from the kept inputs \(W^\top v\) when the kept copy of \(v\) is
+    /// the current one: the same numbers as [`EnergyModel::energies_at`] without the product.
+    fn energies_from_kept(
+        &self,
+        x: &Self::State,
+        betas: &[f64],
+        out: &mut [f64],
+        kept: &Self::State,
+        par: Par,
+    ) -> bool {
+        let (nv, nh, m) = (self.visible.width(), self.hidden.width(), betas.len());
+        let n = x.visible.ncols();
+        assert_eq!(out.len(), n * m, "energies_from_kept: output length");
+        if kept.hidden.shape() != (nh, n) || kept.visible != x.visible {
+            return false;
+        }
+        if m == 0 {
+            return true;
+        }
+        let mut per_chain: Vec<&mut [f64]> = out.chunks_mut(m).collect();
+        let inputs = kept.hidden.as_slice();
+        ebm_core::for_each_chain_chunk(
+            par,
+            1,
+            &mut vec![0u8; n],
+            &mut per_chain,
+            |first, _, outs| {
+                let cols = outs.len();
+                let vs = &x.visible.as_slice()[first * nv..(first + cols) * nv];
+                let inp = &inputs[first * nh..(first + cols) * nh];
+                self.free_energies_from_inputs(vs, inp, betas, outs);
+            },
+        );
         true
     }
 

@@ -35,6 +35,10 @@ struct Counting {
     products: AtomicUsize,
     reused: AtomicUsize,
     perturb: f64,
+    /// Energies computed from kept inputs (no product), and what to add to them (0 except
+    /// in the negative control of that reuse).
+    energy_reuses: AtomicUsize,
+    perturb_energy: f64,
 }
 
 impl Counting {
@@ -44,6 +48,8 @@ impl Counting {
             products: AtomicUsize::new(0),
             reused: AtomicUsize::new(0),
             perturb,
+            energy_reuses: AtomicUsize::new(0),
+            perturb_energy: 0.0,
         }
     }
 }
@@ -71,6 +77,26 @@ impl EnergyModel for Counting {
         let k = self.rbm.energies_at_keeping(x, betas, out, kept, par);
         kept.hidden.add_scalar_mut(self.perturb);
         k
+    }
+
+    fn energies_from_kept(
+        &self,
+        x: &Self::State,
+        betas: &[f64],
+        out: &mut [f64],
+        kept: &Self::State,
+        par: Par,
+    ) -> bool {
+        let reused = self.rbm.energies_from_kept(x, betas, out, kept, par);
+        if reused {
+            self.energy_reuses.fetch_add(1, Ordering::Relaxed);
+            // At the first temperature only: a shift common to both temperatures of a
+            // temperature-ladder exchange would cancel in its ratio.
+            out.iter_mut()
+                .step_by(betas.len().max(1))
+                .for_each(|e| *e += self.perturb_energy);
+        }
+        reused
     }
 
     fn sample_hidden_from_kept<R: Rng + Send>(
@@ -258,6 +284,18 @@ fn kept_energies_and_inputs_equal_recomputed_ones_exactly() {
             ladder.log_accept_keeping(k, &lo, &hi, &mut kept, [&mut kl, &mut kh], Par::Rayon);
             let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&kept), bits(&plain), "pair {k}");
+            // Energies from the kept inputs at any temperatures: the recomputed ones, bit for
+            // bit; refused when the configurations are not the kept ones.
+            let rbm = &ladder.explored(k).model.rbm;
+            let own = kl.products().expect("products kept");
+            let betas = [0.3, 0.71, 1.0];
+            let (mut direct, mut from_kept) = (vec![0.0; 3 * CHAINS], vec![0.0; 3 * CHAINS]);
+            rbm.energies_at(&lo, &betas, &mut direct, Par::Seq);
+            assert!(rbm.energies_from_kept(&lo, &betas, &mut from_kept, own, Par::Rayon));
+            assert_eq!(bits(&from_kept), bits(&direct), "pair {k}");
+            let mut moved = lo.clone();
+            moved.visible[(0, CHAINS - 1)] = 1.0 - moved.visible[(0, CHAINS - 1)];
+            assert!(!rbm.energies_from_kept(&moved, &betas, &mut from_kept, own, Par::Rayon));
             let accept: Vec<bool> = (0..CHAINS).map(|i| i % 3 == 0).collect();
             let mut rngs = ebm_core::RngStreams::new(1, CHAINS);
             ladder.exchange_keeping(
@@ -281,4 +319,56 @@ fn kept_energies_and_inputs_equal_recomputed_ones_exactly() {
     }
     check(&temperatures(0.0));
     check(&trajectory(0.0));
+}
+
+/// Under the sweep schedule (every pair proposed in turn, as PTT does) the energies of rung k's
+/// state in pair (k, k + 1) come from the product that pair (k - 1, k) kept: one product fewer
+/// per pair, and the same chains bit for bit (also checked above for every schedule). Here:
+/// the reuse happens exactly once per pair after the first in every round, never under DEO (no
+/// two consecutive pairs in a round), and a perturbed reuse changes the chains (negative
+/// control).
+#[test]
+fn sweep_schedule_reuses_the_previous_pairs_product_for_the_energies() {
+    fn check<L>(ladder: &L, models: &[&Counting], perturbed: bool)
+    where
+        L: Exchange<State = RbmChains<f64>, RungModel = Counting>,
+    {
+        let rounds = 40;
+        let reuses = || -> usize {
+            models
+                .iter()
+                .map(|m| m.energy_reuses.swap(0, Ordering::Relaxed))
+                .sum()
+        };
+        reuses();
+        let deo = run(ladder, SwapSchedule::DeterministicEvenOdd, rounds);
+        assert_eq!(reuses(), 0, "DEO never proposes two consecutive pairs");
+        let sweep = run(ladder, SwapSchedule::Sweep, rounds);
+        assert_eq!(
+            reuses(),
+            rounds * (RUNGS - 2),
+            "one reuse per pair after the first"
+        );
+        let plain = run(&Plain(ladder), SwapSchedule::Sweep, rounds);
+        assert_eq!(reuses(), 0);
+        assert!(deo != sweep);
+        if perturbed {
+            assert!(sweep != plain, "a perturbed energy reuse went unnoticed");
+        } else {
+            assert!(sweep == plain, "the energy reuse changed the chains");
+        }
+    }
+    for perturbed in [false, true] {
+        let e = if perturbed { 0.5 } else { 0.0 };
+        let mut m = temperatures(0.0).into_model();
+        m.perturb_energy = e;
+        let t = TemperatureLadder::geometric(m, 0.2, RUNGS).unwrap();
+        check(&t, &[t.model()], perturbed);
+        let r = trajectory(0.0).map(|mut m| {
+            m.perturb_energy = e;
+            m
+        });
+        let models: Vec<&Counting> = r.models().iter().collect();
+        check(&r, &models, perturbed);
+    }
 }

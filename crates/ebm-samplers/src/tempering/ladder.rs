@@ -259,22 +259,25 @@ fn ladder_log_accept<L: Ladder>(
     let n = lo.n_chains();
     let shared = std::ptr::eq(a.model, b.model);
     // The energies of `x` under `rung` (at the given temperatures) into `e`, keeping the
-    // product in `slot` when given; returns whether it kept it.
-    let energies =
-        |rung: Rung<'_, L::Model>,
-         x: &<L::Model as EnergyModel>::State,
-         betas: &[f64],
-         e: &mut [f64],
-         slot: Option<&mut Option<<L::Model as EnergyModel>::State>>| match slot {
-            Some(slot) => {
-                let buf = slot.get_or_insert_with(|| x.clone());
-                rung.model.energies_at_keeping(x, betas, e, buf, par)
-            }
-            None => {
-                rung.model.energies_at(x, betas, e, par);
-                false
-            }
-        };
+    // product in `slot` when given; returns whether it kept it. With `reuse`, `slot` already
+    // holds the product of `x` under `rung` (kept by the previous pair of this round), and the
+    // energies come from it when the model can use it: the same numbers, one product fewer.
+    let energies = |rung: Rung<'_, L::Model>,
+                    x: &<L::Model as EnergyModel>::State,
+                    betas: &[f64],
+                    e: &mut [f64],
+                    slot: Option<&mut Option<<L::Model as EnergyModel>::State>>,
+                    reuse: bool| match slot {
+        Some(Some(buf)) if reuse && rung.model.energies_from_kept(x, betas, e, buf, par) => true,
+        Some(slot) => {
+            let buf = slot.get_or_insert_with(|| x.clone());
+            rung.model.energies_at_keeping(x, betas, e, buf, par)
+        }
+        None => {
+            rung.model.energies_at(x, betas, e, par);
+            false
+        }
+    };
     // e_x[2 i] = E_a(x_i), e_x[2 i + 1] = E_b(x_i) for x = lo, hi.
     let mut e = vec![0.0; 4 * n];
     let (e_lo, e_hi) = e.split_at_mut(2 * n);
@@ -282,11 +285,16 @@ fn ladder_log_accept<L: Ladder>(
         Some([kl, kh]) => (Some(kl), Some(kh)),
         None => (None, None),
     };
+    // Rung k's own product is still valid when the previous pair (k - 1, k) of this round
+    // kept it (a schedule proposing every pair in turn); the exploration invalidates it.
+    let reuse_lo = kl.as_deref().is_some_and(|k| k.valid);
     let mut all_kept = true;
     if shared {
         let betas = [a.beta, b.beta];
-        all_kept &= energies(a, lo, &betas, e_lo, kl.as_deref_mut().map(|k| &mut k.own));
-        all_kept &= energies(a, hi, &betas, e_hi, kh.as_deref_mut().map(|k| &mut k.own));
+        let slot_lo = kl.as_deref_mut().map(|k| &mut k.own);
+        all_kept &= energies(a, lo, &betas, e_lo, slot_lo, reuse_lo);
+        let slot_hi = kh.as_deref_mut().map(|k| &mut k.own);
+        all_kept &= energies(a, hi, &betas, e_hi, slot_hi, false);
         for k in [&mut kl, &mut kh].into_iter().flatten() {
             k.cross = None;
         }
@@ -308,7 +316,8 @@ fn ladder_log_accept<L: Ladder>(
                         &mut k.cross
                     }
                 });
-                all_kept &= energies(rung, x, &[rung.beta], &mut tmp, slot);
+                let reuse = reuse_lo && own && j == 0;
+                all_kept &= energies(rung, x, &[rung.beta], &mut tmp, slot, reuse);
                 for (i, v) in tmp.iter().enumerate() {
                     ex[2 * i + j] = *v;
                 }
