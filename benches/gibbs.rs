@@ -179,8 +179,14 @@ fn bench_other_units(c: &mut Criterion) {
 fn bench_sizes(c: &mut Criterion) {
     let pool = pool(2);
     let lines: [(&str, Vec<(usize, usize)>); 2] = [
-        ("chains", [250, 500, 1000, 2000, 4000, 8000].map(|b| (b, NH)).to_vec()),
-        ("hidden", [50, 100, 200, 400, 800].map(|h| (CHAINS, h)).to_vec()),
+        (
+            "chains",
+            [250, 500, 1000, 2000, 4000, 8000].map(|b| (b, NH)).to_vec(),
+        ),
+        (
+            "hidden",
+            [50, 100, 200, 400, 800].map(|h| (CHAINS, h)).to_vec(),
+        ),
     ];
     for (line, sizes) in lines {
         let mut group = c.benchmark_group(format!("size-sweep/{line}"));
