@@ -168,6 +168,14 @@ pub fn log_sum_exp(xs: &[f64]) -> f64 {
     m + xs.iter().map(|&x| (x - m).exp()).sum::<f64>().ln()
 }
 
+/// The normalised law \\(p_i = e^{l_i} / \sum_j e^{l_j}\\) of unnormalised log-probabilities
+/// \\(l_i\\) (for a Boltzmann law, \\(l_i = -E_i\\)), computed through [`log_sum_exp`] so that
+/// no weight overflows.
+pub fn normalised_exp(log_weights: &[f64]) -> Vec<f64> {
+    let lz = log_sum_exp(log_weights);
+    log_weights.iter().map(|l| (l - lz).exp()).collect()
+}
+
 /// \\(\log \frac{1}{n}\sum_i e^{x_i}\\): the log of the mean of importance weights given their
 /// logs.
 pub fn log_mean_exp(xs: &[f64]) -> f64 {

@@ -268,9 +268,7 @@ pub trait Enumerable: EnergyModel {
 
     /// The exact law \\(p_\beta(k)\\) of every state (summing to 1).
     fn probabilities(&self, beta: f64, par: Par) -> Vec<f64> {
-        let lw = self.log_weights(beta, par);
-        let lz = crate::numerics::log_sum_exp(&lw);
-        lw.iter().map(|l| (l - lz).exp()).collect()
+        crate::numerics::normalised_exp(&self.log_weights(beta, par))
     }
 
     /// \\(\log Z_\beta\\) by summing over every state: what an implementation of

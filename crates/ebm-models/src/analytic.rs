@@ -8,7 +8,7 @@
 
 use crate::{Gaussian, Rbm, Spin};
 use ebm_core::linalg::{MatRef, matmul};
-use ebm_core::numerics::log_sum_exp;
+use ebm_core::numerics::{log_sum_exp, normalised_exp};
 use ebm_core::{EnergyModel, Enumerable, Error, ExactLogPartition, ExactSampling, Par, Scalar};
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -119,9 +119,7 @@ impl CurieWeiss {
     /// The exact law of the number of up spins, `p[k]` for \\(k = 0..=N\\), at `beta`:
     /// \\(p_k \propto \binom{N}{k} e^{-\beta E_k}\\).
     pub fn up_count_distribution(&self, beta: f64) -> Vec<f64> {
-        let lw = self.log_up_count_weights(beta);
-        let lz = log_sum_exp(&lw);
-        lw.iter().map(|l| (l - lz).exp()).collect()
+        normalised_exp(&self.log_up_count_weights(beta))
     }
 
     fn log_up_count_weights(&self, beta: f64) -> Vec<f64> {
@@ -449,8 +447,7 @@ impl Hopfield {
     pub fn exact_probabilities(&self, beta: f64) -> ebm_core::Result<Vec<f64>> {
         let mut log_w = Vec::new();
         self.for_each_energy_batch(beta, |e| log_w.extend(e.iter().map(|v| -v)))?;
-        let lz = log_sum_exp(&log_w);
-        Ok(log_w.iter().map(|l| (l - lz).exp()).collect())
+        Ok(normalised_exp(&log_w))
     }
 
     /// `n_samples` independent exact samples at `beta` (by enumeration and inversion of the

@@ -7,7 +7,7 @@
 
 use crate::layer::{DiscreteLayer, Layer};
 use crate::rbm::{Rbm, RbmChains};
-use ebm_core::numerics::log_sum_exp;
+use ebm_core::numerics::{log_sum_exp, normalised_exp};
 use ebm_core::{
     ConditionalSampler, EnergyModel, Enumerable, Error, ExactLogPartition, ExactSampling, Kernel,
     Par, Scalar,
@@ -138,8 +138,7 @@ where
         .iter()
         .map(|x| -x)
         .collect();
-    let log_z = log_sum_exp(&neg);
-    Ok(neg.iter().map(|x| (x - log_z).exp()).collect())
+    Ok(normalised_exp(&neg))
 }
 
 /// A small RBM with an enumerable visible layer, made [`ebm_core::Tractable`]: exact \\(\log Z_\beta\\)
@@ -281,8 +280,7 @@ where
         .iter()
         .map(|x| -x)
         .collect();
-    let log_z = log_sum_exp(&neg);
-    Ok(neg.iter().map(|x| (x - log_z).exp()).collect())
+    Ok(normalised_exp(&neg))
 }
 
 /// Exact draws of \\((v, h)\\) from the tempered joint \\(p_\beta(v, h)\\) of one RBM, by
