@@ -52,11 +52,9 @@ pub(crate) fn received() -> Option<i32> {
 /// # Errors
 /// [`ebm_core::Error::Io`] if the file cannot be created.
 pub(crate) fn announce_ready(path: &Path) -> ebm_core::Result<()> {
-    std::fs::write(path, std::process::id().to_string()).map_err(|source| {
-        ebm_core::Error::Io {
-            path: path.to_path_buf(),
-            source,
-        }
+    std::fs::write(path, std::process::id().to_string()).map_err(|source| ebm_core::Error::Io {
+        path: path.to_path_buf(),
+        source,
     })?;
     let started = Instant::now();
     while received().is_none() && started.elapsed() < READY_WAIT {

@@ -32,9 +32,8 @@ use crate::error::{CliError, Result, bail};
 use crate::files::{check_outputs, load_dataset};
 use crate::models::{
     CliLayer, Enumeration, KindsTask, ModelSummary, RbmTask, check_chain_memory, describe,
-    exact_log_partition,
-    exact_start, free_energies, uniform_start, visible_data, weighted_mean_and_error, with_kinds,
-    with_model, zero_weights,
+    exact_log_partition, exact_start, free_energies, uniform_start, visible_data,
+    weighted_mean_and_error, with_kinds, with_model, zero_weights,
 };
 use crate::record::Context;
 

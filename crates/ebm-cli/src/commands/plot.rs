@@ -180,9 +180,7 @@ fn read_sample_record(path: &Path) -> Result<SampleResults> {
                 }
                 b.iter().all(|&x| x == 1.0)
             }
-            None => {
-                b.iter().all(|x| (0.0..=1.0).contains(x)) && b.windows(2).all(|w| w[0] < w[1])
-            }
+            None => b.iter().all(|x| (0.0..=1.0).contains(x)) && b.windows(2).all(|w| w[0] < w[1]),
         };
         if b.len() < 2 || !ladder_ok {
             return Err(bad(
@@ -191,7 +189,11 @@ fn read_sample_record(path: &Path) -> Result<SampleResults> {
             ));
         }
         if pt.acceptance_rates.len() != b.len() - 1
-            || pt.acceptance_rates.iter().flatten().any(|a| !(0.0..=1.0).contains(a))
+            || pt
+                .acceptance_rates
+                .iter()
+                .flatten()
+                .any(|a| !(0.0..=1.0).contains(a))
         {
             return Err(bad(
                 "pt.acceptance_rates",
@@ -217,7 +219,10 @@ fn read_sample_record(path: &Path) -> Result<SampleResults> {
             ));
         }
         let c = &j.cumulative_mean_jumps;
-        if c.len() != n || c.iter().any(|x| !(*x >= 0.0)) || c.windows(2).any(|w| w[0] > w[1]) {
+        if c.len() != n
+            || c.iter().any(|x| x.is_nan() || *x < 0.0)
+            || c.windows(2).any(|w| w[0] > w[1])
+        {
             return Err(bad(
                 "mode_jumps.cumulative_mean_jumps",
                 "one non-decreasing count >= 0 per recorded step",

@@ -474,7 +474,13 @@ impl KindsTask for SampleTask<'_> {
         let traced = records
             .saturating_mul(a.chains as u128 + rbm.visible().width() as u128)
             .saturating_mul(8);
-        check_chain_memory("sampling (chains and traces)", &rbm, a.chains, copies, traced)?;
+        check_chain_memory(
+            "sampling (chains and traces)",
+            &rbm,
+            a.chains,
+            copies,
+            traced,
+        )?;
         let chains = initial_chains(&rbm, a, data.as_ref())?;
         let mut tracer = ModeTracer::new(a, data.as_ref())?;
         let mut run_warnings = Vec::new();

@@ -230,21 +230,22 @@ fn plan<V: DiscreteLayer<Scalar = f64>, H: Layer<Scalar = f64>>(
     let points = o.grid_points.unwrap_or_else(|| {
         (((hi - lo) * alpha.sqrt()).ceil() as usize + 1).clamp(MIN_POINTS, MAX_POINTS)
     });
+    let replicas = o.replicas.unwrap_or(8);
+    check_chain_memory(
+        "tethered chains (--grid-points x --replicas)",
+        rbm,
+        points.saturating_mul(replicas),
+        1,
+        8 * points as u128,
+    )?;
     let grid = uniform_grid(lo, hi, points)
         .map_err(|e| CliError::new(format!("--grid-points {points}: {e}")))?;
     let settings = ProfileSettings {
         alpha,
-        replicas: o.replicas.unwrap_or(8),
+        replicas,
         burn_in: o.burn_in.unwrap_or(50),
         measure: o.measure.unwrap_or(150),
     };
-    check_chain_memory(
-        "tethered chains (--grid-points x --replicas)",
-        rbm,
-        points.saturating_mul(settings.replicas),
-        1,
-        0,
-    )?;
     let summary = TmcSummary {
         direction: dir,
         alpha,

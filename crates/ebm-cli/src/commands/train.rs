@@ -740,10 +740,14 @@ impl TrainOutputs {
 
     /// The files a run of `a` reads.
     fn inputs(a: &TrainArgs) -> Vec<&Path> {
-        [Some(a.data.as_path()), a.test.as_deref(), a.resume.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect()
+        [
+            Some(a.data.as_path()),
+            a.test.as_deref(),
+            a.resume.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 
     /// The files a run writes besides its record (the PLL log with `--pll-every`).
