@@ -437,6 +437,18 @@ fn run_extreme(d: &Path, args: &str, must_fail: bool) {
 /// Hostile values given to every option that takes one.
 const HOSTILE: [&str; 6] = ["0", "-1", "NaN", "inf", "1e308", "1000000000000"];
 
+/// The options of the tethered Monte Carlo of `sample --sampler tmc` and `train --negative tmc`.
+const TMC_OPTIONS: &[&str] = &[
+    "--direction",
+    "--alpha",
+    "--grid-points",
+    "--border",
+    "--replicas",
+    "--burn-in",
+    "--measure",
+    "--gibbs-sweeps",
+];
+
 /// Every command (but `demo` and `reproduce`, whole tours whose only numbers are the seed and
 /// the thread count) with base command lines that run in a moment; `OUT` is replaced by a
 /// name unique to each run. The options listed with a base line are tried on it (they need its
@@ -505,16 +517,7 @@ const COMMANDS: &[(&str, &[(&str, &[&str])])] = &[
             (
                 "--model m.safetensors --sampler tmc --grid-points 3 --replicas 2 --burn-in 2 \
                  --measure 2 --out OUT.npy",
-                &[
-                    "--direction",
-                    "--alpha",
-                    "--grid-points",
-                    "--border",
-                    "--replicas",
-                    "--burn-in",
-                    "--measure",
-                    "--gibbs-sweeps",
-                ],
+                TMC_OPTIONS,
             ),
         ],
     ),
@@ -538,16 +541,7 @@ const COMMANDS: &[(&str, &[(&str, &[&str])])] = &[
             (
                 "--data d.npy --updates 3 --hidden-units 3 --batch-size 10 --negative tmc \
                  --grid-points 3 --replicas 2 --burn-in 2 --measure 2 --out OUT.safetensors",
-                &[
-                    "--direction",
-                    "--alpha",
-                    "--grid-points",
-                    "--border",
-                    "--replicas",
-                    "--burn-in",
-                    "--measure",
-                    "--gibbs-sweeps",
-                ],
+                TMC_OPTIONS,
             ),
             (
                 "--data d.npy --updates 3 --hidden-units 3 --chains 10 --batch-size 10 \
