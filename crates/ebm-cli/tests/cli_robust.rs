@@ -821,7 +821,7 @@ fn sizes_beyond_memory_are_a_typed_error_before_allocation() {
     std::fs::write(d.join("huge.safetensors"), model).unwrap();
     fails(
         d,
-        "loglik exact --model huge.safetensors",
+        "loglik exact --model huge.safetensors --data d.npy",
         1,
         "huge.safetensors",
     );
