@@ -449,11 +449,14 @@ const TMC_OPTIONS: &[&str] = &[
     "--gibbs-sweeps",
 ];
 
+/// Base command lines, each with the options tried on it.
+type Bases = &'static [(&'static str, &'static [&'static str])];
+
 /// Every command (but `demo` and `reproduce`, whole tours whose only numbers are the seed and
 /// the thread count) with base command lines that run in a moment; `OUT` is replaced by a
 /// name unique to each run. The options listed with a base line are tried on it (they need its
 /// sampler or negative phase); every other option on the first line.
-const COMMANDS: &[(&str, &[(&str, &[&str])])] = &[
+const COMMANDS: &[(&str, Bases)] = &[
     (
         "data generate ising",
         &[("--size 4 --samples 5 --burn-in 2 --out OUT.npy", &[])],
