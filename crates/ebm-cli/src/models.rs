@@ -669,6 +669,28 @@ pub(crate) fn weighted_mean_and_error(x: &[f64], w: &[f64]) -> (f64, f64) {
     (mean, se)
 }
 
+/// Checks, before allocating, that `chains` chains of `rbm`'s units, `copies` of each (one per
+/// rung of a ladder), each with a copy for updates, plus `extra` bytes, fit in the memory
+/// available: sizes from the command line (`--chains 1e12`, `--rungs 1e9`) are a typed error,
+/// not an aborted allocation.
+///
+/// # Errors
+/// The [`ebm_core::Error::InsufficientMemory`] of [`ebm_core::Error::check_memory`].
+pub(crate) fn check_chain_memory<V: Layer, H: Layer<Scalar = V::Scalar>>(
+    what: &str,
+    rbm: &Rbm<V, H>,
+    chains: usize,
+    copies: usize,
+    extra: u128,
+) -> Result<()> {
+    let width = rbm.visible().width() as u128 + rbm.hidden().width() as u128;
+    let bytes = [chains as u128, copies as u128, width, 16]
+        .into_iter()
+        .fold(1u128, u128::saturating_mul)
+        .saturating_add(extra);
+    Ok(ebm_core::Error::check_memory(what, bytes)?)
+}
+
 /// An all-zero weight matrix of the model's shape, for independent-site references.
 pub(crate) fn zero_weights<V: Layer, H: Layer<Scalar = V::Scalar>>(
     rbm: &Rbm<V, H>,

@@ -112,6 +112,24 @@ impl Context {
         results: &R,
         record_path: Option<&Path>,
     ) -> Result<()> {
+        let record = self.record(command, seed, settings, inputs, outputs, results)?;
+        if let Some(path) = record_path {
+            write_record(path, &record)?;
+        }
+        self.report_record(record_path, &record)
+    }
+
+    /// The run record of `command` (see [`Record`]), as JSON text; the elapsed time is
+    /// measured now.
+    pub fn record<S: Serialize, R: Serialize>(
+        &self,
+        command: &str,
+        seed: Option<u64>,
+        settings: &S,
+        inputs: &[&Path],
+        outputs: &[&Path],
+        results: &R,
+    ) -> Result<RecordText> {
         let record = Record {
             format: RECORD_FORMAT.to_string(),
             command: command.to_string(),
@@ -128,22 +146,38 @@ impl Context {
             results,
             elapsed_seconds: self.started.elapsed().as_secs_f64(),
         };
-        if let Some(path) = record_path {
-            let text = serde_json::to_string_pretty(&record)
-                .map_err(|e| CliError::new(format!("cannot encode the run record: {e}")))?;
-            ebm_io::write_atomically(path, |w| {
-                w.write_all(text.as_bytes())?;
-                w.write_all(b"\n")
-            })?;
+        let encode = |r: serde_json::Result<String>| {
+            r.map_err(|e| CliError::new(format!("cannot encode the run record: {e}")))
+        };
+        Ok(RecordText {
+            file: encode(serde_json::to_string_pretty(&record))? + "\n",
+            line: encode(serde_json::to_string(&record))?,
+        })
+    }
+
+    /// Reports a record written to `path` (if any), and prints it with `--json`.
+    pub fn report_record(&self, path: Option<&Path>, record: &RecordText) -> Result<()> {
+        if let Some(path) = path {
             self.say(format!("record: {}", path.display()));
         }
         if self.json {
-            let line = serde_json::to_string(&record)
-                .map_err(|e| CliError::new(format!("cannot encode the run record: {e}")))?;
-            println!("{line}");
+            println!("{}", record.line);
         }
         Ok(())
     }
+}
+
+/// A run record encoded for its file (indented) and for `--json` (one line).
+#[derive(Debug)]
+pub(crate) struct RecordText {
+    file: String,
+    line: String,
+}
+
+/// Writes a run record to `path` atomically.
+pub(crate) fn write_record(path: &Path, record: &RecordText) -> Result<()> {
+    ebm_io::write_atomically(path, |w| w.write_all(record.file.as_bytes()))?;
+    Ok(())
 }
 
 /// The record written next to `output`: the same path with the extension `.json`.

@@ -214,6 +214,22 @@ fn every_listed_state_corruption_is_a_typed_error_naming_file_and_field() {
 }
 
 #[test]
+fn a_state_with_a_huge_learning_rate_fails_cleanly_or_resumes() {
+    let dir = trained();
+    let d = dir.path();
+    let file = edited(
+        d,
+        "pcd",
+        "/config/trainer/learning_rate",
+        serde_json::json!({"Constant": 1e308}),
+    );
+    let out = resume(d, &file, "");
+    if !out.status.success() {
+        assert_clean_failure(&out, "learning rate 1e308");
+    }
+}
+
+#[test]
 fn flipped_bytes_in_a_state_or_model_fail_their_checksum() {
     let dir = trained();
     let d = dir.path();
@@ -418,6 +434,303 @@ fn run_extreme(d: &Path, args: &str, must_fail: bool) {
     }
 }
 
+/// Hostile values given to every option that takes one.
+const HOSTILE: [&str; 6] = ["0", "-1", "NaN", "inf", "1e308", "1000000000000"];
+
+/// The options of the tethered Monte Carlo of `sample --sampler tmc` and `train --negative tmc`.
+const TMC_OPTIONS: &[&str] = &[
+    "--direction",
+    "--alpha",
+    "--grid-points",
+    "--border",
+    "--replicas",
+    "--burn-in",
+    "--measure",
+    "--gibbs-sweeps",
+];
+
+/// Base command lines, each with the options tried on it.
+type Bases = &'static [(&'static str, &'static [&'static str])];
+
+/// Every command (but `demo` and `reproduce`, whole tours whose only numbers are the seed and
+/// the thread count) with base command lines that run in a moment; `OUT` is replaced by a
+/// name unique to each run. The options listed with a base line are tried on it (they need its
+/// sampler or negative phase); every other option on the first line.
+const COMMANDS: &[(&str, Bases)] = &[
+    (
+        "data generate ising",
+        &[("--size 4 --samples 5 --burn-in 2 --out OUT.npy", &[])],
+    ),
+    (
+        "data generate bars-stripes",
+        &[("--size 3 --samples 5 --out OUT.npy", &[])],
+    ),
+    (
+        "data generate clusters",
+        &[("mickey --features 8 --samples 5 --out OUT.npy", &[])],
+    ),
+    ("data generate digits", &[("--out OUT.npy", &[])]),
+    (
+        "data generate curie-weiss",
+        &[("--spins 6 --samples 5 --out OUT.npy", &[])],
+    ),
+    (
+        "data generate hopfield",
+        &[("--spins 6 --samples 5 --out OUT.npy", &[])],
+    ),
+    (
+        "data generate potts",
+        &[("--sites 4 --states 3 --samples 5 --out OUT.npy", &[])],
+    ),
+    ("data info", &[("d.npy", &[])]),
+    ("data pca", &[("d.npy --out OUT.npy", &[])]),
+    (
+        "data split",
+        &[("d.npy --train OUTa.npy --test OUTb.npy", &[])],
+    ),
+    ("data binarize", &[("d.npy --out OUT.npy", &[])]),
+    (
+        "data subset",
+        &[("d.npy --label-file l.npy --labels 1 --out OUT.npy", &[])],
+    ),
+    (
+        "sample",
+        &[
+            (
+                "--model m.safetensors --chains 4 --steps 3 --out OUT.npy",
+                &[],
+            ),
+            (
+                "--model m.safetensors --sampler pt --rungs 3 --chains 4 --steps 3 --data d.npy \
+                 --trace-every 1 --out OUT.npy",
+                &[
+                    "--rungs",
+                    "--beta-min",
+                    "--betas",
+                    "--schedule",
+                    "--trace-every",
+                    "--mode-threshold",
+                    "--modes",
+                ],
+            ),
+            (
+                "--model m.safetensors --sampler latent --chains 4 --steps 3 --out OUT.npy",
+                &["--ags-sweeps", "--latent-algorithm"],
+            ),
+            (
+                "--model m.safetensors --sampler tmc --grid-points 3 --replicas 2 --burn-in 2 \
+                 --measure 2 --out OUT.npy",
+                TMC_OPTIONS,
+            ),
+        ],
+    ),
+    (
+        "train",
+        &[
+            (
+                "--data d.npy --updates 3 --hidden-units 3 --chains 10 --batch-size 10 --out OUT.safetensors",
+                &[],
+            ),
+            (
+                "--data d.npy --updates 3 --hidden-units 3 --chains 10 --batch-size 10 \
+                 --negative pt --rungs 3 --out OUT.safetensors",
+                &["--rungs", "--beta-min", "--betas", "--schedule", "--rounds"],
+            ),
+            (
+                "--data d.npy --updates 3 --hidden-units 3 --chains 10 --batch-size 10 \
+                 --negative jarzynski --out OUT.safetensors",
+                &["--resample-below"],
+            ),
+            (
+                "--data d.npy --updates 3 --hidden-units 3 --batch-size 10 --negative tmc \
+                 --grid-points 3 --replicas 2 --burn-in 2 --measure 2 --out OUT.safetensors",
+                TMC_OPTIONS,
+            ),
+            (
+                "--data d.npy --updates 3 --hidden-units 3 --chains 10 --batch-size 10 \
+                 --pretrain rcm --out OUT.safetensors",
+                &["--rcm-directions", "--rcm-hyperplanes", "--rcm-mesh"],
+            ),
+            (
+                "--data d.npy --updates 3 --hidden-units 3 --chains 10 --batch-size 10 \
+                 --lr-schedule linear --final-learning-rate 0.001 --out OUT.safetensors",
+                &["--final-learning-rate"],
+            ),
+            (
+                "--data d.npy --updates 3 --hidden-units 3 --chains 10 --batch-size 10 \
+                 --optimizer sgd --momentum 0.5 --loglik-every 1 --loglik-chains 10 \
+                 --out OUT.safetensors",
+                &["--momentum", "--loglik-chains"],
+            ),
+            (
+                "--data d.npy --resume m.state.json --updates 9 --out OUT.safetensors",
+                &["--updates", "--stop-after", "--save-every", "--pll-every"],
+            ),
+        ],
+    ),
+    (
+        "train-stack",
+        &[(
+            "--data d.npy --hidden-units 3,2 --updates 3 --chains 10 --batch-size 10 --out OUT.safetensors",
+            &[],
+        )],
+    ),
+    (
+        "loglik exact",
+        &[("--model m.safetensors --data d.npy", &[])],
+    ),
+    (
+        "loglik ais",
+        &[(
+            "--model m.safetensors --rungs 5 --chains 4 --data d.npy",
+            &[],
+        )],
+    ),
+    (
+        "loglik reverse-ais",
+        &[(
+            "--model m.safetensors --rungs 5 --chains 4 --start gibbs --burn-in 3",
+            &[],
+        )],
+    ),
+    (
+        "loglik tr-ais",
+        &[("--trajectory m.trajectory.safetensors --chains 4", &[])],
+    ),
+    (
+        "loglik ptt",
+        &[(
+            "--trajectory m.trajectory.safetensors --chains 4 --steps 5 --burn-in 1",
+            &[],
+        )],
+    ),
+    (
+        "plot samples",
+        &[("--data d.npy --samples d.npy --out OUT.svg", &[])],
+    ),
+    ("plot images", &[("d.npy --out OUT.svg", &[])]),
+    ("plot chain", &[("s.json --out OUT.svg", &[])]),
+    ("plot jumps", &[("s.json --out OUT.svg", &[])]),
+    ("plot swaps", &[("s.json --out OUT.svg", &[])]),
+    ("plot loglik", &[("m.log.csv --out OUT.svg", &[])]),
+    ("plot logz", &[("m.log.csv --out OUT.svg", &[])]),
+    (
+        "tmc profile",
+        &[(
+            "--model m.safetensors --grid-points 3 --replicas 2 --burn-in 2 --measure 2 --out OUT.csv",
+            &[],
+        )],
+    ),
+];
+
+/// The options of `ebm <command>` that take a value other than a file, from its `--help`.
+fn value_options(d: &Path, command: &str) -> Vec<String> {
+    let help = ok(d, &format!("{command} --help"));
+    help.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l = l
+                .strip_prefix("-")
+                .and_then(|r| r.get(1..3).filter(|c| *c == ", ").and(r.get(3..)))
+                .unwrap_or(l);
+            let (name, rest) = l.strip_prefix("--")?.split_once(' ')?;
+            let value = rest.strip_prefix('<')?.split('>').next()?;
+            (!["FILE", "DIR", "STATE"].contains(&value)).then(|| format!("--{name}"))
+        })
+        .collect()
+}
+
+/// `base` with `option value` in place of any value of `option` it has.
+fn with_option(base: &str, option: &str, value: &str) -> String {
+    let mut words: Vec<&str> = base.split_whitespace().collect();
+    if let Some(k) = words.iter().position(|w| *w == option) {
+        words.drain(k..(k + 2).min(words.len()));
+    }
+    format!("{} {option} {value}", words.join(" "))
+}
+
+/// Runs `ebm <args>` for at most a few seconds: a run that has not ended by then has passed
+/// validation and is working (e.g. on 10^12 steps); one that ended must have ended cleanly.
+fn run_bounded(d: &Path, args: &str) {
+    let mut child = StdCommand::new(ebm_binary())
+        .current_dir(d)
+        .args(args.split_whitespace())
+        .env_remove("RUST_BACKTRACE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(3) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "ebm {args}: {stderr}"
+    );
+    assert!(
+        out.status.code().is_some_and(|c| c <= 2),
+        "ebm {args}: {:?} {stderr}",
+        out.status
+    );
+}
+
+#[test]
+fn every_value_option_of_every_command_survives_hostile_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_npy(&d.join("d.npy"), clusters(8, 40));
+    save_npy(
+        &d.join("l.npy"),
+        DMatrix::from_fn(1, 40, |_, j| (j % 2) as f64),
+    );
+    ok(
+        d,
+        "train --data d.npy --updates 4 --hidden-units 3 --chains 10 --batch-size 10 --out m.safetensors",
+    );
+    ok(
+        d,
+        "sample --model m.safetensors --sampler pt --rungs 3 --chains 4 --steps 6 --data d.npy \
+           --trace-every 2 --chain-out c.npy --out s.npy",
+    );
+    let mut runs = Vec::new();
+    for (command, bases) in COMMANDS {
+        let options = value_options(d, command);
+        for option in options {
+            let (base, _) = bases
+                .iter()
+                .find(|(_, owned)| owned.contains(&option.as_str()))
+                .unwrap_or(&bases[0]);
+            for value in HOSTILE {
+                runs.push(format!("{command} {}", with_option(base, &option, value)));
+            }
+        }
+    }
+    assert!(runs.len() > 500, "{}", runs.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..3 {
+            scope.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(run) = runs.get(k) else { break };
+                    run_bounded(d, &run.replace("OUT", &format!("o{k}")));
+                }
+            });
+        }
+    });
+}
+
 #[test]
 fn sizes_beyond_memory_are_a_typed_error_before_allocation() {
     let dir = tempfile::tempdir().unwrap();
@@ -446,6 +759,198 @@ fn sizes_beyond_memory_are_a_typed_error_before_allocation() {
         "train --data d.npy --updates 3 --negative pt --rungs 1000000000 --out m.safetensors",
         1,
         "2 to 10000 rungs",
+    );
+    // Every command sized from the command line: sample, loglik, tmc, data generate.
+    ok(
+        d,
+        "train --data d.npy --updates 3 --hidden-units 3 --chains 10 --batch-size 10 \
+         --out m.safetensors",
+    );
+    let huge = "1000000000000";
+    for args in [
+        format!("sample --model m.safetensors --chains {huge} --steps 2 --out s.npy"),
+        format!(
+            "sample --model m.safetensors --chains 4 --steps {huge} --data d.npy --trace-every 1 --out s.npy"
+        ),
+        format!("sample --model m.safetensors --sampler tmc --replicas {huge} --out s.npy"),
+        format!("loglik ais --model m.safetensors --chains {huge}"),
+        format!("loglik ais --model m.safetensors --rungs {huge}"),
+        format!("loglik reverse-ais --model m.safetensors --rungs {huge}"),
+        format!("loglik tr-ais --trajectory m.trajectory.safetensors --chains {huge}"),
+        format!("loglik ptt --trajectory m.trajectory.safetensors --chains {huge}"),
+        format!("tmc profile --model m.safetensors --grid-points {huge} --out p.csv"),
+        format!("data generate ising --samples {huge} --out g.npy"),
+        format!("data generate hopfield --patterns {huge} --out g.npy"),
+    ] {
+        fails(d, &args, 1, "MiB of memory");
+    }
+    fails(
+        d,
+        "sample --model m.safetensors --sampler pt --rungs 1000000000 --out s.npy",
+        1,
+        "2 to 10000 rungs",
+    );
+    fails(
+        d,
+        "loglik ais --model m.safetensors --threads 1000000",
+        1,
+        "at most 1024 worker threads",
+    );
+    // A header that claims more data than its file holds is refused before allocating.
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    let mut header =
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000, 1000000), }".to_string();
+    header.push_str(&" ".repeat(117 - header.len()));
+    header.push('\n');
+    npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    npy.extend_from_slice(header.as_bytes());
+    npy.extend_from_slice(&[0u8; 32]);
+    std::fs::write(d.join("huge.npy"), npy).unwrap();
+    for command in [
+        "data info huge.npy",
+        "train --data huge.npy --out h.safetensors",
+    ] {
+        fails(d, command, 1, "expected 8000000000000000000");
+    }
+    let raw = bytes(&d.join("m.safetensors"));
+    let n = u64::from_le_bytes(raw[..8].try_into().unwrap()) as usize;
+    let mut header: Value = serde_json::from_slice(&raw[8..8 + n]).unwrap();
+    header["weights"]["shape"] = serde_json::json!([1_000_000_000_000u64, 1_000_000]);
+    header["weights"]["data_offsets"] = serde_json::json!([0, 8_000_000_000_000_000_000u64]);
+    let text = header.to_string();
+    let mut model = (text.len() as u64).to_le_bytes().to_vec();
+    model.extend_from_slice(text.as_bytes());
+    model.extend_from_slice(&raw[8 + n..]);
+    std::fs::write(d.join("huge.safetensors"), model).unwrap();
+    fails(
+        d,
+        "loglik exact --model huge.safetensors --data d.npy",
+        1,
+        "huge.safetensors",
+    );
+}
+
+#[test]
+fn records_used_as_inputs_are_checked_field_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_npy(&d.join("d.npy"), clusters(8, 40));
+    ok(
+        d,
+        "train --data d.npy --updates 3 --hidden-units 3 --chains 10 --batch-size 10 \
+         --out m.safetensors",
+    );
+    ok(
+        d,
+        "sample --model m.safetensors --sampler pt --rungs 3 --chains 4 --steps 8 --data d.npy \
+         --trace-every 2 --chain-out c.npy --out s.npy",
+    );
+    let plots = |record: &str| {
+        [
+            format!("plot swaps {record} --out w.svg"),
+            format!("plot jumps {record} --out j.svg"),
+            format!("plot chain {record} --shape 2x4 --out c.svg"),
+        ]
+    };
+    // Control: the record as written draws every figure.
+    for command in plots("s.json") {
+        ok(d, &command);
+    }
+    let record = json(&d.join("s.json"));
+    let reversed = |pointer: &str| {
+        let mut v = record.pointer(pointer).unwrap().as_array().unwrap().clone();
+        v.reverse();
+        Value::Array(v)
+    };
+    let mut shorter = record["results"]["pt"]["acceptance_rates"]
+        .as_array()
+        .unwrap()
+        .clone();
+    shorter.pop();
+    for (pointer, value, field) in [
+        (
+            "/results/pt/betas",
+            reversed("/results/pt/betas"),
+            "results.pt.betas",
+        ),
+        (
+            "/results/pt/acceptance_rates",
+            Value::Array(shorter),
+            "results.pt.acceptance_rates",
+        ),
+        (
+            "/results/pt/acceptance_rates/0",
+            1.5.into(),
+            "results.pt.acceptance_rates",
+        ),
+        (
+            "/results/mode_jumps/gibbs_sweeps",
+            reversed("/results/mode_jumps/gibbs_sweeps"),
+            "results.mode_jumps.gibbs_sweeps",
+        ),
+        (
+            "/results/mode_jumps/steps",
+            reversed("/results/mode_jumps/steps"),
+            "results.mode_jumps.steps",
+        ),
+        (
+            "/results/chain/steps",
+            reversed("/results/chain/steps"),
+            "results.chain.steps",
+        ),
+    ] {
+        let mut edited = record.clone();
+        *edited.pointer_mut(pointer).unwrap() = value;
+        std::fs::write(d.join("bad.json"), edited.to_string()).unwrap();
+        let figure = match field.split('.').nth(1) {
+            Some("pt") => 0,
+            Some("mode_jumps") => 1,
+            _ => 2,
+        };
+        let command = &plots("bad.json")[figure];
+        let out = ebm()
+            .current_dir(d)
+            .args(command.split_whitespace())
+            .output()
+            .unwrap();
+        assert_clean_failure(&out, command);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("bad.json") && stderr.contains(field),
+            "{command} ({pointer}): {stderr}"
+        );
+    }
+}
+
+#[test]
+fn resuming_on_other_data_of_the_same_shape_is_refused() {
+    let dir = trained();
+    let d = dir.path();
+    let mut other = clusters(8, 40);
+    other[(0, 0)] = 1.0 - other[(0, 0)];
+    save_npy(&d.join("other.npy"), other);
+    let out = ebm()
+        .current_dir(d)
+        .args(
+            "train --data other.npy --resume pcd.state.json --updates 9 --out r.safetensors"
+                .split_whitespace(),
+        )
+        .output()
+        .unwrap();
+    assert_clean_failure(&out, "other data");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let state = json(&d.join("pcd.state.json"));
+    let hash = state["data"]["hash"].as_str().unwrap();
+    assert!(
+        stderr.contains("other.npy")
+            && stderr.contains("not the training data")
+            && stderr.contains(hash),
+        "{stderr}"
+    );
+    // Control: the training data themselves resume.
+    ok(
+        d,
+        "train --data d.npy --resume pcd.state.json --updates 9 --out r.safetensors",
     );
 }
 
@@ -571,7 +1076,7 @@ fn spawn(d: &Path, args: &str) -> std::process::Child {
         .unwrap()
 }
 
-/// The update recorded in the model file and in the state file: one output set.
+/// The update recorded in the model file, the state file and the run record: one output set.
 fn assert_one_set(d: &Path, stem: &str) -> u64 {
     // As a reader does: complete a commit the kill may have interrupted.
     ebm_io::output::StagedOutputs::recover(&d.join(format!("{stem}.safetensors"))).unwrap();
@@ -585,6 +1090,11 @@ fn assert_one_set(d: &Path, stem: &str) -> u64 {
         Value::from(update.to_string()),
         "model and state of {stem} are from different updates"
     );
+    assert_eq!(
+        json(&d.join(format!("{stem}.json")))["results"]["updates"],
+        update,
+        "the run record of {stem} describes another update than its outputs"
+    );
     update
 }
 
@@ -597,9 +1107,13 @@ fn killed_runs_resume_to_the_uninterrupted_model_bit_for_bit() {
     ok(d, &format!("train {LONG} --out full.safetensors"));
     let full = started.elapsed();
     let mut resumed = 0;
-    // Kill points spread over the run (SIGKILL: no chance to save anything).
+    // Kill points spread over the run (SIGKILL: no chance to save anything), each on the
+    // outputs of an earlier short run: whatever the kill interrupts, the model, state and
+    // record on disk are one set, the earlier run's or a periodic save's.
+    let short = LONG.replace("--updates 300", "--updates 3");
     for (k, fraction) in [0.3, 0.55, 0.8].into_iter().enumerate() {
         let stem = format!("k{k}");
+        ok(d, &format!("train {short} --out {stem}.safetensors"));
         let mut child = spawn(
             d,
             &format!("train {LONG} --save-every 7 --out {stem}.safetensors"),
@@ -607,12 +1121,12 @@ fn killed_runs_resume_to_the_uninterrupted_model_bit_for_bit() {
         std::thread::sleep(full.mul_f64(fraction));
         child.kill().unwrap();
         child.wait().unwrap();
-        if !d.join(format!("{stem}.state.json")).exists() {
-            continue;
-        }
         let update = assert_one_set(d, &stem);
-        assert!(update.is_multiple_of(7) || update == 300, "{update}");
-        if update == 300 {
+        assert!(
+            update.is_multiple_of(7) || update == 3 || update == 300,
+            "{update}"
+        );
+        if update == 3 || update == 300 {
             continue;
         }
         ok(
@@ -637,20 +1151,52 @@ fn killed_runs_resume_to_the_uninterrupted_model_bit_for_bit() {
     );
 }
 
+/// Spawns `ebm train <args>` with the test hook `EBM_SIGNAL_READY`: the run creates the file
+/// `marker` once its SIGINT/SIGTERM handlers are installed and an update is done, then waits
+/// for a signal. Returns the child once the marker exists, so that a signal sent now stops
+/// the run at that update, whatever the speed of the machine.
+fn spawn_ready(d: &Path, args: &str, marker: &str) -> std::process::Child {
+    let mut child = StdCommand::new(ebm_binary())
+        .current_dir(d)
+        .args(args.split_whitespace())
+        .env("EBM_SIGNAL_READY", d.join(marker))
+        .env_remove("RUST_BACKTRACE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !d.join(marker).exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("`ebm {args}` ended ({status}) without announcing itself");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "`ebm {args}` did not announce itself"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child
+}
+
 #[test]
 fn sigint_and_sigterm_save_a_resumable_state_and_exit_with_their_code() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     big(d);
-    let started = std::time::Instant::now();
-    ok(d, &format!("train {LONG} --out full.safetensors"));
-    let full = started.elapsed();
-    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+    let run = LONG.replace("--updates 300", "--updates 40");
+    ok(d, &format!("train {run} --out full.safetensors"));
+    // SIGINT after update 1 of a fresh run, then SIGTERM after update 2 of its resumed run:
+    // each run announces itself (the test hook) and stops at that update, so the signal
+    // can never arrive after the run has finished.
+    let resumed =
+        "train --data big.npy --resume sINT.state.json --updates 40 --out sTERM.safetensors";
+    for (signal, code, args, at) in [
+        ("INT", 130, format!("train {run} --out sINT.safetensors"), 1),
+        ("TERM", 143, resumed.to_string(), 2),
+    ] {
         let stem = format!("s{signal}");
-        let child = spawn(d, &format!("train {LONG} --out {stem}.safetensors"));
-        // Signal in the middle of the run, measured on this machine (a fixed delay outlasted
-        // the whole run on an idle machine).
-        std::thread::sleep(full.mul_f64(0.5));
+        let child = spawn_ready(d, &args, &format!("ready-{signal}"));
         let status = StdCommand::new("kill")
             .args([format!("-{signal}"), child.id().to_string()])
             .status()
@@ -660,23 +1206,25 @@ fn sigint_and_sigterm_save_a_resumable_state_and_exit_with_their_code() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{stderr}");
         assert!(
-            stderr.contains(&format!("interrupted by SIG{signal}")),
+            stderr.contains(&format!(
+                "interrupted by SIG{signal} after update {at} of 40"
+            )),
             "{stderr}"
         );
-        let update = assert_one_set(d, &stem);
-        assert!(update < 300, "the run ended before the signal: {update}");
+        assert_eq!(assert_one_set(d, &stem), at);
         assert_eq!(
             json(&d.join(format!("{stem}.json")))["results"]["updates"],
-            update
+            at
         );
-        ok(
-            d,
-            &format!(
-                "train --data big.npy --resume {stem}.state.json --updates 300 --out r{signal}.safetensors"
-            ),
-        );
+    }
+    ok(
+        d,
+        "train --data big.npy --resume sTERM.state.json --updates 40 --out r.safetensors",
+    );
+    for file in ["safetensors", "trajectory.safetensors"] {
         assert!(
-            bytes(&d.join("full.safetensors")) == bytes(&d.join(format!("r{signal}.safetensors")))
+            bytes(&d.join(format!("full.{file}"))) == bytes(&d.join(format!("r.{file}"))),
+            "{file}: resumed twice after signals, not the uninterrupted run"
         );
     }
 }

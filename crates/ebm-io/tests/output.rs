@@ -182,3 +182,47 @@ fn output_sets_are_committed_as_a_unit() {
     assert_eq!(read(), ["three", "three"]);
     assert!(!staging.exists());
 }
+
+/// `path` with the header entry of tensor `name` claiming `shape` (8-byte values from offset
+/// 0): a header that promises far more data than the file holds.
+fn claim(path: &Path, name: &str, shape: [u64; 2]) {
+    let raw = std::fs::read(path).unwrap();
+    let n = u64::from_le_bytes(raw[..8].try_into().unwrap()) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&raw[8..8 + n]).unwrap();
+    header[name]["shape"] = serde_json::json!(shape);
+    header[name]["data_offsets"] = serde_json::json!([0u64, 8 * shape[0] * shape[1]]);
+    let text = header.to_string();
+    let mut out = (text.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(&raw[8 + n..]);
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn headers_claiming_huge_tensors_are_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.safetensors");
+    save_rbm(&model(0.0), &p).unwrap();
+    // 8 * 10^18 bytes of weights: an allocation would abort the process.
+    claim(&p, "weights", [1_000_000_000_000, 1_000_000]);
+    for r in [
+        load_rbm::<Bernoulli<f64>, Spin<f64>>(&p).map(|_| ()),
+        ebm_io::read_rbm_info(&p).map(|_| ()),
+    ] {
+        match r {
+            Err(Error::Format { path, .. }) => assert_eq!(path, p),
+            other => panic!("expected a format error, got {other:?}"),
+        }
+    }
+    let q = dir.path().join("t.safetensors");
+    save_trajectory(
+        &Trajectory::from_checkpoints([(0, model(0.0))]).unwrap(),
+        &q,
+    )
+    .unwrap();
+    claim(&q, "checkpoint.0.weights", [1_000_000_000_000, 1_000_000]);
+    assert!(matches!(
+        load_trajectory::<Bernoulli<f64>, Spin<f64>>(&q),
+        Err(Error::Format { .. })
+    ));
+}

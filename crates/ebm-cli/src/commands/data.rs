@@ -28,6 +28,28 @@ pub(super) fn execute(cmd: &DataCommand, ctx: &Context) -> Result<()> {
     }
 }
 
+/// The values a generator holds (its samples, and the patterns it draws them around), an
+/// upper bound checked against the memory available before generating.
+fn generated_values(spec: &GeneratorSpec) -> u128 {
+    let product = |xs: &[usize]| xs.iter().fold(1u128, |p, &x| p.saturating_mul(x as u128));
+    match spec {
+        GeneratorSpec::Ising(c) => product(&[c.l, c.l, c.n_samples]),
+        GeneratorSpec::BarsAndStripes { n, n_samples, .. } => product(&[*n, *n, *n_samples]),
+        GeneratorSpec::Clusters(c) => product(&[c.n_features, c.n_samples]),
+        GeneratorSpec::CurieWeiss { n, n_samples, .. } => product(&[*n, *n_samples]),
+        GeneratorSpec::Hopfield {
+            n,
+            n_patterns,
+            n_samples,
+            ..
+        } => product(&[*n, n_patterns.saturating_add(*n_samples)]),
+        GeneratorSpec::PlantedPotts(p) => {
+            product(&[p.n_sites, p.q, p.n_modes.saturating_add(p.n_samples)])
+        }
+        _ => 0,
+    }
+}
+
 /// What `data generate` and `data info` report about a dataset.
 #[derive(Serialize, Debug)]
 struct DatasetSummary {
@@ -225,6 +247,10 @@ fn generate(g: &Generator, ctx: &Context) -> Result<()> {
     }
     check_outputs(&[outputs.as_slice(), &[&record]].concat(), &[])?;
 
+    ebm_core::Error::check_memory(
+        &format!("data generate {name}"),
+        generated_values(&spec).saturating_mul(16),
+    )?;
     let mut ds = ebm_data::generate(&spec, common.seed)
         .map_err(|e| CliError::new(format!("{name}: {e}")))?;
     if let Generator::Digits { nudge: true, .. } = g {

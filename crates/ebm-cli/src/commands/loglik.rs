@@ -31,9 +31,9 @@ use crate::cli::{
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_outputs, load_dataset};
 use crate::models::{
-    CliLayer, Enumeration, KindsTask, ModelSummary, RbmTask, describe, exact_log_partition,
-    exact_start, free_energies, uniform_start, visible_data, weighted_mean_and_error, with_kinds,
-    with_model, zero_weights,
+    CliLayer, Enumeration, KindsTask, ModelSummary, RbmTask, check_chain_memory, describe,
+    exact_log_partition, exact_start, free_energies, uniform_start, visible_data,
+    weighted_mean_and_error, with_kinds, with_model, zero_weights,
 };
 use crate::record::Context;
 
@@ -793,6 +793,8 @@ impl RbmTask for AnnealingTask<'_> {
             samples,
         } = self;
         let data = check_data(rbm.visible(), data, &common.data)?;
+        // The chains, and the inverse temperatures of the path.
+        check_chain_memory("annealing", &rbm, n_chains, 1, 8 * p.rungs as u128)?;
         let (path, path_name, reference) = match p.path {
             PathArg::Temperature => {
                 if V::REAL_VALUED || H::REAL_VALUED {
@@ -1227,6 +1229,9 @@ impl KindsTask for TrajectoryTask<'_> {
             (1, _) => vec![0],
             _ => kept_checkpoints(n, t.rungs, file)?,
         };
+        // ptt holds a replica per kept checkpoint; trajectory AIS walks one set of chains.
+        let copies = if ptt.is_some() { keep.len() } else { 1 };
+        check_chain_memory("the trajectory's chains", &all[0], n_chains, copies, 0)?;
         let mut updates: Vec<Option<u64>> = keep.iter().map(|&i| Some(file_updates[i])).collect();
         let mut models: Vec<Rbm<V, H>> = keep.iter().map(|&i| all[i].clone()).collect();
         drop(all);

@@ -38,6 +38,9 @@ pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
     };
     match threads(&cli.command) {
         None => go(),
+        Some(n) if n > MAX_THREADS => Err(CliError::new(format!(
+            "--threads {n}: at most {MAX_THREADS} worker threads (0: one per core)"
+        ))),
         Some(n) => rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build()
@@ -45,6 +48,10 @@ pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
             .install(go),
     }
 }
+
+/// The largest `--threads`: far more than any machine's cores, it keeps an absurd value from
+/// starting threads until the system refuses.
+const MAX_THREADS: usize = 1024;
 
 /// `--threads` of the commands that offer it.
 fn threads(command: &Command) -> Option<usize> {

@@ -153,6 +153,90 @@ fn samples_figure(
     })
 }
 
+/// Reads the run record of `ebm sample` at `path` and checks the fields the figures draw
+/// against one another: the ladder (at least 2 rungs; inverse temperatures in [0, 1],
+/// increasing for pt and pt-ref, all 1 with increasing checkpoint updates for ptt), one swap
+/// acceptance in [0, 1] per neighbouring pair, increasing steps and non-decreasing costs of
+/// the mode jumps and of the recorded chain, one value per step.
+fn read_sample_record(path: &Path) -> Result<SampleResults> {
+    let r = read_record::<SampleResults>(path, "sample")?.results;
+    let bad = |field: &str, expected: &str| {
+        CliError::new(format!(
+            "{}: field results.{field}: expected {expected}; the record is not one `ebm \
+             sample` wrote",
+            path.display()
+        ))
+    };
+    let increasing = |x: &[u64]| x.windows(2).all(|w| w[0] < w[1]);
+    if let Some(pt) = &r.pt {
+        let b = &pt.betas;
+        let ladder_ok = match &pt.checkpoint_updates {
+            Some(u) => {
+                if u.len() != b.len() || !increasing(u) {
+                    return Err(bad(
+                        "pt.checkpoint_updates",
+                        "one increasing training update per rung",
+                    ));
+                }
+                b.iter().all(|&x| x == 1.0)
+            }
+            None => b.iter().all(|x| (0.0..=1.0).contains(x)) && b.windows(2).all(|w| w[0] < w[1]),
+        };
+        if b.len() < 2 || !ladder_ok {
+            return Err(bad(
+                "pt.betas",
+                "at least 2 inverse temperatures in [0, 1], increasing (all 1 for ptt)",
+            ));
+        }
+        if pt.acceptance_rates.len() != b.len() - 1
+            || pt
+                .acceptance_rates
+                .iter()
+                .flatten()
+                .any(|a| !(0.0..=1.0).contains(a))
+        {
+            return Err(bad(
+                "pt.acceptance_rates",
+                &format!(
+                    "{} rates in [0, 1], one per pair of neighbouring rungs",
+                    b.len() - 1
+                ),
+            ));
+        }
+        if !(pt.round_trip_rate >= 0.0 && pt.round_trip_rate.is_finite()) {
+            return Err(bad("pt.round_trip_rate", "a finite rate >= 0"));
+        }
+    }
+    if let Some(j) = &r.mode_jumps {
+        let n = j.steps.len();
+        if !increasing(&j.steps) {
+            return Err(bad("mode_jumps.steps", "increasing steps"));
+        }
+        if j.gibbs_sweeps.len() != n || j.gibbs_sweeps.windows(2).any(|w| w[0] > w[1]) {
+            return Err(bad(
+                "mode_jumps.gibbs_sweeps",
+                "one non-decreasing cost per recorded step",
+            ));
+        }
+        let c = &j.cumulative_mean_jumps;
+        if c.len() != n
+            || c.iter().any(|x| x.is_nan() || *x < 0.0)
+            || c.windows(2).any(|w| w[0] > w[1])
+        {
+            return Err(bad(
+                "mode_jumps.cumulative_mean_jumps",
+                "one non-decreasing count >= 0 per recorded step",
+            ));
+        }
+    }
+    if let Some(c) = &r.chain
+        && !increasing(&c.steps)
+    {
+        return Err(bad("chain.steps", "increasing steps"));
+    }
+    Ok(r)
+}
+
 /// Checks that `--labels` has one entry per input (`n` of them, each a `what`).
 fn check_labels(labels: Option<&[String]>, n: usize, what: &str) -> Result<()> {
     match labels {
@@ -174,7 +258,7 @@ fn sample_records(
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let r = read_record::<SampleResults>(p, "sample")?.results;
+            let r = read_sample_record(p)?;
             let label = labels.map_or_else(|| r.description.clone(), |l| l[i].clone());
             Ok((label, p.clone(), r))
         })
@@ -190,14 +274,6 @@ fn jumps_figure(records: &[PathBuf], labels: Option<&[String]>, out: &Path) -> R
                 path.display()
             );
         };
-        if j.gibbs_sweeps.len() != j.cumulative_mean_jumps.len() {
-            bail!(
-                "{}: {} costs for {} jump counts in mode_jumps",
-                path.display(),
-                j.gibbs_sweeps.len(),
-                j.cumulative_mean_jumps.len()
-            );
-        }
         let points = j
             .gibbs_sweeps
             .iter()
@@ -541,7 +617,7 @@ fn chain_figure(
     count: usize,
     out: &Path,
 ) -> Result<PlotResults> {
-    let r = read_record::<SampleResults>(record, "sample")?.results;
+    let r = read_sample_record(record)?;
     let Some(chain) = r.chain else {
         bail!(
             "{} has no recorded chain: run `ebm sample` with --trace-every N and --chain-out FILE",

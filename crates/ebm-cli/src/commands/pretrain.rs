@@ -114,9 +114,15 @@ pub(super) fn resolve(
         Some(m) => m,
         None => DEFAULT_MESH_POINTS.powf(1.0 / dims as f64).floor() as usize,
     };
+    let hyperplanes = s.rcm_hyperplanes.unwrap_or(100);
+    // Each hyperplane: a normal and an offset in the d + 1 dimensions, and its gradient.
+    ebm_core::Error::check_memory(
+        "--rcm-hyperplanes",
+        (hyperplanes as u128).saturating_mul(32 * (dims as u128 + 1)),
+    )?;
     Ok(Some(PretrainSettings {
         directions,
-        hyperplanes: s.rcm_hyperplanes.unwrap_or(100),
+        hyperplanes,
         mesh,
     }))
 }

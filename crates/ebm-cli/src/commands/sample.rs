@@ -10,6 +10,7 @@ use ebm_samplers::tempering::{
     SwapSchedule, TemperatureLadder, TrajectoryLadder,
 };
 use ebm_samplers::{Gibbs, run};
+use ebm_train::Tempered;
 use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -19,8 +20,8 @@ use crate::cli::{InitArg, LatentAlgorithmArg, ModeRuleArg, SampleArgs, SamplerAr
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, load_dataset, write_samples};
 use crate::models::{
-    CliLayer, KindsTask, ModelSummary, describe, free_energies, visible_data, with_kinds,
-    zero_weights,
+    CliLayer, KindsTask, ModelSummary, check_chain_memory, describe, free_energies, visible_data,
+    with_kinds, zero_weights,
 };
 use crate::progress::ProgressObserver;
 use crate::record::{Context, record_path_for};
@@ -215,10 +216,19 @@ fn check_options(a: &SampleArgs) -> Result<()> {
                     " (its rungs are evenly spaced from the reference at 0; use --betas)",
                 ));
             }
+            let max = Tempered::MAX_RUNGS;
             if let Some(k) = a.rungs
-                && k < 2
+                && !(2..=max).contains(&k)
             {
-                bail!("--rungs {k}: parallel tempering needs at least 2 rungs");
+                bail!("--rungs {k}: parallel tempering needs 2 to {max} rungs");
+            }
+            if let Some(b) = &a.betas
+                && !(2..=max).contains(&b.len())
+            {
+                bail!(
+                    "--betas: parallel tempering needs 2 to {max} inverse temperatures, got {}",
+                    b.len()
+                );
             }
             if let Some(b) = a.beta_min
                 && !(b > 0.0 && b < 1.0)
@@ -451,6 +461,26 @@ impl KindsTask for SampleTask<'_> {
             (Some(ds), Some(path)) => Some(visible_data(rbm.visible(), ds, path)?),
             _ => None,
         };
+        let copies = match a.sampler {
+            SamplerArg::Pt | SamplerArg::PtRef => a
+                .betas
+                .as_ref()
+                .map_or(a.rungs.unwrap_or(DEFAULT_RUNGS), Vec::len),
+            SamplerArg::Ptt => checkpoints.as_ref().map_or(1, |(_, m)| m.len()),
+            _ => 1,
+        };
+        // The modes of every chain and the configuration of chain 0, at every record.
+        let records = a.trace_every.map_or(0, |n| a.steps / n.max(1) + 1) as u128;
+        let traced = records
+            .saturating_mul(a.chains as u128 + rbm.visible().width() as u128)
+            .saturating_mul(8);
+        check_chain_memory(
+            "sampling (chains and traces)",
+            &rbm,
+            a.chains,
+            copies,
+            traced,
+        )?;
         let chains = initial_chains(&rbm, a, data.as_ref())?;
         let mut tracer = ModeTracer::new(a, data.as_ref())?;
         let mut run_warnings = Vec::new();

@@ -25,7 +25,9 @@ use crate::cli::{
 };
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_outputs, load_dataset};
-use crate::models::{CliLayer, ModelSummary, RbmTask, describe, visible_data, with_model};
+use crate::models::{
+    CliLayer, ModelSummary, RbmTask, check_chain_memory, describe, visible_data, with_model,
+};
 use crate::plot::{ImageFormat, Series, tethered_log_density};
 use crate::record::{Context, record_path_for};
 
@@ -228,11 +230,19 @@ fn plan<V: DiscreteLayer<Scalar = f64>, H: Layer<Scalar = f64>>(
     let points = o.grid_points.unwrap_or_else(|| {
         (((hi - lo) * alpha.sqrt()).ceil() as usize + 1).clamp(MIN_POINTS, MAX_POINTS)
     });
+    let replicas = o.replicas.unwrap_or(8);
+    check_chain_memory(
+        "tethered chains (--grid-points x --replicas)",
+        rbm,
+        points.saturating_mul(replicas),
+        1,
+        8 * points as u128,
+    )?;
     let grid = uniform_grid(lo, hi, points)
         .map_err(|e| CliError::new(format!("--grid-points {points}: {e}")))?;
     let settings = ProfileSettings {
         alpha,
-        replicas: o.replicas.unwrap_or(8),
+        replicas,
         burn_in: o.burn_in.unwrap_or(50),
         measure: o.measure.unwrap_or(150),
     };
@@ -244,8 +254,9 @@ fn plan<V: DiscreteLayer<Scalar = f64>, H: Layer<Scalar = f64>>(
         replicas: settings.replicas,
         burn_in: settings.burn_in,
         measure: settings.measure,
-        profile_chain_sweeps: (points * settings.replicas * (settings.burn_in + settings.measure))
-            as u64,
+        profile_chain_sweeps: (points as u64)
+            .saturating_mul(settings.replicas as u64)
+            .saturating_mul((settings.burn_in as u64).saturating_add(settings.measure as u64)),
         barrier: None,
         left_weight_se: None,
         sweeps: None,

@@ -26,7 +26,7 @@ use crate::models::{
     CliLayer, KindsTask, ModelSummary, describe, exact_log_partition, visible_data, with_kinds,
 };
 use crate::progress::ProgressObserver;
-use crate::record::Context;
+use crate::record::{Context, RecordText, write_record};
 
 /// The `format` value of training state files.
 const STATE_FORMAT: &str = "ebm-train-state";
@@ -737,6 +737,27 @@ impl TrainOutputs {
             pll: model.with_extension("pll.csv"),
         }
     }
+
+    /// The files a run of `a` reads.
+    fn inputs(a: &TrainArgs) -> Vec<&Path> {
+        [
+            Some(a.data.as_path()),
+            a.test.as_deref(),
+            a.resume.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// The files a run writes besides its record (the PLL log with `--pll-every`).
+    fn written(&self, pll: bool) -> Vec<&Path> {
+        let mut written: Vec<&Path> = vec![&self.model, &self.trajectory, &self.state, &self.log];
+        if pll {
+            written.push(&self.pll);
+        }
+        written
+    }
 }
 
 /// What `ebm train` reports in its run record.
@@ -787,13 +808,7 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
         );
     }
     let out = TrainOutputs::of(&a.out);
-    let mut inputs: Vec<&Path> = vec![&a.data];
-    if let Some(t) = &a.test {
-        inputs.push(t);
-    }
-    if let Some(r) = &a.resume {
-        inputs.push(r);
-    }
+    let inputs = TrainOutputs::inputs(a);
     check_outputs(
         &[
             &out.model,
@@ -884,19 +899,8 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
         out.state.display(),
         out.log.display()
     ));
-    let mut written: Vec<&Path> = vec![&out.model, &out.trajectory, &out.state, &out.log];
-    if r.pll.is_some() {
-        written.push(&out.pll);
-    }
-    ctx.finish(
-        "train",
-        Some(outcome.seed),
-        &outcome.settings,
-        &inputs,
-        &written,
-        r,
-        Some(&out.record),
-    )?;
+    // The record was committed with the outputs it describes.
+    ctx.report_record(Some(&out.record), &outcome.record)?;
     if let Some(signal) = outcome.interrupted {
         return Err(CliError::with_exit_code(
             format!(
@@ -922,7 +926,7 @@ struct RecordedSettings<'a> {
     out: &'a Path,
     resume: Option<&'a Path>,
     updates: u64,
-    config: TrainConfig,
+    config: &'a TrainConfig,
 }
 
 struct TrainTask<'a> {
@@ -935,11 +939,11 @@ struct TrainTask<'a> {
     out: &'a TrainOutputs,
 }
 
-struct TrainOutcome<'a> {
+struct TrainOutcome {
     model: String,
-    seed: u64,
-    settings: RecordedSettings<'a>,
     results: TrainResults,
+    /// The run record, written with the outputs.
+    record: RecordText,
     /// The signal that stopped the run early.
     interrupted: Option<i32>,
 }
@@ -967,9 +971,9 @@ fn training_data<V: CliLayer>(layer: &V, ds: &Dataset) -> Result<TrainingData<f6
 }
 
 impl<'a> KindsTask for TrainTask<'a> {
-    type Output = TrainOutcome<'a>;
+    type Output = TrainOutcome;
 
-    fn run<V: CliLayer, H: CliLayer>(self) -> Result<TrainOutcome<'a>> {
+    fn run<V: CliLayer, H: CliLayer>(self) -> Result<TrainOutcome> {
         let TrainTask {
             a,
             ctx,
@@ -1107,12 +1111,17 @@ impl<'a> KindsTask for TrainTask<'a> {
             .map(|(p, _, _)| previous_log(p, first))
             .unwrap_or_default();
         let outputs = Outputs {
+            a,
+            ctx,
             out,
             config: &config,
             fingerprint: &fingerprint,
             previous_log: &previous,
+            first,
+            pretrain: pretrain.as_ref(),
         };
         let mut interrupted = None;
+        let mut interrupt = Interrupt::new();
         {
             let mut progress = ProgressObserver(ctx.progress(todo, "train"));
             // In stretches ending at the multiples of --pll-every (each followed by a PLL row)
@@ -1133,7 +1142,7 @@ impl<'a> KindsTask for TrainTask<'a> {
                     test.as_ref(),
                     stretch,
                     Par::Rayon,
-                    (&mut progress, ((&mut tracker, &mut log), Interrupt)),
+                    (&mut progress, ((&mut tracker, &mut log), &mut interrupt)),
                 );
                 match (done, crate::signals::received()) {
                     (Err(ebm_core::Error::Observer(_)), Some(signal)) => {
@@ -1151,56 +1160,40 @@ impl<'a> KindsTask for TrainTask<'a> {
                 if a.save_every.is_some_and(|n| state.update.is_multiple_of(n))
                     && state.update < stop
                 {
-                    outputs.write(&state, log.get_ref(), pll.as_ref())?;
+                    outputs.write(&state, &tracker, log.get_ref(), pll.as_ref())?;
                 }
             }
         }
-        let trajectory = outputs.write(&state, log.get_ref(), pll.as_ref())?;
-
-        let negative = trainer.negative.name().to_string();
+        let (results, record) = outputs.write(&state, &tracker, log.get_ref(), pll.as_ref())?;
         Ok(TrainOutcome {
             model: describe(&state.model),
-            seed: config.seed,
-            settings: RecordedSettings {
-                data: &a.data,
-                test: a.test.as_deref(),
-                out: &a.out,
-                resume: a.resume.as_deref(),
-                updates: a.updates,
-                config,
-            },
-            results: TrainResults {
-                model: ModelSummary::of(&state.model),
-                negative,
-                first_update: first,
-                updates: state.update,
-                negative_sweeps: tracker.sweeps,
-                checkpoint_updates: trajectory.updates().to_vec(),
-                checkpoint_pairs_below_target: state.checkpoint_pairs_below_target().to_vec(),
-                log_z: state.likelihood.as_ref().map(|l| {
-                    let e = l.estimate();
-                    [e.log_z, e.std_err]
-                }),
-                log_z_warnings: state
-                    .likelihood
-                    .as_ref()
-                    .map_or_else(Vec::new, |l| l.estimate().warnings),
-                train_ll: tracker.train,
-                test_ll: tracker.test,
-                last_gradient_norm: tracker.gradient_norm,
-                pll: pll.and_then(|p| p.last),
-                pretrain,
-            },
+            results,
+            record,
             interrupted,
         })
     }
 }
 
-/// Stops a run between updates when SIGINT or SIGTERM was received ([`crate::signals`]).
-struct Interrupt;
+/// Stops a run between updates when SIGINT or SIGTERM was received ([`crate::signals`]);
+/// after the first update, announces the run to a test waiting on
+/// [`crate::signals::READY_ENV`], if set.
+struct Interrupt {
+    ready: Option<PathBuf>,
+}
+
+impl Interrupt {
+    fn new() -> Self {
+        Self {
+            ready: std::env::var_os(crate::signals::READY_ENV).map(PathBuf::from),
+        }
+    }
+}
 
 impl Observer<TrainInfo> for Interrupt {
     fn observe(&mut self, _step: u64, _info: &TrainInfo) -> ebm_core::Result<()> {
+        if let Some(path) = self.ready.take() {
+            crate::signals::announce_ready(&path)?;
+        }
         match crate::signals::received() {
             None => Ok(()),
             Some(signal) => Err(ebm_core::Error::Observer(
@@ -1212,23 +1205,31 @@ impl Observer<TrainInfo> for Interrupt {
 
 /// What the outputs of a run are written from, besides the state.
 struct Outputs<'a> {
+    a: &'a TrainArgs,
+    ctx: &'a Context,
     out: &'a TrainOutputs,
     config: &'a TrainConfig,
     fingerprint: &'a DataFingerprint,
     /// The rows of the resumed run's log up to the resumed update.
     previous_log: &'a str,
+    /// The update this invocation started from.
+    first: u64,
+    /// What `--pretrain` did.
+    pretrain: Option<&'a super::pretrain::PretrainReport>,
 }
 
 impl Outputs<'_> {
     /// Writes the model, the trajectory (kept checkpoints and the current model), the state,
-    /// the log (`rows`: this invocation's CSV log) and the PLL log as one unit
-    /// ([`ebm_io::output::StagedOutputs`]); returns the trajectory.
+    /// the log (`rows`: this invocation's CSV log), the PLL log and the run record of the
+    /// state as one unit ([`ebm_io::output::StagedOutputs`]: the record never disagrees with
+    /// the files it describes); returns the results and the record.
     fn write<V: CliLayer, H: CliLayer>(
         &self,
         state: &TrainState<V, H, AnyNegativeState>,
+        tracker: &Tracker,
         rows: &[u8],
         pll: Option<&PllLog>,
-    ) -> Result<ebm_io::Trajectory<V, H>> {
+    ) -> Result<(TrainResults, RecordText)> {
         let out = self.out;
         let mut set = ebm_io::output::StagedOutputs::begin(&out.model)?;
         let mut meta = std::collections::BTreeMap::new();
@@ -1250,8 +1251,54 @@ impl Outputs<'_> {
         if let Some(p) = pll {
             ebm_io::write_atomically(&set.stage(&out.pll), |w| w.write_all(p.text.as_bytes()))?;
         }
+        let results = self.results(state, tracker, trajectory.updates(), pll);
+        let a = self.a;
+        let settings = RecordedSettings {
+            data: &a.data,
+            test: a.test.as_deref(),
+            out: &a.out,
+            resume: a.resume.as_deref(),
+            updates: a.updates,
+            config: self.config,
+        };
+        let record = self.ctx.record(
+            "train",
+            Some(self.config.seed),
+            &settings,
+            &TrainOutputs::inputs(a),
+            &out.written(pll.is_some()),
+            &results,
+        )?;
+        write_record(&set.stage(&out.record), &record)?;
         set.commit()?;
-        Ok(trajectory)
+        Ok((results, record))
+    }
+
+    /// What the run record reports of `state`.
+    fn results<V: CliLayer, H: CliLayer>(
+        &self,
+        state: &TrainState<V, H, AnyNegativeState>,
+        tracker: &Tracker,
+        checkpoint_updates: &[u64],
+        pll: Option<&PllLog>,
+    ) -> TrainResults {
+        let likelihood = state.likelihood.as_ref().map(|l| l.estimate());
+        TrainResults {
+            model: ModelSummary::of(&state.model),
+            negative: self.config.trainer.negative.name().to_string(),
+            first_update: self.first,
+            updates: state.update,
+            negative_sweeps: tracker.sweeps,
+            checkpoint_updates: checkpoint_updates.to_vec(),
+            checkpoint_pairs_below_target: state.checkpoint_pairs_below_target().to_vec(),
+            log_z: likelihood.as_ref().map(|e| [e.log_z, e.std_err]),
+            log_z_warnings: likelihood.map_or_else(Vec::new, |e| e.warnings),
+            train_ll: tracker.train,
+            test_ll: tracker.test,
+            last_gradient_norm: tracker.gradient_norm,
+            pll: pll.and_then(|p| p.last.clone()),
+            pretrain: self.pretrain.cloned(),
+        }
     }
 }
 
