@@ -74,7 +74,12 @@ pub(crate) struct Context {
 
 impl Context {
     /// Only rank 0 of `world` prints: the other ranks are quiet.
-    pub fn new(quiet: bool, json: bool, arguments: Vec<String>, world: Box<dyn Collective>) -> Self {
+    pub fn new(
+        quiet: bool,
+        json: bool,
+        arguments: Vec<String>,
+        world: Box<dyn Collective>,
+    ) -> Self {
         Self {
             quiet: quiet || !world.is_root(),
             json: json && world.is_root(),

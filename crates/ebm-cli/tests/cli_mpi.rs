@@ -37,7 +37,11 @@ fn a_program_without_the_feature_refuses_to_run_as_one_of_several_mpi_processes(
     save_model(d);
     let run = "sample --model m.safetensors --chains 10 --steps 2 --out s.npy";
     for variable in ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE"] {
-        let out = ebm().current_dir(d).env(variable, "3").args(run.split_whitespace()).output();
+        let out = ebm()
+            .current_dir(d)
+            .env(variable, "3")
+            .args(run.split_whitespace())
+            .output();
         let out = out.unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{variable}: {stderr}");
@@ -48,7 +52,11 @@ fn a_program_without_the_feature_refuses_to_run_as_one_of_several_mpi_processes(
         assert!(!d.join("s.npy").exists(), "a refused run wrote its output");
     }
     // Negative control: a launcher that started this process alone is no reason to refuse.
-    let out = ebm().current_dir(d).env("PMI_SIZE", "1").args(run.split_whitespace()).output();
+    let out = ebm()
+        .current_dir(d)
+        .env("PMI_SIZE", "1")
+        .args(run.split_whitespace())
+        .output();
     assert!(out.unwrap().status.success());
     assert!(d.join("s.npy").exists());
 }
@@ -73,7 +81,12 @@ fn mpirun(dir: &Path, ranks: usize, args: &str) -> std::process::Output {
 fn record_without_ranks(path: &Path, ranks: u64) -> Value {
     let mut record = json(path);
     let fields = record.as_object_mut().unwrap();
-    assert_eq!(fields.remove("ranks"), Some(Value::from(ranks)), "{}", path.display());
+    assert_eq!(
+        fields.remove("ranks"),
+        Some(Value::from(ranks)),
+        "{}",
+        path.display()
+    );
     fields.remove("elapsed_seconds").expect("a wall-clock time");
     record
 }

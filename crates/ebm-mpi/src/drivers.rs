@@ -13,7 +13,11 @@ use crate::{Collective, ShardChains, chain_range};
 
 /// Sends each rank's batch of chains to rank 0, which returns them joined in rank order
 /// (shaped like `like`); the other ranks return `None`.
-pub fn gather_chains<C: Collective + ?Sized, S: ShardChains>(c: &C, local: &S, like: &S) -> Option<S> {
+pub fn gather_chains<C: Collective + ?Sized, S: ShardChains>(
+    c: &C,
+    local: &S,
+    like: &S,
+) -> Option<S> {
     let mut message = vec![local.n_chains() as u64];
     message.extend(local.pack());
     let parts = c.gather(&message)?;
@@ -262,7 +266,15 @@ where
         return Ok(None);
     };
     let (initial, after_rung) = g.weights.split_first().expect("the start's weights");
-    ais_from_weights(ladder, log_z0, initial, after_rung, g.population, g.start_steps).map(Some)
+    ais_from_weights(
+        ladder,
+        log_z0,
+        initial,
+        after_rung,
+        g.population,
+        g.start_steps,
+    )
+    .map(Some)
 }
 
 /// Reverse annealed importance sampling ([`ebm_estimators::reverse_ais`]) from `target`

@@ -72,8 +72,8 @@ mod shard;
 
 pub use collective::{Collective, Solo, Threads};
 pub use drivers::{
-    PtOutcome, ais, ais_on_shard, gather_chains, parallel_tempering, reverse_ais, reverse_ais_on_shard,
-    sample, shard_population,
+    PtOutcome, ais, ais_on_shard, gather_chains, parallel_tempering, reverse_ais,
+    reverse_ais_on_shard, sample, shard_population,
 };
 #[cfg(feature = "mpi")]
 pub use mpi::Mpi;

@@ -768,7 +768,12 @@ impl<V: CliLayer, H: CliLayer> AnnealPath<V, H> {
         let (model, reference, betas) = match self {
             Self::Temperature(l) => {
                 let run = ebm_mpi::reverse_ais_on_shard(
-                    world, annealer, l, &mut local, log_z0, Par::Rayon,
+                    world,
+                    annealer,
+                    l,
+                    &mut local,
+                    log_z0,
+                    Par::Rayon,
                 )?;
                 return Ok(run.map(|r| r.estimate));
             }
@@ -787,7 +792,12 @@ impl<V: CliLayer, H: CliLayer> AnnealPath<V, H> {
             let at = running.as_ref().map_or(0.0, |r| r.log_z);
             let begin = LogZEstimate::exact(at, log_z0.method.clone());
             let run = ebm_mpi::reverse_ais_on_shard(
-                world, annealer, &ladder, &mut local, &begin, Par::Rayon,
+                world,
+                annealer,
+                &ladder,
+                &mut local,
+                &begin,
+                Par::Rayon,
             )?;
             running = run.map(|r| r.estimate);
         }

@@ -43,7 +43,9 @@ fn run(command: &Command, ctx: &Context) -> Result<()> {
     let sharded = matches!(
         command,
         Command::Sample(_)
-            | Command::Loglik(LoglikCommand::Ais(_) | LoglikCommand::ReverseAis(_) | LoglikCommand::TrAis(_))
+            | Command::Loglik(
+                LoglikCommand::Ais(_) | LoglikCommand::ReverseAis(_) | LoglikCommand::TrAis(_)
+            )
     );
     if !sharded {
         ctx.one_process("this command")?;

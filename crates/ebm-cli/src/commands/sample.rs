@@ -474,7 +474,14 @@ impl KindsTask for SampleTask<'_> {
                 let samples = if world.size() > 1 {
                     // Each rank runs its chains; rank 0 gathers them (checked: no tracer).
                     let gathered = ebm_mpi::sample(
-                        world, &rbm, &kernel, beta, &chains, a.seed, a.steps, Par::Rayon,
+                        world,
+                        &rbm,
+                        &kernel,
+                        beta,
+                        &chains,
+                        a.seed,
+                        a.steps,
+                        Par::Rayon,
                     )?;
                     let Some(gathered) = gathered else {
                         return Ok(None);
@@ -485,7 +492,15 @@ impl KindsTask for SampleTask<'_> {
                     tracer.record(0, &state.chains.visible)?;
                     let progress = ProgressObserver(ctx.progress(a.steps, "gibbs"));
                     let observers = (progress, &mut tracer);
-                    run(&rbm, &kernel, beta, &mut state, a.steps, Par::Rayon, observers)?;
+                    run(
+                        &rbm,
+                        &kernel,
+                        beta,
+                        &mut state,
+                        a.steps,
+                        Par::Rayon,
+                        observers,
+                    )?;
                     state.chains.visible
                 };
                 (
