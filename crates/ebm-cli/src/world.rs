@@ -6,7 +6,7 @@ use ebm_mpi::{Collective, Solo};
 use crate::error::{CliError, Result};
 
 /// The variables through which MPI launchers tell each process how many processes they
-/// started: MPICH's Hydra (also Intel MPI and Slurm's PMI), then Open MPI.
+/// started: MPICH's Hydra, then Open MPI.
 const LAUNCH_SIZE: [&str; 2] = ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE"];
 
 /// How many processes an MPI launcher started, this one among them (`None` outside a
