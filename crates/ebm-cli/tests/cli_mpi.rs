@@ -11,7 +11,6 @@ use std::path::Path;
 use common::*;
 use ebm_models::{Bernoulli, Rbm};
 use nalgebra::DMatrix;
-use serde_json::Value;
 
 /// Writes `m.safetensors` in `dir`, a 20 x 12 Bernoulli RBM with weights strong enough to
 /// couple the units, and `t.safetensors`, a trajectory of 6 checkpoints from zero weights to
@@ -78,12 +77,12 @@ fn mpirun(dir: &Path, ranks: usize, args: &str) -> std::process::Output {
 /// A run record without its `ranks` (checked to be `ranks`) and its wall-clock time: what
 /// must not depend on the number of processes.
 #[cfg(feature = "mpi")]
-fn record_without_ranks(path: &Path, ranks: u64) -> Value {
+fn record_without_ranks(path: &Path, ranks: u64) -> serde_json::Value {
     let mut record = json(path);
     let fields = record.as_object_mut().unwrap();
     assert_eq!(
         fields.remove("ranks"),
-        Some(Value::from(ranks)),
+        Some(serde_json::Value::from(ranks)),
         "{}",
         path.display()
     );
