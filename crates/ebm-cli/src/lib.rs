@@ -26,6 +26,12 @@
 //! and reports bad input as one line `error: ...` on stderr with exit code 1 (2 for a
 //! command line that does not parse). Nothing a user passes makes it panic.
 //!
+//! Built with the feature `mpi`, `ebm sample --sampler gibbs` and `ebm loglik ais |
+//! reverse-ais | tr-ais` started by `mpirun -n K` run sharded by chain over the K processes
+//! ([`ebm_mpi`]): rank 0 writes outputs byte-identical to one process's, and the record's
+//! `ranks` says how many ran. Other commands refuse to run on several processes, and so does
+//! a program built without the feature.
+//!
 //! The [`plot`] module is public: one function per figure kind, taking plain data.
 
 mod cli;
@@ -37,6 +43,7 @@ pub mod plot;
 mod progress;
 mod record;
 mod signals;
+mod world;
 
 use std::ffi::OsString;
 use std::io::Write;

@@ -7,6 +7,8 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
+use ebm_mpi::Collective;
+
 use crate::error::{CliError, Result};
 
 /// The `format` value of run records.
@@ -39,6 +41,10 @@ pub(crate) struct Record<S, R> {
     pub seed: Option<u64>,
     /// Worker threads used (results do not depend on it).
     pub threads: usize,
+    /// Processes that ran the command (ranks of `mpirun -n K`, 1 otherwise; results do not
+    /// depend on it).
+    #[serde(default = "one")]
+    pub ranks: usize,
     /// Every option, with defaults filled in.
     pub settings: S,
     /// Files read.
@@ -51,23 +57,55 @@ pub(crate) struct Record<S, R> {
     pub elapsed_seconds: f64,
 }
 
-/// Where a command reports to: summary lines, progress bars, the record.
+fn one() -> usize {
+    1
+}
+
+/// Where a command reports to: summary lines, progress bars, the record; and the processes
+/// it runs on.
 #[derive(Debug)]
 pub(crate) struct Context {
     quiet: bool,
     json: bool,
     arguments: Vec<String>,
     started: Instant,
+    world: Box<dyn Collective>,
 }
 
 impl Context {
-    pub fn new(quiet: bool, json: bool, arguments: Vec<String>) -> Self {
+    /// Only rank 0 of `world` prints: the other ranks are quiet.
+    pub fn new(
+        quiet: bool,
+        json: bool,
+        arguments: Vec<String>,
+        world: Box<dyn Collective>,
+    ) -> Self {
         Self {
-            quiet,
-            json,
+            quiet: quiet || !world.is_root(),
+            json: json && world.is_root(),
             arguments,
             started: Instant::now(),
+            world,
         }
+    }
+
+    /// The processes the command runs on ([`ebm_mpi::Solo`] outside `mpirun`).
+    pub fn world(&self) -> &dyn Collective {
+        &*self.world
+    }
+
+    /// Fails when the command runs on several processes: `what` is not sharded, and every
+    /// process would run it whole and write the same outputs.
+    pub fn one_process(&self, what: &str) -> Result<()> {
+        let n = self.world.size();
+        if n > 1 {
+            return Err(CliError::new(format!(
+                "{what} does not run sharded over MPI processes (this is one of {n}); run it \
+                 in one process, without mpirun (sharded: `ebm sample --sampler gibbs` without \
+                 --trace-every/--chain-out, and `ebm loglik ais | reverse-ais | tr-ais`)"
+            )));
+        }
+        Ok(())
     }
 
     /// Prints a summary line on stdout (not with `--quiet` or `--json`).
@@ -140,6 +178,7 @@ impl Context {
             arguments: self.arguments.clone(),
             seed,
             threads: rayon::current_num_threads(),
+            ranks: self.world.size(),
             settings,
             inputs: inputs.iter().map(|p| p.to_path_buf()).collect(),
             outputs: outputs.iter().map(|p| p.to_path_buf()).collect(),

@@ -475,9 +475,79 @@ where
     let steps0 = population.steps();
     let resamplings0 = population.resamplings();
     let base = population.log_ratio();
-    let reversed = Reversed(ladder);
-    let ratios = anneal(annealer, &reversed, &mut population, par);
-    let log_ratio = ratios.last().map_or(0.0, |r| r.log_mean - base.log_mean);
+    let ratios = anneal(annealer, &Reversed(ladder), &mut population, par);
+    let last = ratios.last().copied();
+    reverse_run(
+        ladder,
+        annealer.resample_below_ess(),
+        log_z0,
+        (base, last),
+        population,
+        (steps0, resamplings0),
+    )
+}
+
+/// Reverse AIS from the log weights of its chains at the start, for a run whose chains were
+/// annealed apart and joined ([`Population::with_chains`]; `ebm_mpi::reverse_ais` shards
+/// reverse AIS across processes this way): `initial` are the weights of all chains at the
+/// start, in chain order, `population` the joined final population (annealed down to rung 0),
+/// `start_steps` its step count at the start. Without resampling every chain's weights are its
+/// own, so this gives exactly what [`reverse_ais`] gives on the whole population: the same
+/// estimate, error bar and warnings, bit for bit.
+///
+/// # Errors
+/// [`ebm_core::Error::InvalidParameter`] if `population` was resampled or `initial` does not
+/// hold one weight per chain.
+pub fn reverse_ais_from_weights<L, S>(
+    ladder: &L,
+    log_z0: &LogZEstimate,
+    initial: &[f64],
+    population: Population<S>,
+    start_steps: u64,
+) -> ebm_core::Result<AisRun<S>>
+where
+    L: Ladder + DescribeLadder,
+    S: ebm_core::Chains,
+{
+    let n = population.n_chains();
+    if population.resamplings() > 0 || initial.len() != n || start_steps > population.steps() {
+        return Err(Error::InvalidParameter {
+            name: "initial".into(),
+            reason: format!(
+                "expected a never-resampled population and the initial weights of its {n} \
+                 chains (got {} resamplings and {} weights)",
+                population.resamplings(),
+                initial.len()
+            ),
+        });
+    }
+    let base = crate::population::carried_ratio(0.0, 0.0, LogMeanExp::of(initial));
+    let last = (ladder.n_rungs() > 1).then(|| population.log_ratio());
+    Ok(reverse_run(
+        ladder,
+        None,
+        log_z0,
+        (base, last),
+        population,
+        (start_steps, 0),
+    ))
+}
+
+/// The result of a reverse run: the estimate from rung 0's `log_z0` and the log ratios at the
+/// start (`base`) and after the last transition (`last`, `None` for a ladder of one rung).
+fn reverse_run<L, S>(
+    ladder: &L,
+    resample_below_ess: Option<f64>,
+    log_z0: &LogZEstimate,
+    (base, last): (LogMeanExp, Option<LogMeanExp>),
+    population: Population<S>,
+    (steps0, resamplings0): (u64, u64),
+) -> AisRun<S>
+where
+    L: Ladder + DescribeLadder,
+    S: ebm_core::Chains,
+{
+    let log_ratio = last.map_or(0.0, |r| r.log_mean - base.log_mean);
     let estimate = ais_estimate(
         log_z0.log_z - log_ratio,
         log_z0.std_err * log_z0.std_err,
@@ -485,9 +555,9 @@ where
         population.steps() - steps0,
         Method::Ais {
             direction: Direction::Reverse,
-            ladder: reversed.kind(),
+            ladder: Reversed(ladder).kind(),
             n_rungs: ladder.n_rungs(),
-            resample_below_ess: annealer.resample_below_ess(),
+            resample_below_ess,
             resamplings: population.resamplings() - resamplings0,
         },
     );

@@ -60,6 +60,7 @@ pub mod trust;
 
 pub use ais::{
     Ais, AisRun, Annealer, Reversed, TransitionInfo, ais, ais_from_weights, reverse_ais,
+    reverse_ais_from_weights,
 };
 pub use bar::{LadderEstimate, PairAccumulator, PairEstimate, bennett_acceptance_ratio};
 pub use estimate::{

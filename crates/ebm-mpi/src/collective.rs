@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 /// exact.
 ///
 /// Every rank must call [`Collective::gather`] the same number of times, in the same order.
-pub trait Collective {
+pub trait Collective: fmt::Debug {
     /// This process's rank, in `0..size`.
     fn rank(&self) -> usize;
 

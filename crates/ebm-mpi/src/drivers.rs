@@ -1,7 +1,10 @@
 //! Sharded runs: every rank runs its own chains, rank 0 gathers the whole run.
 
 use ebm_core::{ChainState, Chains, EnergyModel, Error, Kernel, Par, Result, RngStreams};
-use ebm_estimators::{AisRun, Annealer, DescribeLadder, Start, ais_from_weights};
+use ebm_estimators::{
+    AisRun, Annealer, DescribeLadder, LogZEstimate, Population, Reversed, Start, ais_from_weights,
+    reverse_ais_from_weights,
+};
 use ebm_samplers::run;
 use ebm_samplers::tempering::Ladder;
 use ebm_samplers::tempering::{Exchange, ParallelTempering, PtState};
@@ -10,7 +13,11 @@ use crate::{Collective, ShardChains, chain_range};
 
 /// Sends each rank's batch of chains to rank 0, which returns them joined in rank order
 /// (shaped like `like`); the other ranks return `None`.
-pub fn gather_chains<C: Collective, S: ShardChains>(c: &C, local: &S, like: &S) -> Option<S> {
+pub fn gather_chains<C: Collective + ?Sized, S: ShardChains>(
+    c: &C,
+    local: &S,
+    like: &S,
+) -> Option<S> {
     let mut message = vec![local.n_chains() as u64];
     message.extend(local.pack());
     let parts = c.gather(&message)?;
@@ -46,7 +53,7 @@ pub fn sample<C, M, K>(
     par: Par,
 ) -> Result<Option<M::State>>
 where
-    C: Collective,
+    C: Collective + ?Sized,
     M: EnergyModel,
     M::State: ShardChains,
     K: Kernel<M>,
@@ -110,7 +117,7 @@ pub fn parallel_tempering<C, L, K, B>(
     par: Par,
 ) -> Result<Option<PtOutcome<L::State>>>
 where
-    C: Collective,
+    C: Collective + ?Sized,
     L: Exchange,
     L::State: ShardChains,
     K: Kernel<L::RungModel>,
@@ -179,9 +186,9 @@ where
 
 /// Forward annealed importance sampling ([`ebm_estimators::ais`]) along `ladder` from
 /// `start`, sharded over the ranks of `c` by chain: rank `r` anneals the chains
-/// [`chain_range`]`(n, size, r)` of the start's `n` with their own streams, keeping its
-/// chains' log weights after every rung; rank 0 gathers weights, chains and streams and
-/// computes the estimate ([`ais_from_weights`]). The run (estimate, error bar, warnings,
+/// [`chain_range`]`(n, size, r)` of the start's `n` with their own streams
+/// ([`shard_population`], then [`ais_on_shard`]); rank 0 gathers weights, chains and streams
+/// and computes the estimate ([`ais_from_weights`]). The run (estimate, error bar, warnings,
 /// profile of \(\log Z_k\), final population) equals bit for bit that of `ais(annealer,
 /// ladder, start.clone(), par)` in one process, for any number of ranks.
 ///
@@ -201,13 +208,164 @@ pub fn ais<C, L, A, S>(
     par: Par,
 ) -> Result<Option<AisRun<S>>>
 where
-    C: Collective,
+    C: Collective + ?Sized,
     L: Ladder + DescribeLadder,
     L::Model: EnergyModel<State = S>,
     A: Annealer<L::Model>,
     S: ShardChains,
 {
-    if annealer.resample_below_ess().is_some() {
+    let mut local = shard_population(c, &start.population)?;
+    ais_on_shard(c, annealer, ladder, &mut local, start.log_z.clone(), par)
+}
+
+/// This rank's chains of a never-resampled population (the chains [`chain_range`]`(n, size,
+/// rank)` of its `n`, with their weights and streams), for [`ais_on_shard`].
+///
+/// # Errors
+/// [`Error::InvalidParameter`] if `whole` was resampled.
+pub fn shard_population<C, S>(c: &C, whole: &Population<S>) -> Result<Population<S>>
+where
+    C: Collective + ?Sized,
+    S: ShardChains,
+{
+    let range = chain_range(whole.n_chains(), c.size(), c.rank());
+    whole.with_chains(
+        whole.chains.select(range.clone()),
+        whole.log_weights[range.clone()].to_vec(),
+        whole.rngs.subset(range),
+        whole.steps(),
+    )
+}
+
+/// One stretch of a sharded forward AIS run: every rank anneals its shard `local` (from
+/// [`shard_population`], or left by the previous stretch) along `ladder`, then rank 0 gathers
+/// the weights, chains and streams of every shard and returns the run of the whole population
+/// from `log_z0` (the other ranks return `None` and may pass any `log_z0`). `local` is left
+/// annealed, so a long path can be walked stretch by stretch (as `ebm loglik ais` does, to
+/// hold only part of the path's models at once), each stretch equal bit for bit to the same
+/// stretch of [`ebm_estimators::ais`] on the whole population.
+///
+/// # Errors
+/// As [`ais`].
+pub fn ais_on_shard<C, L, A, S>(
+    c: &C,
+    annealer: &A,
+    ladder: &L,
+    local: &mut Population<S>,
+    log_z0: LogZEstimate,
+    par: Par,
+) -> Result<Option<AisRun<S>>>
+where
+    C: Collective + ?Sized,
+    L: Ladder + DescribeLadder,
+    L::Model: EnergyModel<State = S>,
+    A: Annealer<L::Model>,
+    S: ShardChains,
+{
+    let Some(g) = anneal_and_gather(c, annealer, ladder, local, true, par)? else {
+        return Ok(None);
+    };
+    let (initial, after_rung) = g.weights.split_first().expect("the start's weights");
+    ais_from_weights(
+        ladder,
+        log_z0,
+        initial,
+        after_rung,
+        g.population,
+        g.start_steps,
+    )
+    .map(Some)
+}
+
+/// Reverse annealed importance sampling ([`ebm_estimators::reverse_ais`]) from `target`
+/// (draws of the last rung of `ladder`) down to rung 0, whose exact \(\log Z_0\) is
+/// `log_z0`, sharded over the ranks of `c` by chain: rank `r` anneals the chains
+/// [`chain_range`]`(n, size, r)` of the `n` with their own streams ([`shard_population`],
+/// then [`reverse_ais_on_shard`]); rank 0 gathers the weights, chains and streams and computes
+/// the estimate ([`reverse_ais_from_weights`]). The run (estimate, error bar, warnings, final
+/// population) equals bit for bit that of `reverse_ais(annealer, ladder, target.clone(),
+/// log_z0, par)` in one process, for any number of ranks.
+///
+/// # Errors
+/// As [`ais`].
+pub fn reverse_ais<C, L, A, S>(
+    c: &C,
+    annealer: &A,
+    ladder: &L,
+    target: &Population<S>,
+    log_z0: &LogZEstimate,
+    par: Par,
+) -> Result<Option<AisRun<S>>>
+where
+    C: Collective + ?Sized,
+    L: Ladder + DescribeLadder,
+    L::Model: EnergyModel<State = S>,
+    A: Annealer<L::Model>,
+    S: ShardChains,
+{
+    let mut local = shard_population(c, target)?;
+    reverse_ais_on_shard(c, annealer, ladder, &mut local, log_z0, par)
+}
+
+/// One stretch of a sharded reverse AIS run, as [`ais_on_shard`] is of a forward one: every
+/// rank anneals its shard `local` down `ladder` (from its last rung to rung 0), then rank 0
+/// returns the run of the whole population (the other ranks `None`; they may pass any
+/// `log_z0`).
+///
+/// # Errors
+/// As [`ais`].
+pub fn reverse_ais_on_shard<C, L, A, S>(
+    c: &C,
+    annealer: &A,
+    ladder: &L,
+    local: &mut Population<S>,
+    log_z0: &LogZEstimate,
+    par: Par,
+) -> Result<Option<AisRun<S>>>
+where
+    C: Collective + ?Sized,
+    L: Ladder + DescribeLadder,
+    L::Model: EnergyModel<State = S>,
+    A: Annealer<L::Model>,
+    S: ShardChains,
+{
+    let reversed = Reversed(ladder);
+    let Some(g) = anneal_and_gather(c, annealer, &reversed, local, false, par)? else {
+        return Ok(None);
+    };
+    reverse_ais_from_weights(ladder, log_z0, &g.weights[0], g.population, g.start_steps).map(Some)
+}
+
+/// What rank 0 gathers from the shards of an annealing run.
+struct Gathered<S> {
+    /// The weights of all chains at the start, then after every rung (or, without
+    /// `every_rung`, nothing more: the final weights are the population's).
+    weights: Vec<Vec<f64>>,
+    /// The joined final population.
+    population: Population<S>,
+    /// Its step count at the start.
+    start_steps: u64,
+}
+
+/// Anneals this rank's shard `local` along `ladder`, then gathers on rank 0 the weights at the
+/// start (and after every rung with `every_rung`), the chains and their streams, joined in
+/// rank order.
+fn anneal_and_gather<C, L, A, S>(
+    c: &C,
+    annealer: &A,
+    ladder: &L,
+    local: &mut Population<S>,
+    every_rung: bool,
+    par: Par,
+) -> Result<Option<Gathered<S>>>
+where
+    C: Collective + ?Sized,
+    L: Ladder,
+    L::Model: EnergyModel<State = S>,
+    A: Annealer<L::Model>,
+    S: ShardChains,
+{
+    if annealer.resample_below_ess().is_some() || local.resamplings() > 0 {
         return Err(Error::InvalidParameter {
             name: "annealer".into(),
             reason: "sharded AIS cannot resample: resampling draws ancestors across all \
@@ -215,36 +373,35 @@ where
                 .into(),
         });
     }
-    let whole = &start.population;
-    let n = whole.n_chains();
-    let range = chain_range(n, c.size(), c.rank());
-    let mut local = whole.with_chains(
-        whole.chains.select(range.clone()),
-        whole.log_weights[range.clone()].to_vec(),
-        whole.rngs.subset(range.clone()),
-        whole.steps(),
-    )?;
-    let mut after_rung = Vec::with_capacity(ladder.n_rungs());
+    let len = local.n_chains();
+    let start_steps = local.steps();
+    let mut weights = vec![local.log_weights.clone()];
     for k in 1..ladder.n_rungs() {
-        if !range.is_empty() {
-            annealer.transition(ladder.rung(k - 1), ladder.rung(k), &mut local, par);
+        if len > 0 {
+            annealer.transition(ladder.rung(k - 1), ladder.rung(k), local, par);
         }
-        after_rung.push(local.log_weights.clone());
+        if every_rung {
+            weights.push(local.log_weights.clone());
+        }
     }
-    // Message: chains, steps, the weights after every rung, the chains' states, their streams.
+    // Message: chains, steps, the weights kept, the final weights, the chains' states, their
+    // streams.
     let streams = serde_json::to_vec(&local.rngs).expect("streams serialise");
-    let mut message = vec![range.len() as u64, local.steps()];
-    message.extend(after_rung.iter().flatten().map(|w| w.to_bits()));
+    let mut message = vec![len as u64, local.steps()];
+    let kept = weights.iter().flatten().chain(&local.log_weights);
+    message.extend(kept.map(|w| w.to_bits()));
     message.extend(local.chains.pack());
     message.push(streams.len() as u64);
     message.extend(streams.iter().map(|&b| u64::from(b)));
     let Some(parts) = c.gather(&message) else {
         return Ok(None);
     };
-    let rungs = after_rung.len();
-    let mut weights = vec![Vec::with_capacity(n); rungs];
+    // Rank 0's shard is the template of the whole: same shape, seed and resampling stream.
+    let like = &*local;
+    let mut weights = vec![Vec::new(); weights.len()];
+    let mut last = Vec::new();
     let (mut chains, mut rngs) = (Vec::new(), Vec::new());
-    let mut steps = whole.steps();
+    let mut steps = start_steps;
     for m in &parts {
         let (len, part_steps) = (m[0] as usize, m[1]);
         if len == 0 {
@@ -252,12 +409,12 @@ where
         }
         steps = part_steps;
         let mut at = 2;
-        for w in &mut weights {
+        for w in weights.iter_mut().chain(std::iter::once(&mut last)) {
             w.extend(m[at..at + len].iter().map(|&b| f64::from_bits(b)));
             at += len;
         }
-        let packed = whole.chains.width() * len;
-        chains.push(S::unpack(&whole.chains, len, &m[at..at + packed]));
+        let packed = like.chains.width() * len;
+        chains.push(S::unpack(&like.chains, len, &m[at..at + packed]));
         at += packed;
         let bytes: Vec<u8> = m[at + 1..at + 1 + m[at] as usize]
             .iter()
@@ -270,23 +427,15 @@ where
             })?,
         );
     }
-    let final_weights = weights
-        .last()
-        .cloned()
-        .unwrap_or_else(|| whole.log_weights.clone());
-    let population = whole.with_chains(
-        S::concat(&whole.chains, &chains),
-        final_weights,
-        RngStreams::join(whole.rngs.seed(), &rngs),
+    let population = like.with_chains(
+        S::concat(&like.chains, &chains),
+        last,
+        RngStreams::join(like.rngs.seed(), &rngs),
         steps,
     )?;
-    ais_from_weights(
-        ladder,
-        start.log_z.clone(),
-        &whole.log_weights,
-        &weights,
+    Ok(Some(Gathered {
+        weights,
         population,
-        whole.steps(),
-    )
-    .map(Some)
+        start_steps,
+    }))
 }

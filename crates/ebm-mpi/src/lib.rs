@@ -8,12 +8,16 @@
 //! those chains compute in the whole run, and joining the shards in order gives the whole run
 //! bit for bit, for any number of processes and threads. Parallel tempering is cut by system
 //! (a system is one chain on every rung, and exchanges pair the chains of one system):
-//! [`ebm_samplers::tempering::PtState::for_systems`]. Forward AIS without resampling is cut by
-//! chain too: each chain's weights are its own, and rank 0 computes the estimate from the
-//! gathered weights ([`ebm_estimators::ais_from_weights`]).
+//! [`ebm_samplers::tempering::PtState::for_systems`]. Forward and reverse AIS without
+//! resampling are cut by chain too: each chain's weights are its own, and rank 0 computes the
+//! estimate from the gathered weights ([`ebm_estimators::ais_from_weights`],
+//! [`ebm_estimators::reverse_ais_from_weights`]).
 //!
-//! The drivers ([`sample`], [`parallel_tempering`], [`ais`]) run a shard on every rank of a
-//! [`Collective`] and gather the results on rank 0. Transports:
+//! The drivers ([`sample`], [`parallel_tempering`], [`ais`], [`reverse_ais`], and
+//! [`ais_on_shard`] / [`reverse_ais_on_shard`] for a path walked stretch by stretch) run a
+//! shard on every rank of a [`Collective`] and gather the results on rank 0. The `ebm`
+//! command line built with the feature `mpi` calls them: `mpirun -n K ebm sample` (Gibbs) and
+//! `mpirun -n K ebm loglik ais | reverse-ais | tr-ais`. Transports:
 //! - [`Solo`]: one process (the unsharded run);
 //! - [`Threads`]: ranks as threads of one process, to test a sharded computation without MPI;
 //! - `Mpi` (cargo feature `mpi`): the processes of `mpirun -n N`, over a system MPI (MPICH or
@@ -67,7 +71,10 @@ mod mpi;
 mod shard;
 
 pub use collective::{Collective, Solo, Threads};
-pub use drivers::{PtOutcome, ais, gather_chains, parallel_tempering, sample};
+pub use drivers::{
+    PtOutcome, ais, ais_on_shard, gather_chains, parallel_tempering, reverse_ais,
+    reverse_ais_on_shard, sample, shard_population,
+};
 #[cfg(feature = "mpi")]
 pub use mpi::Mpi;
 pub use shard::{ShardChains, chain_range};

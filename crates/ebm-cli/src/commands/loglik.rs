@@ -11,9 +11,10 @@ use ebm_data::Dataset;
 use ebm_estimators::trust;
 use ebm_estimators::{
     Ais, Annealer, DescribeLadder, LadderKind, LogZEstimate, Method, PairAccumulator, PairEstimate,
-    Population, RungLogZ, Start, TransitionInfo, Warning, ais, reverse_ais,
+    Population, RungLogZ, Start, TransitionInfo, Warning,
 };
 use ebm_models::{Rbm, RbmChains};
+use ebm_mpi::Collective;
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
     IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtState, Rung, TemperatureLadder,
@@ -568,7 +569,9 @@ fn annealing<S: Serialize>(
         reference_data,
         samples,
     };
-    let (model, results) = with_model(&p.model, task)?;
+    let Some((model, results)) = with_model(&p.model, task)? else {
+        return Ok(());
+    };
     let command = if reverse.is_some() {
         "loglik reverse-ais"
     } else {
@@ -701,60 +704,21 @@ impl<V: CliLayer, H: CliLayer> AnnealPath<V, H> {
         }
     }
 
-    /// Forward AIS from `start` to the model ([`ais`], stretch by stretch on a reference
-    /// path: the population and its weights carry over, and each stretch starts from the
-    /// running estimate, so the last one returns the estimate of the whole path).
+    /// Forward AIS from `start` to the model, sharded by chain over the processes of `world`
+    /// ([`ebm_mpi::ais`], equal to [`ebm_estimators::ais`]), stretch by stretch on a reference
+    /// path (the shards and their weights carry over, and each stretch starts from the running
+    /// estimate, so the last one returns the estimate of the whole path). Rank 0 returns the
+    /// estimate, equal bit for bit for any number of processes; the other ranks `None`.
     fn forward<A: Annealer<Rbm<V, H>>>(
         &self,
+        world: &dyn Collective,
         annealer: &A,
         start: Start<RbmChains<f64>>,
-    ) -> Result<LogZEstimate> {
-        let (model, reference, betas) = match self {
-            Self::Temperature(l) => return Ok(ais(annealer, l, start, Par::Rayon).estimate),
-            Self::Reference {
-                model,
-                reference,
-                betas,
-            } => (model, reference, betas),
-        };
-        let Start {
-            mut population,
-            log_z: log_z0,
-        } = start;
-        let steps0 = population.steps();
-        let mut running = log_z0.clone();
-        for (lo, hi) in segments(betas.len()) {
-            let ladder = ReferenceSegment::new(model, reference, &betas[lo..=hi])?;
-            let begin = LogZEstimate::exact(running.log_z, log_z0.method.clone());
-            let run = ais(
-                annealer,
-                &ladder,
-                Start {
-                    population,
-                    log_z: begin,
-                },
-                Par::Rayon,
-            );
-            population = run.population;
-            running = run.estimate;
-        }
-        running.std_err = running.std_err.hypot(log_z0.std_err);
-        set_totals(&mut running, population.steps() - steps0, betas.len());
-        Ok(running)
-    }
-
-    /// Reverse AIS from samples of the model down to the path's start, whose exact
-    /// \\(\log Z\\) is `log_z0` ([`reverse_ais`], stretch by stretch from the top on a
-    /// reference path, which sums the same log weights).
-    fn reverse<A: Annealer<Rbm<V, H>>>(
-        &self,
-        annealer: &A,
-        mut population: Population<RbmChains<f64>>,
-        log_z0: &LogZEstimate,
-    ) -> Result<LogZEstimate> {
+    ) -> Result<Option<LogZEstimate>> {
         let (model, reference, betas) = match self {
             Self::Temperature(l) => {
-                return Ok(reverse_ais(annealer, l, population, log_z0, Par::Rayon).estimate);
+                let run = ebm_mpi::ais(world, annealer, l, &start, Par::Rayon)?;
+                return Ok(run.map(|r| r.estimate));
             }
             Self::Reference {
                 model,
@@ -762,24 +726,92 @@ impl<V: CliLayer, H: CliLayer> AnnealPath<V, H> {
                 betas,
             } => (model, reference, betas),
         };
+        let Start {
+            population,
+            log_z: log_z0,
+        } = start;
         let steps0 = population.steps();
-        // Each stretch subtracts its log mean weight ratio from the running value.
-        let mut running = log_z0.clone();
+        let mut local = ebm_mpi::shard_population(world, &population)?;
+        drop(population);
+        // Known on rank 0 only (the other ranks anneal their chains and send the weights).
+        let mut running = Some(log_z0.clone());
+        for (lo, hi) in segments(betas.len()) {
+            let ladder = ReferenceSegment::new(model, reference, &betas[lo..=hi])?;
+            let at = running.as_ref().map_or(0.0, |r| r.log_z);
+            let begin = LogZEstimate::exact(at, log_z0.method.clone());
+            let run =
+                ebm_mpi::ais_on_shard(world, annealer, &ladder, &mut local, begin, Par::Rayon)?;
+            running = run.map(|r| r.estimate);
+        }
+        Ok(running.map(|mut running| {
+            running.std_err = running.std_err.hypot(log_z0.std_err);
+            // Rank 0 holds the first chains: its step count is every chain's.
+            set_totals(&mut running, local.steps() - steps0, betas.len());
+            running
+        }))
+    }
+
+    /// Reverse AIS from samples of the model down to the path's start, whose exact
+    /// \\(\log Z\\) is `log_z0`, sharded by chain over the processes of `world`: `local` is
+    /// this process's shard of the samples ([`ebm_mpi::shard_population`]). Stretch by
+    /// stretch from the top on a reference path, which sums the same log weights
+    /// ([`ebm_mpi::reverse_ais_on_shard`], equal to [`ebm_estimators::reverse_ais`]). Rank 0
+    /// returns the estimate, equal bit for bit for any number of processes; the other ranks
+    /// `None`.
+    fn reverse<A: Annealer<Rbm<V, H>>>(
+        &self,
+        world: &dyn Collective,
+        annealer: &A,
+        mut local: Population<RbmChains<f64>>,
+        log_z0: &LogZEstimate,
+    ) -> Result<Option<LogZEstimate>> {
+        let (model, reference, betas) = match self {
+            Self::Temperature(l) => {
+                let run = ebm_mpi::reverse_ais_on_shard(
+                    world,
+                    annealer,
+                    l,
+                    &mut local,
+                    log_z0,
+                    Par::Rayon,
+                )?;
+                return Ok(run.map(|r| r.estimate));
+            }
+            Self::Reference {
+                model,
+                reference,
+                betas,
+            } => (model, reference, betas),
+        };
+        let steps0 = local.steps();
+        // Each stretch subtracts its log mean weight ratio from the running value (known on
+        // rank 0 only).
+        let mut running = Some(log_z0.clone());
         for (lo, hi) in segments(betas.len()).into_iter().rev() {
             let ladder = ReferenceSegment::new(model, reference, &betas[lo..=hi])?;
-            let begin = LogZEstimate::exact(running.log_z, log_z0.method.clone());
-            let run = reverse_ais(annealer, &ladder, population, &begin, Par::Rayon);
-            population = run.population;
-            running = run.estimate;
+            let at = running.as_ref().map_or(0.0, |r| r.log_z);
+            let begin = LogZEstimate::exact(at, log_z0.method.clone());
+            let run = ebm_mpi::reverse_ais_on_shard(
+                world,
+                annealer,
+                &ladder,
+                &mut local,
+                &begin,
+                Par::Rayon,
+            )?;
+            running = run.map(|r| r.estimate);
         }
-        running.std_err = running.std_err.hypot(log_z0.std_err);
-        set_totals(&mut running, population.steps() - steps0, betas.len());
-        Ok(running)
+        Ok(running.map(|mut running| {
+            running.std_err = running.std_err.hypot(log_z0.std_err);
+            set_totals(&mut running, local.steps() - steps0, betas.len());
+            running
+        }))
     }
 }
 
 impl RbmTask for AnnealingTask<'_> {
-    type Output = (String, EstimateResults);
+    /// `None` on the ranks other than 0 of a sharded run.
+    type Output = Option<(String, EstimateResults)>;
 
     fn run<V: CliLayer, H: CliLayer>(self, rbm: Rbm<V, H>, file: &Path) -> Result<Self::Output> {
         let AnnealingTask {
@@ -855,7 +887,10 @@ impl RbmTask for AnnealingTask<'_> {
                     inner: &kernel,
                     bar: ctx.progress(transitions, "ais"),
                 };
-                let e = path.forward(&annealer, start)?;
+                let Some(e) = path.forward(ctx.world(), &annealer, start)? else {
+                    // Another rank than 0 of a sharded run: rank 0 reports.
+                    return Ok(None);
+                };
                 let desc = format!(
                     "AIS ({path_name} path, {} rungs, {n_chains} chains, {} Gibbs sweeps per rung)",
                     p.rungs, common.sweeps
@@ -866,18 +901,9 @@ impl RbmTask for AnnealingTask<'_> {
                 let log_z0 = path.start(2, 0)?.log_z;
                 let (population, burn_in, what) = match r.start {
                     Some(ReverseStartArg::Gibbs) => {
+                        // Burnt in below, each process its own chains.
                         let sweeps = r.burn_in.unwrap_or(DEFAULT_BURN_IN_SWEEPS);
-                        let mut population = path.start(n_chains, common.seed)?.population;
-                        let bar = ctx.progress(sweeps, "burn-in");
-                        let target = Rung {
-                            model: &rbm,
-                            beta: 1.0,
-                        };
-                        for _ in 0..sweeps {
-                            population.advance_chains(&Gibbs::new(1), target, Par::Rayon);
-                            bar.inc(1);
-                        }
-                        bar.finish_and_clear();
+                        let population = path.start(n_chains, common.seed)?.population;
                         let what = format!(
                             "{sweeps} Gibbs sweeps of the model from draws of the path's start"
                         );
@@ -916,24 +942,43 @@ impl RbmTask for AnnealingTask<'_> {
                     }
                 };
                 let chains = population.n_chains();
+                let world = ctx.world();
+                let mut local = ebm_mpi::shard_population(world, &population)?;
+                drop(population);
+                if let Some(sweeps) = burn_in {
+                    let bar = ctx.progress(sweeps, "burn-in");
+                    let target = Rung {
+                        model: &rbm,
+                        beta: 1.0,
+                    };
+                    for _ in 0..sweeps {
+                        local.advance_chains(&Gibbs::new(1), target, Par::Rayon);
+                        bar.inc(1);
+                    }
+                    bar.finish_and_clear();
+                }
                 let annealer = WithProgress {
                     inner: &kernel,
                     bar: ctx.progress(transitions, "reverse ais"),
                 };
-                let mut e = path.reverse(&annealer, population, &log_z0)?;
+                let e = path.reverse(world, &annealer, local, &log_z0)?;
                 drop(annealer);
-                if what != EXACT_DRAWS {
-                    e.warn(Warning::StartNotAtEquilibrium {
-                        start: what.clone(),
-                    });
-                }
                 // The sandwich: forward AIS on the same path with as many chains.
                 let forward_start = path.start(chains, common.seed)?;
                 let annealer = WithProgress {
                     inner: &kernel,
                     bar: ctx.progress(transitions, "ais (sandwich)"),
                 };
-                let mut forward = path.forward(&annealer, forward_start)?;
+                let forward = path.forward(world, &annealer, forward_start)?;
+                let (Some(mut e), Some(mut forward)) = (e, forward) else {
+                    // Another rank than 0 of a sharded run: rank 0 reports.
+                    return Ok(None);
+                };
+                if what != EXACT_DRAWS {
+                    e.warn(Warning::StartNotAtEquilibrium {
+                        start: what.clone(),
+                    });
+                }
                 let holds = ebm_estimators::trust::sandwich(&mut forward, &mut e);
                 sandwich = Some(SandwichSummary {
                     ais: forward,
@@ -962,7 +1007,7 @@ impl RbmTask for AnnealingTask<'_> {
         // (The forward run of the sandwich records its own cost in its estimate.)
         let gibbs_sweeps =
             estimate.kernel_steps * common.sweeps as u64 + burn_in.unwrap_or(0) * chains as u64;
-        Ok((
+        Ok(Some((
             describe(&rbm),
             EstimateResults {
                 estimator: if reverse.is_some() {
@@ -995,7 +1040,7 @@ impl RbmTask for AnnealingTask<'_> {
                 estimate,
                 datasets,
             },
-        ))
+        )))
     }
 }
 
@@ -1061,7 +1106,10 @@ fn trajectory<S: Serialize>(
         n_chains,
         data,
     };
-    let (model, results) = with_kinds(&info.visible, &info.hidden, &t.trajectory, task)?;
+    let Some((model, results)) = with_kinds(&info.visible, &info.hidden, &t.trajectory, task)?
+    else {
+        return Ok(());
+    };
     let command = if ptt.is_some() {
         "loglik ptt"
     } else {
@@ -1205,7 +1253,8 @@ fn same_parameters<V: CliLayer, H: CliLayer>(a: &Rbm<V, H>, b: &Rbm<V, H>) -> bo
 }
 
 impl KindsTask for TrajectoryTask<'_> {
-    type Output = (String, EstimateResults);
+    /// `None` on the ranks other than 0 of a sharded tr-ais run.
+    type Output = Option<(String, EstimateResults)>;
 
     fn run<V: CliLayer, H: CliLayer>(self) -> Result<Self::Output> {
         let TrajectoryTask {
@@ -1275,7 +1324,11 @@ impl KindsTask for TrajectoryTask<'_> {
                     inner: &kernel,
                     bar: ctx.progress((k - 1) as u64, "tr-ais"),
                 };
-                let run = ais(&annealer, &ladder, start, Par::Rayon);
+                let run = ebm_mpi::ais(ctx.world(), &annealer, &ladder, &start, Par::Rayon)?;
+                let Some(run) = run else {
+                    // Another rank than 0 of a sharded run: rank 0 reports.
+                    return Ok(None);
+                };
                 let desc = format!(
                     "trajectory AIS ({k} checkpoints, {n_chains} chains, {} Gibbs sweeps per \
                      checkpoint)",
@@ -1378,7 +1431,7 @@ impl KindsTask for TrajectoryTask<'_> {
                 d
             })
             .collect();
-        Ok((
+        Ok(Some((
             describe(target),
             EstimateResults {
                 estimator: if ptt.is_some() { "ptt" } else { "tr-ais" },
@@ -1402,6 +1455,6 @@ impl KindsTask for TrajectoryTask<'_> {
                 estimate,
                 datasets,
             },
-        ))
+        )))
     }
 }

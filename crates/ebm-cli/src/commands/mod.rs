@@ -19,22 +19,14 @@ mod train;
 use crate::cli::{Cli, Command, DataCommand, LoglikCommand, TmcCommand};
 use crate::error::{CliError, Result};
 use crate::record::Context;
+use crate::world::world;
 
 /// Runs the parsed command line; `arguments` is the command line as given, for the record.
 pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
-    let ctx = Context::new(cli.global.quiet, cli.global.json, arguments);
-    let go = || match &cli.command {
-        Command::Data(d) => data::execute(d, &ctx),
-        Command::Sample(a) => sample::execute(a, &ctx),
-        Command::Train(a) => train::execute(a, &ctx).map(|_| ()),
-        Command::TrainStack(a) => stack::train(a, &ctx),
-        Command::Demo(a) => demo::execute(a, &ctx),
-        Command::Reproduce(a) => reproduce::execute(a, &ctx),
-        Command::Loglik(l) => loglik::execute(l, &ctx),
-        Command::Plot(p) => plot::execute(p, &ctx),
-        Command::Tmc(t) => tmc::execute(t, &ctx),
-        Command::Completions { shell } => help::completions(*shell),
-        Command::Man { out } => help::man_pages(out, &ctx),
+    // MPI is initialised and finalised on the thread that runs the command.
+    let go = || {
+        let ctx = Context::new(cli.global.quiet, cli.global.json, arguments, world()?);
+        run(&cli.command, &ctx)
     };
     match threads(&cli.command) {
         None => go(),
@@ -52,6 +44,33 @@ pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
 /// The largest `--threads`: far more than any machine's cores, it keeps an absurd value from
 /// starting threads until the system refuses.
 const MAX_THREADS: usize = 1024;
+
+/// Runs one command.
+fn run(command: &Command, ctx: &Context) -> Result<()> {
+    let sharded = matches!(
+        command,
+        Command::Sample(_)
+            | Command::Loglik(
+                LoglikCommand::Ais(_) | LoglikCommand::ReverseAis(_) | LoglikCommand::TrAis(_)
+            )
+    );
+    if !sharded {
+        ctx.one_process("this command")?;
+    }
+    match command {
+        Command::Data(d) => data::execute(d, ctx),
+        Command::Sample(a) => sample::execute(a, ctx),
+        Command::Train(a) => train::execute(a, ctx).map(|_| ()),
+        Command::TrainStack(a) => stack::train(a, ctx),
+        Command::Demo(a) => demo::execute(a, ctx),
+        Command::Reproduce(a) => reproduce::execute(a, ctx),
+        Command::Loglik(l) => loglik::execute(l, ctx),
+        Command::Plot(p) => plot::execute(p, ctx),
+        Command::Tmc(t) => tmc::execute(t, ctx),
+        Command::Completions { shell } => help::completions(*shell),
+        Command::Man { out } => help::man_pages(out, ctx),
+    }
+}
 
 /// `--threads` of the commands that offer it.
 fn threads(command: &Command) -> Option<usize> {

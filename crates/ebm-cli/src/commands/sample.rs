@@ -295,6 +295,12 @@ pub(super) fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
 
 pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     check_options(a)?;
+    if a.sampler != SamplerArg::Gibbs {
+        ctx.one_process(&format!("--sampler {}", sampler_name(a.sampler)))?;
+    }
+    if a.trace_every.is_some() || a.chain_out.is_some() {
+        ctx.one_process("--trace-every and --chain-out (they follow the chains at every step)")?;
+    }
     check_matrix_output(&a.out)?;
     let record = record_path_for(&a.out);
     let source: &Path = match (&a.model, &a.trajectory, &a.stack) {
@@ -317,7 +323,7 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     check_outputs(&[outputs.as_slice(), &[&record]].concat(), &inputs)?;
     let data = a.data.as_deref().map(load_dataset).transpose()?;
     let outcome = if a.sampler == SamplerArg::Stacked {
-        super::stack::sample(a, ctx, data, source)?
+        Some(super::stack::sample(a, ctx, data, source)?)
     } else {
         let (visible, hidden) = if a.trajectory.is_some() {
             let info = ebm_io::read_trajectory_info(source)?;
@@ -327,6 +333,10 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
             (info.visible, info.hidden)
         };
         with_kinds(&visible, &hidden, source, SampleTask { a, ctx, data })?
+    };
+    // The other ranks of a sharded run sent their chains to rank 0, which writes.
+    let Some(outcome) = outcome else {
+        return Ok(());
     };
     write_samples(&a.out, &outcome.samples)?;
     if let (Some(path), Some(chain)) = (&a.chain_out, &outcome.chain) {
@@ -439,9 +449,10 @@ pub(super) struct SampleOutcome {
 type Checkpoints<V, H> = (Vec<u64>, Vec<Rbm<V, H>>);
 
 impl KindsTask for SampleTask<'_> {
-    type Output = SampleOutcome;
+    /// `None` on the ranks other than 0 of a sharded run.
+    type Output = Option<SampleOutcome>;
 
-    fn run<V: CliLayer, H: CliLayer>(self) -> Result<SampleOutcome> {
+    fn run<V: CliLayer, H: CliLayer>(self) -> Result<Option<SampleOutcome>> {
         let SampleTask { a, ctx, data } = self;
         let (rbm, file, checkpoints): (Rbm<V, H>, &Path, Option<Checkpoints<V, H>>) =
             match (&a.model, &a.trajectory) {
@@ -488,20 +499,42 @@ impl KindsTask for SampleTask<'_> {
         let (samples, beta, sweeps_per_step, description, pt) = match a.sampler {
             SamplerArg::Gibbs => {
                 let beta = a.beta.unwrap_or(1.0);
-                let mut state = ChainState::new(chains, a.seed);
-                tracer.record(0, &state.chains.visible)?;
-                let progress = ProgressObserver(ctx.progress(a.steps, "gibbs"));
-                run(
-                    &rbm,
-                    &Gibbs::new(a.sweeps),
-                    beta,
-                    &mut state,
-                    a.steps,
-                    Par::Rayon,
-                    (progress, &mut tracer),
-                )?;
+                let kernel = Gibbs::new(a.sweeps);
+                let world = ctx.world();
+                let samples = if world.size() > 1 {
+                    // Each rank runs its chains; rank 0 gathers them (checked: no tracer).
+                    let gathered = ebm_mpi::sample(
+                        world,
+                        &rbm,
+                        &kernel,
+                        beta,
+                        &chains,
+                        a.seed,
+                        a.steps,
+                        Par::Rayon,
+                    )?;
+                    let Some(gathered) = gathered else {
+                        return Ok(None);
+                    };
+                    gathered.visible
+                } else {
+                    let mut state = ChainState::new(chains, a.seed);
+                    tracer.record(0, &state.chains.visible)?;
+                    let progress = ProgressObserver(ctx.progress(a.steps, "gibbs"));
+                    let observers = (progress, &mut tracer);
+                    run(
+                        &rbm,
+                        &kernel,
+                        beta,
+                        &mut state,
+                        a.steps,
+                        Par::Rayon,
+                        observers,
+                    )?;
+                    state.chains.visible
+                };
                 (
-                    state.chains.visible,
+                    samples,
                     beta,
                     a.sweeps as u64,
                     format!("Gibbs (beta {beta})"),
@@ -595,7 +628,7 @@ impl KindsTask for SampleTask<'_> {
             run_warnings,
         )?;
         o.results.tmc = tmc;
-        Ok(o)
+        Ok(Some(o))
     }
 }
 

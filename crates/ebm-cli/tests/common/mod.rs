@@ -33,6 +33,13 @@ pub fn ebm_binary() -> &'static Path {
             .env("CARGO_TARGET_DIR", target_dir)
             .args(["build", "--quiet", "-p", "ebm", "--bin", "ebm", "--profile"])
             .arg(cargo_profile)
+            // Tests of the feature `mpi` (`tests/cli_mpi.rs`) run the program it builds.
+            .args(
+                cfg!(feature = "mpi")
+                    .then_some(["--features", "mpi"])
+                    .iter()
+                    .flatten(),
+            )
             .status()
             .expect("run cargo to build the ebm binary");
         assert!(status.success(), "building the ebm binary failed");

@@ -1,6 +1,6 @@
 //! `mpirun -n N ebm-mpi-check OUT`: runs sharded Gibbs sampling, temperature PT (DEO),
-//! trajectory PT and forward AIS over the MPI world, writes on rank 0 the gathered chains,
-//! replica labels, exchange counts and AIS estimate, profile and weights to `OUT` (raw
+//! trajectory PT, forward and reverse AIS over the MPI world, writes on rank 0 the gathered
+//! chains, replica labels, exchange counts and AIS estimates, profile and weights to `OUT` (raw
 //! little-endian words, so files from different `N` can be compared byte for byte), and
 //! checks them against the one-process run computed on rank 0.
 //! Exit code 0 when they agree, 1 when they differ, 2 on a usage or I/O error.
@@ -66,6 +66,17 @@ fn workloads<C: Collective>(c: &C) -> Option<Vec<u64>> {
     let annealed =
         ebm_mpi::ais(c, &Ais::new(Gibbs::new(1)), &annealing, &start, Par::Rayon).expect("AIS run");
 
+    let draws = Start::enumerated(&target, 1.0, 700, SEED, Par::Rayon).expect("exact draws");
+    let reversed = ebm_mpi::reverse_ais(
+        c,
+        &Ais::new(Gibbs::new(1)),
+        &annealing,
+        &draws.population,
+        &start.log_z,
+        Par::Rayon,
+    )
+    .expect("reverse AIS run");
+
     let mut words = gibbs?.pack();
     words.extend(pt_words(&tempered?));
     words.extend(pt_words(&trajectory_run?));
@@ -75,6 +86,11 @@ fn workloads<C: Collective>(c: &C) -> Option<Vec<u64>> {
     words.extend(annealed.profile.iter().map(|r| r.log_z.to_bits()));
     words.extend(annealed.population.log_weights.iter().map(|w| w.to_bits()));
     words.extend(annealed.population.chains.pack());
+    let reversed = reversed?;
+    words.push(reversed.estimate.log_z.to_bits());
+    words.push(reversed.estimate.std_err.to_bits());
+    words.extend(reversed.population.log_weights.iter().map(|w| w.to_bits()));
+    words.extend(reversed.population.chains.pack());
     Some(words)
 }
 

@@ -1,0 +1,200 @@
+//! `mpirun -n K ebm sample` and `mpirun -n K ebm loglik ais` (feature `mpi`): every process
+//! runs its shard of the chains, rank 0 writes outputs byte-identical to a one-process run,
+//! and its record says how many processes ran. Without the feature, a program started by an
+//! MPI launcher refuses to run instead of duplicating the work and racing on the outputs.
+//! The MPI tests need `mpirun` on the PATH (`.ci/run` installs MPICH).
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use ebm_models::{Bernoulli, Rbm};
+use nalgebra::DMatrix;
+
+/// Writes `m.safetensors` in `dir`, a 20 x 12 Bernoulli RBM with weights strong enough to
+/// couple the units, and `t.safetensors`, a trajectory of 6 checkpoints from zero weights to
+/// it.
+fn save_model(dir: &Path) {
+    let w = DMatrix::from_fn(20, 12, |i, j| 0.15 * (((i * 7 + j * 5) % 11) as f64 - 5.0));
+    let visible = Bernoulli::new((0..20).map(|i| 0.05 * (i % 4) as f64 - 0.1).collect());
+    let hidden = Bernoulli::new((0..12).map(|j| 0.1 - 0.02 * j as f64).collect());
+    let rbm = Rbm::new(visible.clone(), hidden.clone(), w).unwrap();
+    let start = Rbm::new(visible, hidden, DMatrix::zeros(20, 12)).unwrap();
+    let checkpoints = (0..6).map(|k| (10 * k as u64, rbm.interpolate(&start, k as f64 / 5.0)));
+    let checkpoints = checkpoints.map(|(u, m)| (u, m.unwrap()));
+    let trajectory = ebm_io::Trajectory::from_checkpoints(checkpoints).unwrap();
+    ebm_io::save_trajectory(&trajectory, &dir.join("t.safetensors")).unwrap();
+    ebm_io::save_rbm(&rbm, &dir.join("m.safetensors")).unwrap();
+}
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn a_program_without_the_feature_refuses_to_run_as_one_of_several_mpi_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_model(d);
+    let run = "sample --model m.safetensors --chains 10 --steps 2 --out s.npy";
+    for variable in ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE"] {
+        let out = ebm()
+            .current_dir(d)
+            .env(variable, "3")
+            .args(run.split_whitespace())
+            .output();
+        let out = out.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{variable}: {stderr}");
+        assert!(
+            stderr.contains("one of 3 processes") && stderr.contains("without the feature `mpi`"),
+            "{stderr}"
+        );
+        assert!(!d.join("s.npy").exists(), "a refused run wrote its output");
+    }
+    // Negative control: a launcher that started this process alone is no reason to refuse.
+    let out = ebm()
+        .current_dir(d)
+        .env("PMI_SIZE", "1")
+        .args(run.split_whitespace())
+        .output();
+    assert!(out.unwrap().status.success());
+    assert!(d.join("s.npy").exists());
+}
+
+/// Runs `mpirun -n ranks ebm <args>` in `dir` (oversubscribed beyond the cores); returns its
+/// output.
+#[cfg(feature = "mpi")]
+fn mpirun(dir: &Path, ranks: usize, args: &str) -> std::process::Output {
+    std::process::Command::new("mpirun")
+        .current_dir(dir)
+        .args(["-n", &ranks.to_string()])
+        .arg(ebm_binary())
+        .args(args.split_whitespace())
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("mpirun runs (install MPICH: apt-get install mpich libmpich-dev)")
+}
+
+/// A run record without its `ranks` (checked to be `ranks`) and its wall-clock time: what
+/// must not depend on the number of processes.
+#[cfg(feature = "mpi")]
+fn record_without_ranks(path: &Path, ranks: u64) -> serde_json::Value {
+    let mut record = json(path);
+    let fields = record.as_object_mut().unwrap();
+    assert_eq!(
+        fields.remove("ranks"),
+        Some(serde_json::Value::from(ranks)),
+        "{}",
+        path.display()
+    );
+    fields.remove("elapsed_seconds").expect("a wall-clock time");
+    record
+}
+
+/// The commands compared, each with the files it writes (a sample file, then records).
+#[cfg(feature = "mpi")]
+const RUNS: [(&str, &[&str]); 5] = [
+    // 300 chains: blocks of 128, 128 and 44, so shards differ in size and one is partial.
+    (
+        "sample --model ../m.safetensors --chains 300 --steps 40 --seed 7 --out s.npy",
+        &["s.npy", "s.json"],
+    ),
+    // 150 rungs: the reference path is walked in three stretches of at most 64 transitions.
+    (
+        "loglik ais --model ../m.safetensors --rungs 150 --chains 300 --seed 3 --out ais.json",
+        &["ais.json"],
+    ),
+    (
+        "loglik ais --model ../m.safetensors --path temperature --rungs 60 --chains 300 \
+         --seed 3 --out t.json",
+        &["t.json"],
+    ),
+    // Burn-in, reverse AIS in two stretches and the forward run of the sandwich.
+    (
+        "loglik reverse-ais --model ../m.safetensors --start gibbs --burn-in 20 --rungs 100 \
+         --chains 300 --seed 3 --out rev.json",
+        &["rev.json"],
+    ),
+    (
+        "loglik tr-ais --trajectory ../t.safetensors --chains 300 --seed 5 --out tr.json",
+        &["tr.json"],
+    ),
+];
+
+#[cfg(feature = "mpi")]
+#[test]
+fn sample_and_ais_on_one_two_and_three_processes_write_what_one_process_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_model(d);
+    let runs = |sub: &str, ranks: Option<usize>| {
+        let at = d.join(sub);
+        std::fs::create_dir(&at).unwrap();
+        for (args, _) in RUNS {
+            let args = format!("{args} --threads 1");
+            let Some(ranks) = ranks else {
+                ok(&at, &args);
+                continue;
+            };
+            let out = mpirun(&at, ranks, &args);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{ranks} ranks, ebm {args}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // Rank 0 alone reports.
+            assert_eq!(stdout.matches("record: ").count(), 1, "{stdout}");
+        }
+        at
+    };
+    let one = runs("one", None);
+    for ranks in [1, 2, 3] {
+        let sharded = runs(&ranks.to_string(), Some(ranks));
+        for (args, files) in RUNS {
+            for file in files.iter() {
+                let (a, b) = (one.join(file), sharded.join(file));
+                if file.ends_with(".json") {
+                    assert_eq!(
+                        record_without_ranks(&b, ranks as u64),
+                        record_without_ranks(&a, 1),
+                        "{ranks} ranks, ebm {args}: {file}"
+                    );
+                } else {
+                    assert!(bytes(&a) == bytes(&b), "{ranks} ranks, ebm {args}: {file}");
+                }
+            }
+        }
+    }
+    // Negative control: the comparison sees a change of seed.
+    let other = d.join("other");
+    std::fs::create_dir(&other).unwrap();
+    ok(&other, &RUNS[0].0.replace("--seed 7", "--seed 8"));
+    assert!(bytes(&other.join("s.npy")) != bytes(&one.join("s.npy")));
+    ok(&other, &RUNS[1].0.replace("--seed 3", "--seed 4"));
+    let log_z = |p: &Path| json(p)["results"]["log_z"].as_f64().unwrap();
+    assert_ne!(log_z(&other.join("ais.json")), log_z(&one.join("ais.json")));
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn commands_not_sharded_yet_refuse_to_run_on_several_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_model(d);
+    for (args, needle) in [
+        (
+            "sample --model m.safetensors --sampler pt --chains 10 --steps 2 --out s.npy",
+            "--sampler pt does not run sharded",
+        ),
+        (
+            "loglik ptt --trajectory t.safetensors --chains 10 --out r.json",
+            "this command does not run sharded",
+        ),
+    ] {
+        let out = mpirun(d, 2, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "ebm {args} ran on 2 processes");
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+    assert!(!d.join("s.npy").exists() && !d.join("r.json").exists());
+}
