@@ -3,7 +3,6 @@
 
 use crate::data::{BatchSampler, TrainingData, gather};
 use crate::layers::TrainableLayer;
-use rand::RngCore;
 use crate::negative::{NegativeInfo, NegativePhase};
 use crate::optim::{LearningRate, Optimizer, OptimizerState, Penalty};
 use crate::params::{apply_step, independent_log_partition, zero_sum_gauge};
@@ -15,6 +14,7 @@ use ebm_models::{Layer, Rbm, RbmChains};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{CheckpointSelector, ReferenceLadder, Selection};
 use nalgebra::DMatrix;
+use rand::RngCore;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

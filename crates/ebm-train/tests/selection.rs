@@ -9,8 +9,7 @@ use ebm_core::Par;
 use ebm_models::exact::visible_free_energies;
 use ebm_models::{Bernoulli, Rbm};
 use ebm_train::{
-    CheckpointPolicy, LearningRate, Pcd, SelectionAcceptance, Trainer, TrainingData,
-    initial_model,
+    CheckpointPolicy, LearningRate, Pcd, SelectionAcceptance, Trainer, TrainingData, initial_model,
 };
 use nalgebra::DMatrix;
 
@@ -140,11 +139,22 @@ fn training_chains_keep_a_pair_below_the_target() {
 #[test]
 fn exact_draws_need_an_enumerable_hidden_layer() {
     let data = data();
-    let model = |nh| initial_model(Bernoulli::zeros(NV), Bernoulli::zeros(nh), Some(&data), 0.01, 2);
+    let model = |nh| {
+        initial_model(
+            Bernoulli::zeros(NV),
+            Bernoulli::zeros(nh),
+            Some(&data),
+            0.01,
+            2,
+        )
+    };
     let state = trainer(SelectionAcceptance::Auto)
         .init(model(21).unwrap(), &data, 1, Par::Seq)
         .unwrap();
-    assert_eq!(state.selection_acceptance(), Some(SelectionAcceptance::Chains));
+    assert_eq!(
+        state.selection_acceptance(),
+        Some(SelectionAcceptance::Chains)
+    );
     let e = trainer(SelectionAcceptance::Exact)
         .init(model(21).unwrap(), &data, 1, Par::Seq)
         .unwrap_err();
@@ -152,5 +162,8 @@ fn exact_draws_need_an_enumerable_hidden_layer() {
     let state = trainer(SelectionAcceptance::Exact)
         .init(model(20).unwrap(), &data, 1, Par::Seq)
         .unwrap();
-    assert_eq!(state.selection_acceptance(), Some(SelectionAcceptance::Exact));
+    assert_eq!(
+        state.selection_acceptance(),
+        Some(SelectionAcceptance::Exact)
+    );
 }

@@ -552,7 +552,10 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
         target_acceptance: target,
         every: s.checkpoint_every.unwrap_or(1),
         path: None,
-        acceptance: match s.selection_acceptance.unwrap_or(SelectionAcceptanceArg::Auto) {
+        acceptance: match s
+            .selection_acceptance
+            .unwrap_or(SelectionAcceptanceArg::Auto)
+        {
             SelectionAcceptanceArg::Exact => SelectionAcceptance::Exact,
             SelectionAcceptanceArg::Chains => SelectionAcceptance::Chains,
             SelectionAcceptanceArg::Auto => SelectionAcceptance::Auto,
