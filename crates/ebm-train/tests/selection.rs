@@ -5,27 +5,19 @@
 //! persistent chains (negative control) keeps pairs far below it when those chains are stuck
 //! in one mode while the model learns the other.
 
+mod common;
+
 use ebm_core::Par;
 use ebm_models::exact::visible_free_energies;
 use ebm_models::{Bernoulli, Rbm};
 use ebm_train::{
     CheckpointPolicy, LearningRate, Pcd, SelectionAcceptance, Trainer, TrainingData, initial_model,
 };
-use nalgebra::DMatrix;
 
 const NV: usize = 12;
 const TARGET: f64 = 0.25;
 const DRAWS: usize = 1000;
 type Model = Rbm<Bernoulli<f64>, Bernoulli<f64>>;
-
-/// `n_a` noisy copies of mode A (first half of the units on) and `n_b` of mode B.
-fn bimodal(n_a: usize, n_b: usize) -> DMatrix<f64> {
-    DMatrix::from_fn(NV, n_a + n_b, |i, j| {
-        let proto = if j < n_a { i < NV / 2 } else { i >= NV / 2 };
-        let flip = (i * 31 + j * 17) % 23 == 0;
-        (proto != flip) as u8 as f64
-    })
-}
 
 /// The exact mean swap acceptance of PT between `a` and `b` at beta = 1:
 /// sum over v, w of p_a(v) p_b(w) min(1, exp(F_a(v) + F_b(w) - F_a(w) - F_b(v))).
@@ -53,7 +45,7 @@ fn exact_acceptance(a: &Model, b: &Model) -> f64 {
 }
 
 fn data() -> TrainingData<f64> {
-    TrainingData::new(&Bernoulli::zeros(NV), bimodal(300, 100)).unwrap()
+    TrainingData::new(&Bernoulli::zeros(NV), common::bimodal(NV, 300, 100)).unwrap()
 }
 
 fn trainer(acceptance: SelectionAcceptance) -> Trainer<Pcd> {
