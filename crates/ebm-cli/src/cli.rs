@@ -694,6 +694,20 @@ pub(crate) enum LatentAlgorithmArg {
     Pair,
 }
 
+/// Samples of the checkpoint selection's acceptance estimate.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum SelectionAcceptanceArg {
+    /// Independent exact draws of both models (hidden layer enumerated, at most 2^20
+    /// configurations): unbiased while the model learns a new mode, which the training's
+    /// chains cannot follow (a deviation from the spec; see the book's PTT chapter).
+    Exact,
+    /// The training's persistent chains (the spec, ptt-trais-rcm.md §2.10).
+    Chains,
+    /// exact when the hidden layer can be enumerated, else chains.
+    Auto,
+}
+
 /// Swap schedules.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -1444,6 +1458,13 @@ pub(crate) struct TrainSettings {
     /// Offer the model to the checkpoint selection every N updates [default: 1].
     #[arg(long, value_name = "N", value_parser = positive_u64)]
     pub checkpoint_every: Option<u64>,
+    /// Samples the checkpoint selection estimates the swap acceptance from [default: auto:
+    /// exact when the hidden layer has at most 2^20 configurations, else chains].
+    #[arg(long, value_enum)]
+    pub selection_acceptance: Option<SelectionAcceptanceArg>,
+    /// Exact draws of each offered model for the checkpoint selection, >= 2 [default: 1000].
+    #[arg(long, value_name = "N", value_parser = positive_usize)]
+    pub selection_draws: Option<usize>,
     /// Start from a low-rank RBM fitted by the Restricted Coulomb Machine (paper 000 §4;
     /// binary units only) instead of random weights; the persistent chains start from its
     /// static sampler; writes MODEL.pretrain.svg (data vs model on two directions).

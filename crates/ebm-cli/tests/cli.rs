@@ -1386,6 +1386,9 @@ fn train_writes_a_model_its_trajectory_state_and_log() {
     );
     assert_eq!(r["model"]["hidden_units"], 4);
     assert_eq!(r["negative_sweeps"], 300 * 5);
+    // 4 hidden units: the default selection (auto) draws the models exactly, and says so.
+    assert_eq!(r["selection_acceptance"], "exact");
+    assert!(out.contains("1000 exact draws of each model"), "{out}");
     let kept: Vec<u64> = r["checkpoint_updates"]
         .as_array()
         .unwrap()

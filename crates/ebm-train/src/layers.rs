@@ -7,8 +7,12 @@
 //! [`Layer::energy_gradient`], [`Layer::expected_energy_gradient`] and [`Layer::mean_in_place`]
 //! (see [`crate::Moments`]).
 
-use ebm_core::Scalar;
-use ebm_models::{Bernoulli, DReLU, Gaussian, Layer, LinearFields, Potts, ReLU, Spin};
+use ebm_core::{ChainRng, Par, Scalar};
+use ebm_models::exact::HiddenEnumeration;
+use ebm_models::{
+    Bernoulli, DReLU, DiscreteLayer, Gaussian, Layer, LinearFields, Potts, Rbm, RbmChains, ReLU,
+    Spin,
+};
 
 /// A layer the trainer can update: a [`Layer`] with linear fields (used by the centred
 /// gradient and the Potts zero-sum gauge), a value domain and a data-driven field
@@ -38,6 +42,48 @@ pub trait TrainableLayer: Layer + LinearFields {
     /// \\(\theta = \gamma m\\). ReLU and dReLU layers are returned unchanged (no closed form; they
     /// are hidden layers in practice).
     fn with_means(&self, means: &[f64]) -> Self;
+
+    /// Number of configurations of the layer when its units are discrete (`None` for
+    /// real-valued units): how checkpoint selection decides that the hidden layer can be
+    /// enumerated ([`crate::SelectionAcceptance`]).
+    fn discrete_configurations(&self) -> Option<u128> {
+        None
+    }
+
+    /// Replaces every chain of `chains` by an independent exact draw from \(p(v, h)\) of
+    /// `rbm` at \(\beta = 1\), by enumerating this (hidden) layer
+    /// ([`ebm_models::exact::HiddenEnumeration`]); chain `i` consumes only `rngs[i]`. `None` for
+    /// real-valued units.
+    ///
+    /// # Errors
+    /// [`ebm_core::Error::TooLarge`] beyond [`ebm_models::exact::MAX_ENUMERATION`]
+    /// configurations.
+    fn draw_exact_as_hidden<V: Layer<Scalar = Self::Scalar>>(
+        _rbm: &Rbm<V, Self>,
+        _chains: &mut RbmChains<Self::Scalar>,
+        _rngs: &mut [ChainRng],
+        _par: Par,
+    ) -> Option<ebm_core::Result<()>> {
+        None
+    }
+}
+
+/// The discrete-layer methods of [`TrainableLayer`]: enumeration of the layer.
+macro_rules! discrete_enumeration {
+    () => {
+        fn discrete_configurations(&self) -> Option<u128> {
+            Some(DiscreteLayer::n_configurations(self))
+        }
+
+        fn draw_exact_as_hidden<V: Layer<Scalar = Self::Scalar>>(
+            rbm: &Rbm<V, Self>,
+            chains: &mut RbmChains<Self::Scalar>,
+            rngs: &mut [ChainRng],
+            par: Par,
+        ) -> Option<ebm_core::Result<()>> {
+            Some(HiddenEnumeration::new(rbm, 1.0, par).map(|e| e.sample(rbm, chains, rngs, par)))
+        }
+    };
 }
 
 fn check_values<F: Scalar>(
@@ -56,6 +102,8 @@ fn check_values<F: Scalar>(
 }
 
 impl<F: Scalar> TrainableLayer for Bernoulli<F> {
+    discrete_enumeration!();
+
     fn check_configuration(&self, x: &[F]) -> Result<(), String> {
         check_values("bernoulli", x, |v| v == 0.0 || v == 1.0, "0 or 1")
     }
@@ -66,6 +114,8 @@ impl<F: Scalar> TrainableLayer for Bernoulli<F> {
 }
 
 impl<F: Scalar> TrainableLayer for Spin<F> {
+    discrete_enumeration!();
+
     fn check_configuration(&self, x: &[F]) -> Result<(), String> {
         check_values("spin", x, |v| v == -1.0 || v == 1.0, "-1 or +1")
     }
@@ -76,6 +126,8 @@ impl<F: Scalar> TrainableLayer for Spin<F> {
 }
 
 impl<F: Scalar> TrainableLayer for Potts<F> {
+    discrete_enumeration!();
+
     fn check_configuration(&self, x: &[F]) -> Result<(), String> {
         check_values("potts", x, |v| v == 0.0 || v == 1.0, "one-hot 0 or 1")?;
         let q = self.q();

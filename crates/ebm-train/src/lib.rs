@@ -72,6 +72,6 @@ pub use stack::{StackTrainer, sampled_representations};
 pub use stats::{Centre, Gradient, Moments};
 pub use tethered::{Tmc, TmcDirection, TmcState};
 pub use trainer::{
-    CheckpointPolicy, LikelihoodInfo, LikelihoodPolicy, PairBelowTarget, TrainInfo, TrainState,
-    Trainer, mean_log_likelihood,
+    CheckpointPolicy, LikelihoodInfo, LikelihoodPolicy, MAX_EXACT_SELECTION_CONFIGURATIONS,
+    PairBelowTarget, SelectionAcceptance, TrainInfo, TrainState, Trainer, mean_log_likelihood,
 };

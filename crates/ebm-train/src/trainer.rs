@@ -14,15 +14,16 @@ use ebm_models::{Layer, Rbm, RbmChains};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{CheckpointSelector, ReferenceLadder, Selection};
 use nalgebra::DMatrix;
+use rand::RngCore;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// When to keep training checkpoints for parallel trajectory tempering (spec
-/// `ptt-trais-rcm.md` §2.10): every `every` updates the current model is offered, with the
-/// negative phase's chains, to a [`CheckpointSelector`], which keeps it when the estimated swap
-/// acceptance between it and the last kept model has fallen below `target_acceptance`. The
-/// initial model is always kept. Kept models accumulate in the state
+/// `ptt-trais-rcm.md` §2.10): every `every` updates the current model is offered, with samples
+/// of it (see [`SelectionAcceptance`]), to a [`CheckpointSelector`], which keeps it when the
+/// estimated swap acceptance between it and the last kept model has fallen below
+/// `target_acceptance`. The initial model is always kept. Kept models accumulate in the state
 /// ([`TrainState::trajectory`]); with a `path`, the trajectory file is also rewritten
 /// (atomically, [`ebm_io::save_trajectory`]) each time a model is kept.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -33,6 +34,22 @@ pub struct CheckpointPolicy {
     pub every: u64,
     /// Where to write the trajectory file each time a model is kept.
     pub path: Option<PathBuf>,
+    /// Which samples the acceptance is estimated from (states written before this option
+    /// existed used the training's chains).
+    #[serde(default = "chains_acceptance")]
+    pub acceptance: SelectionAcceptance,
+    /// Number of exact draws of each offered model when the acceptance is estimated from exact
+    /// draws (at least 2).
+    #[serde(default = "default_exact_draws")]
+    pub exact_draws: usize,
+}
+
+fn chains_acceptance() -> SelectionAcceptance {
+    SelectionAcceptance::Chains
+}
+
+fn default_exact_draws() -> usize {
+    1000
 }
 
 impl Default for CheckpointPolicy {
@@ -41,8 +58,40 @@ impl Default for CheckpointPolicy {
             target_acceptance: 0.25,
             every: 1,
             path: None,
+            acceptance: SelectionAcceptance::Auto,
+            exact_draws: default_exact_draws(),
         }
     }
+}
+
+/// Hidden layers with at most this many configurations (\(N_h \le 20\) binary units, the
+/// exact-computation rule of paper 000) are enumerated to draw the samples of checkpoint
+/// selection exactly ([`SelectionAcceptance::Auto`]).
+pub const MAX_EXACT_SELECTION_CONFIGURATIONS: u128 = 1 << 20;
+
+/// The samples from which checkpoint selection estimates the swap acceptance between the last
+/// kept model and the offered one ([`ebm_samplers::tempering::swap_acceptance_with_error`]).
+///
+/// The spec (`ptt-trais-rcm.md` §2.10) estimates it on copies of the training's persistent
+/// chains. That estimate is unbiased only if those chains are equilibrium samples of their
+/// models; while the model learns a new mode they are not (the chains cannot follow the change
+/// of mode weights), and the estimate can be far too high: on the 64 x 16 Ising RBM of
+/// `ebm reproduce ptt-mixing-ising` (seed 1) the selection estimated 0.257 for a pair whose
+/// exact acceptance is 0.067 (`REPRODUCTIONS.md`). When the hidden layer can be enumerated, exact
+/// draws of both models remove that bias: this is a deliberate deviation from the spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SelectionAcceptance {
+    /// The negative phase's persistent chains, as the spec.
+    Chains,
+    /// [`CheckpointPolicy::exact_draws`] independent exact draws of each offered model, its
+    /// hidden layer enumerated ([`TrainableLayer::draw_exact_as_hidden`]), from one RNG stream
+    /// per draw held in the training state; an error unless the hidden layer has at most
+    /// [`MAX_EXACT_SELECTION_CONFIGURATIONS`] configurations.
+    Exact,
+    /// `Exact` when the hidden layer has at most [`MAX_EXACT_SELECTION_CONFIGURATIONS`]
+    /// configurations, `Chains` otherwise.
+    Auto,
 }
 
 /// Online log-likelihood during training (spec `ptt-trais-rcm.md` §2.7): an
@@ -276,6 +325,11 @@ pub struct TrainState<V: Layer, H: Layer<Scalar = V::Scalar>, S> {
     /// Kept neighbouring checkpoints whose estimated swap acceptance is below the target.
     #[serde(default)]
     below_target: Vec<PairBelowTarget>,
+    /// One RNG stream per exact draw when checkpoint selection draws exactly
+    /// ([`SelectionAcceptance::Exact`], also as resolved from `Auto`); `None` when it uses the
+    /// training's chains.
+    #[serde(default)]
+    selection_draws: Option<RngStreams>,
     /// The online trajectory AIS estimator, when the likelihood is followed.
     pub likelihood: Option<OnlineTrajectoryAis<RbmChains<V::Scalar>>>,
 }
@@ -318,6 +372,17 @@ where
     /// The models kept by checkpoint selection, with their update numbers.
     pub fn checkpoints(&self) -> &[(u64, Rbm<V, H>)] {
         &self.kept
+    }
+
+    /// What checkpoint selection estimates the swap acceptance from, `Auto` resolved
+    /// ([`SelectionAcceptance::Exact`] or [`SelectionAcceptance::Chains`]); `None` without
+    /// checkpoint selection.
+    pub fn selection_acceptance(&self) -> Option<SelectionAcceptance> {
+        match (&self.selector, &self.selection_draws) {
+            (None, _) => None,
+            (Some(_), Some(_)) => Some(SelectionAcceptance::Exact),
+            (Some(_), None) => Some(SelectionAcceptance::Chains),
+        }
     }
 
     /// The kept neighbouring checkpoints whose estimated swap acceptance is below the target
@@ -451,6 +516,68 @@ where
     OnlineTrajectoryAis::from_population(run.population, log_z0, policy.resample_below_ess)
 }
 
+/// Whether checkpoint selection under `policy` draws exact samples of models with the hidden
+/// layer `hidden` ([`SelectionAcceptance`]).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for `Exact` on a hidden layer that cannot be enumerated, or
+/// fewer than 2 exact draws.
+fn exact_selection<H: TrainableLayer>(policy: &CheckpointPolicy, hidden: &H) -> Result<bool> {
+    let configurations = hidden.discrete_configurations();
+    let enumerable = configurations.is_some_and(|n| n <= MAX_EXACT_SELECTION_CONFIGURATIONS);
+    let exact = match policy.acceptance {
+        SelectionAcceptance::Chains => false,
+        SelectionAcceptance::Auto => enumerable,
+        SelectionAcceptance::Exact if enumerable => true,
+        SelectionAcceptance::Exact => {
+            return Err(Error::InvalidParameter {
+                name: "selection acceptance".into(),
+                reason: format!(
+                    "exact draws need a discrete hidden layer of at most \
+                     {MAX_EXACT_SELECTION_CONFIGURATIONS} configurations, this one has {}",
+                    configurations.map_or("real values".to_string(), |n| n.to_string())
+                ),
+            });
+        }
+    };
+    if exact && policy.exact_draws < 2 {
+        return Err(Error::InvalidParameter {
+            name: "exact draws".into(),
+            reason: format!(
+                "checkpoint selection needs at least 2, got {}",
+                policy.exact_draws
+            ),
+        });
+    }
+    Ok(exact)
+}
+
+/// Offers `model` to `selector` with samples of it: `chains` (the training's), or, with
+/// `draws`, one exact draw per stream.
+fn offer<V, H>(
+    selector: &mut CheckpointSelector<Rbm<V, H>>,
+    model: &Rbm<V, H>,
+    chains: &RbmChains<V::Scalar>,
+    draws: Option<&mut RngStreams>,
+    par: Par,
+) -> Result<Selection>
+where
+    V: TrainableLayer,
+    H: TrainableLayer<Scalar = V::Scalar>,
+{
+    let Some(rngs) = draws else {
+        return Ok(selector.offer(model, chains, par));
+    };
+    let mut exact = model.default_chains(rngs.len());
+    H::draw_exact_as_hidden(model, &mut exact, rngs.as_mut_slice(), par).ok_or_else(|| {
+        Error::InvalidParameter {
+            name: "selection acceptance".into(),
+            reason: "exact draws need a discrete hidden layer".into(),
+        }
+    })??;
+    Ok(selector.offer(model, &exact, par))
+}
+
 impl<P> Trainer<P> {
     /// A fresh training state for `model` and `data`, with every stream derived from `seed`:
     /// validates the configuration and the data, applies the zero-sum gauge, initialises the
@@ -508,6 +635,7 @@ impl<P> Trainer<P> {
             kept: Vec::new(),
             previous_offer: None,
             below_target: Vec::new(),
+            selection_draws: None,
             likelihood: None,
             update: 0,
             model,
@@ -523,8 +651,18 @@ impl<P> Trainer<P> {
         }
         if let Some(policy) = &self.checkpoints {
             let mut selector = CheckpointSelector::new(policy.target_acceptance, seed)?;
+            if exact_selection(policy, state.model.hidden())? {
+                let stream_seed = RngStreams::auxiliary(seed, 6).next_u64();
+                state.selection_draws = Some(RngStreams::new(stream_seed, policy.exact_draws));
+            }
             let chains = self.negative.chains(&state.negative);
-            selector.offer(&state.model, chains, par);
+            offer(
+                &mut selector,
+                &state.model,
+                chains,
+                state.selection_draws.as_mut(),
+                par,
+            )?;
             state.selector = Some(selector);
             state.kept.push((0, state.model.clone()));
             if let Some(path) = &policy.path {
@@ -537,7 +675,7 @@ impl<P> Trainer<P> {
     /// An estimate, in bytes, of the memory a training state of a model with `nv` visible
     /// and `nh` hidden units (widths) takes, to check it before allocating
     /// ([`Error::check_memory`]): the negative phase's chains
-    /// ([`NegativePhase::chains_held`]) and the online estimator's, each with a copy for
+    /// ([`NegativePhase::chains_held`]), the online estimator's and checkpoint selection's exact draws, each with a copy for
     /// updates, a few copies of the parameters (model, gradient, optimiser moments, checkpoint
     /// selector), and a minibatch. Kept checkpoints, which accumulate during the run, are
     /// not counted.
@@ -549,8 +687,14 @@ impl<P> Trainer<P> {
     {
         let bytes = std::mem::size_of::<V::Scalar>() as u128;
         let width = nv as u128 + nh as u128;
+        // Checkpoint selection may hold three batches of exact draws (the offer, the last kept
+        // model's and the previous offer's).
         let chains = self.negative.chains_held(self.batch_size) as u128
-            + self.likelihood.as_ref().map_or(0, |l| l.chains as u128);
+            + self.likelihood.as_ref().map_or(0, |l| l.chains as u128)
+            + self
+                .checkpoints
+                .as_ref()
+                .map_or(0, |c| 3 * c.exact_draws as u128);
         let params = nv as u128 * nh as u128 + width;
         2 * chains * width * bytes + 10 * params * 8 + 2 * self.batch_size as u128 * width * bytes
     }
@@ -625,10 +769,20 @@ impl<P> Trainer<P> {
             last = Some(*u);
         }
         match (&self.checkpoints, &state.selector) {
-            (Some(_), Some(selector)) => selector.check(|m, chains| {
-                same_model("checkpoint selector model", m)?;
-                shape("checkpoint selector chains", chains)
-            })?,
+            (Some(policy), Some(selector)) => {
+                selector.check(|m, chains| {
+                    same_model("checkpoint selector model", m)?;
+                    shape("checkpoint selector chains", chains)
+                })?;
+                if let Some(draws) = &state.selection_draws {
+                    exact_selection(policy, state.model.hidden())?;
+                    Error::check_len(
+                        "checkpoint selection's exact-draw streams (--exact-draws)",
+                        policy.exact_draws,
+                        draws.len(),
+                    )?;
+                }
+            }
             (None, None) => {}
             _ => {
                 return Err(Error::InvalidParameter {
@@ -747,7 +901,13 @@ impl<P> Trainer<P> {
             && state.update.is_multiple_of(policy.every)
         {
             let chains = self.negative.chains(&state.negative);
-            let selection = selector.offer(&state.model, chains, par);
+            let selection = offer(
+                selector,
+                &state.model,
+                chains,
+                state.selection_draws.as_mut(),
+                par,
+            )?;
             if selection.keep_previous
                 && let Some(previous) = state.previous_offer.take()
             {

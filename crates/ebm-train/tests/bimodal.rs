@@ -15,16 +15,6 @@ use nalgebra::DMatrix;
 const NV: usize = 20;
 type Model = Rbm<Bernoulli<f64>, Bernoulli<f64>>;
 
-/// `n_a` noisy copies of mode A (first half of the units on) and `n_b` of mode B (second half
-/// on); about one unit in 23 flipped, so every sample is much closer to its own mode.
-fn bimodal(n_a: usize, n_b: usize) -> DMatrix<f64> {
-    DMatrix::from_fn(NV, n_a + n_b, |i, j| {
-        let proto = if j < n_a { i < NV / 2 } else { i >= NV / 2 };
-        let flip = (i * 31 + j * 17) % 23 == 0;
-        (proto != flip) as u8 as f64
-    })
-}
-
 /// The exact probability of mode A: configurations closer (Hamming) to A than to B, ties
 /// counted half.
 fn weight_a(rbm: &Model) -> f64 {
@@ -72,7 +62,7 @@ fn train<P: NegativePhase<Bernoulli<f64>, Bernoulli<f64>>>(
 
 #[test]
 fn tempered_negative_phase_learns_the_mode_weights_where_pcd1_fails() {
-    let samples = bimodal(300, 100);
+    let samples = common::bimodal(NV, 300, 100);
     let data = TrainingData::new(&Bernoulli::zeros(NV), samples.clone()).unwrap();
     let chains = 200;
     let pcd = train(Pcd { sweeps: 1, chains }, &data);

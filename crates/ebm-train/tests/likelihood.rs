@@ -197,6 +197,7 @@ fn checkpoint_trajectory_is_saved_and_loads_as_a_ladder() {
         target_acceptance: target,
         every: 1,
         path: Some(path.clone()),
+        ..CheckpointPolicy::default()
     });
     let mut state = trainer.init(model, &data, 3, Par::Rayon).unwrap();
     let mut kept_at = vec![0];

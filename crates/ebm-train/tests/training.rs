@@ -266,6 +266,7 @@ fn runs_resume_exactly_and_ignore_the_thread_count() {
         target_acceptance: 0.6,
         every: 2,
         path: None,
+        ..CheckpointPolicy::default()
     });
     let mut pcd = Trainer::new(
         Pcd {

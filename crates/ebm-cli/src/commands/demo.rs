@@ -261,8 +261,9 @@ pub(super) fn ising_and_training(
 /// The training of the demo and of `ebm reproduce ptt-mixing-*`: an RBM with `visible` units
 /// (`spin`, `bernoulli`) and `plan.hidden_units` bernoulli hidden units trained on `@DATA` (and
 /// scored on `@TEST` when `with_test`) with a PT negative phase, the online log-likelihood and a
-/// checkpoint trajectory selected at swap acceptance 0.25 (`@MODEL` and its
-/// `.trajectory.safetensors`). Fails unless at least 2 checkpoints were kept. Returns the
+/// checkpoint trajectory selected at swap acceptance 0.25, estimated on exact draws of the
+/// models (`--selection-acceptance`'s default for these enumerable hidden layers) (`@MODEL` and
+/// its `.trajectory.safetensors`). Fails unless at least 2 checkpoints were kept. Returns the
 /// training's duration.
 pub(super) fn train_for_ptt(
     plan: &DemoPlan,

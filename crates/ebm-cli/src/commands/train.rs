@@ -10,15 +10,16 @@ use ebm_samplers::tempering::PtState;
 use ebm_train::observe::CsvLog;
 use ebm_train::{
     Cd, CheckpointPolicy, Jarzynski, JarzynskiState, LearningRate, LikelihoodPolicy, NegativeInfo,
-    NegativePhase, Optimizer, Pcd, Penalty, Tempered, Tmc, TmcState, TrainInfo, TrainState,
-    TrainableLayer, Trainer, TrainingData, initial_model,
+    NegativePhase, Optimizer, Pcd, Penalty, SelectionAcceptance, Tempered, Tmc, TmcState,
+    TrainInfo, TrainState, TrainableLayer, Trainer, TrainingData, initial_model,
 };
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use super::pll_log::{PllLog, PllRow};
 use crate::cli::{
-    LrScheduleArg, NegativeArg, OptimizerArg, ScheduleArg, TrainArgs, TrainSettings, UnitArg,
+    LrScheduleArg, NegativeArg, OptimizerArg, ScheduleArg, SelectionAcceptanceArg, TrainArgs,
+    TrainSettings, UnitArg,
 };
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_outputs, load_dataset};
@@ -551,6 +552,15 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
         target_acceptance: target,
         every: s.checkpoint_every.unwrap_or(1),
         path: None,
+        acceptance: match s
+            .selection_acceptance
+            .unwrap_or(SelectionAcceptanceArg::Auto)
+        {
+            SelectionAcceptanceArg::Exact => SelectionAcceptance::Exact,
+            SelectionAcceptanceArg::Chains => SelectionAcceptance::Chains,
+            SelectionAcceptanceArg::Auto => SelectionAcceptance::Auto,
+        },
+        exact_draws: s.selection_draws.unwrap_or(1000),
     });
     trainer.likelihood = s.loglik_every.map(|every| LikelihoodPolicy {
         chains: loglik_chains,
@@ -779,6 +789,10 @@ pub(crate) struct TrainResults {
     /// --target-acceptance (the model moved that far between two consecutive offers).
     #[serde(default)]
     pub checkpoint_pairs_below_target: Vec<ebm_train::PairBelowTarget>,
+    /// What the checkpoint selection estimated the swap acceptance from (`exact` draws or the
+    /// training's `chains`; `auto` resolved); also in the trajectory file's metadata.
+    #[serde(default)]
+    pub selection_acceptance: Option<SelectionAcceptance>,
     /// The last online estimate of \\(\log Z\\) and its standard error.
     pub log_z: Option<[f64; 2]>,
     /// Why the online estimate of \\(\log Z\\) (and so the log-likelihood) is not to be trusted
@@ -853,6 +867,7 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
         None => resolve(&a.settings, a.updates, &data)?,
     };
     let (visible, hidden) = (config.visible.clone(), config.hidden.clone());
+    let exact_draws = config.trainer.checkpoints.as_ref().map(|p| p.exact_draws);
     let task = TrainTask {
         a,
         ctx,
@@ -873,6 +888,12 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
         r.updates,
         r.checkpoint_updates.len()
     ));
+    if let (Some(source), Some(draws)) = (r.selection_acceptance, exact_draws) {
+        ctx.say(format!(
+            "checkpoint selection: swap acceptance estimated on {}",
+            selection_source(source, draws)
+        ));
+    }
     for p in &r.checkpoint_pairs_below_target {
         ctx.warn(format!(
             "checkpoints {} and {} have an estimated swap acceptance of {:.3}, below \
@@ -946,6 +967,15 @@ struct TrainOutcome {
     record: RecordText,
     /// The signal that stopped the run early.
     interrupted: Option<i32>,
+}
+
+/// What checkpoint selection estimated the swap acceptance on, for the log and the trajectory
+/// file's metadata.
+fn selection_source(source: SelectionAcceptance, draws: usize) -> String {
+    match source {
+        SelectionAcceptance::Chains => "the training's persistent chains".into(),
+        _ => format!("{draws} exact draws of each model (hidden layer enumerated)"),
+    }
 }
 
 /// Puts data in the form the visible layer takes (categorical codes become one-hot blocks).
@@ -1236,7 +1266,21 @@ impl Outputs<'_> {
         meta.insert("training_update".to_string(), state.update.to_string());
         ebm_io::save_rbm_with_metadata(&state.model, &set.stage(&out.model), &meta)?;
         let trajectory = state.trajectory();
-        ebm_io::save_trajectory(&trajectory, &set.stage(&out.trajectory))?;
+        let mut trajectory_meta = std::collections::BTreeMap::new();
+        if let (Some(source), Some(policy)) = (
+            state.selection_acceptance(),
+            self.config.trainer.checkpoints.as_ref(),
+        ) {
+            trajectory_meta.insert(
+                "selection_acceptance".to_string(),
+                selection_source(source, policy.exact_draws),
+            );
+        }
+        ebm_io::save_trajectory_with_metadata(
+            &trajectory,
+            &set.stage(&out.trajectory),
+            &trajectory_meta,
+        )?;
         let file = StateFile {
             format: STATE_FORMAT.into(),
             format_version: STATE_FORMAT_VERSION,
@@ -1291,6 +1335,7 @@ impl Outputs<'_> {
             negative_sweeps: tracker.sweeps,
             checkpoint_updates: checkpoint_updates.to_vec(),
             checkpoint_pairs_below_target: state.checkpoint_pairs_below_target().to_vec(),
+            selection_acceptance: state.selection_acceptance(),
             log_z: likelihood.as_ref().map(|e| [e.log_z, e.std_err]),
             log_z_warnings: likelihood.map_or_else(Vec::new, |e| e.warnings),
             train_ll: tracker.train,

@@ -18,5 +18,6 @@ pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
 pub use selection::{
     CheckpointSelector, Selection, equalised_schedule, estimated_swap_acceptance, select_rungs,
+    swap_acceptance_with_error,
 };
 pub use stacked::{StInfo, StackLadder, StackedTempering};

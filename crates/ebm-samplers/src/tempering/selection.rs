@@ -30,6 +30,24 @@ pub fn estimated_swap_acceptance<M: EnergyModel>(
     rng: &mut ChainRng,
     par: Par,
 ) -> f64 {
+    swap_acceptance_with_error(a, xa, b, xb, rng, par).0
+}
+
+/// [`estimated_swap_acceptance`] with its standard error, \(s / \sqrt n\) for the sample
+/// standard deviation \(s\) of the \(n\) terms: calibrated when the two batches are
+/// independent draws of their models (e.g. exact draws), an underestimate when the chains of
+/// each batch are correlated.
+///
+/// # Panics
+/// If the two batches differ in their number of chains or are empty.
+pub fn swap_acceptance_with_error<M: EnergyModel>(
+    a: Rung<'_, M>,
+    xa: &M::State,
+    b: Rung<'_, M>,
+    xb: &M::State,
+    rng: &mut ChainRng,
+    par: Par,
+) -> (f64, f64) {
     use ebm_core::Chains;
     let n = xa.n_chains();
     assert!(
@@ -47,13 +65,19 @@ pub fn estimated_swap_acceptance<M: EnergyModel>(
     b.model.energies(xb, b.beta, e_bb, par);
     let mut pairing: Vec<usize> = (0..n).collect();
     pairing.shuffle(rng);
-    let sum: f64 = (0..n)
-        .map(|i| {
-            let j = pairing[i];
-            (e_aa[i] + e_bb[j] - e_ab[j] - e_ba[i]).min(0.0).exp()
-        })
-        .sum();
-    sum / n as f64
+    let terms = (0..n).map(|i| {
+        let j = pairing[i];
+        (e_aa[i] + e_bb[j] - e_ab[j] - e_ba[i]).min(0.0).exp()
+    });
+    let (sum, sum_sq) = terms.fold((0.0, 0.0), |(s, q), t| (s + t, q + t * t));
+    let nf = n as f64;
+    let mean = sum / nf;
+    let var = if n > 1 {
+        ((sum_sq - nf * mean * mean) / (nf - 1.0)).max(0.0)
+    } else {
+        0.0
+    };
+    (mean, (var / nf).sqrt())
 }
 
 fn check_target(target: f64) -> ebm_core::Result<()> {
@@ -80,6 +104,9 @@ pub struct Selection {
     /// The estimated swap acceptance between the offered model and the last kept one (`None`
     /// for the first offer, which is always kept).
     pub acceptance: Option<f64>,
+    /// The standard error of `acceptance` ([`swap_acceptance_with_error`]).
+    #[serde(default)]
+    pub acceptance_se: Option<f64>,
     /// When a newly kept neighbouring pair has an estimated acceptance below the target (the
     /// model moved further between two consecutive offers than the target allows, e.g. large
     /// first updates: offer more often or lower the learning rate): that acceptance.
@@ -162,8 +189,8 @@ where
         model: &M,
         chains: &M::State,
         par: Par,
-    ) -> f64 {
-        estimated_swap_acceptance(
+    ) -> (f64, f64) {
+        swap_acceptance_with_error(
             Rung {
                 model: &kept.0,
                 beta: 1.0,
@@ -190,22 +217,24 @@ where
                 keep: true,
                 keep_previous: false,
                 acceptance: None,
+                acceptance_se: None,
                 below_target: None,
             };
         };
-        let a = Self::acceptance_with(&mut self.rng, last, model, chains, par);
+        let (a, a_se) = Self::acceptance_with(&mut self.rng, last, model, chains, par);
         if a >= self.target {
             self.previous = Some((model.clone(), chains.clone()));
             return Selection {
                 keep: false,
                 keep_previous: false,
                 acceptance: Some(a),
+                acceptance_se: Some(a_se),
                 below_target: None,
             };
         }
         let (keep_previous, pair) = match self.previous.take() {
             Some(previous) => {
-                let b = Self::acceptance_with(&mut self.rng, &previous, model, chains, par);
+                let (b, _) = Self::acceptance_with(&mut self.rng, &previous, model, chains, par);
                 self.last = Some(previous);
                 self.kept += 1;
                 (true, b)
@@ -223,6 +252,7 @@ where
             keep,
             keep_previous,
             acceptance: Some(a),
+            acceptance_se: Some(a_se),
             below_target: keep.then_some(pair),
         }
     }

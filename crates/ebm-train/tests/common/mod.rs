@@ -316,3 +316,14 @@ pub fn visible_support_box<V: Layer<Scalar = f64>, H: Layer<Scalar = f64>>(
         })
         .collect()
 }
+
+/// `n_a` noisy copies of mode A (the first half of the `nv` units on) and `n_b` of mode B (the
+/// second half on), one sample per column; about one unit in 23 flipped, so every sample is
+/// much closer to its own mode.
+pub fn bimodal(nv: usize, n_a: usize, n_b: usize) -> DMatrix<f64> {
+    DMatrix::from_fn(nv, n_a + n_b, |i, j| {
+        let proto = if j < n_a { i < nv / 2 } else { i >= nv / 2 };
+        let flip = (i * 31 + j * 17) % 23 == 0;
+        (proto != flip) as u8 as f64
+    })
+}
