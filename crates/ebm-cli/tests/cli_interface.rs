@@ -510,6 +510,64 @@ fn data_split_binarize_and_subset() {
 }
 
 #[test]
+fn data_split_carries_the_labels_with_their_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Row j is (j, j^2) and its label is j mod 7: each output row names its source row.
+    let n = 60;
+    save_npy(
+        &d.join("x.npy"),
+        DMatrix::from_fn(2, n, |i, j| (j * (1 + i * j)) as f64),
+    );
+    save_npy(
+        &d.join("l.npy"),
+        DMatrix::from_fn(1, n, |_, j| (j % 7) as f64),
+    );
+    ok(
+        d,
+        "data split x.npy --seed 5 --train a.npy --test b.npy --label-file l.npy \
+         --train-labels al.npy --test-labels bl.npy",
+    );
+    ok(d, "data split x.npy --seed 5 --train a0.npy --test b0.npy");
+    let mut seen = vec![false; n];
+    for (data, labels, plain) in [("a", "al", "a0"), ("b", "bl", "b0")] {
+        let (x, l) = (
+            load(&d.join(format!("{data}.npy"))),
+            load(&d.join(format!("{labels}.npy"))),
+        );
+        // The labels do not change the split of the data.
+        assert_eq!(x, load(&d.join(format!("{plain}.npy"))));
+        assert_eq!(l.shape(), (1, x.ncols()));
+        for (k, row) in x.column_iter().enumerate() {
+            let j = row[0] as usize;
+            assert_eq!(l[k], (j % 7) as f64, "{data}: row {k} (data row {j})");
+            seen[j] = true;
+        }
+    }
+    assert!(
+        seen.iter().all(|&s| s),
+        "every row lands in one of the parts"
+    );
+    let rec = json(&d.join("a.json"));
+    assert_eq!(rec["outputs"].as_array().map(Vec::len), Some(4), "{rec}");
+
+    let missing = ebm()
+        .current_dir(d)
+        .args("data split x.npy --train a2.npy --test b2.npy --label-file l.npy".split(' '))
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("--train-labels"));
+    fails(
+        d,
+        "data split x.npy --train a3.npy --test b3.npy --label-file x.npy \
+         --train-labels c.npy --test-labels e.npy",
+        1,
+        "a labels file has one column",
+    );
+}
+
+#[test]
 fn completions_and_man_pages_cover_every_command() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
