@@ -185,6 +185,16 @@ pub(crate) struct SplitArgs {
     /// Seed of the random split.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// The labels of the data's rows, split alongside them (the same permutation): one
+    /// integer per row, or the IDX label file of IDX data.
+    #[arg(long, value_name = "FILE", requires_all = ["train_labels", "test_labels"])]
+    pub label_file: Option<PathBuf>,
+    /// Output labels of the training file (.npy or .csv, one per row; with --label-file).
+    #[arg(long, value_name = "FILE", requires = "label_file")]
+    pub train_labels: Option<PathBuf>,
+    /// Output labels of the test file (.npy or .csv, one per row; with --label-file).
+    #[arg(long, value_name = "FILE", requires = "label_file")]
+    pub test_labels: Option<PathBuf>,
 }
 
 /// `ebm data binarize`
@@ -1386,27 +1396,10 @@ pub(crate) struct TrainSettings {
     /// Persistent chains of pcd, pt and jarzynski [default: 500]; cd uses the minibatch.
     #[arg(long, value_name = "N", value_parser = positive_usize)]
     pub chains: Option<usize>,
-    /// pt: number of rungs of the geometric ladder, at least 2 [default: 10].
-    #[arg(long, value_parser = positive_usize)]
-    pub rungs: Option<usize>,
-    /// pt: smallest inverse temperature of the geometric ladder, in (0, 1) [default: 0.1].
-    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
-    pub beta_min: Option<f64>,
-    /// pt: the ladder itself, comma-separated, strictly increasing, ending at 1.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_parser = finite_f64,
-        allow_negative_numbers = true,
-        conflicts_with_all = ["rungs", "beta_min"]
-    )]
-    pub betas: Option<Vec<f64>>,
-    /// pt: swap schedule [default: deo].
-    #[arg(long, value_enum)]
-    pub schedule: Option<ScheduleArg>,
-    /// pt: PT rounds per update [default: 1].
-    #[arg(long, value_parser = positive_usize)]
-    pub rounds: Option<usize>,
+    /// pt: the temperature ladder, its swap schedule and rounds.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub ladder: PtLadderArgs,
     /// jarzynski: relative ESS in (0, 1] below which the chains are resampled [default: 0.5].
     #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
     pub resample_below: Option<f64>,
@@ -1485,6 +1478,33 @@ pub(crate) struct TrainSettings {
     #[command(flatten)]
     #[serde(flatten)]
     pub tmc: TmcOptions,
+}
+
+/// The parallel-tempering negative phase's ladder options, shared by `ebm train` and
+/// `ebm train-stack` (resolved and checked in `commands::train::resolve`).
+#[derive(Args, Debug, Clone, Default, Serialize)]
+pub(crate) struct PtLadderArgs {
+    /// pt: number of rungs of the geometric ladder, at least 2 [default: 10].
+    #[arg(long, value_parser = positive_usize)]
+    pub rungs: Option<usize>,
+    /// pt: smallest inverse temperature of the geometric ladder, in (0, 1) [default: 0.1].
+    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
+    pub beta_min: Option<f64>,
+    /// pt: the ladder itself, comma-separated, strictly increasing, ending at 1.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = finite_f64,
+        allow_negative_numbers = true,
+        conflicts_with_all = ["rungs", "beta_min"]
+    )]
+    pub betas: Option<Vec<f64>>,
+    /// pt: swap schedule [default: deo].
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
+    /// pt: PT rounds per update [default: 1].
+    #[arg(long, value_parser = positive_usize)]
+    pub rounds: Option<usize>,
 }
 
 /// Pre-training methods of `ebm train`.
@@ -1753,27 +1773,10 @@ pub(crate) struct TrainStackArgs {
     /// Persistent chains.
     #[arg(long, default_value_t = 100, value_parser = positive_usize)]
     pub chains: usize,
-    /// pt: rungs of the geometric ladder, as `ebm train --rungs` [default: 10].
-    #[arg(long, value_parser = positive_usize)]
-    pub rungs: Option<usize>,
-    /// pt: smallest inverse temperature, as `ebm train --beta-min` [default: 0.1].
-    #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
-    pub beta_min: Option<f64>,
-    /// pt: the ladder itself, comma-separated, as `ebm train --betas`.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_parser = finite_f64,
-        allow_negative_numbers = true,
-        conflicts_with_all = ["rungs", "beta_min"]
-    )]
-    pub betas: Option<Vec<f64>>,
-    /// pt: swap schedule [default: deo].
-    #[arg(long, value_enum)]
-    pub schedule: Option<ScheduleArg>,
-    /// pt: PT rounds per update [default: 1].
-    #[arg(long, value_parser = positive_usize)]
-    pub rounds: Option<usize>,
+    /// pt: the temperature ladder, its swap schedule and rounds, as `ebm train`'s.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub ladder: PtLadderArgs,
     /// IDX data: the IDX label file of --data.
     #[arg(long, value_name = "FILE")]
     pub labels: Option<PathBuf>,

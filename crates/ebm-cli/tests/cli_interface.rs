@@ -510,6 +510,64 @@ fn data_split_binarize_and_subset() {
 }
 
 #[test]
+fn data_split_carries_the_labels_with_their_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Row j is (j, j^2) and its label is j mod 7: each output row names its source row.
+    let n = 60;
+    save_npy(
+        &d.join("x.npy"),
+        DMatrix::from_fn(2, n, |i, j| (j * (1 + i * j)) as f64),
+    );
+    save_npy(
+        &d.join("l.npy"),
+        DMatrix::from_fn(1, n, |_, j| (j % 7) as f64),
+    );
+    ok(
+        d,
+        "data split x.npy --seed 5 --train a.npy --test b.npy --label-file l.npy \
+         --train-labels al.npy --test-labels bl.npy",
+    );
+    ok(d, "data split x.npy --seed 5 --train a0.npy --test b0.npy");
+    let mut seen = vec![false; n];
+    for (data, labels, plain) in [("a", "al", "a0"), ("b", "bl", "b0")] {
+        let (x, l) = (
+            load(&d.join(format!("{data}.npy"))),
+            load(&d.join(format!("{labels}.npy"))),
+        );
+        // The labels do not change the split of the data.
+        assert_eq!(x, load(&d.join(format!("{plain}.npy"))));
+        assert_eq!(l.shape(), (1, x.ncols()));
+        for (k, row) in x.column_iter().enumerate() {
+            let j = row[0] as usize;
+            assert_eq!(l[k], (j % 7) as f64, "{data}: row {k} (data row {j})");
+            seen[j] = true;
+        }
+    }
+    assert!(
+        seen.iter().all(|&s| s),
+        "every row lands in one of the parts"
+    );
+    let rec = json(&d.join("a.json"));
+    assert_eq!(rec["outputs"].as_array().map(Vec::len), Some(4), "{rec}");
+
+    let missing = ebm()
+        .current_dir(d)
+        .args("data split x.npy --train a2.npy --test b2.npy --label-file l.npy".split(' '))
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("--train-labels"));
+    fails(
+        d,
+        "data split x.npy --train a3.npy --test b3.npy --label-file x.npy \
+         --train-labels c.npy --test-labels e.npy",
+        1,
+        "a labels file has one column",
+    );
+}
+
+#[test]
 fn completions_and_man_pages_cover_every_command() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -540,11 +598,56 @@ fn completions_and_man_pages_cover_every_command() {
 // Error messages for a command-line user
 // ---------------------------------------------------------------------------------------------
 
+/// A fixture of ebm-io: models trained and saved by the `rbms` package.
+fn rbms_fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ebm-io/tests/fixtures/rbms")
+        .join(name)
+}
+
+#[test]
+fn models_saved_by_rbms_are_read_wherever_a_model_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for f in ["bernoulli.h5", "potts.h5"] {
+        std::fs::copy(rbms_fixture(f), d.join(f)).unwrap();
+    }
+    // The exact log-likelihood of the last checkpoint, against the model loaded by the library.
+    let rbm: Rbm<Bernoulli, Bernoulli> = ebm_io::load_rbm(&d.join("bernoulli.h5")).unwrap();
+    save_npy(
+        &d.join("x.npy"),
+        DMatrix::from_fn(12, 6, |i, j| ((i * 5 + j * 3 + i * j) % 2) as f64),
+    );
+    let rec: serde_json::Value = serde_json::from_str(
+        ok(
+            d,
+            "loglik exact --model bernoulli.h5 --data x.npy --json --out ll.json",
+        )
+        .trim(),
+    )
+    .unwrap();
+    let log_z = exact::log_partition_by_visible(&rbm, 1.0, Par::Seq).unwrap();
+    let got = rec["results"]["log_z"].as_f64().unwrap();
+    assert!((got - log_z).abs() < 1e-10, "{got} vs {log_z}");
+    // Sampling a model, and PTT along the file's checkpoints (a trajectory).
+    ok(
+        d,
+        "sample --model potts.h5 --chains 4 --steps 3 --out p.npy",
+    );
+    assert_eq!(load(&d.join("p.npy")).shape(), (18, 4));
+    ok(
+        d,
+        "sample --trajectory bernoulli.h5 --sampler ptt --chains 4 --steps 3 --out t.npy",
+    );
+    assert_eq!(load(&d.join("t.npy")).shape(), (12, 4));
+}
+
 #[test]
 fn foreign_and_oversized_inputs_get_messages_that_say_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // An HDF5 file (the signature, then anything): named as such, not parsed as a header.
+    // An HDF5 file (the signature, then anything): read as an rbms model, and refused as a
+    // broken HDF5 file; an HDF5 file that is no model: what ebm reads instead.
     let mut h5 = b"\x89HDF\r\n\x1a\n".to_vec();
     h5.extend_from_slice(&[0u8; 200]);
     std::fs::write(d.join("model.h5"), &h5).unwrap();
@@ -556,13 +659,14 @@ fn foreign_and_oversized_inputs_get_messages_that_say_what_to_do() {
         d,
         "loglik exact --model model.h5 --data d.npy",
         1,
-        "this is an HDF5 file",
+        "cannot read the HDF5 file",
     );
+    std::fs::copy(rbms_fixture("foreign.h5"), d.join("data.h5")).unwrap();
     fails(
         d,
-        "sample --model model.h5 --out s.npy",
+        "sample --model data.h5 --out s.npy",
         1,
-        "not an ebm model file",
+        "not a model saved by the `rbms` package: ebm reads rbms's BBRBM and PBRBM",
     );
     // A data file of unknown extension: the formats ebm reads, and no library hint.
     let e = stderr_of(d, "data info model.h5");

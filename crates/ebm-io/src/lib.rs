@@ -21,6 +21,10 @@
 //! - [`save_stack`] / [`load_stack`] / [`read_stack_manifest`]: the RBMs of a stack for stacked
 //!   tempering, one RBM file each, listed by a JSON manifest (format `ebm-stack`, version 1;
 //!   module [`stack`]).
+//! - Models trained by the `rbms` PyTorch package: [`read_rbm_info`], [`load_rbm`],
+//!   [`read_trajectory_info`] and [`load_trajectory`] also read its HDF5 files (the last
+//!   checkpoint as a model, every checkpoint as a trajectory), mapped exactly to [`Rbm`]
+//!   (module [`rbms`], pure Rust, no HDF5 C library).
 //!
 //! # File layout (format `ebm-rbm`, version 1)
 //!
@@ -76,6 +80,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 pub mod output;
+pub mod rbms;
 pub mod stack;
 pub use stack::{load_stack, read_stack_manifest, save_stack, stack_rbm_paths};
 
@@ -474,7 +479,10 @@ fn canonical_header(bytes: Vec<u8>) -> std::result::Result<Vec<u8>, String> {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct RbmFileInfo {
-    /// Format version (see [`RBM_FORMAT_VERSION`]).
+    /// The file format: [`RBM_FORMAT`], or [`rbms::RBMS_FORMAT`] for a model saved by the
+    /// `rbms` Python package.
+    pub format: String,
+    /// Format version (see [`RBM_FORMAT_VERSION`]; 0 for an rbms file, which has none).
     pub format_version: u32,
     /// Kind of the visible layer ([`Layer::KIND`], e.g. `"bernoulli"`).
     pub visible: String,
@@ -585,6 +593,7 @@ impl RbmFileInfo {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         Ok(Self {
+            format: format_name.to_string(),
             format_version,
             visible: get("visible")?,
             hidden: get("hidden")?,
@@ -733,6 +742,9 @@ fn parse_header(path: &Path, json: &[u8], file_len: u64) -> Result<Metadata> {
 /// [`Error::Io`] if the file cannot be read; [`Error::Format`] if it is not an ebm RBM file of
 /// a supported version.
 pub fn read_rbm_info(path: &Path) -> Result<RbmFileInfo> {
+    if rbms::is_hdf5(path) {
+        return rbms::read_info(path);
+    }
     let io = io_error(path);
     let mut file = std::fs::File::open(path).map_err(&io)?;
     let file_len = file.metadata().map_err(&io)?.len();
@@ -798,15 +810,19 @@ fn decode<F: Scalar>(
         }
         (other, _) => return Err(bad(format!("dtype {other:?}, expected F32 or F64"))),
     };
-    let what = || {
-        format!(
-            "tensor \"{name}\" (row-major, shape {shape:?}) of {}",
-            path.display()
-        )
-    };
+    let what = format!(
+        "tensor \"{name}\" (row-major, shape {shape:?}) of {}",
+        path.display()
+    );
+    Ok(Some((shape, to_scalar(&values, &what)?)))
+}
+
+/// Converts values read from a file to `F`, checking finiteness before and after conversion;
+/// `what` names the tensor in the errors.
+fn to_scalar<F: Scalar>(values: &[f64], what: &str) -> Result<Vec<F>> {
     if let Some(index) = values.iter().position(|v| !v.is_finite()) {
         return Err(Error::NonFinite {
-            what: what(),
+            what: what.to_string(),
             index,
             value: values[index],
         });
@@ -814,7 +830,7 @@ fn decode<F: Scalar>(
     let converted: Vec<F> = values.iter().map(|&v| F::from_f64(v)).collect();
     if let Some(index) = converted.iter().position(|v| !v.is_finite()) {
         return Err(Error::InvalidParameter {
-            name: what(),
+            name: what.to_string(),
             reason: format!(
                 "value {} at index {index} overflows {}",
                 values[index],
@@ -822,7 +838,7 @@ fn decode<F: Scalar>(
             ),
         });
     }
-    Ok(Some((shape, converted)))
+    Ok(converted)
 }
 
 /// Loads an RBM with visible layer `V` and hidden layer `H` from `path`.
@@ -842,6 +858,9 @@ fn decode<F: Scalar>(
 ///   index;
 /// - [`Error::InvalidParameter`]: an `f64` value too large for the requested `f32`.
 pub fn load_rbm<V: Layer, H: Layer<Scalar = V::Scalar>>(path: &Path) -> Result<Rbm<V, H>> {
+    if rbms::is_hdf5(path) {
+        return rbms::load_last(path);
+    }
     let bytes = std::fs::read(path).map_err(io_error(path))?;
     let container = parse_container(path, &bytes)?;
     let info = RbmFileInfo::from_header(path, &container.header)?;
@@ -1086,7 +1105,10 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Trajectory<V, H> {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct TrajectoryFileInfo {
-    /// Format version (see [`TRAJECTORY_FORMAT_VERSION`]).
+    /// The file format: [`TRAJECTORY_FORMAT`], or [`rbms::RBMS_FORMAT`] for the checkpoints
+    /// of a model saved by the `rbms` Python package.
+    pub format: String,
+    /// Format version (see [`TRAJECTORY_FORMAT_VERSION`]; 0 for an rbms file).
     pub format_version: u32,
     /// Kind of the visible layer of every checkpoint.
     pub visible: String,
@@ -1156,6 +1178,7 @@ impl TrajectoryFileInfo {
             )));
         }
         let out = Self {
+            format: info.format.clone(),
             format_version: info.format_version,
             visible: info.visible.clone(),
             hidden: info.hidden.clone(),
@@ -1234,6 +1257,9 @@ pub fn save_trajectory_with_metadata<V: Layer, H: Layer<Scalar = V::Scalar>>(
 /// [`Error::Io`] if the file cannot be read; [`Error::Format`] if it is not an ebm trajectory
 /// file of a supported version.
 pub fn read_trajectory_info(path: &Path) -> Result<TrajectoryFileInfo> {
+    if rbms::is_hdf5(path) {
+        return rbms::read_trajectory_info(path);
+    }
     let io = io_error(path);
     let mut file = std::fs::File::open(path).map_err(&io)?;
     let file_len = file.metadata().map_err(&io)?.len();
@@ -1260,6 +1286,9 @@ pub fn read_trajectory_info(path: &Path) -> Result<TrajectoryFileInfo> {
 pub fn load_trajectory<V: Layer, H: Layer<Scalar = V::Scalar>>(
     path: &Path,
 ) -> Result<Trajectory<V, H>> {
+    if rbms::is_hdf5(path) {
+        return rbms::load_trajectory(path);
+    }
     let bytes = std::fs::read(path).map_err(io_error(path))?;
     let container = parse_container(path, &bytes)?;
     let (info, model_info) = TrajectoryFileInfo::from_header(path, &container.header)?;

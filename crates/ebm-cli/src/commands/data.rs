@@ -309,9 +309,31 @@ fn data_outputs(file: &Path, outputs: &[&Path]) -> Result<std::path::PathBuf> {
     Ok(record)
 }
 
+/// Loads `file` with the labels of `label_file`: the IDX label file of IDX data, or one
+/// integer per row of any other format.
+fn load_labelled(file: &Path, label_file: &Path) -> Result<ebm_data::Dataset> {
+    if Format::from_path(file) == Some(Format::Idx) {
+        let opts = ebm_data::LoadOptions {
+            idx_labels: Some(label_file.to_path_buf()),
+            ..Default::default()
+        };
+        Ok(ebm_data::load(file, &opts)?)
+    } else {
+        let ds = load_dataset(file)?;
+        let labels = super::trace::read_labels(label_file, ds.n_samples())?;
+        Ok(ds.with_labels(labels)?)
+    }
+}
+
 fn split(a: &SplitArgs, ctx: &Context) -> Result<()> {
-    let record = data_outputs(&a.file, &[&a.train, &a.test])?;
-    let ds = load_dataset(&a.file)?;
+    let mut outputs = vec![a.train.as_path(), a.test.as_path()];
+    outputs.extend(a.train_labels.as_deref());
+    outputs.extend(a.test_labels.as_deref());
+    let record = data_outputs(&a.file, &outputs)?;
+    let ds = match &a.label_file {
+        Some(l) => load_labelled(&a.file, l)?,
+        None => load_dataset(&a.file)?,
+    };
     let (train, test) = ds
         .split(a.train_fraction, a.seed)
         .map_err(|e| CliError::new(format!("--train-fraction {}: {e}", a.train_fraction)))?;
@@ -330,6 +352,11 @@ fn split(a: &SplitArgs, ctx: &Context) -> Result<()> {
     }
     write_samples(&a.train, train.data())?;
     write_samples(&a.test, test.data())?;
+    for (out, part) in [(&a.train_labels, &train), (&a.test_labels, &test)] {
+        if let Some(l) = out {
+            write_labels(l, part.labels().unwrap_or(&[]))?;
+        }
+    }
     let results = [summarise(&train), summarise(&test)];
     ctx.say(format!(
         "{}: {} samples -> {} ({}) and {} ({})",
@@ -344,8 +371,8 @@ fn split(a: &SplitArgs, ctx: &Context) -> Result<()> {
         "data split",
         Some(a.seed),
         a,
-        &[&a.file],
-        &[&a.train, &a.test],
+        &[&[a.file.as_path()], a.label_file.as_deref().as_slice()].concat(),
+        &outputs,
         &results,
         Some(&record),
     )
@@ -386,17 +413,7 @@ fn subset(a: &SubsetArgs, ctx: &Context) -> Result<()> {
     let mut outputs = vec![a.out.as_path()];
     outputs.extend(a.labels_out.as_deref());
     let record = data_outputs(&a.file, &outputs)?;
-    let ds = if Format::from_path(&a.file) == Some(Format::Idx) {
-        let opts = ebm_data::LoadOptions {
-            idx_labels: Some(a.label_file.clone()),
-            ..Default::default()
-        };
-        ebm_data::load(&a.file, &opts)?
-    } else {
-        let ds = load_dataset(&a.file)?;
-        let labels = super::trace::read_labels(&a.label_file, ds.n_samples())?;
-        ds.with_labels(labels)?
-    };
+    let ds = load_labelled(&a.file, &a.label_file)?;
     let kept = ds
         .filter_labels(&a.labels)
         .map_err(|e| CliError::new(format!("--labels: {e}")))?;

@@ -381,11 +381,11 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
     };
     if negative_arg != NegativeArg::Pt {
         for (set, name) in [
-            (s.rungs.is_some(), "--rungs"),
-            (s.beta_min.is_some(), "--beta-min"),
-            (s.betas.is_some(), "--betas"),
-            (s.schedule.is_some(), "--schedule"),
-            (s.rounds.is_some(), "--rounds"),
+            (s.ladder.rungs.is_some(), "--rungs"),
+            (s.ladder.beta_min.is_some(), "--beta-min"),
+            (s.ladder.betas.is_some(), "--betas"),
+            (s.ladder.schedule.is_some(), "--schedule"),
+            (s.ladder.rounds.is_some(), "--rounds"),
         ] {
             if set {
                 return Err(not_for(name, neg));
@@ -413,7 +413,7 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
         NegativeArg::Cd => AnyNegative::Cd(Cd { sweeps }),
         NegativeArg::Pt => {
             let max = Tempered::MAX_RUNGS;
-            let betas = match &s.betas {
+            let betas = match &s.ladder.betas {
                 Some(b) if b.len() < 2 || b.len() > max => bail!(
                     "--betas: parallel tempering needs 2 to {max} inverse temperatures (a \
                      ladder increasing to 1), got {}",
@@ -421,11 +421,11 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
                 ),
                 Some(b) => b.clone(),
                 None => {
-                    let k = s.rungs.unwrap_or(10);
+                    let k = s.ladder.rungs.unwrap_or(10);
                     if !(2..=max).contains(&k) {
                         bail!("--rungs {k}: parallel tempering needs 2 to {max} rungs");
                     }
-                    let b0 = s.beta_min.unwrap_or(0.1);
+                    let b0 = s.ladder.beta_min.unwrap_or(0.1);
                     if !(b0 > 0.0 && b0 < 1.0) {
                         bail!(
                             "--beta-min {b0}: the smallest inverse temperature must be in (0, 1)"
@@ -449,12 +449,13 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
             {
                 bail!("--betas: the ladder must be strictly increasing from >= 0 to exactly 1");
             }
-            let schedule = super::sample::schedule_of(s.schedule.unwrap_or(ScheduleArg::Deo)).0;
+            let schedule =
+                super::sample::schedule_of(s.ladder.schedule.unwrap_or(ScheduleArg::Deo)).0;
             AnyNegative::Pt(Tempered {
                 betas,
                 schedule,
                 sweeps,
-                rounds: s.rounds.unwrap_or(1),
+                rounds: s.ladder.rounds.unwrap_or(1),
                 chains,
             })
         }
