@@ -18,8 +18,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// When to keep training checkpoints for parallel trajectory tempering (spec
-/// `ptt-trais-rcm.md` §2.10): every `every` updates the current model is offered, with the
+/// When to keep training checkpoints for parallel trajectory tempering (the PTT paper
+/// Béreux et al., *Fast training and sampling of RBMs*): every `every` updates the current model is offered, with the
 /// negative phase's chains, to a [`CheckpointSelector`], which keeps it when the estimated swap
 /// acceptance between it and the last kept model has fallen below `target_acceptance`. The
 /// initial model is always kept. Kept models accumulate in the state
@@ -45,7 +45,7 @@ impl Default for CheckpointPolicy {
     }
 }
 
-/// Online log-likelihood during training (spec `ptt-trais-rcm.md` §2.7): an
+/// Online log-likelihood during training (Béreux et al., *Fast training and sampling of RBMs*): an
 /// [`OnlineTrajectoryAis`] estimator follows the run, its `chains` chains reweighted by
 /// \\(F_{\text{old}} - F_{\text{new}}\\) and moved by one Gibbs sweep at the new parameters
 /// after every update (about one sweep per update), starting from the exact \\(\log Z\\) of the
@@ -139,7 +139,7 @@ where
 }
 
 /// Maximum-likelihood training of an [`Rbm<V, H>`](Rbm) of any pair of
-/// [`TrainableLayer`]s by minibatch gradient ascent (spec `ptt-trais-rcm.md` §2.1):
+/// [`TrainableLayer`]s by minibatch gradient ascent (Béreux et al., *Fast training and sampling of RBMs*):
 ///
 /// 1. draw a minibatch of `batch_size` samples ([`TrainingData`], weighted);
 /// 2. data moments with the hidden layer averaged out exactly ([`Moments::of_visible`]);
@@ -327,7 +327,7 @@ where
     }
 
     /// The training trajectory for parallel trajectory tempering: the kept checkpoints
-    /// followed by the current model (the final model is always kept, spec §2.10) unless it
+    /// followed by the current model (the final model is always kept, the PTT paper) unless it
     /// was just kept.
     pub fn trajectory(&self) -> Trajectory<V, H> {
         let mut t = Trajectory::from_checkpoints(self.kept.iter().cloned())
