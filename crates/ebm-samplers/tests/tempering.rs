@@ -1,11 +1,14 @@
 //! Exact invariance of one parallel-tempering round under every schedule, with the peer bug
-//! (swap acceptance from the beta = 1 free energy) as negative control; ladder validation;
-//! reproducibility and bookkeeping.
+//! (swap acceptance from the beta = 1 free energy) as negative control; the same on ladders
+//! whose target is not at beta = 1, with swaps that take the target for beta = 1 as negative
+//! control; ladder validation; reproducibility and bookkeeping.
 
 use ebm_core::{ConditionalSampler, EnergyModel, Kernel, Par};
 use ebm_models::{Bernoulli, DiscreteLayer, Rbm, RbmChains, exact};
 use ebm_samplers::Gibbs;
-use ebm_samplers::tempering::{ParallelTempering, PtState, SwapSchedule, TemperatureLadder};
+use ebm_samplers::tempering::{
+    ParallelTempering, PtState, ReferenceLadder, SwapSchedule, TemperatureLadder,
+};
 use ebm_testkit::{chi_square, exact_chains};
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -31,8 +34,9 @@ fn model() -> Rbm<Bernoulli, Bernoulli> {
 const BETAS: [f64; 3] = [0.2, 0.55, 1.0];
 const DRAWS: usize = 60_000;
 
-/// Draws every rung exactly from its own law, applies one PT round, and tests the joint
-/// histogram of the three visible configurations against the product of the exact laws.
+/// Draws every rung exactly from its own law (at the ladder's betas), applies one PT round, and
+/// tests the joint histogram of the three visible configurations against the product of the
+/// exact laws.
 fn pt_round_p_value<M, K>(
     ladder: &TemperatureLadder<M>,
     pt: &ParallelTempering<K>,
@@ -44,7 +48,9 @@ where
     K: Kernel<M>,
 {
     let rbm = model();
-    let rungs: Vec<RbmChains<f64>> = BETAS
+    let betas = ladder.betas();
+    assert_eq!(betas.len(), 3);
+    let rungs: Vec<RbmChains<f64>> = betas
         .iter()
         .enumerate()
         .map(|(k, &b)| exact_chains(&rbm, b, DRAWS, seed + k as u64).chains)
@@ -52,7 +58,7 @@ where
     let mut state = PtState::new(rungs, seed + 10).unwrap();
     state.round = round;
     pt.step(ladder, &mut state, Par::Rayon);
-    let p: Vec<Vec<f64>> = BETAS
+    let p: Vec<Vec<f64>> = betas
         .iter()
         .map(|&b| exact::visible_probabilities(&rbm, b, Par::Seq).unwrap())
         .collect();
@@ -108,35 +114,101 @@ impl ConditionalSampler for BetaTimesF1 {
     }
 }
 
+/// The schedules whose rounds leave the product of the rung laws invariant by themselves (the
+/// lifted schedule leaves it invariant jointly with a direction per system; its exact test is
+/// in `tempering::pt`).
+fn unlifted_schedules() -> impl Iterator<Item = SwapSchedule> {
+    SwapSchedule::ALL
+        .into_iter()
+        .filter(|s| *s != SwapSchedule::Lifted)
+}
+
+/// Swaps alone (no exploration), on both parities for DEO, then a full round: every p-value
+/// above 1e-4.
+fn assert_rounds_keep_the_product_law(
+    ladder: &TemperatureLadder<Rbm<Bernoulli, Bernoulli>>,
+    seed: u64,
+) {
+    for (s, schedule) in unlifted_schedules().enumerate() {
+        let seed = seed + 100 * s as u64;
+        for round in [0, 1] {
+            let pt = ParallelTempering::new(Gibbs::new(0), schedule);
+            let p = pt_round_p_value(ladder, &pt, round, seed + round);
+            assert!(p > 1e-4, "{schedule:?}, swaps only, round {round}: p = {p}");
+        }
+        let pt = ParallelTempering::new(Gibbs::new(1), schedule);
+        let p = pt_round_p_value(ladder, &pt, 0, seed + 7);
+        assert!(p > 1e-4, "{schedule:?}, full round: p = {p}");
+    }
+}
+
 #[test]
 fn one_pt_round_leaves_the_product_target_invariant_under_every_schedule() {
     let ladder = TemperatureLadder::new(model(), BETAS.to_vec()).unwrap();
-    for (s, schedule) in [
-        SwapSchedule::StochasticEvenOdd,
-        SwapSchedule::DeterministicEvenOdd,
-        SwapSchedule::RandomPair,
-        SwapSchedule::Sweep,
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        // Swaps alone (no exploration), on both parities for DEO, then a full round.
-        for round in [0, 1] {
-            let p = pt_round_p_value(
-                &ladder,
-                &ParallelTempering::new(Gibbs::new(0), schedule),
-                round,
-                100 * s as u64 + round,
-            );
-            assert!(p > 1e-4, "{schedule:?}, swaps only, round {round}: p = {p}");
-        }
-        let p = pt_round_p_value(
-            &ladder,
-            &ParallelTempering::new(Gibbs::new(1), schedule),
-            0,
-            100 * s as u64 + 7,
+    assert_rounds_keep_the_product_law(&ladder, 0);
+}
+
+/// Ladders ending at beta* = 0.6 (the model sampled hotter than its own temperature) and at
+/// beta* = 1.7 (a colder target): the last rung holds the exact law at beta*.
+#[test]
+fn ladders_ending_away_from_beta_one_keep_the_exact_law_at_their_last_beta() {
+    for (i, betas) in [[0.1, 0.3, 0.6], [0.4, 0.9, 1.7]].into_iter().enumerate() {
+        let ladder = TemperatureLadder::new(model(), betas.to_vec()).unwrap();
+        assert_rounds_keep_the_product_law(&ladder, 5000 + 1000 * i as u64);
+    }
+}
+
+/// Negative control of the test above: a model whose energies at the last beta are those at
+/// beta = 1, while its chains are sampled at the last beta (swap ratios computed as if the
+/// ladder ended at 1).
+struct TargetTakenForOne(Rbm<Bernoulli, Bernoulli>, f64);
+
+impl EnergyModel for TargetTakenForOne {
+    type Scalar = f64;
+    type State = RbmChains<f64>;
+    fn energies(&self, x: &RbmChains<f64>, beta: f64, out: &mut [f64], par: Par) {
+        let beta = if beta == self.1 { 1.0 } else { beta };
+        self.0.energies(x, beta, out, par);
+    }
+    fn new_state(&self, n: usize) -> RbmChains<f64> {
+        self.0.new_state(n)
+    }
+}
+
+impl ConditionalSampler for TargetTakenForOne {
+    fn sample_hidden<R: Rng + Send>(
+        &self,
+        x: &mut RbmChains<f64>,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        self.0.sample_hidden(x, beta, rngs, par);
+    }
+    fn sample_visible<R: Rng + Send>(
+        &self,
+        x: &mut RbmChains<f64>,
+        beta: f64,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        self.0.sample_visible(x, beta, rngs, par);
+    }
+}
+
+#[test]
+fn swaps_that_take_the_last_beta_for_one_are_rejected() {
+    for betas in [[0.1, 0.3, 0.6], [0.4, 0.9, 1.7]] {
+        let top = betas[2];
+        let wrong =
+            TemperatureLadder::new(TargetTakenForOne(model(), top), betas.to_vec()).unwrap();
+        // DEO on an odd round proposes the pair (1, 2), the one that involves the target.
+        let pt = ParallelTempering::new(Gibbs::new(0), SwapSchedule::DeterministicEvenOdd);
+        let p = pt_round_p_value(&wrong, &pt, 1, 950);
+        assert!(
+            p < 1e-6,
+            "target {top} taken for 1 was not detected, p = {p}"
         );
-        assert!(p > 1e-4, "{schedule:?}, full round: p = {p}");
     }
 }
 
@@ -144,12 +216,7 @@ fn one_pt_round_leaves_the_product_target_invariant_under_every_schedule() {
 fn swap_acceptance_with_the_beta_one_free_energy_is_rejected() {
     let wrong = TemperatureLadder::new(BetaTimesF1(model()), BETAS.to_vec()).unwrap();
     // DEO on an odd round proposes the pair (1, 2), where the bug matters most for this model.
-    for schedule in [
-        SwapSchedule::StochasticEvenOdd,
-        SwapSchedule::DeterministicEvenOdd,
-        SwapSchedule::RandomPair,
-        SwapSchedule::Sweep,
-    ] {
+    for schedule in unlifted_schedules() {
         let p = pt_round_p_value(
             &wrong,
             &ParallelTempering::new(Gibbs::new(0), schedule),
@@ -167,9 +234,24 @@ fn swap_acceptance_with_the_beta_one_free_energy_is_rejected() {
 fn ladders_are_validated() {
     assert!(TemperatureLadder::new(model(), vec![]).is_err());
     assert!(TemperatureLadder::new(model(), vec![0.5, 0.5, 1.0]).is_err());
-    assert!(TemperatureLadder::new(model(), vec![0.2, 0.9]).is_err());
     assert!(TemperatureLadder::new(model(), vec![-0.1, 1.0]).is_err());
+    assert!(TemperatureLadder::new(model(), vec![0.1, f64::INFINITY]).is_err());
+    assert!(TemperatureLadder::new(model(), vec![0.0]).is_err());
     assert!(TemperatureLadder::new(model(), vec![0.0, 1.0]).is_ok());
+    // Any target above 0: hotter or colder than the model.
+    assert!(TemperatureLadder::new(model(), vec![0.2, 0.9]).is_ok());
+    assert!(TemperatureLadder::new(model(), vec![0.5, 2.0]).is_ok());
+    // A reference ladder interpolates to the model: its coefficients end at 1.
+    let m = model();
+    let reference = Rbm::new(
+        m.visible().clone(),
+        m.hidden().clone(),
+        DMatrix::zeros(3, 4),
+    )
+    .unwrap();
+    assert!(ReferenceLadder::new(&m, &reference, vec![0.0, 1.0]).is_ok());
+    let err = ReferenceLadder::new(&m, &reference, vec![0.0, 0.5]).unwrap_err();
+    assert!(err.to_string().contains("beta = 1"), "{err}");
     let g = TemperatureLadder::geometric(model(), 0.1, 4).unwrap();
     assert_eq!(g.betas().len(), 4);
     assert!((g.betas()[0] - 0.1).abs() < 1e-15 && g.betas()[3] == 1.0);
@@ -278,7 +360,7 @@ fn pt_recovers_exact_mode_weights_where_gibbs_is_stuck() {
 
 /// With exploration that redraws every rung exactly, the round-trip rates of DEO and SEO are
 /// exactly 1/(2 + 2S) and 1/(2K + 2S), S = sum_k r_k / (1 - r_k), with the rejection rates r_k
-/// computed by enumeration (spec `lifted-deo-pt.md` §5.2, §7.1 test 9).
+/// computed by enumeration (the round-trip theory of Syed et al., used by Kadan, Syed and Wøien).
 #[test]
 fn round_trip_rates_match_the_theory_under_exact_refresh() {
     use ebm_models::exact::Enumerated;
