@@ -139,32 +139,37 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    crate::run_parsed(args, |cli: &ModelCli, arguments| {
-        let ctx = Context::new(cli.quiet, cli.json, arguments);
-        match &cli.command {
-            ModelCommand::Sample(a) => sample(name, model, kernel, a, &ctx),
-            ModelCommand::LogZ(_) => bail!(
-                "log-z needs exact draws and the exact log Z of the model at beta = 0 \
-                 (ebm_core::Tractable): use run_tractable_model"
-            ),
-        }
+    run_commands(args, |command, ctx| match command {
+        ModelCommand::Sample(a) => sample(name, model, kernel, a, ctx),
+        ModelCommand::LogZ(_) => bail!(
+            "log-z needs exact draws and the exact log Z of the model at beta = 0 \
+             (ebm_core::Tractable): use run_tractable_model"
+        ),
     })
 }
 
 /// [`run_model`] for a model with exact draws and exact \\(\log Z\\), which also gets `log-z`.
 pub fn run_tractable_model<M, K, I, T>(name: &str, model: M, kernel: K, args: I) -> ExitCode
 where
-    M: Tractable<Scalar = f64, State = DMatrix<f64>> + Clone,
-    K: Kernel<M> + Clone,
+    M: Tractable<Scalar = f64, State = DMatrix<f64>>,
+    K: Kernel<M>,
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    run_commands(args, |command, ctx| match command {
+        ModelCommand::Sample(a) => sample(name, model, kernel, a, ctx),
+        ModelCommand::LogZ(a) => log_z(name, model, kernel, a, ctx),
+    })
+}
+
+/// Parses `args` and runs the command they name with its run context.
+fn run_commands<I, T>(args: I, run: impl FnOnce(&ModelCommand, &Context) -> Result<()>) -> ExitCode
+where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
     crate::run_parsed(args, |cli: &ModelCli, arguments| {
-        let ctx = Context::new(cli.quiet, cli.json, arguments);
-        match &cli.command {
-            ModelCommand::Sample(a) => sample(name, model, kernel, a, &ctx),
-            ModelCommand::LogZ(a) => log_z(name, model, kernel, a, &ctx),
-        }
+        run(&cli.command, &Context::new(cli.quiet, cli.json, arguments))
     })
 }
 
@@ -240,7 +245,7 @@ where
 
 fn log_z<M, K>(name: &str, model: M, kernel: K, a: &ModelLogZArgs, ctx: &Context) -> Result<()>
 where
-    M: Tractable<Scalar = f64, State = DMatrix<f64>> + Clone,
+    M: Tractable<Scalar = f64, State = DMatrix<f64>>,
     K: Kernel<M>,
 {
     check_outputs(&[a.out.as_path()], &[])?;

@@ -78,22 +78,29 @@ where
     chi_square(&counts, &joint).p_value
 }
 
-/// The peer bug: a model whose energies are beta * F_1 while its chains are sampled at beta.
-struct BetaTimesF1(Rbm<Bernoulli, Bernoulli>);
+/// A model sampled at the beta it is given whose energies are those of a bug: at beta,
+/// `scale * F_at(x)` with `(scale, at) = misread(beta)`, so the swap ratios are wrong.
+struct MisreadEnergies(Rbm<Bernoulli, Bernoulli>, fn(f64) -> (f64, f64));
 
-impl EnergyModel for BetaTimesF1 {
+/// The peer bug: energies beta * F_1 while the chains are sampled at beta.
+fn beta_times_f1(rbm: Rbm<Bernoulli, Bernoulli>) -> MisreadEnergies {
+    MisreadEnergies(rbm, |beta| (beta, 1.0))
+}
+
+impl EnergyModel for MisreadEnergies {
     type Scalar = f64;
     type State = RbmChains<f64>;
     fn energies(&self, x: &RbmChains<f64>, beta: f64, out: &mut [f64], par: Par) {
-        self.0.energies(x, 1.0, out, par);
-        out.iter_mut().for_each(|e| *e *= beta);
+        let (scale, at) = (self.1)(beta);
+        self.0.energies(x, at, out, par);
+        out.iter_mut().for_each(|e| *e *= scale);
     }
     fn new_state(&self, n: usize) -> RbmChains<f64> {
         self.0.new_state(n)
     }
 }
 
-impl ConditionalSampler for BetaTimesF1 {
+impl ConditionalSampler for MisreadEnergies {
     fn sample_hidden<R: Rng + Send>(
         &self,
         x: &mut RbmChains<f64>,
@@ -158,53 +165,20 @@ fn ladders_ending_away_from_beta_one_keep_the_exact_law_at_their_last_beta() {
     }
 }
 
-/// Negative control of the test above: a model whose energies at the last beta are those at
-/// beta = 1, while its chains are sampled at the last beta (swap ratios computed as if the
-/// ladder ended at 1).
-struct TargetTakenForOne(Rbm<Bernoulli, Bernoulli>, f64);
-
-impl EnergyModel for TargetTakenForOne {
-    type Scalar = f64;
-    type State = RbmChains<f64>;
-    fn energies(&self, x: &RbmChains<f64>, beta: f64, out: &mut [f64], par: Par) {
-        let beta = if beta == self.1 { 1.0 } else { beta };
-        self.0.energies(x, beta, out, par);
-    }
-    fn new_state(&self, n: usize) -> RbmChains<f64> {
-        self.0.new_state(n)
-    }
-}
-
-impl ConditionalSampler for TargetTakenForOne {
-    fn sample_hidden<R: Rng + Send>(
-        &self,
-        x: &mut RbmChains<f64>,
-        beta: f64,
-        rngs: &mut [R],
-        par: Par,
-    ) {
-        self.0.sample_hidden(x, beta, rngs, par);
-    }
-    fn sample_visible<R: Rng + Send>(
-        &self,
-        x: &mut RbmChains<f64>,
-        beta: f64,
-        rngs: &mut [R],
-        par: Par,
-    ) {
-        self.0.sample_visible(x, beta, rngs, par);
-    }
-}
-
+/// Negative control of the test above: energies at the last beta read as those at beta = 1
+/// (swap ratios computed as if the ladder ended at 1), the chains sampled at the last beta.
 #[test]
 fn swaps_that_take_the_last_beta_for_one_are_rejected() {
-    for betas in [[0.1, 0.3, 0.6], [0.4, 0.9, 1.7]] {
-        let top = betas[2];
-        let wrong =
-            TemperatureLadder::new(TargetTakenForOne(model(), top), betas.to_vec()).unwrap();
+    let misreads: [(f64, fn(f64) -> (f64, f64)); 2] = [
+        (0.6, |b| (1.0, if b == 0.6 { 1.0 } else { b })),
+        (1.7, |b| (1.0, if b == 1.7 { 1.0 } else { b })),
+    ];
+    for (betas, (top, misread)) in [[0.1, 0.3, 0.6], [0.4, 0.9, 1.7]].into_iter().zip(misreads) {
+        assert_eq!(betas[2], top);
+        let wrong = TemperatureLadder::new(MisreadEnergies(model(), misread), betas.to_vec());
         // DEO on an odd round proposes the pair (1, 2), the one that involves the target.
         let pt = ParallelTempering::new(Gibbs::new(0), SwapSchedule::DeterministicEvenOdd);
-        let p = pt_round_p_value(&wrong, &pt, 1, 950);
+        let p = pt_round_p_value(&wrong.unwrap(), &pt, 1, 950);
         assert!(
             p < 1e-6,
             "target {top} taken for 1 was not detected, p = {p}"
@@ -214,7 +188,7 @@ fn swaps_that_take_the_last_beta_for_one_are_rejected() {
 
 #[test]
 fn swap_acceptance_with_the_beta_one_free_energy_is_rejected() {
-    let wrong = TemperatureLadder::new(BetaTimesF1(model()), BETAS.to_vec()).unwrap();
+    let wrong = TemperatureLadder::new(beta_times_f1(model()), BETAS.to_vec()).unwrap();
     // DEO on an odd round proposes the pair (1, 2), where the bug matters most for this model.
     for schedule in unlifted_schedules() {
         let p = pt_round_p_value(
@@ -471,7 +445,7 @@ fn lifted_pt_leaves_the_lifted_target_invariant() {
         let pt = ParallelTempering::new(Gibbs::new(kernel_sweeps), SwapSchedule::Lifted);
         if ladder_is_wrong {
             pt.step(
-                &TemperatureLadder::new(BetaTimesF1(rbm.clone()), BETAS.to_vec()).unwrap(),
+                &TemperatureLadder::new(beta_times_f1(rbm.clone()), BETAS.to_vec()).unwrap(),
                 &mut state,
                 Par::Rayon,
             );
