@@ -249,7 +249,7 @@ where
     K: Kernel<M>,
 {
     check_outputs(&[a.out.as_path()], &[])?;
-    if !(a.beta > 0.0) || a.rungs < 2 {
+    if a.beta <= 0.0 || a.rungs < 2 {
         bail!(
             "--beta {} --rungs {}: AIS needs a target beta > 0 and at least 2 rungs",
             a.beta,

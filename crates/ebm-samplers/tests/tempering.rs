@@ -80,7 +80,10 @@ where
 
 /// A model sampled at the beta it is given whose energies are those of a bug: at beta,
 /// `scale * F_at(x)` with `(scale, at) = misread(beta)`, so the swap ratios are wrong.
-struct MisreadEnergies(Rbm<Bernoulli, Bernoulli>, fn(f64) -> (f64, f64));
+struct MisreadEnergies(Rbm<Bernoulli, Bernoulli>, Misread);
+
+/// `beta -> (scale, at)`: the energies at beta are `scale * F_at`.
+type Misread = fn(f64) -> (f64, f64);
 
 /// The peer bug: energies beta * F_1 while the chains are sampled at beta.
 fn beta_times_f1(rbm: Rbm<Bernoulli, Bernoulli>) -> MisreadEnergies {
@@ -169,7 +172,7 @@ fn ladders_ending_away_from_beta_one_keep_the_exact_law_at_their_last_beta() {
 /// (swap ratios computed as if the ladder ended at 1), the chains sampled at the last beta.
 #[test]
 fn swaps_that_take_the_last_beta_for_one_are_rejected() {
-    let misreads: [(f64, fn(f64) -> (f64, f64)); 2] = [
+    let misreads: [(f64, Misread); 2] = [
         (0.6, |b| (1.0, if b == 0.6 { 1.0 } else { b })),
         (1.7, |b| (1.0, if b == 1.7 { 1.0 } else { b })),
     ];
