@@ -11,136 +11,17 @@
 //! also draws the book's figure of AIS estimates against the number of temperatures (needs the
 //! default feature `cli`, whose plotting module it uses).
 
-// ANCHOR: model
-use ebm::nalgebra::DMatrix;
-use ebm::prelude::*;
-use ebm::rand::Rng;
+//!
+//! The model and the heat-bath kernel are in `extending/ising_chain.rs`.
 
-/// A periodic chain of `n` spins; a batch of chains is an `n x B` matrix of +-1 values.
-#[derive(Clone)]
-struct IsingChain {
-    n: usize,
-    coupling: f64,
-    field: f64,
-}
-
-impl IsingChain {
-    fn energy(&self, s: &[f64]) -> f64 {
-        let n = self.n;
-        (0..n)
-            .map(|i| -self.coupling * s[i] * s[(i + 1) % n] - self.field * s[i])
-            .sum()
-    }
-
-    /// The field felt by spin `i`: \\(J (s_{i-1} + s_{i+1}) + h\\).
-    fn local_field(&self, s: &[f64], i: usize) -> f64 {
-        let n = self.n;
-        self.coupling * (s[(i + n - 1) % n] + s[(i + 1) % n]) + self.field
-    }
-}
-
-impl EnergyModel for IsingChain {
-    type Scalar = f64;
-    type State = DMatrix<f64>;
-
-    /// The tempered energy is beta * E: every unit is tracked, nothing is summed out.
-    fn energies(&self, x: &DMatrix<f64>, beta: f64, out: &mut [f64], _par: Par) {
-        for (o, col) in out.iter_mut().zip(x.column_iter()) {
-            *o = beta * self.energy(col.as_slice());
-        }
-    }
-
-    fn new_state(&self, n_chains: usize) -> DMatrix<f64> {
-        DMatrix::from_element(self.n, n_chains, 1.0)
-    }
-}
-// ANCHOR_END: model
-
-// ANCHOR: enumerable
-/// State k lists the spins by the bits of k: bit i set means s_i = +1.
-impl Enumerable for IsingChain {
-    fn n_states(&self) -> usize {
-        1 << self.n
-    }
-
-    fn write_state(&self, k: usize, x: &mut DMatrix<f64>, chain: usize) {
-        for (i, s) in x.column_mut(chain).iter_mut().enumerate() {
-            *s = if (k >> i) & 1 == 1 { 1.0 } else { -1.0 };
-        }
-    }
-
-    fn state_index(&self, x: &DMatrix<f64>, chain: usize) -> usize {
-        let col = x.column(chain);
-        (0..self.n).filter(|&i| col[i] > 0.0).map(|i| 1 << i).sum()
-    }
-}
-
-/// Small enough to list: exact log Z and exact draws come with the listing.
-impl ExactLogPartition for IsingChain {
-    fn log_partition(&self, beta: f64) -> f64 {
-        self.enumerated_log_partition(beta, Par::Rayon)
-    }
-}
-
-impl ExactSampling for IsingChain {
-    fn sample_exact<R: Rng + Send>(&self, x: &mut DMatrix<f64>, beta: f64, r: &mut [R], p: Par) {
-        self.sample_enumerated(x, beta, r, p);
-    }
-}
-// ANCHOR_END: enumerable
-
-// ANCHOR: local
-/// A spin flip and the energy change it causes: all the library's single-site Metropolis
-/// kernel needs.
-impl LocalUpdate for IsingChain {
-    fn n_sites(&self) -> usize {
-        self.n
-    }
-
-    fn propose<R: Rng>(&self, s: &[f64], i: usize, _rng: &mut R) -> f64 {
-        -s[i]
-    }
-
-    fn energy_change(&self, s: &[f64], i: usize, value: f64, beta: f64) -> f64 {
-        -beta * (value - s[i]) * self.local_field(s, i)
-    }
-}
-// ANCHOR_END: local
-
-// ANCHOR: kernel
-/// One heat-bath sweep: each spin in turn is drawn from its exact conditional law
-/// p(s_i = +1 | rest) = sigmoid(2 beta_eff h_i), h_i the local field. `scale` multiplies beta
-/// in that law: 1 is the correct kernel, anything else a deliberately broken one.
-struct HeatBath {
-    scale: f64,
-}
-
-impl Kernel<IsingChain> for HeatBath {
-    type Info = ();
-
-    fn step<R: Rng + Send>(
-        &self,
-        m: &IsingChain,
-        beta: f64,
-        x: &mut DMatrix<f64>,
-        rngs: &mut [R],
-        _par: Par,
-    ) {
-        // Chain j consumes only rngs[j]: reproducible whatever the thread count.
-        for (mut col, rng) in x.column_iter_mut().zip(rngs.iter_mut()) {
-            for i in 0..m.n {
-                let h = m.local_field(col.as_slice(), i);
-                let p_up = 1.0 / (1.0 + (-2.0 * self.scale * beta * h).exp());
-                col[i] = if f64::uniform(rng) < p_up { 1.0 } else { -1.0 };
-            }
-        }
-    }
-}
-// ANCHOR_END: kernel
+#[path = "extending/ising_chain.rs"]
+mod ising_chain;
 
 use ebm::estimators::{Ais, PairAccumulator, Start, ais};
+use ebm::prelude::*;
 use ebm::samplers::tempering::{ParallelTempering, PtState, SwapSchedule, TemperatureLadder};
 use ebm::testkit::{goodness_of_fit, invariance};
+use ising_chain::{HeatBath, IsingChain};
 
 /// Draws per exact test, and the p-value below which a test rejects.
 const DRAWS: usize = 50_000;

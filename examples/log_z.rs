@@ -1,6 +1,6 @@
 //! Estimating log Z of one RBM every way the library knows, against the exact value: the error
 //! |estimate - exact| versus the cost in Gibbs sweeps, in the spirit of Fig. 3 of Béreux et al.
-//! (spec `ptt-trais-rcm.md` §4.3).
+//! (Béreux et al., *Fast training and sampling of RBMs*).
 //!
 //! A Bernoulli RBM with 40 visible and 20 hidden units is trained on four noisy prototypes
 //! (clustered data) by a bare-bones PCD loop that stands in for the `ebm-train` crate; the loop

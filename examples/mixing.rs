@@ -231,7 +231,7 @@ fn main() -> Result<(), Error> {
     }
 
     // PTT: a "training trajectory" of 100 models whose coupling grows from 0.2 to beta J,
-    // thinned offline to neighbour acceptance >= 0.25 (spec ptt-trais-rcm.md §2.10).
+    // thinned offline to neighbour acceptance >= 0.25 (Béreux et al., *Fast training and sampling of RBMs*).
     // ANCHOR: ptt
     let trajectory = (0..100)
         .map(|t| CurieWeiss::new(n, 0.2 + (coupling - 0.2) * t as f64 / 99.0, field)?.to_rbm())

@@ -39,6 +39,8 @@
 //! # Ok::<(), ebm::core::Error>(())
 //! ```
 
+#[cfg(feature = "cli")]
+pub use ebm_cli as cli;
 pub use ebm_core as core;
 pub use ebm_data as data;
 pub use ebm_estimators as estimators;

@@ -176,3 +176,89 @@ fn the_control_character_check_sees_a_backspace() {
     );
     assert!(control_characters("tabs\tare fine\n").is_empty());
 }
+
+/// Where a text cites the project's private specification files instead of the papers:
+/// (line, what). The specs are working notes outside the repository; readers of rustdoc and
+/// the book get the papers (listed in the introduction), which they can find.
+fn spec_citations(text: &str) -> Vec<(usize, &'static str)> {
+    const NAMES: [&str; 7] = [
+        "shared/spec",
+        "ptt-trais-rcm",
+        "lifted-deo-pt",
+        "ags-barriers-analytic-models",
+        "peer-libraries.md",
+        "`stacked-tempering.md`",
+        "`tethered-mc.md`",
+    ];
+    // "spec" as a word, followed by a section, an appendix, an equation or a possessive.
+    const FOLLOWERS: [&str; 4] = [" §", "'s", " appendix", " eq"];
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let lower = line.to_lowercase();
+        if let Some(name) = NAMES.iter().find(|n| lower.contains(*n)) {
+            found.push((i + 1, *name));
+            continue;
+        }
+        let cites = lower.match_indices("spec").any(|(at, _)| {
+            let word_start = lower[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !c.is_alphanumeric());
+            let rest = &lower[at + 4..];
+            word_start && FOLLOWERS.iter().any(|f| rest.starts_with(f))
+        });
+        if cites {
+            found.push((i + 1, "spec section"));
+        }
+    }
+    found
+}
+
+#[test]
+fn rustdoc_and_the_book_cite_papers_not_spec_files() {
+    let mut sources = book_pages();
+    for dir in ["crates", "src", "examples"] {
+        files(&root().join(dir), "rs", &mut sources);
+    }
+    sources.retain(|p| !p.components().any(|c| c.as_os_str() == "tests"));
+    sources.extend(["README.md", "REPRODUCTIONS.md"].map(|f| root().join(f)));
+    let problems: Vec<String> = sources
+        .iter()
+        .flat_map(|path| {
+            let text = fs::read_to_string(path).expect("readable file");
+            spec_citations(&text)
+                .into_iter()
+                .map(|(line, what)| format!("{}:{line}: {what}", path.display()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "spec citations (cite the paper instead):\n{}",
+        problems.join("\n")
+    );
+}
+
+/// Negative controls: each way of citing a spec is reported; links to the book's own chapters
+/// and words that merely contain "spec" are not.
+#[test]
+fn the_citation_check_sees_spec_references() {
+    for bad in [
+        "see ../shared/spec/x.md",
+        "(spec `ptt-trais-rcm.md` §2.4)",
+        "(`stacked-tempering.md` §2.4)",
+        "(spec §2.7)",
+        "PTT spec §5.4",
+        "the spec's Eq. 38",
+    ] {
+        assert_eq!(spec_citations(bad).len(), 1, "not caught: {bad}");
+    }
+    for fine in [
+        "[Stacked tempering](concepts/stacked-tempering.md)",
+        "GeneratorSpec::Ising(cfg)",
+        "a special function, specific to the spec",
+        "(Béreux et al., *Fast training and sampling of RBMs*)",
+    ] {
+        assert!(spec_citations(fine).is_empty(), "false alarm: {fine}");
+    }
+}

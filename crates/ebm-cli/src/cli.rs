@@ -473,7 +473,8 @@ Samplers:
   gibbs   alternating Gibbs sampling at inverse temperature --beta: each step draws h given v,
           then v given h, --sweeps times, for every chain.
   pt      parallel tempering on a temperature ladder: --rungs inverse temperatures spaced
-          geometrically from --beta-min to 1 (or exactly --betas). Each step (a round) runs
+          geometrically from --beta-min to 1 (or exactly --betas, whose last value is the
+          target: --betas 0.1,0.3,0.5 samples the model at beta = 0.5). Each step (a round) runs
           --sweeps Gibbs sweeps on every rung, then proposes exchanges of neighbouring rungs
           by the --schedule: seo (stochastic even/odd), deo (deterministic even/odd,
           non-reversible; the default), random-pair, lifted (one lifted replica per system),
@@ -574,7 +575,9 @@ pub(crate) struct SampleArgs {
     /// pt only: smallest inverse temperature of the geometric ladder, in (0, 1) (default 0.1).
     #[arg(long, value_parser = finite_f64, allow_negative_numbers = true)]
     pub beta_min: Option<f64>,
-    /// pt, pt-ref: the ladder itself, comma-separated, strictly increasing, ending at 1.
+    /// pt, pt-ref: the ladder itself, comma-separated, strictly increasing. For pt the last
+    /// value is the target (1: the model itself; another value samples the model at that
+    /// inverse temperature); pt-ref interpolates to the model and must end at 1.
     #[arg(
         long,
         value_delimiter = ',',
@@ -710,9 +713,9 @@ pub(crate) enum LatentAlgorithmArg {
 pub(crate) enum SelectionAcceptanceArg {
     /// Independent exact draws of both models (hidden layer enumerated, at most 2^20
     /// configurations): unbiased while the model learns a new mode, which the training's
-    /// chains cannot follow (a deviation from the spec; see the book's PTT chapter).
+    /// chains cannot follow (a deviation from the PTT paper; see the book's training chapter).
     Exact,
-    /// The training's persistent chains (the spec, ptt-trais-rcm.md §2.10).
+    /// The training's persistent chains (as the PTT paper, Béreux et al.).
     Chains,
     /// exact when the hidden layer can be enumerated, else chains.
     Auto,
@@ -1673,7 +1676,7 @@ pub(crate) enum ClaimArg {
 // ---------------------------------------------------------------------------------------------
 
 /// A finite floating-point number (NaN and infinities are rejected).
-fn finite_f64(s: &str) -> Result<f64, String> {
+pub(crate) fn finite_f64(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .parse()
@@ -1686,7 +1689,7 @@ fn finite_f64(s: &str) -> Result<f64, String> {
 }
 
 /// A count of at least 1.
-fn positive_usize(s: &str) -> Result<usize, String> {
+pub(crate) fn positive_usize(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
         Ok(v) => Ok(v),
@@ -1695,7 +1698,7 @@ fn positive_usize(s: &str) -> Result<usize, String> {
 }
 
 /// A count of at least 1.
-fn positive_u64(s: &str) -> Result<u64, String> {
+pub(crate) fn positive_u64(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
         Ok(0) => Err("must be at least 1".into()),
         Ok(v) => Ok(v),

@@ -32,10 +32,13 @@
 //! `ranks` says how many ran. Other commands refuse to run on several processes, and so does
 //! a program built without the feature.
 //!
-//! The [`plot`] module is public: one function per figure kind, taking plain data.
+//! The [`plot`] module is public: one function per figure kind, taking plain data. The
+//! [`custom`] module gives a model of your own a command line of the same kind (`sample` and
+//! `log-z`, with run records) in a few lines of `main`.
 
 mod cli;
 mod commands;
+pub mod custom;
 mod error;
 mod files;
 mod models;
@@ -74,12 +77,28 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    run_parsed(args, |cli: &cli::Cli, arguments| {
+        commands::execute(cli, arguments)
+    })
+}
+
+/// Parses `args` as a `C`, runs `execute` on it with the command line as given (for the run
+/// record) and returns the exit code, reporting errors and panics as [`run`] describes.
+fn run_parsed<C, I, T>(
+    args: I,
+    execute: impl FnOnce(&C, Vec<String>) -> error::Result<()>,
+) -> ExitCode
+where
+    C: Parser,
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let arguments: Vec<String> = args
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let cli = match cli::Cli::try_parse_from(args) {
+    let cli = match C::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => return report_clap_error(e),
     };
@@ -100,7 +119,8 @@ where
             one_line(&msg)
         );
     }));
-    let outcome = std::panic::catch_unwind(|| commands::execute(&cli, arguments));
+    let outcome =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(&cli, arguments)));
     let _ = std::panic::take_hook();
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,

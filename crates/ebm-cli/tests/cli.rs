@@ -314,6 +314,50 @@ fn gibbs_samples_follow_the_exact_law_and_do_not_depend_on_threads() {
     assert!((mean - reported).abs() < 1e-9, "{mean} vs {reported}");
 }
 
+/// A ladder ending at beta* = 0.6 samples the model at 0.6 (the exact law there, and not the
+/// one at 1), and the record says so; pt-ref interpolates to the model and must end at 1.
+#[test]
+fn parallel_tempering_samples_the_last_beta_of_the_ladder() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rbm = small_rbm();
+    ebm_io::save_rbm(&rbm, &d.join("m.safetensors")).unwrap();
+    ok(
+        d,
+        "sample --model m.safetensors --sampler pt --betas 0.1,0.3,0.6 --chains 3000 \
+         --steps 25 --seed 3 --out hot.npy",
+    );
+    let counts = configuration_counts(&d.join("hot.npy"), &rbm);
+    let at = |beta: f64| {
+        let p = exact::visible_probabilities(&rbm, beta, Par::Seq).unwrap();
+        ebm_testkit::chi_square(&counts, &p).p_value
+    };
+    assert!(
+        at(0.6) > 1e-6,
+        "off the exact law at beta 0.6: p = {}",
+        at(0.6)
+    );
+    assert!(
+        at(1.0) < 1e-6,
+        "indistinguishable from beta 1: p = {}",
+        at(1.0)
+    );
+    let rec = json(&d.join("hot.json"));
+    assert_eq!(rec["results"]["beta"], 0.6);
+    let mut f = vec![0.0; 3000];
+    let s = ebm_data::loaders::npy::load_npy(d.join("hot.npy")).unwrap();
+    rbm.free_energy_visible(s.data(), 0.6, &mut f, Par::Seq);
+    let mean = f.iter().sum::<f64>() / f.len() as f64;
+    let reported = rec["results"]["mean_free_energy"].as_f64().unwrap();
+    assert!((mean - reported).abs() < 1e-9, "{mean} vs {reported}");
+    fails(
+        d,
+        "sample --model m.safetensors --sampler pt-ref --betas 0,0.5 --out r.npy",
+        1,
+        "beta = 1",
+    );
+}
+
 #[test]
 fn parallel_tempering_targets_the_exact_law_with_every_schedule() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,6 +1,6 @@
 //! Special functions of the Gaussian family, accurate over the whole real line, and exact
-//! sampling of truncated normal variables far in the tails (spec
-//! `ags-barriers-analytic-models.md` §2.4, `stacked-tempering.md` §2.5).
+//! sampling of truncated normal variables far in the tails (the AGS paper
+//! Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*, Fernandez-de-Cossio-Diaz et al., *Accelerated sampling with stacked RBMs*).
 //!
 //! | Function | Value | Accuracy (tested against 50-digit references) |
 //! |---|---|---|
@@ -206,7 +206,7 @@ pub fn ndtri(p: f64) -> f64 {
 /// \texttt{log\_half\_gaussian}(m\sqrt s)\\). Stable for all \\(x\\): for \\(x < 0\\) it is
 /// \\(\log\frac12\operatorname{erfcx}(-x/\sqrt2)\\) (no cancellation between the two terms), for
 /// \\(x \ge 0\\) \\(\frac{x^2}{2} + \operatorname{log1p}(-\frac12\operatorname{erfc}(x/\sqrt2))\\)
-/// (spec `ags-barriers-analytic-models.md` §2.4, ReLU row).
+/// (Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*, ReLU row).
 pub fn log_half_gaussian(x: f64) -> f64 {
     if x < 0.0 {
         (0.5 * erfcx(-x * FRAC_1_SQRT_2)).ln()
@@ -266,7 +266,7 @@ pub fn truncated_normal_mean_excess(a: f64) -> f64 {
 /// formula cancels (it tends to \\(1/a^2\\)), the exact rewriting \\(\delta(T_2 - \delta)\\) in
 /// terms of the Laplace continued fraction (\\(\delta = 1/(a + T_2)\\),
 /// \\(T_2 = 2/(a + 3/(a + \dots))\\)), whose difference loses at most one bit. Relative error
-/// \\(\lesssim 10^{-14}\\) everywhere (spec §2.4 asks for exactly this stabilisation).
+/// \\(\lesssim 10^{-14}\\) everywhere (the AGS paper asks for exactly this stabilisation).
 pub fn truncated_normal_variance(a: f64) -> f64 {
     if a < CF_FROM {
         let l = inverse_mills(-a);

@@ -270,7 +270,7 @@ impl Dataset {
     /// A uniform random permutation of the samples is drawn by Fisher–Yates with
     /// `Xoshiro256PlusPlus::seed_from_u64(seed)`; the first `round(train_fraction * n)` samples
     /// of the permutation form the training set, the rest the test set; each part keeps the
-    /// original sample order. The papers use `train_fraction = 0.6` (PTT spec §3.1).
+    /// original sample order. The papers use `train_fraction = 0.6` (PTT paper).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] unless `0 <= train_fraction <= 1`.

@@ -1,5 +1,5 @@
-//! Principal component analysis, centred and uncentred (PTT spec §1.6 and Appendix Z "PCA";
-//! tethered-MC spec §1.4: the paper centres, its code does not, so both are offered).
+//! Principal component analysis, centred and uncentred (PTT paper;
+//! tethered-MC paper: the paper centres, its code does not, so both are offered).
 //!
 //! With data columns `x_j` (layout `n_features x n_samples`) and weights `w_j`
 //! (`W = Σ_j w_j`), the fitted matrix is
@@ -13,7 +13,7 @@
 //! decomposed by nalgebra's symmetric eigensolver (`O(N³)`).
 //!
 //! Sign convention: each direction is oriented so that the sum of its entries is `>= 0`
-//! (tethered-MC spec §9 "sign: mean >= 0"); if that sum is exactly 0, the first non-zero entry is
+//! (tethered-MC paper "sign: mean >= 0"); if that sum is exactly 0, the first non-zero entry is
 //! positive. Directions whose entries sum to almost 0 can change sign under tiny perturbations
 //! of the data.
 
@@ -236,7 +236,7 @@ impl Pca {
     }
 
     /// [`Pca::project`] divided by `√N` (`N = n_features`): the order parameters
-    /// `m_a = u_a·(x - μ)/√N` of the PTT reference code (PTT spec §5.2) and of the tethered-MC
+    /// `m_a = u_a·(x - μ)/√N` of the PTT reference code (PTT paper) and of the tethered-MC
     /// paper (`m = v·ω/√N`).
     ///
     /// # Errors

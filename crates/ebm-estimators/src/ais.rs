@@ -50,7 +50,7 @@ pub struct TransitionInfo {
     pub resampled: bool,
 }
 
-/// Neal's annealed importance sampling transition (spec `ptt-trais-rcm.md` §2.4): **first**
+/// Neal's annealed importance sampling transition (Béreux et al., *Fast training and sampling of RBMs*): **first**
 /// reweight at the current states,
 ///
 /// \\[ w_i \mathrel{+}= E_{\text{from}}(x_i) - E_{\text{to}}(x_i), \\]
@@ -58,14 +58,14 @@ pub struct TransitionInfo {
 /// **then** move every chain with one step of `kernel` at the **new** rung. The current
 /// states were produced by a kernel that leaves the previous law invariant (or are exact draws
 /// of rung 0), which is what makes \\(\mathbb E[\frac1n\sum_i e^{w_i}] = Z_K / Z_0\\) exact. Moving
-/// with the new rung's kernel *before* weighting — the ordering of a peer's code (spec
-/// `peer-libraries.md` §1.2, rbms #7) — biases the estimate upwards; the accuracy tests reject
+/// with the new rung's kernel *before* weighting — the ordering of a peer library's
+/// code (the PyTorch `rbms`) — biases the estimate upwards; the accuracy tests reject
 /// it. (Moving with the *previous* rung's kernel and then weighting is also exact: it is the
 /// same scheme with the kernels shifted by one rung.)
 ///
 /// Optionally, when the relative ESS after reweighting falls below a threshold, the population
 /// is resampled ([`Population::resample`], systematic) before the move, carrying \\(\log Z\\)
-/// over: a sequential Monte Carlo / population-annealing variant (spec §2.12) that the online
+/// over: a sequential Monte Carlo / population-annealing variant (the PTT paper) that the online
 /// trajectory estimator uses.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ais<K> {
@@ -279,7 +279,7 @@ pub(crate) fn ais_estimate<S: ebm_core::Chains>(
 }
 
 /// Forward annealed importance sampling along `ladder` from exact draws of its rung 0
-/// (spec `ptt-trais-rcm.md` §2.4–2.6):
+/// (Béreux et al., *Fast training and sampling of RBMs*):
 ///
 /// \\[ x^{(0)} \sim p_0, \qquad w \mathrel{+}= E_{k-1}(x^{(k-1)}) - E_k(x^{(k-1)}), \qquad
 ///     x^{(k)} \sim T_k(x^{(k-1)}, \cdot), \qquad k = 1, \dots, K, \\]

@@ -1,6 +1,6 @@
 //! \\(\log Z\\) from parallel-tempering samples: Bennett's acceptance ratio (BAR) and the
 //! one-sided exponential average between neighbouring rungs, chained from a tractable rung 0
-//! (spec `ptt-trais-rcm.md` §2.11).
+//! (Béreux et al., *Fast training and sampling of RBMs*).
 
 use crate::estimate::{
     DescribeLadder, ErrorBar, LadderKind, LogMeanExp, LogZEstimate, Method, RungLogZ,

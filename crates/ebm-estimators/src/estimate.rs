@@ -148,7 +148,7 @@ pub enum Direction {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum Method {
-    /// Exact enumeration of one layer of an RBM (spec `ptt-trais-rcm.md` §2.3).
+    /// Exact enumeration of one layer of an RBM (Béreux et al., *Fast training and sampling of RBMs*).
     Enumeration {
         /// The enumerated layer.
         side: Side,
@@ -160,7 +160,7 @@ pub enum Method {
     IndependentSites,
     /// The model's own [`ebm_core::ExactLogPartition::log_partition`].
     Tractable,
-    /// Annealed importance sampling along a ladder (spec §2.4–2.6).
+    /// Annealed importance sampling along a ladder (the PTT paper).
     Ais {
         /// Forward (AIS) or reverse (reverse AIS).
         direction: Direction,
@@ -173,7 +173,7 @@ pub enum Method {
         /// Number of resampling events.
         resamplings: u64,
     },
-    /// Online trajectory AIS, advanced by a trainer after each parameter update (spec §2.7).
+    /// Online trajectory AIS, advanced by a trainer after each parameter update (the PTT paper).
     OnlineTrajectoryAis {
         /// Number of parameter updates followed.
         updates: u64,
@@ -183,7 +183,7 @@ pub enum Method {
         resamplings: u64,
     },
     /// Bennett's acceptance ratio between neighbouring rungs of a parallel-tempering run,
-    /// chained from rung 0 (spec §2.11).
+    /// chained from rung 0 (the PTT paper).
     BennettAcceptanceRatio {
         /// The kind of ladder.
         ladder: LadderKind,
@@ -193,7 +193,7 @@ pub enum Method {
         rounds: u64,
     },
     /// The one-sided exponential average (free-energy perturbation) from each rung to the next,
-    /// chained from rung 0 (spec §2.11, the reference code's estimator).
+    /// chained from rung 0 (the PTT paper, the reference code's estimator).
     ExponentialAverage {
         /// The kind of ladder.
         ladder: LadderKind,
@@ -207,10 +207,15 @@ pub enum Method {
 /// What kind of path a ladder is, recorded in a [`Method`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum LadderKind {
-    /// One model at increasing inverse temperatures from `beta_min`.
+    /// One model at increasing inverse temperatures from `beta_min` to `beta_max`: the
+    /// estimate is \\(\log Z\\) at `beta_max`.
     Temperature {
         /// The inverse temperature of rung 0 (0 for the uniform start).
         beta_min: f64,
+        /// The inverse temperature of the last rung, the target (1 for the model itself; records
+        /// written before ladders could end elsewhere have none and read as 1).
+        #[serde(default = "one")]
+        beta_max: f64,
     },
     /// Parameters interpolated from an independent-site reference.
     Reference,
@@ -222,6 +227,10 @@ pub enum LadderKind {
     Reversed(Box<LadderKind>),
     /// A user-defined ladder.
     Custom(String),
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// Describes a ladder for the record of an estimate. Implemented for the ladders of
@@ -236,6 +245,7 @@ impl<M: ebm_core::EnergyModel> DescribeLadder for TemperatureLadder<M> {
     fn kind(&self) -> LadderKind {
         LadderKind::Temperature {
             beta_min: self.betas()[0],
+            beta_max: self.betas()[self.betas().len() - 1],
         }
     }
 }
@@ -274,8 +284,8 @@ impl<A: DescribeLadder, B: DescribeLadder> DescribeLadder for Concat<A, B> {
 ///
 /// where \\(\bar W\\) and \\(\hat s^2\\) are the sample mean and (unbiased) variance of
 /// \\(W_i = e^{w_i}\\): the first-order (delta-method) error of \\(\log \bar W\\). All sums are
-/// shifted by \\(\max_i w_i\\) (spec `ptt-trais-rcm.md` §5.5). The relative ESS
-/// \\(\mathrm{ESS}/n \in [1/n, 1]\\) is the spec's Eq. 38.
+/// shifted by \\(\max_i w_i\\) (Béreux et al., *Fast training and sampling of RBMs*). The relative ESS
+/// \\(\mathrm{ESS}/n \in [1/n, 1]\\) is the PTT paper's.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LogMeanExp {
     /// \\(\hat\ell\\).

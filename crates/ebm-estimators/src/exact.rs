@@ -8,7 +8,7 @@ use ebm_models::exact::{Enumerated, log_partition_by_hidden, log_partition_by_vi
 use ebm_models::{DiscreteLayer, Layer, Rbm, RbmChains};
 
 /// \\(\log Z_\beta\\) of an RBM with two discrete layers by enumerating the layer with fewer
-/// configurations and summing the other out analytically (spec `ptt-trais-rcm.md` §2.3):
+/// configurations and summing the other out analytically (Béreux et al., *Fast training and sampling of RBMs*):
 ///
 /// \\[ \log Z_\beta = \log \sum_h e^{-F_\beta(h)} \quad\text{or}\quad \log \sum_v e^{-F_\beta(v)}, \\]
 ///
@@ -52,7 +52,7 @@ where
 /// \prod_\mu \sum_{h_\mu} e^{-\beta U_\mu(h_\mu)}\\), i.e. the sum of both layers' CGFs at zero
 /// input: \\((N_v + N_h)\log 2\\) at \\(\beta = 0\\) for binary units, \\(\sum_i
 /// \operatorname{softplus}(\beta\theta_i) + \sum_\mu \operatorname{softplus}(\beta\eta_\mu)\\) for a
-/// Bernoulli reference (spec §2.4, §2.5, §6.1 test 2).
+/// Bernoulli reference (the PTT paper).
 fn independent_log_z<V: Layer, H: Layer<Scalar = V::Scalar>>(rbm: &Rbm<V, H>, beta: f64) -> f64 {
     let zero = V::Scalar::from_f64(0.0);
     rbm.visible().cgf(&vec![zero; rbm.visible().width()], beta)
@@ -164,7 +164,7 @@ impl<F: Scalar> Start<RbmChains<F>> {
     /// \\(\beta > 0\\), e.g. the reference of a [`ebm_samplers::tempering::ReferenceLadder`]
     /// or the zero-weight first checkpoint of a training trajectory: one Gibbs sweep (exact,
     /// since the conditionals do not depend on the other layer) and the closed-form
-    /// \\(\log Z_\beta = \sum_i \Gamma_i(0) + \sum_\mu \Gamma_\mu(0)\\) (spec §2.5: with visible
+    /// \\(\log Z_\beta = \sum_i \Gamma_i(0) + \sum_\mu \Gamma_\mu(0)\\) (the PTT paper: with visible
     /// fields from the data frequencies, \\(\log Z_{\text{ref}} = N_h \log 2 + \sum_i
     /// \operatorname{softplus}(\theta^{\text{ref}}_i)\\)).
     ///

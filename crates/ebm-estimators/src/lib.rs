@@ -2,7 +2,7 @@
 //!
 //! Partition functions and log-likelihoods of energy-based models, each estimate with its
 //! error bar, its effective sample size, its cost and a record of how it was obtained
-//! ([`LogZEstimate`]). Spec: `ptt-trais-rcm.md` §2.3–2.7, §2.11, §2.12, §5.1, §5.5.
+//! ([`LogZEstimate`]). Béreux et al., *Fast training and sampling of RBMs*.
 //!
 //! | Estimator | Entry point | Error bar |
 //! |---|---|---|
@@ -18,7 +18,7 @@
 //! Every annealing estimator is a sequence of one transition rule, the [`Annealer`] trait, over
 //! a ladder of `ebm_samplers::tempering` ([`Ladder`](ebm_samplers::tempering::Ladder)); the
 //! rule of this crate, [`Ais`], weights first and moves with the new rung's kernel second
-//! (Neal's order, spec §2.4). Forward AIS gives a stochastic lower bound of \\(\log Z\\), reverse
+//! (Neal's order, the PTT paper). Forward AIS gives a stochastic lower bound of \\(\log Z\\), reverse
 //! AIS from exact draws a stochastic upper bound: together a sandwich.
 //!
 //! Estimators accumulate in `f64` whatever the model's scalar type. Chain `i` of a

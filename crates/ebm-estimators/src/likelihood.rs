@@ -7,7 +7,7 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 /// The mean log-likelihood of a dataset, \\(\mathcal L = \langle -F(v)\rangle_{\mathcal D} - \log
-/// Z\\) (spec `ptt-trais-rcm.md` §5.1), with its error bars.
+/// Z\\) (Béreux et al., *Fast training and sampling of RBMs*), with its error bars.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LogLikelihood {
     /// \\(\mathcal L\\), in nats per sample.

@@ -1,5 +1,5 @@
 //! Online trajectory AIS: \\(\log Z\\) of the current model during training, for about one
-//! Gibbs sweep per parameter update (spec `ptt-trais-rcm.md` §2.7).
+//! Gibbs sweep per parameter update (Béreux et al., *Fast training and sampling of RBMs*).
 
 use crate::estimate::{LogZEstimate, Method};
 use crate::population::{Population, SelectChains};
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// Online trajectory annealed importance sampling: a weighted population of chains that follows
 /// a training run, the successive models \\(\Theta_0, \Theta_1, \dots\\) forming the annealing
-/// path (spec `ptt-trais-rcm.md` §2.7). After each parameter update
+/// path (Béreux et al., *Fast training and sampling of RBMs*). After each parameter update
 /// \\(\Theta_{\text{old}} \to \Theta_{\text{new}}\\) the trainer calls [`advance`](Self::advance):
 ///
 /// 1. reweight at the current states (which a kernel at \\(\Theta_{\text{old}}\\) produced):
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// This is Neal's order ([`crate::Ais`]), for which the estimate of \\(Z\\) is unbiased without
 /// resampling; the paper's description moves first and weights after, which is biased at
-/// second order in the update size (spec §2.7, remark). Resampling before the move lets the
+/// second order in the update size (the PTT paper). Resampling before the move lets the
 /// kernel separate the copies of a chain. The estimate is
 ///
 /// \\[ \log \hat Z_t = \log Z_0 + \sum_{\text{resamplings}} \log\frac1n\sum_i e^{w_i}

@@ -47,7 +47,7 @@ impl<F: Scalar> SelectChains for RbmChains<F> {
 /// \\(u \in [0, 1)\\), ancestor \\(k\\) is the index \\(i\\) whose cumulative weight interval
 /// contains \\((u + k)/n\\), for \\(k = 0, \dots, n-1\\). Every index is copied
 /// \\(\lfloor n p_i \rfloor\\) or \\(\lceil n p_i \rceil\\) times, the expected count is exactly
-/// \\(n p_i\\), and the ancestors come out sorted (spec `ptt-trais-rcm.md` §2.12, the reference
+/// \\(n p_i\\), and the ancestors come out sorted (Béreux et al., *Fast training and sampling of RBMs*, the reference
 /// code's scheme). Indices of zero weight are never selected.
 ///
 /// # Panics

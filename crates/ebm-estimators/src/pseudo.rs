@@ -1,7 +1,7 @@
 //! The pseudo-log-likelihood of a dataset under an RBM with discrete visible units: exact (every
 //! coordinate) and the one-coordinate stochastic estimate that scikit-learn's `BernoulliRBM`
 //! reports and that "Lifted and Deterministic Even/Odd Parallel Tempering for RBM Training"
-//! (paper 004) plots as its "log likelihood" (spec `lifted-deo-pt.md` §3.6).
+//! (paper 004) plots as its "log likelihood" (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*).
 //!
 //! The pseudo-log-likelihood is **not** the log-likelihood: it needs no \\(\log Z\\), it only
 //! scores how well each visible unit is predicted from all the others, and it can rise while

@@ -52,7 +52,7 @@ pub fn max_pareto_k(n: usize) -> f64 {
 pub const HALVES_Z: f64 = 3.0;
 
 /// Burn-in of a PT / PTT estimate, in exponential autocorrelation times of its replica index
-/// process: the conservative thermalisation time of spec `ptt-trais-rcm.md` §5.4 (SI B.1).
+/// process: the conservative thermalisation time of Béreux et al., *Fast training and sampling of RBMs* SI B.1.
 pub const BURN_IN_TAU_EXP: f64 = 20.0;
 
 /// Recorded rounds of a PT / PTT estimate, in integrated autocorrelation times of its replica

@@ -1,6 +1,6 @@
 //! Forward and reverse AIS along temperature, reference and concatenated ladders against exact
-//! log Z, with the negative control of the wrong step order (spec `ptt-trais-rcm.md` §2.4,
-//! §2.5, §6.1 tests 2 and 5; `peer-libraries.md` §1.2).
+//! log Z, with the negative control of the wrong step order (Béreux et al., *Fast training and sampling of RBMs*;
+//! the wrong order is that of a peer library).
 
 mod common;
 
@@ -15,7 +15,7 @@ use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{Concat, ReferenceLadder, Rung, TemperatureLadder, TrajectoryLadder};
 
 /// Test-only variant with the peer bug: move with the NEW rung's kernel, then weight at the
-/// moved state (spec `peer-libraries.md` §1.2, "AIS sampling order").
+/// moved state (the order of a peer library's AIS).
 struct MoveThenWeight<K>(K);
 
 impl<M: EnergyModel, K: Kernel<M>> Annealer<M> for MoveThenWeight<K> {
@@ -83,7 +83,10 @@ fn temperature_ais_is_accurate() {
         run.estimate.method,
         Method::Ais {
             direction: Direction::Forward,
-            ladder: LadderKind::Temperature { beta_min: 0.0 },
+            ladder: LadderKind::Temperature {
+                beta_min: 0.0,
+                beta_max: 1.0,
+            },
             n_rungs: 101,
             resample_below_ess: None,
             resamplings: 0,

@@ -1,6 +1,6 @@
 //! log Z from parallel-tempering samples: BAR and the exponential average between neighbouring
 //! rungs, chained from rung 0, on temperature and trajectory ladders (PT and PTT), against
-//! exact values (spec `ptt-trais-rcm.md` §2.11).
+//! exact values (Béreux et al., *Fast training and sampling of RBMs*).
 
 mod common;
 
@@ -68,7 +68,10 @@ fn bar_and_exponential_average_from_temperature_pt_are_accurate() {
     assert_eq!(
         bar.estimate.method,
         Method::BennettAcceptanceRatio {
-            ladder: LadderKind::Temperature { beta_min: 0.0 },
+            ladder: LadderKind::Temperature {
+                beta_min: 0.0,
+                beta_max: 1.0,
+            },
             n_rungs: 20,
             rounds: 400,
         }

@@ -1,6 +1,6 @@
 //! Trajectory AIS: offline over saved checkpoints and online during a (synthetic) training run,
 //! against the exact log Z of every checkpoint; exact resumption of the online estimator
-//! (spec `ptt-trais-rcm.md` §2.6, §2.7, §2.12).
+//! (Béreux et al., *Fast training and sampling of RBMs*).
 
 mod common;
 

@@ -1007,7 +1007,7 @@ pub const RESERVED_TRAJECTORY_KEYS: [&str; 11] = [
 /// (number of parameter updates done) at which it was saved, in strictly increasing order of
 /// update. Rung 0 of a parallel trajectory tempering ladder is the first checkpoint
 /// (`ebm_samplers::tempering::TrajectoryLadder::new(trajectory.into_models())`), the target the
-/// last (spec `ptt-trais-rcm.md` §2.10).
+/// last (Béreux et al., *Fast training and sampling of RBMs*).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trajectory<V: Layer, H: Layer<Scalar = V::Scalar>> {
     updates: Vec<u64>,

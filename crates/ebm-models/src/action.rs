@@ -1,7 +1,7 @@
 //! The large-\\(N\\) action of alternating Gibbs sampling on the Curie–Weiss model and its
 //! minimiser (paper "Alternating Gibbs sampling in restricted Boltzmann machines: free-energy
 //! barriers, analytic models and moves in latent space", Sec. III A, Eqs. 16–22, Fig. 3;
-//! spec `ags-barriers-analytic-models.md` §3.1, §7.2).
+//! Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*).
 //!
 //! After rescaling \\(h \to h/\sqrt N\\), the probability that \\(T\\) AGS steps of the RBM form
 //! of the Curie–Weiss model (\\(W_i = w/\sqrt N\\), one Gaussian hidden unit) lead from

@@ -1,5 +1,5 @@
 //! Analytically tractable models of spin systems: Curie–Weiss and Hopfield
-//! (spec `ags-barriers-analytic-models.md` §3.1–3.2).
+//! (Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*).
 //!
 //! Both are energy models over \\(N\\) spins \\(v_i = \pm 1\\) tracked as an `N x B` matrix (one
 //! column per chain), with closed forms for their partition functions and mean-field free
@@ -56,7 +56,7 @@ pub(crate) fn log_binomials(n: usize) -> Vec<f64> {
 ///
 /// \\[ E(v) = -\frac{J}{2N}\Big(\sum_i v_i\Big)^2 - h \sum_i v_i, \\]
 ///
-/// (the sum over pairs includes \\(i = j\\), as in spec Eq. 9 with \\(J = w^2\\)). Its energy
+/// (the sum over pairs includes \\(i = j\\), as in the AGS paper with \\(J = w^2\\)). Its energy
 /// depends only on the magnetisation \\(m = \frac1N \sum_i v_i\\), so \\(Z_\beta\\) and the exact
 /// law of \\(m\\) are sums over \\(N + 1\\) values, and exact sampling is exact for any \\(N\\).
 /// For \\(h = 0\\) and \\(\beta J > 1\\) the law is bimodal, with modes at \\(\pm m^*\\),
@@ -168,7 +168,7 @@ impl CurieWeiss {
         mean_field_magnetisation(beta * self.coupling, beta * self.field)
     }
 
-    /// The RBM representation (spec §3.1, Eq. 10): \\(N\\) spin visibles with fields \\(h\\), one
+    /// The RBM representation (the AGS paper): \\(N\\) spin visibles with fields \\(h\\), one
     /// Gaussian hidden unit (\\(\gamma = 1, \theta = 0\\)) and weights \\(W_{i1} = \sqrt{J/N}\\).
     /// Summing out the hidden unit gives \\(F_\beta(v) = \beta E(v) - \frac12 \log\frac{2\pi}{\beta}\\),
     /// so both define the same law and \\(\log Z^{\rm RBM}_\beta = \log Z_\beta +
@@ -195,7 +195,7 @@ impl CurieWeiss {
     }
 
     /// The free-energy barrier per spin between the modes, \\(\Delta f = f(0) - f(m^*)\\)
-    /// (spec §3.1, with the sign typo of Eq. 12 corrected); mode switches take a time
+    /// (the AGS paper, with the sign typo of Eq. 12 corrected); mode switches take a time
     /// \\(\sim e^{N \Delta f}\\) for Metropolis and for alternating Gibbs sampling.
     pub fn barrier(&self, beta: f64) -> f64 {
         let m = self.mean_field_magnetisation(beta);
@@ -324,7 +324,7 @@ impl ExactSampling for CurieWeiss {
 ///
 /// \\[ E(v) = -\frac{J}{2N}\sum_{\mu}\Big(\sum_i \xi^\mu_i v_i\Big)^2 - \sum_i h_i v_i \\]
 ///
-/// (spec §3.2, Eq. 24). For \\(\beta J > 1\\) its global minima in the large-\\(N\\) limit with
+/// (the AGS paper). For \\(\beta J > 1\\) its global minima in the large-\\(N\\) limit with
 /// \\(P/N \to 0\\) are the \\(2P\\) Mattis states, with overlap \\(m^* = \tanh(\beta J m^*)\\) with
 /// one pattern.
 #[derive(Clone, Debug, PartialEq)]
@@ -481,7 +481,7 @@ impl Hopfield {
         Ok(x)
     }
 
-    /// The RBM representation with "aligned" weights (spec §3.2, Eq. 31): spin visibles with
+    /// The RBM representation with "aligned" weights (the AGS paper): spin visibles with
     /// the model's fields, \\(P\\) standard Gaussian hidden units and
     /// \\(W_{i\mu} = \sqrt{J/N}\,\xi^\mu_i\\); \\(F_\beta(v) = \beta E(v) - \frac P2\log\frac{2\pi}{\beta}\\).
     ///
@@ -571,7 +571,7 @@ mod tests {
     fn entropy_and_magnetisation_satisfy_their_identities() {
         assert!((binary_entropy(0.0) - 2f64.ln()).abs() < 1e-15);
         assert_eq!(binary_entropy(1.0), 0.0);
-        // log 2cosh x = S(tanh x) + x tanh x (spec §3).
+        // log 2cosh x = S(tanh x) + x tanh x (the AGS paper).
         for &x in &[0.1, 0.7, 2.0] {
             let t = f64::tanh(x);
             assert!(((2.0 * x.cosh()).ln() - (binary_entropy(t) + x * t)).abs() < 1e-14);

@@ -1,7 +1,7 @@
 //! Free-energy barriers of the Curie–Weiss model and the exact reduced chains of its samplers
 //! on the magnetisation (paper "Alternating Gibbs sampling in restricted Boltzmann machines:
-//! free-energy barriers, analytic models and moves in latent space", Sec. III A; spec
-//! `ags-barriers-analytic-models.md` §4.5, §7.1, §7.3).
+//! free-energy barriers, analytic models and moves in latent space", Sec. III A; the AGS paper
+//! Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*).
 //!
 //! The barrier \\(\Delta f = f(0) - f(m^*)\\) and the free energy per spin \\(f(m)\\) are
 //! [`CurieWeiss::barrier`] and [`CurieWeiss::mean_field_free_energy`]. This module gives the

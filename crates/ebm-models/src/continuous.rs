@@ -9,8 +9,8 @@
 //! \\(\beta > 0\\): every method taking `beta` panics otherwise rather than return an infinite or
 //! NaN value.
 //!
-//! Everything is evaluated in `f64`, also for `f32` parameters, with the stable forms of spec
-//! `ags-barriers-analytic-models.md` §2.4 and `stacked-tempering.md` §2.4–2.5: the scaled
+//! Everything is evaluated in `f64`, also for `f32` parameters, with the stable forms of the AGS paper
+//! Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling* and Fernandez-de-Cossio-Diaz et al., *Accelerated sampling with stacked RBMs*: the scaled
 //! complementary error function [`ebm_core::special::erfcx`] (no overflow or cancellation for
 //! large \\(|I|\\)), moments of truncated normals from
 //! [`ebm_core::special::truncated_normal_mean_excess`] and
@@ -19,9 +19,9 @@
 //! the distance to the truncation point directly so that \\(h\\) keeps full relative precision
 //! even when the mode is thousands of standard deviations below 0.
 //!
-//! Sign convention (shared with the binary layers and `stacked-tempering.md` §2.4): fields enter
-//! with a minus sign in the potential, \\(U \ni -\theta h\\). The spec
-//! `ags-barriers-analytic-models.md` §2.3 and Tubiana et al. (2019) write \\(+\theta h\\), so their
+//! Sign convention (shared with the binary layers and Fernandez-de-Cossio-Diaz et al., *Accelerated sampling with stacked RBMs*): fields enter
+//! with a minus sign in the potential, \\(U \ni -\theta h\\). The AGS paper
+//! Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling* and Tubiana et al. (2019) write \\(+\theta h\\), so their
 //! \\(\theta\\) (and their \\(\theta_\pm\\) for dReLU) is our \\(-\theta\\).
 
 use crate::layer::{Layer, LinearFields, NamedTensor, TensorLookup};
@@ -115,7 +115,7 @@ fn sample_half_line<R: Rng + ?Sized>(s: f64, m: f64, rng: &mut R) -> f64 {
 ///
 /// \\(p_\beta(h \mid I) = \mathcal N\big(\frac{\theta + I}{\gamma}, \frac{1}{\beta\gamma}\big)\\),
 /// \\(\Gamma^\beta(I) = \frac{\beta(\theta + I)^2}{2\gamma} + \frac12\log\frac{2\pi}{\beta\gamma}\\)
-/// (spec `ags-barriers-analytic-models.md` §2.3, `stacked-tempering.md` §2.4–2.5). With
+/// (Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*, Fernandez-de-Cossio-Diaz et al., *Accelerated sampling with stacked RBMs*). With
 /// \\(\gamma = 1, \theta = 0\\) and spin visibles the RBM is a Hopfield (one unit: Curie–Weiss)
 /// model.
 ///
@@ -147,7 +147,7 @@ impl<F: Scalar> Gaussian<F> {
 /// \\(z = m\sqrt s\\): \\(\Gamma^\beta(I) = \frac12\log\frac{2\pi}{s} + \frac{z^2}{2} + \log\Phi(z)\\),
 /// evaluated as \\(\log(\operatorname{erfcx}(-z/\sqrt2)/2)\\) for \\(z < 0\\) and
 /// \\(\frac{z^2}{2} + \operatorname{log1p}(-\frac12\operatorname{erfc}(z/\sqrt2))\\) for
-/// \\(z \ge 0\\) (spec `ags-barriers-analytic-models.md` §2.3–2.4; Tubiana et al. 2019). Here
+/// \\(z \ge 0\\) (Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*; Tubiana et al. 2019). Here
 /// \\(s = \beta\gamma\\) and \\(m = (\theta + I)/\gamma\\).
 ///
 /// # Panics
@@ -266,19 +266,19 @@ gamma_theta_layer!(ReLU, "relu");
 /// Double-ReLU units (Tubiana et al. 2019): two half-Gaussians joined at 0,
 /// \\(U(h) = \frac{\gamma_+}{2}h^2 - \theta_+ h\\) for \\(h \ge 0\\) and
 /// \\(U(h) = \frac{\gamma_-}{2}h^2 - \theta_- h\\) for \\(h < 0\\) — exactly the convention of
-/// `stacked-tempering.md` §2.4.
+/// Fernandez-de-Cossio-Diaz et al., *Accelerated sampling with stacked RBMs*.
 ///
 /// **Sign of \\(\theta_-\\).** Both fields enter as \\(\theta_\pm + I\\), like every other layer of
 /// the workspace, so each side is a Gaussian piece with precision \\(\beta\gamma_\pm\\) and mode
 /// \\((\theta_\pm + I)/\gamma_\pm\\), and increasing either \\(\theta_+\\) or \\(\theta_-\\) increases
 /// \\(\mathbb{E}\,h\\). With \\(\gamma_+ = \gamma_-\\) and \\(\theta_+ = \theta_-\\) the unit is exactly a
-/// [`Gaussian`] (tested). Tubiana et al. and `ags-barriers-analytic-models.md` §2.3 write
+/// [`Gaussian`] (tested). Tubiana et al. and Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling* write
 /// \\(U = \frac{\gamma_+}{2}h_+^2 + \theta_+ h_+ + \frac{\gamma_-}{2}h_-^2 + \theta_- h_-\\) with
 /// \\(h_+ = \max(h, 0)\\), \\(h_- = \min(h, 0)\\): their \\(\theta_\pm\\) is our \\(-\theta_\pm\\).
 ///
 /// \\(\Gamma^\beta = \log(e^{L_+} + e^{L_-})\\) with \\(L_+ = \Gamma^\beta_{\rm ReLU}(\gamma_+, \theta_+; I)\\)
 /// and \\(L_- = \Gamma^\beta_{\rm ReLU}(\gamma_-, -\theta_-; -I)\\) the stable log-masses of the
-/// two half-lines (spec §2.4–2.5: `logaddexp` of two ReLU terms); sampling picks the side
+/// two half-lines (the AGS paper: `logaddexp` of two ReLU terms); sampling picks the side
 /// \\(h \ge 0\\) with its exact probability \\(e^{L_+ - \Gamma^\beta}\\), then draws the truncated
 /// normal of that side.
 ///

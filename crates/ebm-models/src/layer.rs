@@ -13,7 +13,7 @@
 //!
 //! (an integral for continuous units), and exact sampling from the conditional law
 //! \\(p_\beta(x_i \mid I_i) = e^{\beta(-U_i(x_i) + I_i x_i) - \Gamma^\beta_i(I_i)}\\).
-//! Spec: `ags-barriers-analytic-models.md` §2.1–2.4.
+//! Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*.
 
 use ebm_core::Scalar;
 use rand::Rng;

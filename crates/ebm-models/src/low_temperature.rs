@@ -1,6 +1,6 @@
 //! The low-temperature copy trick (Eq. 65 of "Alternating Gibbs sampling in restricted
 //! Boltzmann machines: free-energy barriers, analytic models and moves in latent space",
-//! taken there from its ref. \[43\]; spec `ags-barriers-analytic-models.md` §2.6).
+//! taken there from its ref. \[43\]; Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*).
 //!
 //! Copying every hidden unit \\(k\\) times (same weights, same potential) and multiplying the
 //! visible potential by \\(k\\) gives an RBM whose visible marginal is

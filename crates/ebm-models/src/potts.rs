@@ -11,7 +11,7 @@ use rand::Rng;
 /// \\[ p_\beta(x_i = a \mid I) = \frac{e^{\beta(\theta_{i,a} + I_{i,a})}}{\sum_b e^{\beta(\theta_{i,b} + I_{i,b})}},
 /// \qquad \Gamma^\beta_i(I) = \log \sum_a e^{\beta(\theta_{i,a} + I_{i,a})}, \\]
 ///
-/// evaluated with the maximum subtracted (spec `ags-barriers-analytic-models.md` §2.2, §2.4).
+/// evaluated with the maximum subtracted (Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*).
 /// In an RBM the weights have `n_units * q` rows: \\(W_{(i,a),\mu}\\).
 ///
 /// The parametrisation has a gauge freedom: adding a constant to the \\(q\\) fields of a unit

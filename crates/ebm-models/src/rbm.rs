@@ -184,7 +184,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
     /// parameter (weights and every layer tensor). Since the energy is linear in the
     /// parameters, \\(E_{\Theta_t} = t E_\Theta + (1 - t) E_{\Theta_{\text{other}}}\\): at
     /// \\(t = \beta\\) with a reference model this is the bridge \\(p_{\text{ref}}^{1-\beta} e^{-\beta E}\\)
-    /// of AIS and PT with reference (spec `ptt-trais-rcm.md` §2.5, §2.9).
+    /// of AIS and PT with reference (Béreux et al., *Fast training and sampling of RBMs*).
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] if the models differ in shape; a layer's error if an
@@ -851,7 +851,7 @@ impl<F: Scalar, H: LinearFields<Scalar = F>> Rbm<Potts<F>, H> {
     /// to zero over the \\(q\\) states, and the part of \\(v^\top W h\\) this removes, which is
     /// linear in \\(h\\), is moved into the hidden fields. The law is unchanged; energies change
     /// by a constant (the returned offset). Peers shipped gauges applied to the weights only,
-    /// which changes the model (spec `peer-libraries.md`, rbms #27).
+    /// which changes the model (the PyTorch `rbms`).
     pub fn gauge_visible_zero_sum(&self) -> Reparametrised<Potts<F>, H> {
         let q = self.visible.q();
         let c = unit_row_means(&self.weights, q);

@@ -280,7 +280,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Stack<V, H> {
     }
 
     /// Chains for every RBM, bottom first, initialised by the bottom-to-top pass of the
-    /// reference code (spec of paper 002, §3.5): \\(h_1 \sim P_1(h \mid v)\\) from the given
+    /// reference code (the stacked-tempering paper): \\(h_1 \sim P_1(h \mid v)\\) from the given
     /// bottom visible configurations, \\(h_{n+1} \sim P_{n+1}(h \mid h_n)\\) up the stack;
     /// then every RBM draws \\(v_n \sim P_n(v \mid h_n)\\) and \\(h_n \sim P_n(h \mid v_n)\\).
     /// Chain `i` of every RBM consumes only `rngs[i]`.

@@ -1,7 +1,7 @@
 //! The structured multimodal RBM and its large-\\(N\\) landscape (paper "Alternating Gibbs
 //! sampling in restricted Boltzmann machines: free-energy barriers, analytic models and moves
-//! in latent space", Sec. III C, Eqs. 42–61; spec `ags-barriers-analytic-models.md` §3.3,
-//! §7.4–7.6), and Walsh–Hadamard patterns for the Hopfield model (§3.2).
+//! in latent space", Sec. III C, Eqs. 42–61; Roussel, Cocco and
+//! Monasson), and Walsh–Hadamard patterns for the Hopfield model.
 //!
 //! Every visible spin connects to one or two of \\(M\\) quadratic hidden units, always with
 //! weight \\(w/\sqrt N\\). A fraction \\(\alpha_{\mu\mu}\\) of the spins connects only to
@@ -32,7 +32,7 @@ pub struct Structured {
     overlaps: DMatrix<f64>,
 }
 
-/// The diagonal fraction of a ring of overlaps (spec §3.3 and its §8 item 6).
+/// The diagonal fraction of a ring of overlaps (the AGS paper).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RingDiagonal {
     /// \\(\alpha_{\mu\mu} = 1/M - \alpha\\): the fractions partition the spins.
@@ -624,7 +624,7 @@ fn upper_sum(a: &DMatrix<f64>) -> f64 {
 /// the Sylvester–Hadamard matrix, \\(\xi^\mu_i = (-1)^{\text{bit } \mu \text{ of } i}\\). For
 /// `n` a multiple of \\(2^P\\) the patterns are exactly orthogonal and the site types
 /// \\((\xi^1_i, \dots, \xi^P_i)\\) take each of the \\(2^P\\) sign vectors equally often (the
-/// orthogonal patterns assumed by the large-\\(N\\) theory, spec §3.2 and §9.1.6). Returns an
+/// orthogonal patterns assumed by the large-\\(N\\) theory, the AGS paper). Returns an
 /// `n x p` matrix of \\(\pm1\\).
 ///
 /// # Errors

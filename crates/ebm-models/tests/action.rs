@@ -1,6 +1,6 @@
 //! The Curie–Weiss AGS action Φ (Eq. 17 of "Alternating Gibbs sampling in restricted Boltzmann
 //! machines: free-energy barriers, analytic models and moves in latent space") against the
-//! independently computed minima of spec `ags-barriers-analytic-models.md` §7.2, and the exact
+//! independently computed minima of Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*, and the exact
 //! step costs of the instanton and relaxation maps (§10.8).
 
 use ebm_models::action::{AgsPath, CwAction};

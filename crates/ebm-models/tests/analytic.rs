@@ -1,5 +1,5 @@
 //! Curie–Weiss and Hopfield models against enumeration, the spec's reference values
-//! (`ags-barriers-analytic-models.md` §7.1, §7.10), and each other.
+//! (Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*), and each other.
 
 use ebm_core::numerics::log_sum_exp;
 use ebm_core::{EnergyModel, ExactLogPartition, ExactSampling, Par, RngStreams};

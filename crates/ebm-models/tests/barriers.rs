@@ -1,5 +1,5 @@
 //! The exact reduced Curie–Weiss chains against the reference values of spec
-//! `ags-barriers-analytic-models.md` §7.1 and §7.3 (computed there independently).
+//! Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling* (computed there independently).
 
 use ebm_models::CurieWeiss;
 use ebm_models::barriers::{ReducedChain, ReducedSampler};

@@ -1,6 +1,6 @@
 //! The structured multimodal model (Sec. III C of "Alternating Gibbs sampling in restricted
 //! Boltzmann machines: free-energy barriers, analytic models and moves in latent space")
-//! against the independently computed landscape of spec `ags-barriers-analytic-models.md`
+//! against the independently computed landscape of Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*
 //! §7.4 (Fig. 6 parameters) and §7.6 (ring, M = 4), and Walsh–Hadamard patterns.
 
 use ebm_models::structured::{RingDiagonal, Structured, walsh_hadamard_patterns};

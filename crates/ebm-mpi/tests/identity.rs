@@ -137,13 +137,7 @@ fn assert_same_run(
 fn sharded_pt_equals_the_one_process_run_for_every_schedule() {
     let ladder = TemperatureLadder::geometric(rbm(3.0), 0.2, 5).unwrap();
     let init = vec![ladder_model_chains(); 5];
-    for schedule in [
-        SwapSchedule::DeterministicEvenOdd,
-        SwapSchedule::StochasticEvenOdd,
-        SwapSchedule::RandomPair,
-        SwapSchedule::Sweep,
-        SwapSchedule::Lifted,
-    ] {
+    for schedule in SwapSchedule::ALL {
         let pt = ParallelTempering::new(Gibbs::new(1), schedule);
         let whole = pt_whole(&pt, &ladder, &init, 40);
         assert!(

@@ -1,6 +1,6 @@
 //! First-passage (escape) times of many chains from one mode to another (paper "Alternating
 //! Gibbs sampling in restricted Boltzmann machines: free-energy barriers, analytic models and
-//! moves in latent space", Sec. III A; spec `ags-barriers-analytic-models.md` §7.3, §9.1.8).
+//! moves in latent space", Sec. III A; Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*).
 
 use crate::StepInfo;
 use ebm_core::{Observer, Result};

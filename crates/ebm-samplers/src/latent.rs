@@ -1,7 +1,7 @@
 //! Moves in hidden space: Gibbs sampling of the hidden layer with the visible layer summed
 //! out (Algorithms 3 and 4 of the paper "Alternating Gibbs sampling in restricted Boltzmann
-//! machines: free-energy barriers, analytic models and moves in latent space"; spec
-//! `ags-barriers-analytic-models.md` §4.3–4.4, §9.1.4).
+//! machines: free-energy barriers, analytic models and moves in latent space"; the AGS paper
+//! Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*).
 //!
 //! Summing the visible layer out of \\(e^{-\beta E(v, h)}\\) leaves the hidden marginal
 //! \\(p_\beta(h) \propto e^{-E^{\rm eff}_\beta(h)}\\) with the effective energy

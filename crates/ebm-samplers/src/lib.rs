@@ -4,15 +4,15 @@
 //!
 //! - [`Gibbs`]: alternating Gibbs sampling (AGS), written once over
 //!   [`ebm_core::ConditionalSampler`]: \\(h \sim p_\beta(h \mid v)\\), then
-//!   \\(v \sim p_\beta(v \mid h)\\), for every chain (spec `ags-barriers-analytic-models.md` §4.1).
+//!   \\(v \sim p_\beta(v \mid h)\\), for every chain (Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*).
 //! - [`Metropolis`]: single-site Metropolis on the visible layer of an RBM with the exact
-//!   tempered free-energy difference as acceptance (§4.2).
+//!   tempered free-energy difference as acceptance (Roussel, Cocco and Monasson).
 //! - [`SingleSiteMetropolis`]: single-site Metropolis for any model that implements the small
 //!   [`LocalUpdate`] trait (a symmetric proposal for one site and the energy change it causes).
 //! - [`Cycle`], [`Mixture`] and [`Repeat`]: kernels built from kernels (one after the other,
 //!   one or the other at random per chain, the same one several times).
 //! - [`LatentGibbs`]: hidden-space Gibbs sampling with the visible layer summed out
-//!   (Algorithms 3 and 4, §4.3–4.4), exact for discrete hidden units and exact by a
+//!   (Algorithms 3 and 4 of Roussel, Cocco and Monasson), exact for discrete hidden units and exact by a
 //!   Metropolis–Hastings correction of a grid proposal for continuous ones; [`Alternate`]
 //!   (a [`Cycle`]) composes it with AGS.
 //! - [`EscapeTimes`]: first-passage times of many chains between modes, with error bars

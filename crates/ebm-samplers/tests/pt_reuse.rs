@@ -255,13 +255,7 @@ fn pt_with_kept_products_gives_the_chains_of_recomputed_ones() {
         let t = temperatures(perturb);
         let r = trajectory(perturb);
         let trajectory_models: Vec<&Counting> = r.models().iter().collect();
-        for schedule in [
-            SwapSchedule::DeterministicEvenOdd,
-            SwapSchedule::StochasticEvenOdd,
-            SwapSchedule::RandomPair,
-            SwapSchedule::Sweep,
-            SwapSchedule::Lifted,
-        ] {
+        for schedule in SwapSchedule::ALL {
             check(&t, &[t.model()], schedule, perturbed);
             check(&r, &trajectory_models, schedule, perturbed);
         }

@@ -1,11 +1,14 @@
 //! Exact invariance of one parallel-tempering round under every schedule, with the peer bug
-//! (swap acceptance from the beta = 1 free energy) as negative control; ladder validation;
-//! reproducibility and bookkeeping.
+//! (swap acceptance from the beta = 1 free energy) as negative control; the same on ladders
+//! whose target is not at beta = 1, with swaps that take the target for beta = 1 as negative
+//! control; ladder validation; reproducibility and bookkeeping.
 
 use ebm_core::{ConditionalSampler, EnergyModel, Kernel, Par};
 use ebm_models::{Bernoulli, DiscreteLayer, Rbm, RbmChains, exact};
 use ebm_samplers::Gibbs;
-use ebm_samplers::tempering::{ParallelTempering, PtState, SwapSchedule, TemperatureLadder};
+use ebm_samplers::tempering::{
+    ParallelTempering, PtState, ReferenceLadder, SwapSchedule, TemperatureLadder,
+};
 use ebm_testkit::{chi_square, exact_chains};
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -31,8 +34,9 @@ fn model() -> Rbm<Bernoulli, Bernoulli> {
 const BETAS: [f64; 3] = [0.2, 0.55, 1.0];
 const DRAWS: usize = 60_000;
 
-/// Draws every rung exactly from its own law, applies one PT round, and tests the joint
-/// histogram of the three visible configurations against the product of the exact laws.
+/// Draws every rung exactly from its own law (at the ladder's betas), applies one PT round, and
+/// tests the joint histogram of the three visible configurations against the product of the
+/// exact laws.
 fn pt_round_p_value<M, K>(
     ladder: &TemperatureLadder<M>,
     pt: &ParallelTempering<K>,
@@ -44,7 +48,9 @@ where
     K: Kernel<M>,
 {
     let rbm = model();
-    let rungs: Vec<RbmChains<f64>> = BETAS
+    let betas = ladder.betas();
+    assert_eq!(betas.len(), 3);
+    let rungs: Vec<RbmChains<f64>> = betas
         .iter()
         .enumerate()
         .map(|(k, &b)| exact_chains(&rbm, b, DRAWS, seed + k as u64).chains)
@@ -52,7 +58,7 @@ where
     let mut state = PtState::new(rungs, seed + 10).unwrap();
     state.round = round;
     pt.step(ladder, &mut state, Par::Rayon);
-    let p: Vec<Vec<f64>> = BETAS
+    let p: Vec<Vec<f64>> = betas
         .iter()
         .map(|&b| exact::visible_probabilities(&rbm, b, Par::Seq).unwrap())
         .collect();
@@ -72,22 +78,32 @@ where
     chi_square(&counts, &joint).p_value
 }
 
-/// The peer bug: a model whose energies are beta * F_1 while its chains are sampled at beta.
-struct BetaTimesF1(Rbm<Bernoulli, Bernoulli>);
+/// A model sampled at the beta it is given whose energies are those of a bug: at beta,
+/// `scale * F_at(x)` with `(scale, at) = misread(beta)`, so the swap ratios are wrong.
+struct MisreadEnergies(Rbm<Bernoulli, Bernoulli>, Misread);
 
-impl EnergyModel for BetaTimesF1 {
+/// `beta -> (scale, at)`: the energies at beta are `scale * F_at`.
+type Misread = fn(f64) -> (f64, f64);
+
+/// The peer bug: energies beta * F_1 while the chains are sampled at beta.
+fn beta_times_f1(rbm: Rbm<Bernoulli, Bernoulli>) -> MisreadEnergies {
+    MisreadEnergies(rbm, |beta| (beta, 1.0))
+}
+
+impl EnergyModel for MisreadEnergies {
     type Scalar = f64;
     type State = RbmChains<f64>;
     fn energies(&self, x: &RbmChains<f64>, beta: f64, out: &mut [f64], par: Par) {
-        self.0.energies(x, 1.0, out, par);
-        out.iter_mut().for_each(|e| *e *= beta);
+        let (scale, at) = (self.1)(beta);
+        self.0.energies(x, at, out, par);
+        out.iter_mut().for_each(|e| *e *= scale);
     }
     fn new_state(&self, n: usize) -> RbmChains<f64> {
         self.0.new_state(n)
     }
 }
 
-impl ConditionalSampler for BetaTimesF1 {
+impl ConditionalSampler for MisreadEnergies {
     fn sample_hidden<R: Rng + Send>(
         &self,
         x: &mut RbmChains<f64>,
@@ -108,48 +124,76 @@ impl ConditionalSampler for BetaTimesF1 {
     }
 }
 
-#[test]
-fn one_pt_round_leaves_the_product_target_invariant_under_every_schedule() {
-    let ladder = TemperatureLadder::new(model(), BETAS.to_vec()).unwrap();
-    for (s, schedule) in [
-        SwapSchedule::StochasticEvenOdd,
-        SwapSchedule::DeterministicEvenOdd,
-        SwapSchedule::RandomPair,
-        SwapSchedule::Sweep,
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        // Swaps alone (no exploration), on both parities for DEO, then a full round.
+/// The schedules whose rounds leave the product of the rung laws invariant by themselves (the
+/// lifted schedule leaves it invariant jointly with a direction per system; its exact test is
+/// in `tempering::pt`).
+fn unlifted_schedules() -> impl Iterator<Item = SwapSchedule> {
+    SwapSchedule::ALL
+        .into_iter()
+        .filter(|s| *s != SwapSchedule::Lifted)
+}
+
+/// Swaps alone (no exploration), on both parities for DEO, then a full round: every p-value
+/// above 1e-4.
+fn assert_rounds_keep_the_product_law(
+    ladder: &TemperatureLadder<Rbm<Bernoulli, Bernoulli>>,
+    seed: u64,
+) {
+    for (s, schedule) in unlifted_schedules().enumerate() {
+        let seed = seed + 100 * s as u64;
         for round in [0, 1] {
-            let p = pt_round_p_value(
-                &ladder,
-                &ParallelTempering::new(Gibbs::new(0), schedule),
-                round,
-                100 * s as u64 + round,
-            );
+            let pt = ParallelTempering::new(Gibbs::new(0), schedule);
+            let p = pt_round_p_value(ladder, &pt, round, seed + round);
             assert!(p > 1e-4, "{schedule:?}, swaps only, round {round}: p = {p}");
         }
-        let p = pt_round_p_value(
-            &ladder,
-            &ParallelTempering::new(Gibbs::new(1), schedule),
-            0,
-            100 * s as u64 + 7,
-        );
+        let pt = ParallelTempering::new(Gibbs::new(1), schedule);
+        let p = pt_round_p_value(ladder, &pt, 0, seed + 7);
         assert!(p > 1e-4, "{schedule:?}, full round: p = {p}");
     }
 }
 
 #[test]
+fn one_pt_round_leaves_the_product_target_invariant_under_every_schedule() {
+    let ladder = TemperatureLadder::new(model(), BETAS.to_vec()).unwrap();
+    assert_rounds_keep_the_product_law(&ladder, 0);
+}
+
+/// Ladders ending at beta* = 0.6 (the model sampled hotter than its own temperature) and at
+/// beta* = 1.7 (a colder target): the last rung holds the exact law at beta*.
+#[test]
+fn ladders_ending_away_from_beta_one_keep_the_exact_law_at_their_last_beta() {
+    for (i, betas) in [[0.1, 0.3, 0.6], [0.4, 0.9, 1.7]].into_iter().enumerate() {
+        let ladder = TemperatureLadder::new(model(), betas.to_vec()).unwrap();
+        assert_rounds_keep_the_product_law(&ladder, 5000 + 1000 * i as u64);
+    }
+}
+
+/// Negative control of the test above: energies at the last beta read as those at beta = 1
+/// (swap ratios computed as if the ladder ended at 1), the chains sampled at the last beta.
+#[test]
+fn swaps_that_take_the_last_beta_for_one_are_rejected() {
+    let misreads: [(f64, Misread); 2] = [
+        (0.6, |b| (1.0, if b == 0.6 { 1.0 } else { b })),
+        (1.7, |b| (1.0, if b == 1.7 { 1.0 } else { b })),
+    ];
+    for (betas, (top, misread)) in [[0.1, 0.3, 0.6], [0.4, 0.9, 1.7]].into_iter().zip(misreads) {
+        assert_eq!(betas[2], top);
+        let wrong = TemperatureLadder::new(MisreadEnergies(model(), misread), betas.to_vec());
+        // DEO on an odd round proposes the pair (1, 2), the one that involves the target.
+        let pt = ParallelTempering::new(Gibbs::new(0), SwapSchedule::DeterministicEvenOdd);
+        let p = pt_round_p_value(&wrong.unwrap(), &pt, 1, 950);
+        assert!(
+            p < 1e-6,
+            "target {top} taken for 1 was not detected, p = {p}"
+        );
+    }
+}
+
+#[test]
 fn swap_acceptance_with_the_beta_one_free_energy_is_rejected() {
-    let wrong = TemperatureLadder::new(BetaTimesF1(model()), BETAS.to_vec()).unwrap();
+    let wrong = TemperatureLadder::new(beta_times_f1(model()), BETAS.to_vec()).unwrap();
     // DEO on an odd round proposes the pair (1, 2), where the bug matters most for this model.
-    for schedule in [
-        SwapSchedule::StochasticEvenOdd,
-        SwapSchedule::DeterministicEvenOdd,
-        SwapSchedule::RandomPair,
-        SwapSchedule::Sweep,
-    ] {
+    for schedule in unlifted_schedules() {
         let p = pt_round_p_value(
             &wrong,
             &ParallelTempering::new(Gibbs::new(0), schedule),
@@ -167,9 +211,24 @@ fn swap_acceptance_with_the_beta_one_free_energy_is_rejected() {
 fn ladders_are_validated() {
     assert!(TemperatureLadder::new(model(), vec![]).is_err());
     assert!(TemperatureLadder::new(model(), vec![0.5, 0.5, 1.0]).is_err());
-    assert!(TemperatureLadder::new(model(), vec![0.2, 0.9]).is_err());
     assert!(TemperatureLadder::new(model(), vec![-0.1, 1.0]).is_err());
+    assert!(TemperatureLadder::new(model(), vec![0.1, f64::INFINITY]).is_err());
+    assert!(TemperatureLadder::new(model(), vec![0.0]).is_err());
     assert!(TemperatureLadder::new(model(), vec![0.0, 1.0]).is_ok());
+    // Any target above 0: hotter or colder than the model.
+    assert!(TemperatureLadder::new(model(), vec![0.2, 0.9]).is_ok());
+    assert!(TemperatureLadder::new(model(), vec![0.5, 2.0]).is_ok());
+    // A reference ladder interpolates to the model: its coefficients end at 1.
+    let m = model();
+    let reference = Rbm::new(
+        m.visible().clone(),
+        m.hidden().clone(),
+        DMatrix::zeros(3, 4),
+    )
+    .unwrap();
+    assert!(ReferenceLadder::new(&m, &reference, vec![0.0, 1.0]).is_ok());
+    let err = ReferenceLadder::new(&m, &reference, vec![0.0, 0.5]).unwrap_err();
+    assert!(err.to_string().contains("beta = 1"), "{err}");
     let g = TemperatureLadder::geometric(model(), 0.1, 4).unwrap();
     assert_eq!(g.betas().len(), 4);
     assert!((g.betas()[0] - 0.1).abs() < 1e-15 && g.betas()[3] == 1.0);
@@ -278,7 +337,7 @@ fn pt_recovers_exact_mode_weights_where_gibbs_is_stuck() {
 
 /// With exploration that redraws every rung exactly, the round-trip rates of DEO and SEO are
 /// exactly 1/(2 + 2S) and 1/(2K + 2S), S = sum_k r_k / (1 - r_k), with the rejection rates r_k
-/// computed by enumeration (spec `lifted-deo-pt.md` §5.2, §7.1 test 9).
+/// computed by enumeration (the round-trip theory of Syed et al., used by Kadan, Syed and Wøien).
 #[test]
 fn round_trip_rates_match_the_theory_under_exact_refresh() {
     use ebm_models::exact::Enumerated;
@@ -389,7 +448,7 @@ fn lifted_pt_leaves_the_lifted_target_invariant() {
         let pt = ParallelTempering::new(Gibbs::new(kernel_sweeps), SwapSchedule::Lifted);
         if ladder_is_wrong {
             pt.step(
-                &TemperatureLadder::new(BetaTimesF1(rbm.clone()), BETAS.to_vec()).unwrap(),
+                &TemperatureLadder::new(beta_times_f1(rbm.clone()), BETAS.to_vec()).unwrap(),
                 &mut state,
                 Par::Rayon,
             );

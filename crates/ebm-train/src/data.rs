@@ -128,7 +128,7 @@ impl<F: Scalar> TrainingData<F> {
 
 /// Draws minibatches of a fixed size: the samples are visited in a random order, batch after
 /// batch; when fewer than a batch remain, the order is reshuffled (the incomplete tail is
-/// dropped, as in the reference training code, spec `ptt-trais-rcm.md` Appendix Z). Part of
+/// dropped, as in the reference training code, Béreux et al., *Fast training and sampling of RBMs*). Part of
 /// the trainer state, so a resumed run draws the same batches.
 ///
 /// Samples of zero weight never enter a batch (they would not contribute, and a batch of them

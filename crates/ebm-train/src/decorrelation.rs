@@ -1,6 +1,6 @@
 //! The decorrelation penalty of hidden units (Eq. 73 of "Alternating Gibbs sampling in
 //! restricted Boltzmann machines: free-energy barriers, analytic models and moves in latent
-//! space"; spec `ags-barriers-analytic-models.md` §2.5, §3.2).
+//! space"; Roussel, Cocco and Monasson, *Barriers and dynamical paths in alternating Gibbs sampling*).
 //!
 //! \\[ P(W) = \frac{1}{L}\sum_{\ell=1}^L \sum_{\mu\ne\nu}\big|f_\mu(v^\ell)\,f_\nu(v^\ell)\big|,
 //!     \qquad f_\mu(v) = \Gamma_\mu'\big(I_\mu(v)\big) = E[h_\mu \mid v], \\]

@@ -33,7 +33,7 @@ pub trait TrainableLayer: Layer + LinearFields {
     /// The same layer with its fields set so that its units, **alone** (zero input from the
     /// other layer, \\(\beta = 1\\)), have means `means` (one per value of a chain's slot,
     /// length [`Layer::width`]): the visible-field initialisation from data frequencies
-    /// (spec `ptt-trais-rcm.md` §2.1, Appendix Z). Other parameters (precisions) are kept.
+    /// (Béreux et al., *Fast training and sampling of RBMs*). Other parameters (precisions) are kept.
     ///
     /// Means at the edge of the domain are clipped so that the fields stay finite:
     /// Bernoulli \\(\theta = \operatorname{logit}(m)\\) and spin

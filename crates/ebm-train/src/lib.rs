@@ -7,7 +7,7 @@
 //! \nabla\mathcal L = \Big\langle -\frac{\partial E}{\partial\Theta}\Big\rangle_{\mathcal D}
 //! - \Big\langle -\frac{\partial E}{\partial\Theta}\Big\rangle_{\text{model}} \\]
 //!
-//! (spec `ptt-trais-rcm.md` §2.1), with the data term from the layers' conditional means and
+//! (Béreux et al., *Fast training and sampling of RBMs*), with the data term from the layers' conditional means and
 //! the model term from a negative phase.
 //!
 //! | Item | Role |

@@ -15,7 +15,7 @@ use ebm_estimators::{LogMeanExp, systematic_resampling};
 use ebm_models::{Layer, Rbm, RbmChains};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
-    ParallelTempering, PtState, SwapSchedule, TemperatureLadder, validate_betas,
+    ParallelTempering, PtState, SwapSchedule, TemperatureLadder, validate_betas_to_one,
 };
 use nalgebra::DMatrix;
 use serde::de::DeserializeOwned;
@@ -34,8 +34,8 @@ pub struct NegativeInfo {
     /// Tempered phases: round trips completed during this update.
     pub round_trips: u64,
     /// Reweighted phases: the relative effective sample size of the chain weights after the
-    /// update, \\((\sum_r w_r)^2 / (R \sum_r w_r^2) \in [1/R, 1]\\) (spec `ptt-trais-rcm.md`
-    /// §5.5), before any resampling.
+    /// update, \\((\sum_r w_r)^2 / (R \sum_r w_r^2) \in [1/R, 1]\\) (Béreux et al., *Fast training and sampling of RBMs*),
+    /// before any resampling.
     pub ess: Option<f64>,
     /// Reweighted phases: whether the chains were resampled after the update.
     pub resampled: bool,
@@ -160,8 +160,8 @@ pub(crate) fn initial_chains<V: Layer, H: Layer<Scalar = V::Scalar>>(
     state
 }
 
-/// Persistent contrastive divergence, PCD-k (spec `ptt-trais-rcm.md` §2.1,
-/// `lifted-deo-pt.md` §1.5): `chains` persistent chains, each moved by `sweeps` alternating
+/// Persistent contrastive divergence, PCD-k (Béreux et al., *Fast training and sampling of RBMs*,
+/// Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*): `chains` persistent chains, each moved by `sweeps` alternating
 /// Gibbs sweeps at the current parameters before every update. The chains start from one
 /// sweep of the initial model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -228,7 +228,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
     }
 }
 
-/// Contrastive divergence, CD-k (spec `lifted-deo-pt.md` §1.4): one chain per sample of the
+/// Contrastive divergence, CD-k (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*): one chain per sample of the
 /// minibatch, restarted at the data before every update and moved by `sweeps` Gibbs sweeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cd {
@@ -289,8 +289,8 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
     }
 }
 
-/// Parallel tempering as the negative phase (spec `lifted-deo-pt.md` §2.9, with the
-/// corrections of §2.10): `chains` independent systems of replicas on the temperature ladder
+/// Parallel tempering as the negative phase (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*, with the
+/// defects of the authors' code corrected: swap threshold in (0, 1), step alpha/B): `chains` independent systems of replicas on the temperature ladder
 /// `betas` (increasing, the last equal to 1) of the current model. Each update runs `rounds`
 /// PT rounds, each of `sweeps` Gibbs sweeps on every rung followed by exchanges under
 /// `schedule` (stochastic or deterministic even/odd, random pair, lifted), with the exact
@@ -330,7 +330,7 @@ impl Tempered {
                 ),
             });
         }
-        validate_betas(&self.betas)
+        validate_betas_to_one(&self.betas)
     }
 }
 
@@ -478,8 +478,8 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
     }
 }
 
-/// Jarzynski-reweighted (population-annealing) persistent chains (spec `ptt-trais-rcm.md`
-/// §2.12, SI E): `chains` persistent chains moved by `sweeps` Gibbs sweeps at the *current*
+/// Jarzynski-reweighted (population-annealing) persistent chains (Béreux et al., *Fast training and sampling of RBMs*,
+/// SI E): `chains` persistent chains moved by `sweeps` Gibbs sweeps at the *current*
 /// parameters before the update, carrying log-weights \\(-W_r\\) that make the weighted chains
 /// an unbiased representation of the current model despite the chains lagging behind it:
 /// after each update \\(\Theta \to \Theta'\\),

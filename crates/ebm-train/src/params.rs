@@ -174,7 +174,7 @@ where
     Rbm::new(visible, hidden, w)
 }
 
-/// An initial model for training from scratch (spec `ptt-trais-rcm.md` §2.1 and Appendix Z):
+/// An initial model for training from scratch (Béreux et al., *Fast training and sampling of RBMs*):
 /// weights drawn i.i.d. from \\(\mathcal N(0, \sigma^2)\\) (\\(\sigma = 10^{-4}\\) in the reference
 /// code; \\(\sigma = 0\\) gives the independent-site model, whose \\(\log Z\\) is exact), the visible
 /// fields set from the data frequencies when `data` is given ([`TrainableLayer::with_means`],
@@ -289,7 +289,7 @@ mod tests {
         }
     }
 
-    /// The centred SGD step equals the reference code's formulas (spec Appendix Z):
+    /// The centred SGD step equals the reference code's formulas (the PTT paper):
     /// \\(\Delta W = \gamma\nabla W\\), \\(\Delta\theta = \gamma(\bar v - \langle v\rangle - \nabla W \bar h)\\),
     /// \\(\Delta\eta = \gamma(\bar h - \langle h\rangle - \nabla W^\top \bar v)\\).
     #[test]

@@ -210,10 +210,10 @@ pub struct Centre {
 /// \qquad \frac{\partial\mathcal L}{\partial\phi} = -\Big\langle\frac{\partial U}{\partial\phi}\Big\rangle_{\mathcal D}
 /// + \Big\langle\frac{\partial U}{\partial\phi}\Big\rangle_{\text{model}} \\]
 ///
-/// for the parameters \\(\phi\\) of each layer (spec `ptt-trais-rcm.md` §1.1 Eq. 2, in the
+/// for the parameters \\(\phi\\) of each layer (Béreux et al., *Fast training and sampling of RBMs*, in the
 /// layers' own sufficient statistics; the model average is over the negative-phase samples).
 ///
-/// **Centred** (Montavon & Müller; spec Appendix Z), the weight gradient is taken in the
+/// **Centred** (Montavon & Müller; the PTT paper), the weight gradient is taken in the
 /// parametrisation \\(-(v - a)^\top W (h - b)\\) with \\(a, b\\) the data means ([`Centre`]):
 /// \\(\partial\mathcal L/\partial W = \mathrm{Cov}_{\mathcal D}(v, h) - \langle (v - a)(h - b)^\top\rangle_{\text{model}}\\).
 /// A step \\(\Delta W\\) in that parametrisation is the same step on \\(W\\) together with the

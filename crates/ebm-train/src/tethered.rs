@@ -45,7 +45,7 @@ pub enum TmcDirection {
 /// The hidden statistics are Rao–Blackwellised by the trainer's [`crate::Moments`] (conditional
 /// means at the final \\(v\\)), a lower-variance choice than the reference code's binary
 /// samples. With [`crate::Trainer::centred`] (the default) the update is the centred gradient
-/// of the reference code (spec §3.3: \\(\Delta W = \mathrm{Cov}_{\mathcal D}(v, h) -
+/// of the reference code (the tethered-MC paper: \\(\Delta W = \mathrm{Cov}_{\mathcal D}(v, h) -
 /// [\langle v h^\top\rangle - \langle v\rangle \bar h^\top - \bar v\langle h\rangle^\top + \bar
 /// v \bar h^\top]\\) with the visible and hidden field steps shifted by \\(-\Delta W \bar h\\),
 /// \\(-\Delta W^\top \bar v\\)); with `centred = false` the plain gradient. Unlike the reference

@@ -19,8 +19,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// When to keep training checkpoints for parallel trajectory tempering (spec
-/// `ptt-trais-rcm.md` §2.10): every `every` updates the current model is offered, with samples
+/// When to keep training checkpoints for parallel trajectory tempering (Béreux et al., *Fast training and sampling of RBMs*):
+/// every `every` updates the current model is offered, with samples
 /// of it (see [`SelectionAcceptance`]), to a [`CheckpointSelector`], which keeps it when the
 /// estimated swap acceptance between it and the last kept model has fallen below
 /// `target_acceptance`. The initial model is always kept. Kept models accumulate in the state
@@ -72,17 +72,17 @@ pub const MAX_EXACT_SELECTION_CONFIGURATIONS: u128 = 1 << 20;
 /// The samples from which checkpoint selection estimates the swap acceptance between the last
 /// kept model and the offered one ([`ebm_samplers::tempering::swap_acceptance_with_error`]).
 ///
-/// The spec (`ptt-trais-rcm.md` §2.10) estimates it on copies of the training's persistent
+/// The PTT paper (Béreux et al., *Fast training and sampling of RBMs*) estimates it on copies of the training's persistent
 /// chains. That estimate is unbiased only if those chains are equilibrium samples of their
 /// models; while the model learns a new mode they are not (the chains cannot follow the change
 /// of mode weights), and the estimate can be far too high: on the 64 x 16 Ising RBM of
 /// `ebm reproduce ptt-mixing-ising` (seed 1) the selection estimated 0.257 for a pair whose
 /// exact acceptance is 0.067 (`REPRODUCTIONS.md`). When the hidden layer can be enumerated, exact
-/// draws of both models remove that bias: this is a deliberate deviation from the spec.
+/// draws of both models remove that bias: this is a deliberate deviation from the paper.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SelectionAcceptance {
-    /// The negative phase's persistent chains, as the spec.
+    /// The negative phase's persistent chains, as in the paper.
     Chains,
     /// [`CheckpointPolicy::exact_draws`] independent exact draws of each offered model, its
     /// hidden layer enumerated ([`TrainableLayer::draw_exact_as_hidden`]), from one RNG stream
@@ -94,7 +94,7 @@ pub enum SelectionAcceptance {
     Auto,
 }
 
-/// Online log-likelihood during training (spec `ptt-trais-rcm.md` §2.7): an
+/// Online log-likelihood during training (Béreux et al., *Fast training and sampling of RBMs*): an
 /// [`OnlineTrajectoryAis`] estimator follows the run, its `chains` chains reweighted by
 /// \\(F_{\text{old}} - F_{\text{new}}\\) and moved by one Gibbs sweep at the new parameters
 /// after every update (about one sweep per update), starting from the exact \\(\log Z\\) of the
@@ -188,7 +188,7 @@ where
 }
 
 /// Maximum-likelihood training of an [`Rbm<V, H>`](Rbm) of any pair of
-/// [`TrainableLayer`]s by minibatch gradient ascent (spec `ptt-trais-rcm.md` §2.1):
+/// [`TrainableLayer`]s by minibatch gradient ascent (Béreux et al., *Fast training and sampling of RBMs*):
 ///
 /// 1. draw a minibatch of `batch_size` samples ([`TrainingData`], weighted);
 /// 2. data moments with the hidden layer averaged out exactly ([`Moments::of_visible`]);
@@ -392,7 +392,7 @@ where
     }
 
     /// The training trajectory for parallel trajectory tempering: the kept checkpoints
-    /// followed by the current model (the final model is always kept, spec §2.10) unless it
+    /// followed by the current model (the final model is always kept, the PTT paper) unless it
     /// was just kept.
     pub fn trajectory(&self) -> Trajectory<V, H> {
         let mut t = Trajectory::from_checkpoints(self.kept.iter().cloned())

@@ -1,5 +1,5 @@
 //! The Jarzynski / population-annealing negative phase: after a parameter change the weighted
-//! chains represent the new model (spec `ptt-trais-rcm.md` §2.12, Eq. 30 and 37), checked
+//! chains represent the new model (Béreux et al., *Fast training and sampling of RBMs*), checked
 //! against exact expectations with a bound of 5 standard errors of the self-normalised
 //! estimator; the unweighted chains (the negative control) are rejected by the same bound.
 //! Resampling is triggered by the ESS and resets the weights.

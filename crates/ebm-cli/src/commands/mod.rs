@@ -10,7 +10,7 @@ mod pll_log;
 mod plot;
 mod pretrain;
 mod reproduce;
-mod sample;
+pub(crate) mod sample;
 mod stack;
 mod tmc;
 mod trace;

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use ebm_core::{ChainState, Kernel, Observer, Par, RngStreams};
+use ebm_core::{ChainState, Chains, Kernel, Observer, Par, RngStreams};
 use ebm_data::Dataset;
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
@@ -94,7 +94,7 @@ pub(crate) struct PtSummary {
     /// (an independent draw of the static sampler of a low-rank first checkpoint).
     pub rung0: String,
     /// Exponential and integrated autocorrelation times of the replica index process, in
-    /// rounds (spec `ptt-trais-rcm.md` §5.4), from the first 64 systems; null when they could
+    /// rounds (Béreux et al., *Fast training and sampling of RBMs*), from the first 64 systems; null when they could
     /// not be estimated.
     pub index_tau_exp: Option<f64>,
     pub index_tau_int: Option<f64>,
@@ -206,7 +206,7 @@ fn check_options(a: &SampleArgs) -> Result<()> {
                 return Err(not_for(
                     "--beta",
                     sampler,
-                    " (the ladder ends at the target, beta = 1; set the ladder with --betas)",
+                    " (the ladder's last rung is the target; for pt, end --betas at the beta wanted)",
                 ));
             }
             if a.sampler == SamplerArg::PtRef && a.beta_min.is_some() {
@@ -283,7 +283,7 @@ fn sampler_name(s: SamplerArg) -> &'static str {
     }
 }
 
-pub(super) fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
+pub(crate) fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
     match s {
         ScheduleArg::Seo => (SwapSchedule::StochasticEvenOdd, "seo"),
         ScheduleArg::Deo => (SwapSchedule::DeterministicEvenOdd, "deo"),
@@ -565,12 +565,19 @@ impl KindsTask for SampleTask<'_> {
                     );
                 }
                 let betas = ladder.betas().to_vec();
+                // The last rung is the target: the model at its own temperature unless --betas
+                // ends elsewhere.
+                let target = betas[betas.len() - 1];
                 let (samples, mut pt, pt_warnings) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
                 run_warnings = pt_warnings;
                 pt.betas = betas;
-                let desc = format!("PT ({}, {} rungs)", pt.schedule, pt.betas.len());
+                let desc = format!(
+                    "PT ({}, {} rungs, target beta {target})",
+                    pt.schedule,
+                    pt.betas.len()
+                );
                 let k = pt.betas.len() as u64;
-                (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
+                (samples, target, a.sweeps as u64 * k, desc, Some(pt))
             }
             SamplerArg::PtRef => {
                 let betas = match &a.betas {
@@ -733,7 +740,7 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     chains: RbmChains<f64>,
     tracer: &mut ModeTracer,
 ) -> Result<(DMatrix<f64>, PtSummary, Vec<String>)> {
-    // PTT proposes every pair each round, bottom up (spec `ptt-trais-rcm.md` §2.10): a
+    // PTT proposes every pair each round, bottom up (Béreux et al., *Fast training and sampling of RBMs*): a
     // configuration at the first checkpoint can climb several rungs in one round.
     let default = match a.sampler {
         SamplerArg::Ptt => ScheduleArg::Sweep,
@@ -760,11 +767,12 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     };
     let pt = ParallelTempering::new(Gibbs::new(a.sweeps), schedule).with_rung0_kernel(rung0);
     let mut state = PtState::new(vec![chains; ladder.n_rungs()], a.seed)?;
+    tracer.record(0, &state.rungs[ladder.n_rungs() - 1].visible)?;
+    let progress = ProgressObserver(ctx.progress(a.steps, sampler_name(a.sampler)));
     let (summary, warnings) = pt_rounds(
-        a,
-        ctx,
+        a.steps,
         &mut state,
-        tracer,
+        (progress, tracer),
         (schedule_name, rung0_name),
         |s| pt.step(ladder, s, Par::Rayon),
     )?;
@@ -772,34 +780,29 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     Ok((target.visible, summary, warnings))
 }
 
-/// Runs `--steps` rounds of `round` (one PT round on any exchange: a ladder, or a stack of
-/// RBMs) on `state`, whose last rung is the target, with the progress bar and the mode tracer;
-/// returns the diagnostics (the ladder's betas left empty) and the run's warnings.
+/// Runs `rounds` rounds of `round` (one PT round on any exchange: a ladder, or a stack of
+/// RBMs, of any model) on `state`, whose last rung is the target, showing the target's chains
+/// to `observer` (the progress bar, the mode tracer) after every round; returns the
+/// diagnostics (the ladder's betas left empty) and the run's warnings.
 ///
 /// The run warns when the ladder completed no round trip, or when it was shorter than 20
 /// exponential autocorrelation times of its replica index process (Sokal's conservative
 /// thermalisation time, the criterion of paper 000, SI B.1).
-pub(super) fn pt_rounds(
-    a: &SampleArgs,
-    ctx: &Context,
-    state: &mut PtState<RbmChains<f64>>,
-    tracer: &mut ModeTracer,
+pub(crate) fn pt_rounds<S: Chains>(
+    rounds: u64,
+    state: &mut PtState<S>,
+    mut observer: impl Observer<S>,
     (schedule_name, rung0_name): (&str, &str),
-    mut round: impl FnMut(&mut PtState<RbmChains<f64>>) -> PtInfo,
+    mut round: impl FnMut(&mut PtState<S>) -> PtInfo,
 ) -> Result<(PtSummary, Vec<String>)> {
     let k = state.rungs.len();
-    let mut diagnostics = PtDiagnostics::new(a.chains);
+    let mut diagnostics = PtDiagnostics::new(state.rungs[0].n_chains());
     let mut index = IndexProcess::with_max_systems(INDEX_SYSTEMS);
-    tracer.record(0, &state.rungs[k - 1].visible)?;
-    let mut observers = (
-        ProgressObserver(ctx.progress(a.steps, sampler_name(a.sampler))),
-        tracer,
-    );
-    for r in 1..=a.steps {
+    for r in 1..=rounds {
         let info = round(state);
         diagnostics.record(&info);
         index.record(state);
-        observers.observe(r, &state.rungs[k - 1])?;
+        observer.observe(r, &state.rungs[k - 1])?;
     }
     let finite = |x: f64| x.is_finite().then_some(x);
     let tau_exp = index.exponential_time().ok().and_then(|t| finite(t.tau));
@@ -809,15 +812,15 @@ pub(super) fn pt_rounds(
         warnings.push(format!(
             "no replica completed a round trip between rung 0 and the target in {} rounds: \
              the ladder did not communicate, so the target's samples are not equilibrated",
-            a.steps
+            rounds
         ));
     }
-    if let Some(t) = tau_exp.filter(|t| (a.steps as f64) < 20.0 * t) {
+    if let Some(t) = tau_exp.filter(|t| (rounds as f64) < 20.0 * t) {
         warnings.push(format!(
             "the run lasted {} rounds, fewer than 20 exponential autocorrelation times of the \
              replica index process (tau_exp = {t:.1} rounds): it may not have equilibrated; run \
              at least {} rounds",
-            a.steps,
+            rounds,
             (20.0 * t).ceil()
         ));
     }

@@ -255,11 +255,12 @@ pub(super) fn sample(
             let ladder = StackLadder::new(stack);
             let mut state = st.init(&ladder, &start.visible, a.seed, Par::Rayon)?;
             let mut tracer = ModeTracer::new(a, data.as_ref())?;
+            tracer.record(0, &state.rungs[depth - 1].visible)?;
+            let progress = ProgressObserver(ctx.progress(a.steps, "stacked"));
             let (mut pt, warnings) = pt_rounds(
-                a,
-                ctx,
+                a.steps,
                 &mut state,
-                &mut tracer,
+                (progress, &mut tracer),
                 (schedule_name, "gibbs"),
                 |s| st.step(&ladder, s, Par::Rayon).exchanges,
             )?;

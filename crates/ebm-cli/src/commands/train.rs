@@ -38,7 +38,7 @@ const STATE_FORMAT_VERSION: u32 = 1;
 const MAX_INITIAL_ENUMERATION: u128 = 1 << 22;
 
 /// The default target swap acceptance between kept checkpoints: 0.7, the reference code's
-/// value for the log-likelihood checkpoints (spec `ptt-trais-rcm.md` §2.6). For trajectory AIS
+/// value for the log-likelihood checkpoints (Béreux et al., *Fast training and sampling of RBMs*). For trajectory AIS
 /// the variance of the log weights of a pair with swap acceptance a is about
 /// s^2 = 2 [Phi^-1(a/2)]^2 (Gaussian works): 2.6 at 0.25 but 0.3 at 0.7, so a few
 /// checkpoints at 0.25 leave almost no effective samples; PTT mixes as well at 0.7 (its

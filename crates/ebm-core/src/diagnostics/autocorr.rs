@@ -1,16 +1,16 @@
-//! Autocorrelation times and effective sample sizes (PTT spec §5.4–5.5; tethered-MC spec §4).
+//! Autocorrelation times and effective sample sizes (PTT paper; tethered-MC paper).
 //!
 //! For series `x_i(s)`, `i = 1..R` (chains), `s = 0..n_i-1`, with the common mean `x̄` over all
 //! points, the normalised autocorrelation is
 //!
 //! `ρ(t) = C(t)/C(0)`, `C(t) = Σ_i Σ_{s < n_i - t} (x_i(s) - x̄)(x_i(s+t) - x̄) / Σ_i (n_i - t)`,
 //!
-//! the "mean over i and t0" of PTT spec §5.4. Conventions (Sokal 1997):
+//! the "mean over i and t0" of PTT paper. Conventions (Sokal 1997):
 //!
 //! - integrated time `τ_int = 1/2 + Σ_{t=1}^{W} ρ(t)`; the variance of a sample mean of `n`
 //!   correlated points is `2 τ_int Var(x)/n`, so the effective sample size is `n / (2 τ_int)`.
 //!   For an AR(1) series `x_{s+1} = ρ x_s + ε`: `τ_int = (1+ρ)/(2(1-ρ))` and `2τ_int = (1+ρ)/(1-ρ)`.
-//!   The PTT paper prints the sum from `t = 0`, which adds 1 (PTT spec §5.4 [TYPO?]); this crate
+//!   The PTT paper prints the sum from `t = 0`, which adds 1 (PTT paper); this crate
 //!   uses Sokal's form.
 //! - automatic window: the smallest `W` with `W >= c τ_int(W)` (`c = 6` is the tethered-MC
 //!   paper's κ; Sokal recommends 4–10). Sokal's error estimate:
@@ -262,7 +262,7 @@ pub fn exponential_autocorrelation_time(series: &[&[f64]]) -> Result<Exponential
 
 /// Normalised importance-sampling ESS of PTT Eq. 38, from log-weights `ℓ_r = -W_r`:
 /// `ESS = (R^{-1} Σ_r e^{ℓ_r})² / (R^{-1} Σ_r e^{2ℓ_r}) ∈ [1/R, 1]`, computed after shifting
-/// by `max_r ℓ_r` (PTT spec §5.5). 1 for equal weights, `1/R` for one non-zero weight.
+/// by `max_r ℓ_r` (PTT paper). 1 for equal weights, `1/R` for one non-zero weight.
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] for an empty slice or a NaN / `+∞` log-weight, or if every weight is 0.

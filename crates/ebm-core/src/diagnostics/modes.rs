@@ -1,4 +1,4 @@
-//! Mode assignment on principal components and jumps between modes (PTT spec §5.2).
+//! Mode assignment on principal components and jumps between modes (PTT paper).
 //!
 //! Projections are `k x n` matrices (one column per sample or chain, as returned by
 //! `ebm_data::Pca::project`). A chain trajectory is recorded as `labels_by_time[t][c]`, the mode of
@@ -19,7 +19,7 @@ pub enum ModeClassifier {
         value: f64,
     },
     /// Label 1 if `normal·p + offset >= 0`, else 0 (the PTT paper's dashed line in the
-    /// (PC1, PC2) plane; PTT spec §5.2).
+    /// (PC1, PC2) plane; PTT paper).
     HalfPlane {
         /// Normal vector (length `<= k`; missing entries count as 0).
         normal: Vec<f64>,

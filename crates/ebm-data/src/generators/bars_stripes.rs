@@ -1,9 +1,9 @@
-//! Bars and Stripes (MacKay; AGS spec §5).
+//! Bars and Stripes (MacKay; AGS paper).
 //!
 //! An `n x n` binary image is a *stripe* pattern if every row is constant (all zeros or all
 //! ones) and a *bar* pattern if every column is constant. There are `2^n` stripe patterns and
 //! `2^n` bar patterns; the all-zero and all-one images are both, so there are exactly
-//! `2^(n+1) - 2` distinct patterns (the AGS paper prints `2^(n+1) - 1`; AGS spec §5 remarks).
+//! `2^(n+1) - 2` distinct patterns (the AGS paper prints `2^(n+1) - 1`; AGS paper).
 //! Pixel `(r, c)` is feature `r*n + c`; values are in [`Domain::Binary01`].
 
 use nalgebra::DMatrix;

@@ -1,6 +1,6 @@
-//! Clustered binary data living in a low-dimensional subspace (tethered-MC spec §5, PTT spec §3.1).
+//! Clustered binary data living in a low-dimensional subspace (tethered-MC paper, PTT paper).
 //!
-//! The papers do not define their generators (tethered-MC spec §5: "the paper does not define the
+//! The papers do not define their generators (tethered-MC paper: "the paper does not define the
 //! generator"), so this module fixes one, documented here:
 //!
 //! 1. Draw a latent point `x ∈ R^d` from a mixture of components (isotropic Gaussians or uniform
@@ -62,12 +62,12 @@ pub struct ClusterConfig {
     pub components: Vec<Component>,
 }
 
-/// The papers' artificial sets (tethered-MC spec §5, PTT spec §3.1). Sample counts not given by
+/// The papers' artificial sets (tethered-MC paper, PTT paper). Sample counts not given by
 /// the papers are this crate's choice and marked so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClusterPreset {
     /// "Mickey": three uniform disks (face and two ears) in 2D, weights proportional to area
-    /// (2/3, 1/6, 1/6); `N = 1000`, 16 000 samples (PTT spec §3.1).
+    /// (2/3, 1/6, 1/6); `N = 1000`, 16 000 samples (PTT paper).
     Mickey,
     /// Two balanced Gaussian clusters at `m = ±0.5` (std 0.05) along `u = 1/√N`; `N = 1000`;
     /// 10 000 samples (count: this crate's choice). Tethered-MC §6.1.1.

@@ -4,7 +4,7 @@
 //! Model: `L x L` periodic square lattice, spins `s_i ∈ {-1,+1}`, energy
 //! `E(s) = -Σ_<ij> s_i s_j` (each nearest-neighbour bond once, `J = 1`, no field), Boltzmann
 //! weight `exp(-β E)`. The PTT paper's "Ising 2D" set is 20 000 configurations at `β = 0.44` on
-//! an 8 x 8 lattice (PTT spec §3.1; the lattice size is an inference there).
+//! an 8 x 8 lattice (PTT paper; the lattice size is an inference there).
 //!
 //! Swendsen–Wang sweep: every bond between equal neighbours is activated with probability
 //! `p = 1 - exp(-2β)`; the connected components of active bonds are flipped independently with
@@ -46,7 +46,7 @@ impl IsingConfig {
         }
     }
 
-    /// The PTT paper's set: `L = 8`, `β = 0.44`, 20 000 samples (PTT spec §3.1).
+    /// The PTT paper's set: `L = 8`, `β = 0.44`, 20 000 samples (PTT paper).
     pub fn ptt_paper() -> Self {
         Self::new(8, 0.44, 20_000)
     }

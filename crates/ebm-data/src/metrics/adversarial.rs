@@ -1,4 +1,4 @@
-//! Nearest-neighbour adversarial accuracy `AA_TS` and privacy loss (PTT spec §5.6; Yale et al.
+//! Nearest-neighbour adversarial accuracy `AA_TS` and privacy loss (PTT paper; Yale et al.
 //! 2020).
 //!
 //! Real set `T` and synthetic set `S` (columns of `n_features x n` matrices). With `d` the squared
@@ -122,7 +122,7 @@ pub fn adversarial_accuracy(
     })
 }
 
-/// Privacy loss `AA_TS(test, S) - AA_TS(train, S)` (PTT spec §5.6).
+/// Privacy loss `AA_TS(test, S) - AA_TS(train, S)` (PTT paper).
 ///
 /// # Errors
 /// As [`adversarial_accuracy`].

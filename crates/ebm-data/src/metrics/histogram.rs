@@ -1,5 +1,5 @@
 //! Distances between the distributions of data and samples on the leading principal components
-//! (PTT spec §5.7: 1-D histograms of samples vs data projected on PC1, PC2, ...).
+//! (PTT paper: 1-D histograms of samples vs data projected on PC1, PC2, ...).
 //!
 //! For two histograms `p`, `q` on common bins (normalised to 1):
 //! total variation `TV = (1/2) Σ_b |p_b - q_b| ∈ [0,1]`; Hellinger

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 /// rate.
 ///
 /// With rejection rates \\(r_k = 1 - \hat a_k\\), the global communication barrier of
-/// non-reversible PT is estimated by \\(\hat\Lambda = \sum_k r_k\\) (Syed et al.; spec
-/// `lifted-deo-pt.md` §5.2), and the round-trip rate DEO would reach with perfect exploration by
+/// non-reversible PT is estimated by \\(\hat\Lambda = \sum_k r_k\\) (Syed et al.; the PTT paper
+/// Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*), and the round-trip rate DEO would reach with perfect exploration by
 /// \\(1/(2 + 2\sum_k r_k/(1 - r_k))\\); comparing it with the measured round-trip rate tells how
 /// much the exploration limits communication.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -75,12 +75,12 @@ impl PtDiagnostics {
 }
 
 /// The replica index process of a PT run: for every system and replica, the rung it occupied
-/// after each recorded round, \\(n_{i,r}(t)\\), and its autocorrelation times (spec
-/// `ptt-trais-rcm.md` §5.4, after Banos et al. 2010).
+/// after each recorded round, \\(n_{i,r}(t)\\), and its autocorrelation times (the PTT paper
+/// Béreux et al., *Fast training and sampling of RBMs*, after Banos et al. 2010).
 ///
 /// The normalised autocorrelation \\(\rho(t)\\) pools all series around their common mean;
 /// \\(\tau_{\text{int}} = \frac12 + \sum_{t=1}^{W} \rho(t)\\) with Sokal's automatic window
-/// \\(W \ge 6\tau_{\text{int}}\\) (the spec prints the sum from \\(t = 0\\), which adds 1: a
+/// \\(W \ge 6\tau_{\text{int}}\\) (the PTT paper prints the sum from \\(t = 0\\), which adds 1: a
 /// typo), and \\(\tau_{\text{exp}}\\) from a weighted fit of \\(\log\rho(t)\\) at large
 /// \\(t\\). A run of at least \\(20\tau_{\text{exp}}\\) rounds is a conservative
 /// thermalisation time; \\(\tau_{\text{int}}\\) is the time between independent index

@@ -332,60 +332,88 @@ fn ladder_log_accept<L: Ladder>(
     }
 }
 
-/// One model at increasing inverse temperatures \\(0 \le \beta_0 < \dots < \beta_K = 1\\).
+/// One model at increasing inverse temperatures \\(0 \le \beta_0 < \dots < \beta_K\\); the last,
+/// \\(\beta_K = \beta^*\\), is the target. Usually \\(\beta^* = 1\\) (the model itself), but any
+/// \\(\beta^* > 0\\) is a target: a model sampled hotter than its own temperature
+/// (\\(\beta^* < 1\\)), or a colder target reached from the model's own temperature
+/// (\\(\beta^* > 1\\)). Parallel tempering then samples \\(p_{\beta^*}\\) at the last rung, and
+/// AIS along the ladder estimates \\(\log Z_{\beta^*}\\).
 #[derive(Clone, Debug)]
 pub struct TemperatureLadder<M> {
     model: M,
     betas: Vec<f64>,
 }
 
-/// Checks that `betas` is non-empty, strictly increasing, within \\([0, 1]\\) and ends at 1.
-/// Checks an inverse-temperature ladder: non-empty, every value in \\([0, 1]\\), strictly
-/// increasing, the last equal to 1 (the target).
+/// Checks an inverse-temperature ladder: non-empty, every value finite and \\(\ge 0\\), strictly
+/// increasing, the last (the target) \\(> 0\\).
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] naming `betas` and the first offending rung.
 pub fn validate_betas(betas: &[f64]) -> ebm_core::Result<()> {
-    let bad = |reason: String| Error::InvalidParameter {
-        name: "betas".into(),
-        reason,
-    };
     if betas.is_empty() {
-        return Err(bad("a ladder needs at least one inverse temperature".into()));
+        return Err(bad_betas(
+            "a ladder needs at least one inverse temperature".into(),
+        ));
     }
-    if let Some(k) = betas.iter().position(|b| !(0.0..=1.0).contains(b)) {
-        return Err(bad(format!("beta[{k}] = {} is outside [0, 1]", betas[k])));
+    if let Some(k) = betas.iter().position(|b| !(b.is_finite() && *b >= 0.0)) {
+        return Err(bad_betas(format!(
+            "beta[{k}] = {} is not a finite value >= 0",
+            betas[k]
+        )));
     }
     if let Some(k) = betas.windows(2).position(|w| w[0] >= w[1]) {
-        return Err(bad(format!(
+        return Err(bad_betas(format!(
             "betas must increase strictly: beta[{k}] = {} >= beta[{}] = {}",
             betas[k],
             k + 1,
             betas[k + 1]
         )));
     }
-    if *betas.last().expect("non-empty") != 1.0 {
-        return Err(bad(format!(
-            "the last beta is the target and must be 1, got {}",
-            betas[betas.len() - 1]
-        )));
+    if betas[betas.len() - 1] == 0.0 {
+        return Err(bad_betas(
+            "the last beta is the target and must be > 0".into(),
+        ));
     }
     Ok(())
 }
 
+/// [`validate_betas`] for ladders whose target must be the model itself, \\(\beta_K = 1\\):
+/// interpolation coefficients ([`ReferenceLadder`]) and the negative phase of training, which
+/// must sample the model being trained.
+///
+/// # Errors
+/// As [`validate_betas`], or a last value other than 1.
+pub fn validate_betas_to_one(betas: &[f64]) -> ebm_core::Result<()> {
+    validate_betas(betas)?;
+    match betas[betas.len() - 1] {
+        1.0 => Ok(()),
+        last => Err(bad_betas(format!(
+            "this ladder must end at the model itself, beta = 1, got {last}"
+        ))),
+    }
+}
+
+fn bad_betas(reason: String) -> Error {
+    Error::InvalidParameter {
+        name: "betas".into(),
+        reason,
+    }
+}
+
 impl<M: EnergyModel> TemperatureLadder<M> {
-    /// A ladder of `model` at `betas`.
+    /// A ladder of `model` at `betas`, the last the target.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] unless `betas` is non-empty, strictly increasing, within
-    /// \\([0, 1]\\) and ends at exactly 1 (the target).
+    /// [`Error::InvalidParameter`] unless `betas` is non-empty, finite, \\(\ge 0\\), strictly
+    /// increasing and ends above 0 ([`validate_betas`]).
     pub fn new(model: M, betas: Vec<f64>) -> ebm_core::Result<Self> {
         validate_betas(&betas)?;
         Ok(Self { model, betas })
     }
 
-    /// \\(K + 1\\) inverse temperatures spaced geometrically from `beta_min` (> 0) to 1,
-    /// \\(\beta_k = \beta_{\min}^{1 - k/K}\\) (the spacing of spec `lifted-deo-pt.md` §2.2).
+    /// \\(K + 1\\) inverse temperatures spaced geometrically from `beta_min` (> 0) to the model
+    /// itself at 1,
+    /// \\(\beta_k = \beta_{\min}^{1 - k/K}\\) (the spacing of Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*).
     ///
     /// # Errors
     /// As [`TemperatureLadder::new`], or `beta_min` not in \\((0, 1)\\) with `n_rungs >= 2`.
@@ -410,10 +438,10 @@ impl<M: EnergyModel> TemperatureLadder<M> {
     }
 
     /// Temperatures chosen greedily from a dense `grid` of inverse temperatures (increasing,
-    /// ending at 1) so that the swap acceptance between neighbouring rungs stays at or above
+    /// ending at the target) so that the swap acceptance between neighbouring rungs stays at or above
     /// `target_acceptance`: the chains of `state` are annealed up the grid with `sweeps` steps
     /// of `kernel` per grid point, and [`select_rungs`](super::select_rungs) keeps the rungs
-    /// (spec `ptt-trais-rcm.md` §2.8, where the reference code scans 1000 points with 10 Gibbs
+    /// (Béreux et al., *Fast training and sampling of RBMs*, where the reference code scans 1000 points with 10 Gibbs
     /// sweeps and targets 0.3). Start `state` in equilibrium at `grid[0]` (for RBMs at
     /// \(\beta = 0\): uniform random states, or any state after one Gibbs sweep).
     ///
@@ -577,7 +605,8 @@ impl<A: Ladder, B: Ladder<Model = A::Model>> Ladder for Concat<A, B> {
 /// \\(p_\beta \propto p_{\text{ref}}^{1-\beta} e^{-\beta E}\\), realised as the RBM with
 /// interpolated parameters \\(\Theta_\beta = \beta\Theta + (1 - \beta)\Theta_{\text{ref}}\\)
 /// ([`ebm_models::Rbm::interpolate`]) at temperature 1, for
-/// \\(0 \le \beta_0 < \dots < \beta_K = 1\\) (spec `ptt-trais-rcm.md` §2.5, §2.9). The reference
+/// \\(0 \le \beta_0 < \dots < \beta_K = 1\\) (Béreux et al., *Fast training and sampling of RBMs*): the
+/// coefficients must end at 1, where the interpolated model is the model. The reference
 /// is an RBM with zero weights (independent sites), e.g. visible fields from the data
 /// frequencies ([`ebm_models::Bernoulli::from_means`]) and neutral hidden units; rung 0 at
 /// \\(\beta_0 = 0\\) is the reference itself. The interpolated models are built once.
@@ -595,8 +624,8 @@ where
     /// The ladder from `reference` to `model` at `betas`.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for betas that are not a valid ladder (as
-    /// [`TemperatureLadder::new`]) or a reference with non-zero weights;
+    /// [`Error::InvalidParameter`] for betas that are not a valid ladder ending at 1
+    /// ([`validate_betas_to_one`]) or a reference with non-zero weights;
     /// [`Error::ShapeMismatch`] if the two models differ in shape.
     pub fn new(
         model: &ebm_models::Rbm<V, H>,
@@ -604,7 +633,7 @@ where
         betas: Vec<f64>,
     ) -> ebm_core::Result<Self> {
         use ebm_core::Scalar;
-        validate_betas(&betas)?;
+        validate_betas_to_one(&betas)?;
         if let Some(k) = reference.weights().iter().position(|w| w.as_f64() != 0.0) {
             return Err(Error::InvalidParameter {
                 name: "reference".into(),

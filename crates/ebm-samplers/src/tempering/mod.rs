@@ -1,6 +1,6 @@
 //! Parallel tempering: ladders of distributions on one state space, the replica-exchange move
 //! written once over the [`Exchange`] trait, and the PT loop with its swap schedules
-//! (spec `lifted-deo-pt.md` §2, `ptt-trais-rcm.md` PT sections).
+//! (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*, Béreux et al., *Fast training and sampling of RBMs*).
 
 mod diagnostics;
 mod ladder;
@@ -12,7 +12,7 @@ mod stacked;
 pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
     Concat, Exchange, KeptProducts, Ladder, ReferenceLadder, Rung, TemperatureLadder,
-    TrajectoryLadder, validate_betas,
+    TrajectoryLadder, validate_betas, validate_betas_to_one,
 };
 pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};

@@ -10,18 +10,18 @@ pub enum SwapSchedule {
     /// even pairs or all odd pairs with probability 1/2 each. Reversible.
     StochasticEvenOdd,
     /// Deterministic even/odd (DEO, non-reversible): even pairs on even rounds, odd pairs on
-    /// odd rounds (spec `lifted-deo-pt.md` §2.8). Each half leaves the product target
+    /// odd rounds (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*). Each half leaves the product target
     /// invariant; their alternation is not reversible and moves replicas ballistically.
     DeterministicEvenOdd,
     /// One uniformly random adjacent pair per round and system. Reversible.
     RandomPair,
     /// Every adjacent pair, in sequence from the bottom to the top, every round: the schedule
-    /// of parallel trajectory tempering (spec `ptt-trais-rcm.md` §2.10, "sequential neighbour
+    /// of parallel trajectory tempering (Béreux et al., *Fast training and sampling of RBMs*, "sequential neighbour
     /// swaps, bottom to top"). Each exchange sees the states left by the one below it, so a
     /// fresh configuration injected at rung 0 (an exact refresh) can climb several rungs in one
     /// round. Each exchange leaves the product target invariant; the sweep is not reversible.
     Sweep,
-    /// Lifted PT (spec `lifted-deo-pt.md` §2.7, with the corrected involution): each system
+    /// Lifted PT (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*, with the corrected involution): each system
     /// carries one lifted replica at rung \\(\eta\\) with a direction \\(\varepsilon = \pm1\\)
     /// ([`PtState::lifted`]); each round proposes the single exchange \\((\eta, \eta +
     /// \varepsilon)\\). On acceptance the lifted replica moves and keeps its direction (reversing
@@ -29,6 +29,17 @@ pub enum SwapSchedule {
     /// kept at the ends. Leaves \\(\tilde P \times \mathrm{Unif}(\mathcal X)\\) invariant,
     /// non-reversibly.
     Lifted,
+}
+
+impl SwapSchedule {
+    /// Every schedule, for runs and tests that compare them all.
+    pub const ALL: [SwapSchedule; 5] = [
+        SwapSchedule::StochasticEvenOdd,
+        SwapSchedule::DeterministicEvenOdd,
+        SwapSchedule::RandomPair,
+        SwapSchedule::Sweep,
+        SwapSchedule::Lifted,
+    ];
 }
 
 /// Parallel tempering: explore every rung with `kernel`, then propose exchanges between
@@ -41,8 +52,8 @@ pub enum SwapSchedule {
 /// Rung 0 can be explored by a different kernel `B`
 /// ([`ParallelTempering::with_rung0_kernel`]), typically [`crate::ExactRefresh`] when the
 /// ladder's models are [`ebm_core::Tractable`]: every round then injects independent exact
-/// draws at the bottom, as PTT does with its exactly sampled first model (spec
-/// `ptt-trais-rcm.md` §2.10). For RBM ladders whose rung 0 is at \(\beta = 0\) or is an
+/// draws at the bottom, as PTT does with its exactly sampled first model (the PTT paper
+/// Béreux et al., *Fast training and sampling of RBMs*). For RBM ladders whose rung 0 is at \(\beta = 0\) or is an
 /// independent-site reference (zero weights), one Gibbs sweep at rung 0 already is an exact
 /// draw, because neither conditional depends on the other layer there.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -190,7 +201,7 @@ impl<S: Chains> PtState<S> {
 /// counts too, which does not change the long-run rate). The round-trip rate per
 /// system and round is \\(1/(2 + 2\sum_k r_k/(1 - r_k))\\) for DEO and
 /// \\(1/(2K + 2\sum_k r_k/(1-r_k))\\) for SEO with \\(K\\) pairs and rejection rates \\(r_k\\), when
-/// exploration refreshes each rung exactly (spec `lifted-deo-pt.md` §5.2); a test checks both.
+/// exploration refreshes each rung exactly (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*); a test checks both.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PtInfo {
     /// Round trips completed during this round, summed over systems.
@@ -457,7 +468,7 @@ mod tests {
         (pi, k)
     }
 
-    /// Spec `lifted-deo-pt.md` §2.7 and §7.1 test 5, by exact enumeration: the lifted
+    /// Lifted PT (Kadan, Syed and Wøien), by exact enumeration: the lifted
     /// exchange leaves pi invariant, satisfies skew-detailed balance
     /// pi(z) K(z, z') = pi(S z') K(S z', S z) with the corrected involution S, and is not
     /// reversible; keeping the direction on rejection (no involution) breaks invariance.

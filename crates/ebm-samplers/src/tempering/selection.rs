@@ -1,8 +1,8 @@
 //! Choosing the rungs of a ladder so that neighbouring swaps are accepted at a target rate:
 //! the online checkpoint selector of parallel trajectory tempering, and the same rule applied
 //! offline to any fine ladder (a dense temperature grid or a long sequence of checkpoints).
-//! Spec `ptt-trais-rcm.md` §2.8 (greedy temperatures) and §2.10 (model selection along the
-//! trajectory).
+//! Both follow Béreux et al., *Fast training and sampling of RBMs* (greedy temperatures, and
+//! model selection along the trajectory).
 
 use super::ladder::{Ladder, Rung};
 use ebm_core::{ChainRng, ChainState, EnergyModel, Error, Kernel, Par, RngStreams};
@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 /// permutation drawn from `rng`, which decorrelates the pairing when the two batches descend
 /// from each other (persistent chains saved at an earlier update). This is the expected PT
 /// acceptance of the pair; averaging \\(\min(1, \cdot)\\) instead of accept/reject indicators
-/// halves the noise of the spec's trial swaps.
+/// halves the noise of the PTT paper's trial swaps.
 ///
 /// # Panics
 /// If the two batches differ in their number of chains or are empty.
@@ -115,7 +115,7 @@ pub struct Selection {
 }
 
 /// Online selection of training checkpoints for parallel trajectory tempering and trajectory
-/// AIS (spec `ptt-trais-rcm.md` §2.10, "the acceptance of PTT exchanges between neighboring
+/// AIS (Béreux et al., *Fast training and sampling of RBMs*, "the acceptance of PTT exchanges between neighboring
 /// models must not go below a target acceptance"): after each update the trainer offers the
 /// current model with its persistent chains, and the selector estimates the swap acceptance
 /// ([`estimated_swap_acceptance`], both models at \\(\beta = 1\\)) between it and the last kept
@@ -282,9 +282,9 @@ where
 /// there). Rung 0 and the last rung are always kept. Returns the kept rung indices, increasing.
 ///
 /// Applied to a dense [`super::TemperatureLadder`] this chooses temperatures (the greedy rule
-/// of spec `ptt-trais-rcm.md` §2.8, see [`super::TemperatureLadder::with_target_acceptance`]);
+/// of Béreux et al., *Fast training and sampling of RBMs*, see [`super::TemperatureLadder::with_target_acceptance`]);
 /// applied to a [`super::TrajectoryLadder`] of all saved checkpoints it selects the PTT ladder
-/// (§2.10: neighbouring acceptance must not go below the target). The chains should start in
+/// (neighbouring acceptance must not go below the target). The chains should start in
 /// equilibrium at rung 0 (exact draws when rung 0 is tractable, or many sweeps there), and the
 /// fine ladder should be dense enough that `sweeps` steps re-equilibrate the chains between
 /// neighbouring rungs.
@@ -378,8 +378,8 @@ where
     Ok(kept)
 }
 
-/// The barrier-equalising schedule of non-reversible PT (Syed et al. 2022; spec
-/// `lifted-deo-pt.md` §5.2): from a ladder at interpolation points
+/// The barrier-equalising schedule of non-reversible PT (Syed et al. 2022; the PTT paper
+/// Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*): from a ladder at interpolation points
 /// \\(t_0 < \dots < t_K\\) (inverse temperatures, or the coefficients of a reference ladder)
 /// and its measured per-pair acceptance rates \\(a_k\\), returns `n_rungs` new points with the
 /// same ends that split the estimated cumulative barrier evenly.

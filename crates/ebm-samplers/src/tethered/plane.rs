@@ -166,7 +166,7 @@ impl Reconstruction2d {
     /// The largest path discrepancy in nats, \\(\alpha \max |\Omega - \Omega_{\rm reverse}|\\)
     /// over the grid points where \\(p\\) is at least `min_density` times its maximum (where
     /// both paths' values matter). By Eq. 18 it vanishes for an exact gradient up to
-    /// quadrature error; a large value means non-equilibrated grid points (spec §2.8).
+    /// quadrature error; a large value means non-equilibrated grid points (the tethered-MC paper).
     pub fn path_discrepancy(&self, alpha: f64, min_density: f64) -> f64 {
         let max = self
             .log_density
@@ -188,7 +188,7 @@ impl Reconstruction2d {
     /// (inverse CDFs, trapezoid cumulative sums, linear within a grid interval; the conditional
     /// is that of the grid row nearest to the drawn \\(y\\)): \\((x, y) \sim p\\) up to the grid
     /// discretisation when `u`, `v` are independent uniforms. This replaces the reference
-    /// code's lookup, whose indices are off by one (spec §2.8).
+    /// code's lookup, whose indices are off by one (the tethered-MC paper).
     pub fn quantile(&self, u: f64, v: f64) -> [f64; 2] {
         let nx = self.grid_x.len();
         let p: Vec<f64> = self.log_density.iter().map(|l| l.exp()).collect();

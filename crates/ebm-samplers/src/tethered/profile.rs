@@ -634,7 +634,7 @@ pub struct Sampled<F: Scalar> {
     pub warnings: Vec<String>,
 }
 
-/// TMC sampling (paper §4.1, spec §2.7) in one call: measures \\(p(\hat m)\\) on `grid`
+/// TMC sampling (paper §4.1, the tethered-MC paper) in one call: measures \\(p(\hat m)\\) on `grid`
 /// ([`measure`], streams from `seed`), draws `n` targets \\(\hat m \sim p\\) by inverse CDF
 /// and runs `settings.sweeps` TMC sweeps at each from a uniformly random start ([`generate`],
 /// streams from `seed + 1`), then `settings.gibbs_sweeps` unconstrained Gibbs sweeps. The

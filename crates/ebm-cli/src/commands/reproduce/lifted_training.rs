@@ -24,7 +24,7 @@ const PAPER_004_FIG2: &str = "All three PT variants reach their maximum log-like
     (paper 004, Fig. 2: mean training pseudo-log-likelihood per image of the nudged digits \
     against epochs).";
 
-/// The paper's Fig. 2, digitised (spec §4.2, ±0.1): epoch, then PCD, CD, PT, LPT, DEO.
+/// The paper's Fig. 2, digitised (the lifted-PT paper, ±0.1): epoch, then PCD, CD, PT, LPT, DEO.
 const PAPER_CURVES: [(u64, [f64; 5]); 9] = [
     (5, [-24.0, -22.8, -22.5, -22.7, -22.7]),
     (10, [-22.2, -21.7, -20.9, -21.1, -21.0]),
@@ -59,7 +59,7 @@ const METHODS: [(&str, &str, &str); 5] = [
     ),
 ];
 
-/// The paper's ladder: \\(\beta_t = 0.7^t\\), six temperatures (spec §3.4).
+/// The paper's ladder: \\(\beta_t = 0.7^t\\), six temperatures (the lifted-PT paper).
 const LADDER: &str = "--rungs 6 --beta-min 0.16807";
 
 const MODELS: [&str; 10] = [
@@ -560,7 +560,7 @@ fn lifted_report(a: &ReproduceArgs, r: &LiftedResults, dir: &Path) -> String {
          variants use the paper's ladder beta_t = 0.7^t on 6 temperatures and one swap round \
          per update: PT one random neighbouring pair, LPT the lifted schedule, DEO the \
          deterministic even/odd one. Every variant uses the step alpha/B (the authors' PT code \
-         used alpha/T, spec §2.9). The visible fields start at the data frequencies, the \
+         used alpha/T). The visible fields start at the data frequencies, the \
          weights at N(0, 0.01^2).\n",
         a.seed,
         if a.quick { ", quick mode" } else { "" },
