@@ -51,6 +51,7 @@ fn main() -> Result<(), Error> {
         target_acceptance: 0.25,
         every: 1,
         path: Some(out.join("digits_trajectory.safetensors")),
+        ..CheckpointPolicy::default()
     });
     trainer.likelihood = Some(LikelihoodPolicy {
         chains: 1000,

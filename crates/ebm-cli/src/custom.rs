@@ -169,7 +169,11 @@ where
     T: Into<OsString> + Clone,
 {
     crate::run_parsed(args, |cli: &ModelCli, arguments| {
-        run(&cli.command, &Context::new(cli.quiet, cli.json, arguments))
+        // Launched by mpirun, a custom command line refuses rather than repeat its work on
+        // every process (only `ebm`'s own commands are sharded).
+        let ctx = Context::new(cli.quiet, cli.json, arguments, crate::world::world()?);
+        ctx.one_process("a custom model's command line")?;
+        run(&cli.command, &ctx)
     })
 }
 
