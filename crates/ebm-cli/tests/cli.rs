@@ -1240,7 +1240,7 @@ fn bad_input_gives_one_clear_error_line() {
         d,
         &format!("{sample} --sampler pt --rungs 1 --out s.npy"),
         1,
-        "at least 2",
+        "2 to 10000 rungs",
     );
     fails(
         d,

@@ -1106,29 +1106,8 @@ fn killed_runs_resume_to_the_uninterrupted_model_bit_for_bit() {
     let started = Instant::now();
     ok(d, &format!("train {LONG} --out full.safetensors"));
     let full = started.elapsed();
-    let mut resumed = 0;
-    // Kill points spread over the run (SIGKILL: no chance to save anything), each on the
-    // outputs of an earlier short run: whatever the kill interrupts, the model, state and
-    // record on disk are one set, the earlier run's or a periodic save's.
-    let short = LONG.replace("--updates 300", "--updates 3");
-    for (k, fraction) in [0.3, 0.55, 0.8].into_iter().enumerate() {
-        let stem = format!("k{k}");
-        ok(d, &format!("train {short} --out {stem}.safetensors"));
-        let mut child = spawn(
-            d,
-            &format!("train {LONG} --save-every 7 --out {stem}.safetensors"),
-        );
-        std::thread::sleep(full.mul_f64(fraction));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        let update = assert_one_set(d, &stem);
-        assert!(
-            update.is_multiple_of(7) || update == 3 || update == 300,
-            "{update}"
-        );
-        if update == 3 || update == 300 {
-            continue;
-        }
+    // Resumes the killed run `stem` (outputs at `update`) and compares it with the full run.
+    let resume = |k: usize, stem: &str, update: u64| {
         ok(
             d,
             &format!(
@@ -1143,12 +1122,61 @@ fn killed_runs_resume_to_the_uninterrupted_model_bit_for_bit() {
             bytes(&d.join("full.trajectory.safetensors"))
                 == bytes(&d.join(format!("r{k}.trajectory.safetensors")))
         );
-        resumed += 1;
+    };
+    let short = LONG.replace("--updates 300", "--updates 3");
+    let long = |stem: &str| format!("train {LONG} --save-every 7 --out {stem}.safetensors");
+    // Kill points spread over the run (SIGKILL: no chance to save anything), each on the
+    // outputs of an earlier short run: whatever the kill interrupts, the model, state and
+    // record on disk are one set, the earlier run's or a periodic save's. A kill that misses
+    // the run (before the first periodic save, or after the end) resumes nothing.
+    for (k, fraction) in [0.3, 0.55, 0.8].into_iter().enumerate() {
+        let stem = format!("k{k}");
+        ok(d, &format!("train {short} --out {stem}.safetensors"));
+        let mut child = spawn(d, &long(&stem));
+        std::thread::sleep(full.mul_f64(fraction));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let update = assert_one_set(d, &stem);
+        assert!(
+            update.is_multiple_of(7) || update == 3 || update == 300,
+            "{update}"
+        );
+        if update != 3 && update != 300 {
+            resume(k, &stem, update);
+        }
     }
+    // One kill that lands mid-run on any machine: as soon as the record on disk shows the first
+    // periodic save, the run is killed wherever it is (computing or writing a later save).
+    let stem = "k3";
+    ok(d, &format!("train {short} --out {stem}.safetensors"));
+    let mut child = spawn(d, &long(stem));
+    let watched = Instant::now();
+    let saved = || {
+        std::fs::read(d.join(format!("{stem}.json")))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v["results"]["updates"].as_u64())
+            .is_some_and(|u| u >= 7)
+    };
+    while !saved() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before its first periodic save was seen"
+        );
+        assert!(
+            watched.elapsed() < Duration::from_secs(120),
+            "no periodic save"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let update = assert_one_set(d, stem);
     assert!(
-        resumed >= 1,
-        "no kill landed in the middle of the run ({full:?})"
+        update.is_multiple_of(7) && update < 300,
+        "killed after its first periodic save, the run left update {update}"
     );
+    resume(3, stem, update);
 }
 
 /// Spawns `ebm train <args>` with the test hook `EBM_SIGNAL_READY`: the run creates the file

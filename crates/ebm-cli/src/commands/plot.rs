@@ -154,8 +154,10 @@ fn samples_figure(
 }
 
 /// Reads the run record of `ebm sample` at `path` and checks the fields the figures draw
-/// against one another: the ladder (at least 2 rungs; inverse temperatures in [0, 1],
-/// increasing for pt and pt-ref, all 1 with increasing checkpoint updates for ptt), one swap
+/// against one another: the ladder (at least 2 rungs; finite inverse temperatures >= 0,
+/// increasing, for pt and pt-ref (a pt ladder may end at any beta), all 1 with increasing
+/// checkpoint updates for ptt, all 1 for stacked tempering, whose rungs are the RBMs of its
+/// stack), one swap
 /// acceptance in [0, 1] per neighbouring pair, increasing steps and non-decreasing costs of
 /// the mode jumps and of the recorded chain, one value per step.
 fn read_sample_record(path: &Path) -> Result<SampleResults> {
@@ -170,6 +172,9 @@ fn read_sample_record(path: &Path) -> Result<SampleResults> {
     let increasing = |x: &[u64]| x.windows(2).all(|w| w[0] < w[1]);
     if let Some(pt) = &r.pt {
         let b = &pt.betas;
+        // Stacked tempering's rungs are the RBMs of its stack, each at beta 1.
+        let stacked = r.sampler == "stacked";
+        let n_rungs = b.len();
         let ladder_ok = match &pt.checkpoint_updates {
             Some(u) => {
                 if u.len() != b.len() || !increasing(u) {
@@ -180,15 +185,19 @@ fn read_sample_record(path: &Path) -> Result<SampleResults> {
                 }
                 b.iter().all(|&x| x == 1.0)
             }
-            None => b.iter().all(|x| (0.0..=1.0).contains(x)) && b.windows(2).all(|w| w[0] < w[1]),
+            None if stacked => b.iter().all(|&x| x == 1.0),
+            None => {
+                b.iter().all(|x| x.is_finite() && *x >= 0.0) && b.windows(2).all(|w| w[0] < w[1])
+            }
         };
-        if b.len() < 2 || !ladder_ok {
+        if n_rungs < 2 || !ladder_ok {
             return Err(bad(
                 "pt.betas",
-                "at least 2 inverse temperatures in [0, 1], increasing (all 1 for ptt)",
+                "at least 2 finite inverse temperatures >= 0, increasing (all 1 for ptt and for \
+                 stacked tempering)",
             ));
         }
-        if pt.acceptance_rates.len() != b.len() - 1
+        if pt.acceptance_rates.len() != n_rungs - 1
             || pt
                 .acceptance_rates
                 .iter()
@@ -199,7 +208,7 @@ fn read_sample_record(path: &Path) -> Result<SampleResults> {
                 "pt.acceptance_rates",
                 &format!(
                     "{} rates in [0, 1], one per pair of neighbouring rungs",
-                    b.len() - 1
+                    n_rungs - 1
                 ),
             ));
         }

@@ -72,8 +72,8 @@ pub(crate) struct SampleResults {
 pub(crate) struct PtSummary {
     /// `seo`, `deo`, `random-pair` or `lifted`.
     pub schedule: String,
-    /// The ladder's inverse temperatures (pt), interpolation coefficients (pt-ref), or 1 for
-    /// every checkpoint (ptt).
+    /// The ladder's inverse temperatures (pt), interpolation coefficients (pt-ref), 1 for
+    /// every checkpoint (ptt) and for every RBM of the stack (stacked tempering).
     pub betas: Vec<f64>,
     /// ptt: the training update of the checkpoint at each rung.
     pub checkpoint_updates: Option<Vec<u64>>,
@@ -571,11 +571,13 @@ impl KindsTask for SampleTask<'_> {
                 let (samples, mut pt, pt_warnings) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
                 run_warnings = pt_warnings;
                 pt.betas = betas;
-                let desc = format!(
-                    "PT ({}, {} rungs, target beta {target})",
-                    pt.schedule,
-                    pt.betas.len()
-                );
+                // The target is named only when the ladder does not end at the model itself.
+                let at = if target == 1.0 {
+                    String::new()
+                } else {
+                    format!(", target beta {target}")
+                };
+                let desc = format!("PT ({}, {} rungs{at})", pt.schedule, pt.betas.len());
                 let k = pt.betas.len() as u64;
                 (samples, target, a.sweeps as u64 * k, desc, Some(pt))
             }
