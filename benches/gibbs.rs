@@ -5,7 +5,10 @@
 // criterion's macros generate undocumented items.
 #![allow(missing_docs)]
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{
+    BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
+};
 use ebm::core::linalg::{MatRef, matmul};
 use ebm::nalgebra::DMatrix;
 use ebm::prelude::*;
@@ -34,6 +37,29 @@ fn pool(threads: usize) -> rayon::ThreadPool {
         .unwrap()
 }
 
+/// Times one Gibbs sweep of `model` over the chains of `state` on `pool`, as benchmark `id`.
+fn time_sweep<M: ConditionalSampler>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    id: BenchmarkId,
+    model: &M,
+    state: &mut ChainState<M::State>,
+    pool: &rayon::ThreadPool,
+) {
+    group.bench_function(id, |b| {
+        b.iter(|| {
+            pool.install(|| {
+                Gibbs::new(1).step(
+                    model,
+                    1.0,
+                    &mut state.chains,
+                    state.rngs.as_mut_slice(),
+                    Par::Rayon,
+                )
+            })
+        })
+    });
+}
+
 fn bench_sweeps<F: Scalar>(c: &mut Criterion) {
     let rbm = model::<F>();
     let mut group = c.benchmark_group(format!(
@@ -46,22 +72,8 @@ fn bench_sweeps<F: Scalar>(c: &mut Criterion) {
         let pool = pool(threads);
         let mut state = ChainState::new(rbm.new_state(CHAINS), 1);
         pool.install(|| run(&rbm, &Gibbs::new(2), 1.0, &mut state, 1, Par::Rayon, ()).unwrap());
-        group.bench_function(
-            BenchmarkId::new("sweep", format!("threads={threads}")),
-            |b| {
-                b.iter(|| {
-                    pool.install(|| {
-                        Gibbs::new(1).step(
-                            &rbm,
-                            1.0,
-                            &mut state.chains,
-                            state.rngs.as_mut_slice(),
-                            Par::Rayon,
-                        )
-                    })
-                })
-            },
-        );
+        let id = BenchmarkId::new("sweep", format!("threads={threads}"));
+        time_sweep(&mut group, id, &rbm, &mut state, &pool);
     }
     group.finish();
 }
@@ -135,19 +147,8 @@ fn bench_model<V: Layer<Scalar = f32>, H: Layer<Scalar = f32>>(
     let pool = pool(2);
     let mut state = ChainState::new(rbm.new_state(CHAINS), 1);
     pool.install(|| run(rbm, &Gibbs::new(2), 1.0, &mut state, 1, Par::Rayon, ()).unwrap());
-    group.bench_function(BenchmarkId::new("sweep", "threads=2"), |b| {
-        b.iter(|| {
-            pool.install(|| {
-                Gibbs::new(1).step(
-                    rbm,
-                    1.0,
-                    &mut state.chains,
-                    state.rngs.as_mut_slice(),
-                    Par::Rayon,
-                )
-            })
-        })
-    });
+    let id = BenchmarkId::new("sweep", "threads=2");
+    time_sweep(&mut group, id, rbm, &mut state, &pool);
     group.finish();
 }
 
@@ -200,20 +201,8 @@ fn bench_sizes(c: &mut Criterion) {
             .unwrap();
             let mut state = ChainState::new(rbm.new_state(chains), 1);
             group.throughput(Throughput::Elements((chains * NV * nh) as u64));
-            let id = if line == "chains" { chains } else { nh };
-            group.bench_function(BenchmarkId::from_parameter(id), |b| {
-                b.iter(|| {
-                    pool.install(|| {
-                        Gibbs::new(1).step(
-                            &rbm,
-                            1.0,
-                            &mut state.chains,
-                            state.rngs.as_mut_slice(),
-                            Par::Rayon,
-                        )
-                    })
-                })
-            });
+            let id = BenchmarkId::from_parameter(if line == "chains" { chains } else { nh });
+            time_sweep(&mut group, id, &rbm, &mut state, &pool);
         }
         group.finish();
     }
