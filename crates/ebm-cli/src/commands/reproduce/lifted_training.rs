@@ -219,10 +219,13 @@ pub(super) fn lifted_training_digits(a: &ReproduceArgs, ctx: &Context) -> Result
     {
         for (k, (label, _, options)) in METHODS.iter().enumerate() {
             let slot = size * METHODS.len() + k;
+            // The checkpoint trajectory of these trainings is not used: the selection runs on
+            // the training's chains rather than on exact draws, which would enumerate the
+            // hidden layer after every update.
             let line = format!(
                 "train --data @DATA --out {} {} --hidden-units {hidden} --sweeps 1 --batch-size \
                  10 --learning-rate 0.02 --uncentred --updates {updates} --pll-every {every} \
-                 --seed {seed}",
+                 --selection-acceptance chains --seed {seed}",
                 MODELS[slot],
                 options.replace("@LADDER", LADDER)
             );
