@@ -11,8 +11,8 @@ use ebm::prelude::*;
 use ebm::samplers::tempering::TrajectoryLadder;
 use ebm_train::observe::{CsvLog, Progress};
 use ebm_train::{
-    CheckpointPolicy, LearningRate, LikelihoodPolicy, Pcd, TrainState, Trainer, TrainingData,
-    initial_model, mean_log_likelihood,
+    CheckpointPolicy, LearningRate, LikelihoodPolicy, Pcd, SelectionAcceptance, TrainState,
+    Trainer, TrainingData, initial_model, mean_log_likelihood,
 };
 
 fn main() -> Result<(), Error> {
@@ -51,6 +51,9 @@ fn main() -> Result<(), Error> {
         target_acceptance: 0.25,
         every: 1,
         path: Some(out.join("digits_trajectory.safetensors")),
+        // The paper's estimate on the training's chains: exact draws (the default for up to
+        // 2^20 hidden configurations) would enumerate the 2^20 hidden states after every update.
+        acceptance: SelectionAcceptance::Chains,
         ..CheckpointPolicy::default()
     });
     trainer.likelihood = Some(LikelihoodPolicy {
