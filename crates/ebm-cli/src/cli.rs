@@ -717,7 +717,8 @@ pub(crate) enum SelectionAcceptanceArg {
     Exact,
     /// The training's persistent chains (as the PTT paper, Béreux et al.).
     Chains,
-    /// exact when the hidden layer can be enumerated, else chains.
+    /// exact when the hidden layer has at most 2^16 configurations (enumerated after every
+    /// offer, so cheap only for small layers), else chains.
     Auto,
 }
 
@@ -1455,7 +1456,8 @@ pub(crate) struct TrainSettings {
     #[arg(long, value_name = "N", value_parser = positive_u64)]
     pub checkpoint_every: Option<u64>,
     /// Samples the checkpoint selection estimates the swap acceptance from [default: auto:
-    /// exact when the hidden layer has at most 2^20 configurations, else chains].
+    /// exact when the hidden layer has at most 2^16 configurations, else chains; `exact`
+    /// enumerates up to 2^20, once per offered model].
     #[arg(long, value_enum)]
     pub selection_acceptance: Option<SelectionAcceptanceArg>,
     /// Exact draws of each offered model for the checkpoint selection, >= 2 [default: 1000].

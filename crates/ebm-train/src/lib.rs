@@ -72,6 +72,7 @@ pub use stack::{StackTrainer, sampled_representations};
 pub use stats::{Centre, Gradient, Moments};
 pub use tethered::{Tmc, TmcDirection, TmcState};
 pub use trainer::{
-    CheckpointPolicy, LikelihoodInfo, LikelihoodPolicy, MAX_EXACT_SELECTION_CONFIGURATIONS,
-    PairBelowTarget, SelectionAcceptance, TrainInfo, TrainState, Trainer, mean_log_likelihood,
+    AUTO_EXACT_SELECTION_CONFIGURATIONS, CheckpointPolicy, LikelihoodInfo, LikelihoodPolicy,
+    MAX_EXACT_SELECTION_CONFIGURATIONS, PairBelowTarget, SelectionAcceptance, TrainInfo,
+    TrainState, Trainer, mean_log_likelihood,
 };

@@ -65,9 +65,16 @@ impl Default for CheckpointPolicy {
 }
 
 /// Hidden layers with at most this many configurations (\(N_h \le 20\) binary units, the
-/// exact-computation rule of paper 000) are enumerated to draw the samples of checkpoint
-/// selection exactly ([`SelectionAcceptance::Auto`]).
+/// exact-computation rule of paper 000) can be enumerated to draw the samples of checkpoint
+/// selection exactly ([`SelectionAcceptance::Exact`]).
 pub const MAX_EXACT_SELECTION_CONFIGURATIONS: u128 = 1 << 20;
+
+/// [`SelectionAcceptance::Auto`] draws exactly only up to this many hidden configurations
+/// (\(N_h \le 16\) binary units). Selection enumerates the hidden layer of every offered model,
+/// that is after every update by default: at \(2^{16}\) configurations that costs about as much
+/// as a small update, at \(2^{20}\) it costs 16 times more and dominated the default training
+/// (20 hidden units), where `Exact` stays available on request.
+pub const AUTO_EXACT_SELECTION_CONFIGURATIONS: u128 = 1 << 16;
 
 /// The samples from which checkpoint selection estimates the swap acceptance between the last
 /// kept model and the offered one ([`ebm_samplers::tempering::swap_acceptance_with_error`]).
@@ -89,7 +96,7 @@ pub enum SelectionAcceptance {
     /// per draw held in the training state; an error unless the hidden layer has at most
     /// [`MAX_EXACT_SELECTION_CONFIGURATIONS`] configurations.
     Exact,
-    /// `Exact` when the hidden layer has at most [`MAX_EXACT_SELECTION_CONFIGURATIONS`]
+    /// `Exact` when the hidden layer has at most [`AUTO_EXACT_SELECTION_CONFIGURATIONS`]
     /// configurations, `Chains` otherwise.
     Auto,
 }
@@ -527,7 +534,9 @@ fn exact_selection<H: TrainableLayer>(policy: &CheckpointPolicy, hidden: &H) -> 
     let enumerable = configurations.is_some_and(|n| n <= MAX_EXACT_SELECTION_CONFIGURATIONS);
     let exact = match policy.acceptance {
         SelectionAcceptance::Chains => false,
-        SelectionAcceptance::Auto => enumerable,
+        SelectionAcceptance::Auto => {
+            configurations.is_some_and(|n| n <= AUTO_EXACT_SELECTION_CONFIGURATIONS)
+        }
         SelectionAcceptance::Exact if enumerable => true,
         SelectionAcceptance::Exact => {
             return Err(Error::InvalidParameter {

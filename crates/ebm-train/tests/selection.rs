@@ -127,7 +127,8 @@ fn training_chains_keep_a_pair_below_the_target() {
     );
 }
 
-/// `Auto` falls back to the chains beyond 2^20 hidden configurations; `Exact` is then an error.
+/// `Auto` falls back to the chains beyond 2^16 hidden configurations, where `Exact` still
+/// enumerates up to 2^20; beyond that `Exact` is an error.
 #[test]
 fn exact_draws_need_an_enumerable_hidden_layer() {
     let data = data();
@@ -140,13 +141,20 @@ fn exact_draws_need_an_enumerable_hidden_layer() {
             2,
         )
     };
-    let state = trainer(SelectionAcceptance::Auto)
-        .init(model(21).unwrap(), &data, 1, Par::Seq)
-        .unwrap();
-    assert_eq!(
-        state.selection_acceptance(),
-        Some(SelectionAcceptance::Chains)
-    );
+    for (nh, source) in [
+        (16, SelectionAcceptance::Exact),
+        (17, SelectionAcceptance::Chains),
+        (21, SelectionAcceptance::Chains),
+    ] {
+        let state = trainer(SelectionAcceptance::Auto)
+            .init(model(nh).unwrap(), &data, 1, Par::Seq)
+            .unwrap();
+        assert_eq!(
+            state.selection_acceptance(),
+            Some(source),
+            "auto, {nh} units"
+        );
+    }
     let e = trainer(SelectionAcceptance::Exact)
         .init(model(21).unwrap(), &data, 1, Par::Seq)
         .unwrap_err();
