@@ -1,5 +1,5 @@
 //! One parallel-tempering round (Gibbs exploration of every rung, then the exchanges) for a
-//! Bernoulli RBM of 784 x 200 units, 10 rungs with 1000 chains per rung, f32, 2 threads:
+//! Bernoulli RBM of 784 x 200 units, 10 rungs with 1000 chains per rung, f32, 1 and 2 threads:
 //! a geometric temperature ladder under DEO, and a trajectory ladder (10 models, as the
 //! checkpoints of PTT) under the sequential sweep of PTT. Each is measured against the 10
 //! Gibbs sweeps it contains (the same models and temperatures, no exchange): the goal of
@@ -31,7 +31,7 @@ fn round_and_sweeps<L>(
     ladder: &L,
     schedule: SwapSchedule,
     chains: usize,
-    pool: &rayon::ThreadPool,
+    pools: &[(usize, rayon::ThreadPool)],
 ) where
     L: Exchange<RungModel = Model, State = RbmChains<f32>>,
 {
@@ -39,7 +39,7 @@ fn round_and_sweeps<L>(
     let pt = ParallelTempering::new(Gibbs::new(1), schedule);
     let new = |k: usize| ladder.explored(k).model.new_state(chains);
     let mut state = PtState::new((0..rungs).map(new).collect(), 1).unwrap();
-    pool.install(|| pt.step(ladder, &mut state, Par::Rayon));
+    pt.step(ladder, &mut state, Par::Rayon);
     let mut alone: Vec<_> = (0..rungs)
         .map(|k| ChainState::new(new(k), k as u64))
         .collect();
@@ -49,34 +49,41 @@ fn round_and_sweeps<L>(
     // Work in AGS steps: one sweep per chain and rung.
     group.throughput(Throughput::Elements((rungs * chains) as u64));
     group.sample_size(10);
-    group.bench_function(BenchmarkId::new("round", "threads=2"), |b| {
-        b.iter(|| pool.install(|| pt.step(ladder, &mut state, Par::Rayon)))
-    });
-    group.bench_function(BenchmarkId::new("sweeps", "threads=2"), |b| {
-        b.iter(|| {
-            pool.install(|| {
-                for (k, s) in alone.iter_mut().enumerate() {
-                    let rung = ladder.explored(k);
-                    Gibbs::new(1).step(
-                        rung.model,
-                        rung.beta,
-                        &mut s.chains,
-                        s.rngs.as_mut_slice(),
-                        Par::Rayon,
-                    );
-                }
+    for (threads, pool) in pools {
+        let id = format!("threads={threads}");
+        group.bench_function(BenchmarkId::new("round", &id), |b| {
+            b.iter(|| pool.install(|| pt.step(ladder, &mut state, Par::Rayon)))
+        });
+        group.bench_function(BenchmarkId::new("sweeps", &id), |b| {
+            b.iter(|| {
+                pool.install(|| {
+                    for (k, s) in alone.iter_mut().enumerate() {
+                        let rung = ladder.explored(k);
+                        Gibbs::new(1).step(
+                            rung.model,
+                            rung.beta,
+                            &mut s.chains,
+                            s.rngs.as_mut_slice(),
+                            Par::Rayon,
+                        );
+                    }
+                })
             })
-        })
-    });
+        });
+    }
     group.finish();
 }
 
 fn bench(c: &mut Criterion) {
     let (nv, nh, chains, rungs) = (784, 200, 1000, 10);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(2)
-        .build()
-        .unwrap();
+    // Both thread counts, for the scaling of a round and of its sweeps (issue 22: at least
+    // 1.85x on 2 threads).
+    let pools: Vec<_> = [1, 2]
+        .map(|t| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build();
+            (t, pool.unwrap())
+        })
+        .into();
     let temperatures = TemperatureLadder::geometric(rbm(nv, nh, 0.05), 0.3, rungs).unwrap();
     round_and_sweeps(
         c,
@@ -84,7 +91,7 @@ fn bench(c: &mut Criterion) {
         &temperatures,
         SwapSchedule::DeterministicEvenOdd,
         chains,
-        &pool,
+        &pools,
     );
     let trajectory =
         TrajectoryLadder::new((1..=rungs).map(|k| rbm(nv, nh, 0.005 * k as f32)).collect())
@@ -95,7 +102,7 @@ fn bench(c: &mut Criterion) {
         &trajectory,
         SwapSchedule::Sweep,
         chains,
-        &pool,
+        &pools,
     );
 }
 

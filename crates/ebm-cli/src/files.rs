@@ -12,9 +12,16 @@ use crate::error::{CliError, Result, bail};
 pub(crate) fn load_dataset(path: &Path) -> Result<Dataset> {
     if ebm_data::Format::from_path(path).is_none() {
         let what = foreign_format(path).map_or(String::new(), |f| {
+            // An HDF5 file given as data is most likely a model of the `rbms` package.
+            let model = if f.starts_with("an HDF5") {
+                " If it holds a model or trajectory of the `rbms` package, give it as --model \
+                 or --trajectory (ebm reads those directly); a data array in it"
+            } else {
+                " Its array"
+            };
             format!(
-                " It is {f}: export the array to .npy or .csv first (e.g. with numpy.save or \
-                 numpy.savetxt)."
+                " It is {f}.{model} must be exported to .npy or .csv first (e.g. with \
+                 numpy.save or numpy.savetxt)."
             )
         });
         bail!(

@@ -678,6 +678,8 @@ fn foreign_and_oversized_inputs_get_messages_that_say_what_to_do() {
         e.contains("It is an HDF5 file") && e.contains("numpy.save"),
         "{e}"
     );
+    // An HDF5 file given as data is most likely an rbms model: say where models go.
+    assert!(e.contains("give it as --model or --trajectory"), "{e}");
     assert!(!e.contains("LoadOptions"), "{e}");
     // A model too large to enumerate: the estimators that can.
     let big = Rbm::new(

@@ -1009,6 +1009,45 @@ fn a_schedule_resumes_bit_for_bit_and_a_new_rate_is_recorded() {
     assert!(bytes(&d.join("full.safetensors")) != bytes(&d.join("new.safetensors")));
 }
 
+/// A resumed run carries the previous log's rows up to its state; a malformed row of that log
+/// is dropped with a warning naming the file (it used to vanish silently). Control: an intact
+/// log resumes without the warning.
+#[test]
+fn malformed_rows_of_a_resumed_log_are_dropped_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_npy(&d.join("d.npy"), clusters(8, 40));
+    let train = "train --data d.npy --hidden-units 3 --chains 20 --batch-size 10 --seed 5";
+    ok(
+        d,
+        &format!("{train} --updates 6 --stop-after 3 --out h.safetensors"),
+    );
+    let resume = |state: &str| {
+        ebm()
+            .current_dir(d)
+            .args(
+                format!("train --data d.npy --resume {state} --updates 6 --out r.safetensors")
+                    .split_whitespace(),
+            )
+            .output()
+            .unwrap()
+    };
+    let intact = resume("h.state.json");
+    assert!(intact.status.success());
+    assert!(!String::from_utf8_lossy(&intact.stderr).contains("malformed"));
+    let log = std::fs::read_to_string(d.join("h.log.csv")).unwrap();
+    let mut lines: Vec<&str> = log.lines().collect();
+    lines.insert(2, "garbage,row");
+    std::fs::write(d.join("h.log.csv"), lines.join("\n") + "\n").unwrap();
+    let out = resume("h.state.json");
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("h.log.csv: 1 malformed row(s)"), "{stderr}");
+    let merged = std::fs::read_to_string(d.join("r.log.csv")).unwrap();
+    assert!(!merged.contains("garbage"), "{merged}");
+    assert_eq!(merged.lines().count(), 1 + 6, "{merged}");
+}
+
 #[test]
 fn the_visible_kind_is_never_guessed_from_stray_values() {
     let dir = tempfile::tempdir().unwrap();

@@ -87,6 +87,24 @@ impl<F: Scalar> Potts<F> {
     }
 }
 
+/// The largest value of a slot, by four independent running maxima (the maximum does not
+/// depend on the order, so this is the value of a sequential scan, without its chain of
+/// dependent comparisons). `-inf` for an empty slot.
+#[inline(always)]
+fn slot_max<F: Scalar>(slot: &[F]) -> F {
+    let mut m = [F::neg_infinity(); 4];
+    let mut quads = slot.chunks_exact(4);
+    for c in &mut quads {
+        for (m, &x) in m.iter_mut().zip(c) {
+            *m = m.max(x);
+        }
+    }
+    for &x in quads.remainder() {
+        m[0] = m[0].max(x);
+    }
+    m[0].max(m[1]).max(m[2].max(m[3]))
+}
+
 /// Overwrites one unit's inputs `slot` by \\(e^{\beta(\theta_a + I_a) - \max}\\) and returns
 /// their sum (the max-shifted softmax numerators and normaliser).
 #[inline]
@@ -172,25 +190,28 @@ impl<F: Scalar> Layer for Potts<F> {
             *x = b * (t + *x);
         }
         for slot in inputs.chunks_mut(self.q) {
-            let m = slot.iter().fold(F::neg_infinity(), |m, &x| m.max(x));
+            let m = slot_max(slot);
             for x in slot.iter_mut() {
                 *x = *x - m;
             }
         }
         F::exp_in_place(inputs);
+        let zero = F::from_f64(0.0);
         for slot in inputs.chunks_mut(self.q) {
-            let total = slot.iter().fold(F::from_f64(0.0), |t, &x| t + x);
-            let u = F::uniform(rng) * total;
-            let mut acc = F::from_f64(0.0);
-            let mut chosen = slot.len() - 1;
-            for (a, x) in slot.iter().enumerate() {
+            // Inverse CDF: the cumulative sums in place (the total is the last), then the
+            // first state whose cumulative weight exceeds u, counted without branches: the
+            // sums do not decrease, so that state's index is the number of sums <= u (capped
+            // at the last state). The same sums in the same order as a running search, so the
+            // same draws.
+            let mut acc = zero;
+            for x in slot.iter_mut() {
                 acc = acc + *x;
-                if u < acc {
-                    chosen = a;
-                    break;
-                }
+                *x = acc;
             }
-            slot.fill(F::from_f64(0.0));
+            let u = F::uniform(rng) * acc;
+            let below = slot.iter().map(|&c| usize::from(c <= u)).sum::<usize>();
+            let chosen = below.min(slot.len() - 1);
+            slot.fill(zero);
             slot[chosen] = F::one();
         }
     }

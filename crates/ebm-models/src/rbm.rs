@@ -321,32 +321,45 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         if m == 0 {
             return;
         }
-        let mut per_chain: Vec<&mut [f64]> = out.chunks_mut(m).collect();
-        for_each_chain_chunk(par, nh, inputs, &mut per_chain, |first, inp, outs| {
-            let cols = outs.len();
-            let vs = &v.as_slice()[first * nv..(first + cols) * nv];
-            matmul(
-                MatRef::col_major(self.weights.as_slice(), nv, nh).t(),
-                MatRef::col_major(vs, nv, cols),
-                inp,
-            );
-            self.free_energies_from_inputs(vs, inp, betas, outs);
-        });
+        if nh == 0 {
+            for_each_chain_chunk(par, m, out, &mut vec![(); v.ncols()], |first, o, ids| {
+                let vs = &v.as_slice()[first * nv..(first + ids.len()) * nv];
+                self.free_energies_from_inputs(vs, &[], betas, o);
+            });
+            return;
+        }
+        ebm_core::for_each_chain_chunk2(
+            par,
+            (nh, inputs),
+            (m, out),
+            &mut vec![(); v.ncols()],
+            |first, inp, o, ids| {
+                let cols = ids.len();
+                let vs = &v.as_slice()[first * nv..(first + cols) * nv];
+                matmul(
+                    MatRef::col_major(self.weights.as_slice(), nv, nh).t(),
+                    MatRef::col_major(vs, nv, cols),
+                    inp,
+                );
+                self.free_energies_from_inputs(vs, inp, betas, o);
+            },
+        );
     }
 
     /// The tempered free energies of the columns `vs` (`cols` chains) from their hidden inputs
     /// `inputs` = \(W^\top v\): \(F_\beta(v) = \beta U_V(v) - \Gamma^\beta_H(W^\top v)\)
-    /// at each temperature, into `outs[i][j]`. The one place this arithmetic lives, so energies
-    /// from kept inputs are bit-identical to energies with the product recomputed.
+    /// at each temperature, into `out[i * betas.len() + j]`. The one place this arithmetic
+    /// lives, so energies from kept inputs are bit-identical to energies with the product
+    /// recomputed.
     fn free_energies_from_inputs(
         &self,
         vs: &[V::Scalar],
         inputs: &[V::Scalar],
         betas: &[f64],
-        outs: &mut [&mut [f64]],
+        out: &mut [f64],
     ) {
         let (nv, nh) = (self.visible.width(), self.hidden.width());
-        for (k, o) in outs.iter_mut().enumerate() {
+        for (k, o) in out.chunks_mut(betas.len()).enumerate() {
             let energy = self.visible.energy(&vs[k * nv..(k + 1) * nv]);
             let input = &inputs[k * nh..(k + 1) * nh];
             for (e, &beta) in o.iter_mut().zip(betas) {
@@ -661,20 +674,14 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         if m == 0 {
             return true;
         }
-        let mut per_chain: Vec<&mut [f64]> = out.chunks_mut(m).collect();
         let inputs = kept.hidden.as_slice();
-        ebm_core::for_each_chain_chunk(
-            par,
-            1,
-            &mut vec![0u8; n],
-            &mut per_chain,
-            |first, _, outs| {
-                let cols = outs.len();
-                let vs = &x.visible.as_slice()[first * nv..(first + cols) * nv];
-                let inp = &inputs[first * nh..(first + cols) * nh];
-                self.free_energies_from_inputs(vs, inp, betas, outs);
-            },
-        );
+        // `vec![(); n]` allocates nothing.
+        ebm_core::for_each_chain_chunk(par, m, out, &mut vec![(); n], |first, o, ids| {
+            let cols = ids.len();
+            let vs = &x.visible.as_slice()[first * nv..(first + cols) * nv];
+            let inp = &inputs[first * nh..(first + cols) * nh];
+            self.free_energies_from_inputs(vs, inp, betas, o);
+        });
         true
     }
 

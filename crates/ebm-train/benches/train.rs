@@ -65,6 +65,14 @@ fn bench(c: &mut Criterion) {
     group.bench_function("pcd-10 update", |b| {
         b.iter(|| trainer.step(&mut state, &data, None, Par::Rayon).unwrap())
     });
+    // The same update on one thread: the thread scaling of issue 22 (at least 1.85x on 2).
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    group.bench_function("pcd-10 update, 1 thread", |b| {
+        b.iter(|| one.install(|| trainer.step(&mut state, &data, None, Par::Rayon).unwrap()))
+    });
 
     let rbm = state.model.clone();
     let mut chains = ChainState::new(rbm.default_chains(CHAINS), 5);

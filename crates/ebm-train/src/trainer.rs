@@ -694,18 +694,24 @@ impl<P> Trainer<P> {
         H: TrainableLayer<Scalar = V::Scalar>,
         P: NegativePhase<V, H>,
     {
+        // Saturating: sizes read from the command line can be near `usize::MAX`, whose products
+        // overflow even `u128`; a saturated estimate is simply refused.
+        let product = |xs: &[u128]| xs.iter().fold(1u128, |p, &x| p.saturating_mul(x));
         let bytes = std::mem::size_of::<V::Scalar>() as u128;
         let width = nv as u128 + nh as u128;
         // Checkpoint selection may hold three batches of exact draws (the offer, the last kept
         // model's and the previous offer's).
-        let chains = self.negative.chains_held(self.batch_size) as u128
-            + self.likelihood.as_ref().map_or(0, |l| l.chains as u128)
-            + self
-                .checkpoints
-                .as_ref()
-                .map_or(0, |c| 3 * c.exact_draws as u128);
-        let params = nv as u128 * nh as u128 + width;
-        2 * chains * width * bytes + 10 * params * 8 + 2 * self.batch_size as u128 * width * bytes
+        let chains = (self.negative.chains_held(self.batch_size) as u128)
+            .saturating_add(self.likelihood.as_ref().map_or(0, |l| l.chains as u128))
+            .saturating_add(
+                self.checkpoints
+                    .as_ref()
+                    .map_or(0, |c| 3 * c.exact_draws as u128),
+            );
+        let params = product(&[nv as u128, nh as u128]).saturating_add(width);
+        product(&[2, chains, width, bytes])
+            .saturating_add(product(&[10, params, 8]))
+            .saturating_add(product(&[2, self.batch_size as u128, width, bytes]))
     }
 
     /// Checks a state read from a file (e.g. to resume a run) against this trainer and the
@@ -994,5 +1000,37 @@ impl<P> Trainer<P> {
             observer.observe(info.update, &info)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Pcd;
+    use ebm_models::Bernoulli;
+
+    /// Sizes near `usize::MAX` saturate the estimate instead of wrapping to a small number
+    /// that the memory check would accept.
+    #[test]
+    fn memory_estimate_saturates_instead_of_wrapping() {
+        let trainer = Trainer::new(
+            Pcd {
+                sweeps: 1,
+                chains: usize::MAX,
+            },
+            usize::MAX,
+        );
+        let huge =
+            trainer.memory_estimate::<Bernoulli<f64>, Bernoulli<f64>>(usize::MAX, usize::MAX);
+        assert_eq!(huge, u128::MAX);
+        let small = Trainer::new(
+            Pcd {
+                sweeps: 1,
+                chains: 10,
+            },
+            10,
+        )
+        .memory_estimate::<Bernoulli<f64>, Bernoulli<f64>>(4, 3);
+        assert!(small > 0 && small < 1 << 20, "{small}");
     }
 }

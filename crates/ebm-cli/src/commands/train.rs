@@ -1137,10 +1137,20 @@ impl<'a> KindsTask for TrainTask<'a> {
         let mut log = CsvLog::new(Vec::new());
         let exact_ll = enumerable(state.model.visible(), state.model.hidden());
         let mut pll = a.pll_every.map(|_| PllLog::new(config.seed, exact_ll));
-        let previous = resume
-            .as_ref()
-            .map(|(p, _, _)| previous_log(p, first))
-            .unwrap_or_default();
+        let previous = match resume.as_ref() {
+            Some((p, _, _)) => {
+                let (rows, malformed) = previous_log(p, first);
+                if let (true, Some(log)) = (malformed > 0, log_of_state(p)) {
+                    ctx.warn(format!(
+                        "{}: {malformed} malformed row(s) (not starting with an update number) \
+                         are not carried into the resumed log",
+                        log.display()
+                    ));
+                }
+                rows
+            }
+            None => String::new(),
+        };
         let outputs = Outputs {
             a,
             ctx,
@@ -1359,30 +1369,37 @@ fn enumerable<V: CliLayer, H: CliLayer>(v: &V, h: &H) -> bool {
 }
 
 /// The rows of the log next to a resumed state (`<model>.state.json` -> `<model>.log.csv`)
-/// up to update `upto`, header included; empty if there is none.
-fn previous_log(state: &Path, upto: u64) -> String {
-    let name = state.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let Some(stem) = name.strip_suffix(".state.json") else {
-        return String::new();
-    };
-    let Ok(text) = std::fs::read_to_string(state.with_file_name(format!("{stem}.log.csv"))) else {
-        return String::new();
+/// up to update `upto`, header included (empty if there is none), and the number of rows that
+/// do not start with an update number (dropped; the caller warns). Rows after `upto` belong to
+/// the interrupted run past its last saved state and are dropped silently.
+fn previous_log(state: &Path, upto: u64) -> (String, usize) {
+    let Some(Ok(text)) = log_of_state(state).map(std::fs::read_to_string) else {
+        return (String::new(), 0);
     };
     let mut lines = text.lines();
     let Some(header) = lines.next() else {
-        return String::new();
+        return (String::new(), 0);
     };
     let mut out = format!("{header}\n");
+    let mut malformed = 0;
     for l in lines {
         match l.split(',').next().and_then(|u| u.parse::<u64>().ok()) {
             Some(u) if u <= upto => {
                 out.push_str(l);
                 out.push('\n');
             }
-            _ => {}
+            Some(_) => {}
+            None => malformed += 1,
         }
     }
-    out
+    (out, malformed)
+}
+
+/// The log written next to a state file: `<model>.state.json` -> `<model>.log.csv`.
+fn log_of_state(state: &Path) -> Option<PathBuf> {
+    let name = state.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".state.json")?;
+    Some(state.with_file_name(format!("{stem}.log.csv")))
 }
 
 /// The previous log's rows followed by the new rows (whose header is dropped when the previous

@@ -223,6 +223,9 @@ pub struct KeptProducts<S> {
     pub(crate) cross: Option<S>,
     /// Whether `own` belongs to the rung's current state.
     pub(crate) valid: bool,
+    /// The energies of the exchanges of the pair whose lower rung this is (reused, so an
+    /// exchange allocates nothing).
+    pub(crate) energies: Vec<f64>,
 }
 
 impl<S> KeptProducts<S> {
@@ -239,6 +242,7 @@ impl<S> Default for KeptProducts<S> {
             own: None,
             cross: None,
             valid: false,
+            energies: Vec::new(),
         }
     }
 }
@@ -278,13 +282,19 @@ fn ladder_log_accept<L: Ladder>(
             false
         }
     };
-    // e_x[2 i] = E_a(x_i), e_x[2 i + 1] = E_b(x_i) for x = lo, hi.
-    let mut e = vec![0.0; 4 * n];
-    let (e_lo, e_hi) = e.split_at_mut(2 * n);
     let (mut kl, mut kh) = match kept {
         Some([kl, kh]) => (Some(kl), Some(kh)),
         None => (None, None),
     };
+    // e_x[2 i] = E_a(x_i), e_x[2 i + 1] = E_b(x_i) for x = lo, hi, then n values of scratch;
+    // the buffer is the lower rung's when products are kept.
+    let mut e = kl
+        .as_deref_mut()
+        .map(|k| std::mem::take(&mut k.energies))
+        .unwrap_or_default();
+    e.resize(5 * n, 0.0);
+    let (e_lo, rest) = e.split_at_mut(2 * n);
+    let (e_hi, tmp) = rest.split_at_mut(2 * n);
     // Rung k's own product is still valid when the previous pair (k - 1, k) of this round
     // kept it (a schedule proposing every pair in turn); the exploration invalidates it.
     let reuse_lo = kl.as_deref().is_some_and(|k| k.valid);
@@ -299,7 +309,6 @@ fn ladder_log_accept<L: Ladder>(
             k.cross = None;
         }
     } else {
-        let mut tmp = vec![0.0; n];
         // (state, rung, slot): the rung's own state goes to its `own`, the neighbour's to
         // its `cross`.
         for (x, ex, own) in [(lo, &mut *e_lo, true), (hi, &mut *e_hi, false)] {
@@ -317,18 +326,21 @@ fn ladder_log_accept<L: Ladder>(
                     }
                 });
                 let reuse = reuse_lo && own && j == 0;
-                all_kept &= energies(rung, x, &[rung.beta], &mut tmp, slot, reuse);
+                all_kept &= energies(rung, x, &[rung.beta], tmp, slot, reuse);
                 for (i, v) in tmp.iter().enumerate() {
                     ex[2 * i + j] = *v;
                 }
             }
         }
     }
-    for k in [kl, kh].into_iter().flatten() {
-        k.valid = all_kept;
-    }
     for i in 0..n {
         out[i] = e_lo[2 * i] + e_hi[2 * i + 1] - e_lo[2 * i + 1] - e_hi[2 * i];
+    }
+    if let Some(k) = kl.as_deref_mut() {
+        k.energies = e;
+    }
+    for k in [kl, kh].into_iter().flatten() {
+        k.valid = all_kept;
     }
 }
 
