@@ -69,6 +69,10 @@ mod drivers;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod shard;
+// --- data-parallel training (issue #24, item 4) ---
+mod train;
+pub use train::{TrainShard, train};
+// --- end data-parallel training ---
 
 pub use collective::{Collective, Solo, Threads};
 pub use drivers::{
