@@ -205,7 +205,7 @@ impl Moments {
     ///
     /// Every sum runs over blocks of [`CHAIN_CHUNK`] chains in block order: each block's
     /// terms are summed first (its part of \\(\langle v h^\top\rangle\\) by one matrix product
-    /// per [`VISIBLE_BLOCK`] visible rows, converted to `f64`), then the blocks' sums are added
+    /// per 64 visible rows, converted to `f64`), then the blocks' sums are added
     /// one after the other, starting from zero. The result is the same for any thread count,
     /// and equal bit for bit to [`Moments::from_block_sums`] of the blocks' sums computed
     /// anywhere ([`Moments::block_sums`], e.g. by the processes of a data-parallel run).
