@@ -87,38 +87,40 @@ fn on_ranks<T: Send>(ranks: usize, f: impl Fn(&Threads) -> T + Sync) -> Vec<T> {
 
 #[test]
 fn data_parallel_training_equals_one_process_on_one_to_four_ranks_with_a_resume() {
-    let (trainer, data) = (trainer(), data());
-    let mut whole = fresh(&trainer, &data);
+    // Selection on the training's chains (gathered on rank 0), then on exact draws (7 hidden
+    // units: `Auto` draws exactly, from streams of its own, on rank 0).
+    for acceptance in [SelectionAcceptance::Chains, SelectionAcceptance::Auto] {
+        let mut trainer = trainer();
+        if let Some(policy) = trainer.checkpoints.as_mut() {
+            policy.acceptance = acceptance;
+        }
+        identity_on_one_to_four_ranks(&trainer, &data());
+    }
+}
+
+fn identity_on_one_to_four_ranks(trainer: &Trainer<Pcd>, data: &TrainingData<f64>) {
+    let mut whole = fresh(trainer, data);
     trainer
-        .run(&mut whole, &data, None, UPDATES, Par::Rayon, ())
+        .run(&mut whole, data, None, UPDATES, Par::Rayon, ())
         .unwrap();
     assert!(whole.checkpoints().len() > 1, "selection kept models");
     assert!(whole.likelihood.is_some());
     let expected = text(&whole);
+    let (first, rest) = (UPDATES / 2, UPDATES - UPDATES / 2);
     for ranks in 1..=4 {
         let states = on_ranks(ranks, |c| {
-            let mut state = fresh(&trainer, &data);
-            train(
-                c,
-                &trainer,
-                &mut state,
-                &data,
-                None,
-                UPDATES / 2,
-                Par::Rayon,
-                (),
-            )
-            .unwrap();
+            let mut state = fresh(trainer, data);
+            train(c, trainer, &mut state, data, None, first, Par::Rayon, ()).unwrap();
             // Resume from the saved text, as from a state file.
             let mut state: State = serde_json::from_str(&text(&state)).unwrap();
-            let rest = UPDATES - UPDATES / 2;
-            train(c, &trainer, &mut state, &data, None, rest, Par::Rayon, ()).unwrap();
+            train(c, trainer, &mut state, data, None, rest, Par::Rayon, ()).unwrap();
             text(&state)
         });
         for (rank, state) in states.iter().enumerate() {
             assert!(
                 state == &expected,
-                "{ranks} ranks: rank {rank}'s state differs"
+                "{ranks} ranks, {:?}: rank {rank}'s state differs",
+                whole.selection_acceptance()
             );
         }
     }
