@@ -29,8 +29,9 @@
 //! Built with the feature `mpi`, `ebm sample --sampler gibbs` and `ebm loglik ais |
 //! reverse-ais | tr-ais` started by `mpirun -n K` run sharded by chain over the K processes
 //! ([`ebm_mpi`]): rank 0 writes outputs byte-identical to one process's, and the record's
-//! `ranks` says how many ran. Other commands refuse to run on several processes, and so does
-//! a program built without the feature.
+//! `ranks` says how many ran; `ebm train --negative pcd` runs data-parallel (minibatch and
+//! chains sharded, [`ebm_mpi::train`]), its outputs byte-identical too. Other commands refuse
+//! to run on several processes, and so does a program built without the feature.
 //!
 //! The [`plot`] module is public: one function per figure kind, taking plain data. The
 //! [`custom`] module gives a model of your own a command line of the same kind (`sample` and

@@ -198,3 +198,107 @@ fn commands_not_sharded_yet_refuse_to_run_on_several_processes() {
     }
     assert!(!d.join("s.npy").exists() && !d.join("r.json").exists());
 }
+
+// --- data-parallel training (issue #24, item 4) ---
+
+/// The files the resumed `ebm train --out m.safetensors` writes, the record last.
+#[cfg(feature = "mpi")]
+const TRAIN_FILES: [&str; 5] = [
+    "m.safetensors",
+    "m.trajectory.safetensors",
+    "m.state.json",
+    "m.log.csv",
+    "m.json",
+];
+
+#[cfg(feature = "mpi")]
+#[test]
+fn train_on_one_two_and_three_processes_writes_what_one_process_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 400 samples of 20 binary values in two noisy clusters.
+    let samples = DMatrix::from_fn(20, 400, |i, j| {
+        let flip = (i * 31 + j * 17) % 7 == 0;
+        f64::from(u8::from((i < 10) == (j % 2 == 0)) ^ u8::from(flip))
+    });
+    let ds = ebm_data::Dataset::new(samples, ebm_data::Domain::Binary01).unwrap();
+    ebm_data::loaders::npy::save_npy(d.join("d.npy"), &ds).unwrap();
+    // 300 chains and minibatches of 300: blocks of 128, 128 and 44. Selection on the
+    // training's chains (gathered on rank 0) and the online likelihood (run there); a save
+    // at update 4 and a resume from it.
+    let first = "train --data ../d.npy --hidden-units 8 --chains 300 --batch-size 300 \
+                 --sweeps 2 --updates 4 --loglik-every 2 --loglik-chains 100 \
+                 --selection-acceptance chains --seed 5 --threads 1 --out a.safetensors";
+    let resume = "train --data ../d.npy --resume a.state.json --updates 8 --save-every 3 \
+                  --threads 1 --out m.safetensors";
+    let runs = |sub: &str, ranks: Option<usize>| {
+        let at = d.join(sub);
+        std::fs::create_dir(&at).unwrap();
+        for args in [first, resume] {
+            let Some(ranks) = ranks else {
+                ok(&at, args);
+                continue;
+            };
+            let out = mpirun(&at, ranks, args);
+            assert!(
+                out.status.success(),
+                "{ranks} ranks, ebm {args}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(stdout.matches("record: ").count(), 1, "{stdout}");
+        }
+        at
+    };
+    let one = runs("one", None);
+    assert_eq!(json(&one.join("m.json"))["results"]["updates"], 8);
+    for ranks in [1, 2, 3] {
+        let sharded = runs(&ranks.to_string(), Some(ranks));
+        for file in TRAIN_FILES {
+            let (a, b) = (one.join(file), sharded.join(file));
+            if file == "m.json" {
+                assert_eq!(
+                    record_without_ranks(&b, ranks as u64),
+                    record_without_ranks(&a, 1),
+                    "{ranks} ranks: {file}"
+                );
+            } else {
+                assert!(bytes(&a) == bytes(&b), "{ranks} ranks: {file}");
+            }
+        }
+    }
+    // Negative control: the comparison sees a change of seed.
+    let other = d.join("other");
+    std::fs::create_dir(&other).unwrap();
+    ok(&other, &first.replace("--seed 5", "--seed 6"));
+    assert!(bytes(&other.join("a.safetensors")) != bytes(&one.join("a.safetensors")));
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn train_phases_not_sharded_refuse_to_run_on_several_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ds = ebm_data::Dataset::new(
+        DMatrix::from_fn(6, 40, |i, j| ((i + j) % 2) as f64),
+        ebm_data::Domain::Binary01,
+    )
+    .unwrap();
+    ebm_data::loaders::npy::save_npy(d.join("d.npy"), &ds).unwrap();
+    for (negative, needle) in [
+        ("--negative pt", "--negative pt does not run sharded"),
+        ("--negative cd", "--negative cd does not run sharded"),
+        ("--pretrain rcm", "--pretrain does not run sharded"),
+    ] {
+        let args = format!(
+            "train --data d.npy --hidden-units 2 --batch-size 10 --updates 2 {negative} \
+             --out m.safetensors"
+        );
+        let out = mpirun(d, 2, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "ebm {args} ran on 2 processes");
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+    assert!(!d.join("m.safetensors").exists());
+}
+// --- end data-parallel training ---

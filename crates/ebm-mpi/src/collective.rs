@@ -22,6 +22,11 @@ pub trait Collective: fmt::Debug {
     /// first); the other ranks receive `None`. Messages may differ in length.
     fn gather(&self, local: &[u64]) -> Option<Vec<Vec<u64>>>;
 
+    // --- data-parallel training (issue #24, item 4) ---
+    /// Rank 0's `message`, returned on every rank (the other ranks' `message` is ignored).
+    fn broadcast(&self, message: &[u64]) -> Vec<u64>;
+    // --- end data-parallel training ---
+
     /// `true` on rank 0, the rank that receives the gathered results and writes outputs.
     fn is_root(&self) -> bool {
         self.rank() == 0
@@ -43,6 +48,10 @@ impl Collective for Solo {
 
     fn gather(&self, local: &[u64]) -> Option<Vec<Vec<u64>>> {
         Some(vec![local.to_vec()])
+    }
+
+    fn broadcast(&self, message: &[u64]) -> Vec<u64> {
+        message.to_vec()
     }
 }
 
@@ -161,6 +170,22 @@ impl Collective for Threads {
         drop(self.shared.meet(round, self.size));
         all
     }
+
+    fn broadcast(&self, message: &[u64]) -> Vec<u64> {
+        let mut round = self.shared.lock();
+        if self.is_root() {
+            round.slots[0] = Some(message.to_vec());
+        }
+        // Rank 0's message is in place before any rank reads; every rank has read it before
+        // rank 0 empties the slot.
+        round = self.shared.meet(round, self.size);
+        let all = round.slots[0].clone().expect("rank 0 sent");
+        round = self.shared.meet(round, self.size);
+        if self.is_root() {
+            round.slots[0] = None;
+        }
+        all
+    }
 }
 
 #[cfg(test)]
@@ -187,6 +212,30 @@ mod tests {
         assert_eq!(results[0].1, Some(vec![vec![10], vec![11], vec![12]]));
         assert!(results[1..].iter().all(|r| r.0.is_none() && r.1.is_none()));
         assert_eq!(Solo.gather(&[4, 5]), Some(vec![vec![4, 5]]));
+    }
+
+    #[test]
+    fn threads_broadcast_rank_zeros_message_to_every_rank() {
+        let results: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = Threads::group(3)
+                .into_iter()
+                .map(|c| {
+                    s.spawn(move || {
+                        let r = c.rank() as u64;
+                        let first = c.broadcast(&[r, 7]);
+                        let gathered = c.gather(&[r]);
+                        (first, c.broadcast(&vec![r; 3 - c.rank()]), gathered)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (first, second, _) in &results {
+            assert_eq!(first, &[0, 7]);
+            assert_eq!(second, &[0, 0, 0]);
+        }
+        assert_eq!(results[0].2, Some(vec![vec![0], vec![1], vec![2]]));
+        assert_eq!(Solo.broadcast(&[4]), [4]);
     }
 
     #[test]

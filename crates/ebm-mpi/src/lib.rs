@@ -23,6 +23,11 @@
 //! - `Mpi` (cargo feature `mpi`): the processes of `mpirun -n N`, over a system MPI (MPICH or
 //!   Open MPI; the `mpi` crate's bindings also need libclang at build time).
 //!
+//! Training is sharded by [`train`] (data-parallel: every rank holds whole blocks of the
+//! minibatch and of the persistent chains; the blocks' gradient sums go to rank 0, which adds
+//! them in block order, [`TrainShard`]), and the trained model is the one-process model bit for
+//! bit; `mpirun -n K ebm train --negative pcd` calls it.
+//!
 //! # Costs
 //!
 //! A sharded run communicates once, at the end: each rank sends its chains
@@ -69,6 +74,10 @@ mod drivers;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod shard;
+// --- data-parallel training (issue #24, item 4) ---
+mod train;
+pub use train::{TrainShard, train};
+// --- end data-parallel training ---
 
 pub use collective::{Collective, Solo, Threads};
 pub use drivers::{

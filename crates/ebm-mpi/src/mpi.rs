@@ -90,4 +90,20 @@ impl Collective for Mpi {
         }
         self.is_root().then_some(all)
     }
+
+    /// The length, then the message in pieces of at most 2^28 words (one `MPI_Bcast` each).
+    fn broadcast(&self, message: &[u64]) -> Vec<u64> {
+        let root = self.world.process_at_rank(0);
+        let mut len = message.len() as u64;
+        root.broadcast_into(&mut len);
+        let mut all = if self.is_root() {
+            message.to_vec()
+        } else {
+            vec![0u64; len as usize]
+        };
+        for piece in all.chunks_mut(PIECE) {
+            root.broadcast_into(piece);
+        }
+        all
+    }
 }

@@ -21,6 +21,7 @@
 //! | [`TrainableLayer`] | data domains, visible-field initialisation from data frequencies, precision floors |
 //! | [`initial_model`], [`zero_sum_gauge`], [`independent_log_partition`] | model initialisation, the Potts gauge on all parameters, exact \\(\log Z\\) at \\(W = 0\\) |
 //! | [`observe`] | progress line, CSV and JSON-lines logs |
+//! | [`Shard`], [`Trainer::step_on_shard`] | one process of a data-parallel run (minibatch and chains sharded, gradient sums added in block order: the model of one process, bit for bit; `ebm-mpi` runs it) |
 //! | [`StackTrainer`], [`sampled_representations`] | a stack of RBMs for stacked tempering, trained bottom first on sampled hidden representations |
 //!
 //! # Example
@@ -57,6 +58,7 @@ pub mod observe;
 mod optim;
 mod params;
 pub mod pretrain;
+mod shard;
 mod stack;
 mod stats;
 mod tethered;
@@ -68,6 +70,7 @@ pub use layers::TrainableLayer;
 pub use negative::{Cd, Jarzynski, JarzynskiState, NegativeInfo, NegativePhase, Pcd, Tempered};
 pub use optim::{LearningRate, Optimizer, OptimizerState, Penalty};
 pub use params::{independent_log_partition, initial_model, zero_sum_gauge};
+pub use shard::{Shard, ShardedPhase, join_chain_states, shard_chain_state};
 pub use stack::{StackTrainer, sampled_representations};
 pub use stats::{Centre, Gradient, Moments};
 pub use tethered::{Tmc, TmcDirection, TmcState};

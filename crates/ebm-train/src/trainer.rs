@@ -6,7 +6,8 @@ use crate::layers::TrainableLayer;
 use crate::negative::{NegativeInfo, NegativePhase};
 use crate::optim::{LearningRate, Optimizer, OptimizerState, Penalty};
 use crate::params::{apply_step, independent_log_partition, zero_sum_gauge};
-use crate::stats::{Gradient, Moments};
+use crate::shard::{Shard, Whole};
+use crate::stats::{Gradient, Moments, normalised};
 use ebm_core::{ChainState, Error, Kernel, Observer, Par, Result, RngStreams, Scalar};
 use ebm_estimators::{Ais, LogZEstimate, OnlineTrajectoryAis, Start, ais};
 use ebm_io::Trajectory;
@@ -843,13 +844,78 @@ impl<P> Trainer<P> {
         H: TrainableLayer<Scalar = V::Scalar>,
         P: NegativePhase<V, H>,
     {
+        self.negative
+            .check_state(&state.negative, self.batch_size)?;
+        self.update(None::<&Whole>, state, train, test, par)
+    }
+
+    /// One parameter update of a data-parallel run ([`Shard`]): this process holds the
+    /// columns `shard.range(n)` of every batch of `n` chains, its shard of the negative
+    /// phase's chains and streams in `state.negative` (the rest of `state` is the whole run's,
+    /// the same on every process), and runs this update with every other process of the run.
+    /// It moves only its chains and sums only its blocks of the minibatch and of the chains
+    /// ([`Moments::block_sums`]); the processes exchange the blocks' sums, and every process
+    /// adds them in block order ([`Moments::from_block_sums`]), computes the same gradient and
+    /// takes the same step. The model, the optimiser's moments and the counters are therefore
+    /// those of [`Trainer::step`] in one process, bit for bit, for any number of processes.
+    ///
+    /// Checkpoint selection and the online log-likelihood run on the root process only
+    /// (selection on the training's chains first gathers them there); the other processes'
+    /// `TrainInfo` has neither, and their selector, kept checkpoints and estimator are left
+    /// as they were.
+    ///
+    /// Needs a negative phase without chain weights ([`NegativePhase::weights`] `None`, e.g.
+    /// [`crate::Pcd`], [`crate::Cd`], [`crate::PersistentKernel`]) whose chains move
+    /// independently given the model.
+    ///
+    /// # Errors
+    /// As [`Trainer::step`] (the negative phase's state is not checked: it holds a shard);
+    /// [`Error::InvalidParameter`] for a weighted negative phase. After an error the
+    /// processes no longer agree on the exchanges to come: end the run.
+    pub fn step_on_shard<V, H, D>(
+        &self,
+        shard: &D,
+        state: &mut TrainState<V, H, P::State>,
+        train: &TrainingData<V::Scalar>,
+        test: Option<&TrainingData<V::Scalar>>,
+        par: Par,
+    ) -> Result<TrainInfo>
+    where
+        V: TrainableLayer,
+        H: TrainableLayer<Scalar = V::Scalar>,
+        P: NegativePhase<V, H>,
+        D: Shard,
+    {
+        if self.negative.weights(&state.negative).is_some() {
+            return Err(Error::InvalidParameter {
+                name: "negative phase".into(),
+                reason: "a data-parallel run needs a negative phase without chain weights".into(),
+            });
+        }
+        self.update(Some(shard), state, train, test, par)
+    }
+
+    /// [`Trainer::step`] after the negative phase's check, in one process (`shard` `None`)
+    /// or on one shard of a data-parallel run.
+    fn update<V, H, D>(
+        &self,
+        shard: Option<&D>,
+        state: &mut TrainState<V, H, P::State>,
+        train: &TrainingData<V::Scalar>,
+        test: Option<&TrainingData<V::Scalar>>,
+        par: Par,
+    ) -> Result<TrainInfo>
+    where
+        V: TrainableLayer,
+        H: TrainableLayer<Scalar = V::Scalar>,
+        P: NegativePhase<V, H>,
+        D: Shard,
+    {
         Error::check_len(
             "training samples (the data the state was initialised with)",
             state.batches.n_samples(),
             train.n_samples(),
         )?;
-        self.negative
-            .check_state(&state.negative, self.batch_size)?;
         Error::check_len(
             "rows of the training data (visible width)",
             state.model.visible().width(),
@@ -868,16 +934,42 @@ impl<P> Trainer<P> {
         let indices = state.batches.next_batch(self.batch_size);
         gather(data, indices, &mut batch, &mut weights);
 
-        let data_moments = Moments::of_visible(&state.model, &batch, Some(&weights), par);
-        let mut negative_info =
-            self.negative
-                .sample(&state.model, &mut state.negative, &batch, par)?;
-        let model_moments = Moments::of_visible(
-            &state.model,
-            &self.negative.chains(&state.negative).visible,
-            self.negative.weights(&state.negative),
-            par,
-        );
+        let (data_moments, mut negative_info, model_moments) = match shard {
+            None => {
+                let data_moments = Moments::of_visible(&state.model, &batch, Some(&weights), par);
+                let info = self
+                    .negative
+                    .sample(&state.model, &mut state.negative, &batch, par)?;
+                let model_moments = Moments::of_visible(
+                    &state.model,
+                    &self.negative.chains(&state.negative).visible,
+                    self.negative.weights(&state.negative),
+                    par,
+                );
+                (data_moments, info, model_moments)
+            }
+            Some(shard) => {
+                // This process's columns of the minibatch, weighted as in the whole batch.
+                let range = shard.range(batch.ncols());
+                let local = batch.columns(range.start, range.len()).into_owned();
+                let w = &normalised(Some(&weights), batch.ncols())[range];
+                let data_sums = Moments::block_sums(&state.model, &local, w, par);
+                let info = self
+                    .negative
+                    .sample(&state.model, &mut state.negative, &local, par)?;
+                let chains = &self.negative.chains(&state.negative).visible;
+                let count = |all: &[f64]| vec![all.iter().sum()];
+                let total = shard.reduce(&[chains.ncols() as f64], &count)[0];
+                let w = vec![1.0 / total; chains.ncols()];
+                let model_sums = Moments::block_sums(&state.model, chains, &w, par);
+                // The root adds the blocks' sums in block order; every process gets the
+                // moments.
+                let model = &state.model;
+                let add = |all: &[f64]| Moments::from_block_sums(model, all).to_words();
+                let moments = |sums: &[f64]| Moments::from_words(model, &shard.reduce(sums, &add));
+                (moments(&data_sums), info, moments(&model_sums))
+            }
+        };
         let gradient = Gradient::from_moments(&data_moments, &model_moments, self.centred);
         let mut step = gradient.flat();
         let nw = state.model.weights().len();
@@ -911,11 +1003,27 @@ impl<P> Trainer<P> {
         );
         state.update += 1;
 
+        let root = shard.is_none_or(Shard::is_root);
         let mut checkpoint = None;
+        // Selection on the training's chains gathers them on the root first (every process
+        // takes part in the gather).
+        let offered = self
+            .checkpoints
+            .as_ref()
+            .is_some_and(|policy| state.update.is_multiple_of(policy.every));
+        let gathered = match shard {
+            Some(shard) if offered && state.selection_draws.is_none() => {
+                shard.gather_chains(self.negative.chains(&state.negative))
+            }
+            _ => None,
+        };
         if let (Some(policy), Some(selector)) = (&self.checkpoints, state.selector.as_mut())
             && state.update.is_multiple_of(policy.every)
+            && root
         {
-            let chains = self.negative.chains(&state.negative);
+            let chains = gathered
+                .as_ref()
+                .unwrap_or_else(|| self.negative.chains(&state.negative));
             let selection = offer(
                 selector,
                 &state.model,
@@ -948,7 +1056,7 @@ impl<P> Trainer<P> {
             checkpoint = Some(selection);
         }
         let likelihood = match (&self.likelihood, state.likelihood.as_mut()) {
-            (Some(policy), Some(estimator)) => {
+            (Some(policy), Some(estimator)) if root => {
                 let info = estimator.advance(&old, &state.model, &Gibbs::new(1), par);
                 let report = state.update.is_multiple_of(policy.every);
                 let z = info.estimate.log_z;

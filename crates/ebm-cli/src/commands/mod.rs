@@ -50,6 +50,7 @@ fn run(command: &Command, ctx: &Context) -> Result<()> {
     let sharded = matches!(
         command,
         Command::Sample(_)
+            | Command::Train(_)
             | Command::Loglik(
                 LoglikCommand::Ais(_) | LoglikCommand::ReverseAis(_) | LoglikCommand::TrAis(_)
             )

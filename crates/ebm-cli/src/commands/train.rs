@@ -10,8 +10,8 @@ use ebm_samplers::tempering::PtState;
 use ebm_train::observe::CsvLog;
 use ebm_train::{
     Cd, CheckpointPolicy, Jarzynski, JarzynskiState, LearningRate, LikelihoodPolicy, NegativeInfo,
-    NegativePhase, Optimizer, Pcd, Penalty, SelectionAcceptance, Tempered, Tmc, TmcState,
-    TrainInfo, TrainState, TrainableLayer, Trainer, TrainingData, initial_model,
+    NegativePhase, Optimizer, Pcd, Penalty, SelectionAcceptance, ShardedPhase, Tempered, Tmc,
+    TmcState, TrainInfo, TrainState, TrainableLayer, Trainer, TrainingData, initial_model,
 };
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
@@ -252,6 +252,48 @@ where
         }
     }
 }
+
+// --- data-parallel training (issue #24, item 4) ---
+/// `mpirun -n K ebm train` shards the persistent chains of `--negative pcd`; the other phases
+/// refuse to run on several processes before any work ([`execute`]).
+impl<V, H> ShardedPhase<V, H> for AnyNegative
+where
+    V: TrainableLayer<Scalar = f64> + 'static,
+    H: TrainableLayer<Scalar = f64> + 'static,
+{
+    fn shard(
+        &self,
+        state: &AnyNegativeState,
+        range: std::ops::Range<usize>,
+    ) -> ebm_core::Result<AnyNegativeState> {
+        match (self, state) {
+            (AnyNegative::Pcd(_), AnyNegativeState::Pcd(s)) => Ok(AnyNegativeState::Pcd(
+                ebm_train::shard_chain_state(s, range)?,
+            )),
+            _ => Err(not_sharded(self.name())),
+        }
+    }
+
+    fn join(&self, parts: Vec<AnyNegativeState>) -> ebm_core::Result<AnyNegativeState> {
+        let pcd = |s| match s {
+            AnyNegativeState::Pcd(s) => Ok(s),
+            _ => Err(not_sharded(self.name())),
+        };
+        let parts = parts
+            .into_iter()
+            .map(pcd)
+            .collect::<ebm_core::Result<_>>()?;
+        Ok(AnyNegativeState::Pcd(ebm_train::join_chain_states(parts)?))
+    }
+}
+
+fn not_sharded(negative: &str) -> ebm_core::Error {
+    ebm_core::Error::InvalidParameter {
+        name: "--negative".into(),
+        reason: format!("--negative {negative} does not run sharded over MPI processes"),
+    }
+}
+// --- end data-parallel training ---
 
 // ---------------------------------------------------------------------------------------------
 // Settings
@@ -814,7 +856,7 @@ pub(crate) struct TrainResults {
     pub pretrain: Option<super::pretrain::PretrainReport>,
 }
 
-pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
+pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResults>> {
     let ext = a.out.extension().and_then(|e| e.to_str());
     if ext != Some("safetensors") {
         bail!(
@@ -837,13 +879,19 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
     )?;
     // Before any work: the lock (whose creation also proves the directory writable), and
     // the completion of a commit an earlier run on these outputs was killed in.
-    let _lock = ebm_io::output::OutputLock::acquire(&out.model)?;
-    if ebm_io::output::StagedOutputs::recover(&out.model)? {
+    // Under mpirun, rank 0 alone locks, recovers and writes; the others wait for it.
+    let world = ctx.world();
+    let _lock = world
+        .is_root()
+        .then(|| ebm_io::output::OutputLock::acquire(&out.model))
+        .transpose()?;
+    if world.is_root() && ebm_io::output::StagedOutputs::recover(&out.model)? {
         ctx.warn(format!(
             "completed the writing of {} and its companions, interrupted in an earlier run",
             out.model.display()
         ));
     }
+    world.broadcast(&[]);
     let resume = match &a.resume {
         Some(path) => {
             let given = given_settings(&a.settings);
@@ -853,7 +901,10 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
                     given.join(", ")
                 );
             }
-            recover_set_of(path)?;
+            if world.is_root() {
+                recover_set_of(path)?;
+            }
+            world.broadcast(&[]);
             let (value, header) = read_state_header(path)?;
             let mut config = header.config;
             resume_learning_rate(&mut config, header.state.update, a, path)?;
@@ -867,6 +918,14 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
         Some((_, _, config, _)) => config.clone(),
         None => resolve(&a.settings, a.updates, &data)?,
     };
+    if world.size() > 1 {
+        if !matches!(config.trainer.negative, AnyNegative::Pcd(_)) {
+            ctx.one_process(&format!("--negative {}", config.trainer.negative.name()))?;
+        }
+        if config.pretrain.is_some() {
+            ctx.one_process("--pretrain")?;
+        }
+    }
     let (visible, hidden) = (config.visible.clone(), config.hidden.clone());
     let exact_draws = config.trainer.checkpoints.as_ref().map(|p| p.exact_draws);
     let task = TrainTask {
@@ -879,7 +938,10 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
         out: &out,
     };
     crate::signals::install();
-    let outcome = with_kinds(&visible, &hidden, &a.data, task)?;
+    let Some(outcome) = with_kinds(&visible, &hidden, &a.data, task)? else {
+        // Not rank 0: it reports and writes.
+        return Ok(None);
+    };
     let r = &outcome.results;
     ctx.say(format!(
         "{} trained with {}: updates {} -> {}, {} checkpoints kept",
@@ -937,7 +999,7 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<TrainResults> {
             crate::signals::exit_code(signal),
         ));
     }
-    Ok(outcome.results)
+    Ok(Some(outcome.results))
 }
 
 /// The settings as recorded: the command line's paths and the resolved configuration.
@@ -1002,9 +1064,10 @@ fn training_data<V: CliLayer>(layer: &V, ds: &Dataset) -> Result<TrainingData<f6
 }
 
 impl<'a> KindsTask for TrainTask<'a> {
-    type Output = TrainOutcome;
+    /// `None` on the ranks other than 0 of a data-parallel run.
+    type Output = Option<TrainOutcome>;
 
-    fn run<V: CliLayer, H: CliLayer>(self) -> Result<TrainOutcome> {
+    fn run<V: CliLayer, H: CliLayer>(self) -> Result<Option<TrainOutcome>> {
         let TrainTask {
             a,
             ctx,
@@ -1177,14 +1240,16 @@ impl<'a> KindsTask for TrainTask<'a> {
                     .min(stop);
                 let stretch = next - state.update;
                 // The interrupt observer comes last: every other one has seen the update.
-                let done = trainer.run(
-                    &mut state,
-                    &train,
-                    test.as_ref(),
-                    stretch,
-                    Par::Rayon,
-                    (&mut progress, ((&mut tracker, &mut log), &mut interrupt)),
-                );
+                let observers = (&mut progress, ((&mut tracker, &mut log), &mut interrupt));
+                let (test, world) = (test.as_ref(), ctx.world());
+                let done = if world.size() > 1 {
+                    let par = Par::Rayon;
+                    ebm_mpi::train(
+                        world, trainer, &mut state, &train, test, stretch, par, observers,
+                    )
+                } else {
+                    trainer.run(&mut state, &train, test, stretch, Par::Rayon, observers)
+                };
                 match (done, crate::signals::received()) {
                     (Err(ebm_core::Error::Observer(_)), Some(signal)) => {
                         interrupted = Some(signal);
@@ -1200,18 +1265,22 @@ impl<'a> KindsTask for TrainTask<'a> {
                 }
                 if a.save_every.is_some_and(|n| state.update.is_multiple_of(n))
                     && state.update < stop
+                    && ctx.world().is_root()
                 {
                     outputs.write(&state, &tracker, log.get_ref(), pll.as_ref())?;
                 }
             }
         }
+        if !ctx.world().is_root() {
+            return Ok(None);
+        }
         let (results, record) = outputs.write(&state, &tracker, log.get_ref(), pll.as_ref())?;
-        Ok(TrainOutcome {
+        Ok(Some(TrainOutcome {
             model: describe(&state.model),
             results,
             record,
             interrupted,
-        })
+        }))
     }
 }
 

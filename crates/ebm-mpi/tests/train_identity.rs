@@ -1,0 +1,266 @@
+//! Data-parallel training equals one-process training bit for bit, for any number of ranks
+//! (here threads; `crates/ebm-cli/tests/cli_mpi.rs` runs `ebm train` over MPI processes).
+
+use ebm_core::{FnObserver, Par};
+use ebm_models::{Bernoulli, RbmChains};
+use ebm_mpi::{Collective, Threads, TrainShard, train};
+use ebm_train::{
+    CheckpointPolicy, LikelihoodPolicy, Optimizer, Pcd, SelectionAcceptance, Shard, TrainState,
+    Trainer, TrainingData, initial_model,
+};
+use nalgebra::DMatrix;
+
+/// 600 chains and minibatches of 600: blocks of 128 (four) and 88, so that two and three ranks
+/// hold several blocks each and one block is partial.
+const CHAINS: usize = 600;
+const UPDATES: u64 = 6;
+type State = TrainState<Bernoulli, Bernoulli, ebm_core::ChainState<RbmChains<f64>>>;
+
+/// 700 weighted samples of 10 binary values in two noisy clusters.
+fn data() -> TrainingData<f64> {
+    let samples = DMatrix::from_fn(10, 700, |i, j| {
+        let cluster = j % 2 == 0;
+        let flip = (i * 31 + j * 17) % 9 == 0;
+        f64::from(u8::from((i < 5) == cluster) ^ u8::from(flip))
+    });
+    let weights = (0..700).map(|j| 1.0 + (j % 3) as f64).collect();
+    TrainingData::new(&Bernoulli::zeros(10), samples)
+        .unwrap()
+        .with_weights(weights)
+        .unwrap()
+}
+
+/// PCD-2 with Adam, checkpoint selection on the training's chains (gathered on rank 0) and
+/// the online likelihood: every part of the state that a sharded run could get wrong.
+fn trainer() -> Trainer<Pcd> {
+    let mut t = Trainer::new(
+        Pcd {
+            sweeps: 2,
+            chains: CHAINS,
+        },
+        CHAINS,
+    );
+    t.optimizer = Optimizer::ADAM;
+    t.learning_rate = ebm_train::LearningRate::Constant(0.05);
+    t.checkpoints = Some(CheckpointPolicy {
+        acceptance: SelectionAcceptance::Chains,
+        target_acceptance: 0.9,
+        ..CheckpointPolicy::default()
+    });
+    t.likelihood = Some(LikelihoodPolicy {
+        chains: 100,
+        ..LikelihoodPolicy::default()
+    });
+    t
+}
+
+fn fresh(trainer: &Trainer<Pcd>, data: &TrainingData<f64>) -> State {
+    let model = initial_model(
+        Bernoulli::zeros(10),
+        Bernoulli::zeros(7),
+        Some(data),
+        0.1,
+        5,
+    )
+    .unwrap();
+    trainer.init(model, data, 11, Par::Rayon).unwrap()
+}
+
+/// Everything a state holds, as its saved text.
+fn text(state: &State) -> String {
+    serde_json::to_string(state).unwrap()
+}
+
+/// Runs `f` on every rank of a group of `ranks` threads; returns every rank's result.
+fn on_ranks<T: Send>(ranks: usize, f: impl Fn(&Threads) -> T + Sync) -> Vec<T> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = Threads::group(ranks)
+            .into_iter()
+            .map(|c| {
+                let f = &f;
+                s.spawn(move || f(&c))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn data_parallel_training_equals_one_process_on_one_to_four_ranks_with_a_resume() {
+    // Selection on the training's chains (gathered on rank 0), then on exact draws (7 hidden
+    // units: `Auto` draws exactly, from streams of its own, on rank 0).
+    for acceptance in [SelectionAcceptance::Chains, SelectionAcceptance::Auto] {
+        let mut trainer = trainer();
+        if let Some(policy) = trainer.checkpoints.as_mut() {
+            policy.acceptance = acceptance;
+        }
+        identity_on_one_to_four_ranks(&trainer, &data());
+    }
+}
+
+fn identity_on_one_to_four_ranks(trainer: &Trainer<Pcd>, data: &TrainingData<f64>) {
+    let mut whole = fresh(trainer, data);
+    trainer
+        .run(&mut whole, data, None, UPDATES, Par::Rayon, ())
+        .unwrap();
+    assert!(whole.checkpoints().len() > 1, "selection kept models");
+    assert!(whole.likelihood.is_some());
+    let expected = text(&whole);
+    let (first, rest) = (UPDATES / 2, UPDATES - UPDATES / 2);
+    for ranks in 1..=4 {
+        let states = on_ranks(ranks, |c| {
+            let mut state = fresh(trainer, data);
+            train(c, trainer, &mut state, data, None, first, Par::Rayon, ()).unwrap();
+            // Resume from the saved text, as from a state file.
+            let mut state: State = serde_json::from_str(&text(&state)).unwrap();
+            train(c, trainer, &mut state, data, None, rest, Par::Rayon, ()).unwrap();
+            text(&state)
+        });
+        for (rank, state) in states.iter().enumerate() {
+            assert!(
+                state == &expected,
+                "{ranks} ranks, {:?}: rank {rank}'s state differs",
+                whole.selection_acceptance()
+            );
+        }
+    }
+}
+
+/// A shard that adds its own blocks first and sends rank 0 one sum per rank: the reduction in
+/// rank order instead of block order.
+struct RankOrder<'a>(TrainShard<'a, Threads>, usize);
+
+impl Shard for RankOrder<'_> {
+    fn range(&self, total: usize) -> std::ops::Range<usize> {
+        self.0.range(total)
+    }
+    fn is_root(&self) -> bool {
+        self.0.is_root()
+    }
+    fn reduce(&self, local: &[f64], total: &dyn Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
+        let block = self.1;
+        if local.len() <= block {
+            return self.0.reduce(local, total);
+        }
+        let mut sum = vec![0.0; block];
+        for b in local.chunks(block) {
+            sum.iter_mut().zip(b).for_each(|(s, x)| *s += x);
+        }
+        self.0.reduce(&sum, total)
+    }
+    fn gather_chains<F: ebm_core::Scalar>(&self, local: &RbmChains<F>) -> Option<RbmChains<F>> {
+        self.0.gather_chains(local)
+    }
+}
+
+/// The model after `UPDATES` updates on every rank, with the first streams on every rank
+/// (`bad_streams`) or the reduction in rank order (`rank_order`).
+fn models_with(
+    ranks: usize,
+    trainer: &Trainer<Pcd>,
+    data: &TrainingData<f64>,
+    bad_streams: bool,
+    rank_order: bool,
+) -> Vec<String> {
+    on_ranks(ranks, |c| {
+        let mut state = fresh(trainer, data);
+        let shard = TrainShard(c);
+        let range = shard.range(CHAINS);
+        let mut local = ebm_train::shard_chain_state(&state.negative, range.clone()).unwrap();
+        if bad_streams {
+            // Every rank takes the first streams (as they stand) instead of its own.
+            local.rngs = state.negative.rngs.subset(0..range.len());
+        }
+        state.negative = local;
+        // Nh (7) * Nv (10) + means and fields of both layers.
+        let wrapped = RankOrder(TrainShard(c), 10 * 7 + 2 * (10 + 7));
+        for _ in 0..UPDATES {
+            if rank_order {
+                trainer.step_on_shard(&wrapped, &mut state, data, None, Par::Rayon)
+            } else {
+                trainer.step_on_shard(&shard, &mut state, data, None, Par::Rayon)
+            }
+            .unwrap();
+        }
+        serde_json::to_string(&state.model).unwrap()
+    })
+}
+
+#[test]
+fn a_reduction_in_rank_order_or_a_reused_stream_breaks_the_identity() {
+    let (mut trainer, data) = (trainer(), data());
+    // Negative controls on the model alone: no selection, no likelihood.
+    trainer.checkpoints = None;
+    trainer.likelihood = None;
+    let mut whole = fresh(&trainer, &data);
+    trainer
+        .run(&mut whole, &data, None, UPDATES, Par::Rayon, ())
+        .unwrap();
+    let expected = serde_json::to_string(&whole.model).unwrap();
+    // The harness itself: the correct shard gives the model on 3 ranks.
+    assert!(
+        models_with(3, &trainer, &data, false, false)
+            .iter()
+            .all(|m| m == &expected)
+    );
+    // Rank order: 2 ranks hold blocks 0-2 and 3-4, 3 ranks 0-1, 2-3 and 4; the sums of
+    // blocks 3 + 4 (and 2 + 3) are added before the running total, so the rounding differs.
+    // On one rank the rank order is the block order.
+    assert!(models_with(1, &trainer, &data, false, true)[0] == expected);
+    for ranks in [2, 3] {
+        let models = models_with(ranks, &trainer, &data, false, true);
+        assert!(
+            models[0] != expected,
+            "{ranks} ranks: rank order went unnoticed"
+        );
+    }
+    // Reused streams: on one rank the first streams are the right ones.
+    assert!(models_with(1, &trainer, &data, true, false)[0] == expected);
+    for ranks in [2, 3] {
+        let models = models_with(ranks, &trainer, &data, true, false);
+        assert!(
+            models[0] != expected,
+            "{ranks} ranks: reused streams went unnoticed"
+        );
+    }
+}
+
+#[test]
+fn the_ranks_stop_together_when_an_observer_fails_on_one() {
+    let (trainer, data) = (trainer(), data());
+    let mut whole = fresh(&trainer, &data);
+    trainer
+        .run(&mut whole, &data, None, 2, Par::Rayon, ())
+        .unwrap();
+    let results = on_ranks(3, |c| {
+        let mut state = fresh(&trainer, &data);
+        let rank = c.rank();
+        // Rank 1 fails after update 2, as an interrupted process would.
+        let observer = FnObserver(move |update: u64, _: &ebm_train::TrainInfo| {
+            if rank == 1 && update == 2 {
+                Err(ebm_core::Error::Observer("interrupted".into()))
+            } else {
+                Ok(())
+            }
+        });
+        let done = train(
+            c,
+            &trainer,
+            &mut state,
+            &data,
+            None,
+            UPDATES,
+            Par::Rayon,
+            observer,
+        );
+        (done.is_err(), state.update, text(&state))
+    });
+    for (failed, update, state) in &results {
+        assert!(failed);
+        assert_eq!(*update, 2);
+        assert!(
+            state == &text(&whole),
+            "the state after the stop is the one-process state"
+        );
+    }
+}
