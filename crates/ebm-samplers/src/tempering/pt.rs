@@ -468,130 +468,157 @@ impl<K, B> ParallelTempering<K, B> {
             self.schedule != SwapSchedule::DeterministicEvenOdd
                 || k % 2 == (state.round % 2) as usize
         };
+        // The choices drawn at rung 0 travel up the blocks before any exchange.
+        if drawn && a > 0 {
+            choice = link
+                .receive(Side::Below)
+                .iter()
+                .map(|&c| c as usize)
+                .collect();
+        }
+        if drawn && b < n_rungs {
+            let words: Vec<u64> = choice.iter().map(|&c| c as u64).collect();
+            link.send(Side::Above, &words);
+        }
         let mut log_alpha = vec![0.0; n];
         let mut accept = vec![false; n];
         let mut proposed = vec![false; n];
-        if a > 0 && possible(a - 1) {
-            let x = &mut state.rungs[0];
-            let k = a - 1;
-            // The energies of this block's states, and which systems' lifted replica (here,
-            // at rung a, moving down) proposes the pair.
-            let mut e = vec![0.0; 2 * n];
-            ladder.pair_energies(k, x, &mut e, par);
-            let mut message: Vec<u64> = e.iter().map(|v| v.to_bits()).collect();
-            if self.schedule == SwapSchedule::Lifted {
-                message.extend(choice.iter().map(|&c| u64::from(c == k)));
-            }
-            link.send(Side::Below, &message);
-            let decided = link.receive(Side::Below);
-            let mut at = 0;
-            if drawn {
-                choice = decided[..n].iter().map(|&c| c as usize).collect();
-                at = n;
-            }
-            for i in 0..n {
-                proposed[i] = decided[at + i] == 1;
-                accept[i] = decided[at + n + i] == 1;
-            }
-            let arrived = &decided[at + 2 * n..];
-            let which: Vec<usize> = (0..n).filter(|&i| accept[i]).collect();
-            let departing = departing(&state.replica[0], &state.last_end, &which);
-            link.send(Side::Below, &departing);
-            link.swap_chains(Side::Below, x, &which);
-            arrive(
-                &mut state.replica[0],
-                &mut state.last_end,
-                &which,
-                arrived,
-            );
-            if self.schedule == SwapSchedule::Lifted {
-                for i in (0..n).filter(|&i| proposed[i]) {
-                    let from = if choice[i] == k { (a, false) } else { (k, true) };
-                    state.lifted[i] = lifted_update((from.0 as u32, from.1), accept[i], n_rungs);
+        let below = a > 0 && possible(a - 1);
+        let above = b < n_rungs && possible(b - 1);
+        // Sweep proposes every pair of every system, bottom up: an exchange sees the states the
+        // one below left, so a block waits for the boundary below before its own pairs. The
+        // other schedules propose at most one of two neighbouring pairs per system, so the
+        // pairs of a round commute (they touch other systems' chains, whose energies no other
+        // pair uses): every block runs its own pairs at once, then the boundaries.
+        let plan = if self.schedule == SwapSchedule::Sweep {
+            [Phase::EnergiesDown, Phase::FromBelow, Phase::Own, Phase::Above]
+        } else {
+            [Phase::Own, Phase::EnergiesDown, Phase::Above, Phase::FromBelow]
+        };
+        for phase in plan {
+            match phase {
+                Phase::EnergiesDown if below => {
+                    // The energies of this block's states at rungs a - 1 and a, and which
+                    // systems' lifted replica (here, at rung a, moving down) proposes the pair.
+                    let k = a - 1;
+                    let mut e = vec![0.0; 2 * n];
+                    ladder.pair_energies(k, &state.rungs[0], &mut e, par);
+                    let mut message: Vec<u64> = e.iter().map(|v| v.to_bits()).collect();
+                    if self.schedule == SwapSchedule::Lifted {
+                        message.extend(choice.iter().map(|&c| u64::from(c == k)));
+                    }
+                    link.send(Side::Below, &message);
                 }
-            }
-            kept[0].valid = false;
-        }
-        for k in a..b - 1 {
-            for i in 0..n {
-                proposed[i] = proposes(choice[i], k);
-            }
-            if !proposed.iter().any(|&p| p) {
-                continue;
-            }
-            let j = k - a;
-            let (lower, upper) = state.rungs.split_at_mut(j + 1);
-            let (lo, hi) = (&mut lower[j], &mut upper[0]);
-            let (kept_lower, kept_upper) = kept.split_at_mut(j + 1);
-            let (kept_lo, kept_hi) = (&mut kept_lower[j], &mut kept_upper[0]);
-            ladder.log_accept_keeping(k, lo, hi, &mut log_alpha, [kept_lo, kept_hi], par);
-            decide(
-                k,
-                &proposed,
-                &log_alpha,
-                streams[j],
-                &mut accept,
-                &mut info,
-            );
-            ladder.exchange_keeping(k, lo, hi, &accept, streams[j], [kept_lo, kept_hi], par);
-            let (rl, ru) = state.replica.split_at_mut(j + 1);
-            for i in 0..n {
-                if accept[i] {
-                    std::mem::swap(&mut rl[j][i], &mut ru[0][i]);
+                Phase::FromBelow if below => {
+                    let k = a - 1;
+                    let decided = link.receive(Side::Below);
+                    for i in 0..n {
+                        proposed[i] = decided[i] == 1;
+                        accept[i] = decided[n + i] == 1;
+                    }
+                    let which: Vec<usize> = (0..n).filter(|&i| accept[i]).collect();
+                    let departing = departing(&state.replica[0], &state.last_end, &which);
+                    link.send(Side::Below, &departing);
+                    link.swap_chains(Side::Below, &mut state.rungs[0], &which);
+                    arrive(
+                        &mut state.replica[0],
+                        &mut state.last_end,
+                        &which,
+                        &decided[2 * n..],
+                    );
+                    if self.schedule == SwapSchedule::Lifted {
+                        for i in (0..n).filter(|&i| proposed[i]) {
+                            let from = if choice[i] == k { (a, false) } else { (k, true) };
+                            state.lifted[i] =
+                                lifted_update((from.0 as u32, from.1), accept[i], n_rungs);
+                        }
+                    }
+                    kept[0].valid = false;
                 }
-            }
-            if self.schedule == SwapSchedule::Lifted {
-                for i in (0..n).filter(|&i| proposed[i]) {
-                    state.lifted[i] = lifted_update(state.lifted[i], accept[i], n_rungs);
+                Phase::Own => {
+                    for k in a..b - 1 {
+                        for i in 0..n {
+                            proposed[i] = proposes(choice[i], k);
+                        }
+                        if !proposed.iter().any(|&p| p) {
+                            continue;
+                        }
+                        let j = k - a;
+                        let (lower, upper) = state.rungs.split_at_mut(j + 1);
+                        let (lo, hi) = (&mut lower[j], &mut upper[0]);
+                        let (kept_lower, kept_upper) = kept.split_at_mut(j + 1);
+                        let (kept_lo, kept_hi) = (&mut kept_lower[j], &mut kept_upper[0]);
+                        ladder.log_accept_keeping(
+                            k,
+                            lo,
+                            hi,
+                            &mut log_alpha,
+                            [kept_lo, kept_hi],
+                            par,
+                        );
+                        decide(k, &proposed, &log_alpha, streams[j], &mut accept, &mut info);
+                        ladder.exchange_keeping(
+                            k,
+                            lo,
+                            hi,
+                            &accept,
+                            streams[j],
+                            [kept_lo, kept_hi],
+                            par,
+                        );
+                        let (rl, ru) = state.replica.split_at_mut(j + 1);
+                        for i in 0..n {
+                            if accept[i] {
+                                std::mem::swap(&mut rl[j][i], &mut ru[0][i]);
+                            }
+                        }
+                        if self.schedule == SwapSchedule::Lifted {
+                            for i in (0..n).filter(|&i| proposed[i]) {
+                                state.lifted[i] =
+                                    lifted_update(state.lifted[i], accept[i], n_rungs);
+                            }
+                        }
+                    }
                 }
-            }
-        }
-        if b < n_rungs && possible(b - 1) {
-            let (k, j) = (b - 1, held - 1);
-            let x = &mut state.rungs[j];
-            let above = link.receive(Side::Above);
-            let e_hi: Vec<f64> = above[..2 * n].iter().map(|&v| f64::from_bits(v)).collect();
-            for i in 0..n {
-                proposed[i] = proposes(choice[i], k)
-                    || (self.schedule == SwapSchedule::Lifted && above[2 * n + i] == 1);
-            }
-            if proposed.iter().any(|&p| p) {
-                let mut e_lo = vec![0.0; 2 * n];
-                ladder.pair_energies(k, x, &mut e_lo, par);
-                super::ladder::pair_log_accept(&e_lo, &e_hi, &mut log_alpha);
-            }
-            decide(
-                k,
-                &proposed,
-                &log_alpha,
-                streams[j],
-                &mut accept,
-                &mut info,
-            );
-            let which: Vec<usize> = (0..n).filter(|&i| accept[i]).collect();
-            let mut message: Vec<u64> = Vec::with_capacity(3 * n + 2 * which.len());
-            if drawn {
-                message.extend(choice.iter().map(|&c| c as u64));
-            }
-            message.extend(proposed.iter().map(|&p| u64::from(p)));
-            message.extend(accept.iter().map(|&p| u64::from(p)));
-            message.extend(departing(&state.replica[j], &state.last_end, &which));
-            link.send(Side::Above, &message);
-            let arrived = link.receive(Side::Above);
-            link.swap_chains(Side::Above, x, &which);
-            arrive(
-                &mut state.replica[j],
-                &mut state.last_end,
-                &which,
-                &arrived,
-            );
-            if self.schedule == SwapSchedule::Lifted {
-                for i in (0..n).filter(|&i| proposed[i]) {
-                    let from = if choice[i] == k { (k, true) } else { (b, false) };
-                    state.lifted[i] = lifted_update((from.0 as u32, from.1), accept[i], n_rungs);
+                Phase::Above if above => {
+                    let (k, j) = (b - 1, held - 1);
+                    let x = &mut state.rungs[j];
+                    let energies = link.receive(Side::Above);
+                    let e_hi: Vec<f64> = energies[..2 * n]
+                        .iter()
+                        .map(|&v| f64::from_bits(v))
+                        .collect();
+                    for i in 0..n {
+                        proposed[i] = proposes(choice[i], k)
+                            || (self.schedule == SwapSchedule::Lifted
+                                && energies[2 * n + i] == 1);
+                    }
+                    if proposed.iter().any(|&p| p) {
+                        let mut e_lo = vec![0.0; 2 * n];
+                        ladder.pair_energies(k, x, &mut e_lo, par);
+                        super::ladder::pair_log_accept(&e_lo, &e_hi, &mut log_alpha);
+                    }
+                    decide(k, &proposed, &log_alpha, streams[j], &mut accept, &mut info);
+                    let which: Vec<usize> = (0..n).filter(|&i| accept[i]).collect();
+                    let mut message: Vec<u64> = Vec::with_capacity(2 * n + 2 * which.len());
+                    message.extend(proposed.iter().map(|&p| u64::from(p)));
+                    message.extend(accept.iter().map(|&p| u64::from(p)));
+                    message.extend(departing(&state.replica[j], &state.last_end, &which));
+                    link.send(Side::Above, &message);
+                    let arrived = link.receive(Side::Above);
+                    link.swap_chains(Side::Above, x, &which);
+                    arrive(&mut state.replica[j], &mut state.last_end, &which, &arrived);
+                    if self.schedule == SwapSchedule::Lifted {
+                        for i in (0..n).filter(|&i| proposed[i]) {
+                            let from = if choice[i] == k { (k, true) } else { (b, false) };
+                            state.lifted[i] =
+                                lifted_update((from.0 as u32, from.1), accept[i], n_rungs);
+                        }
+                    }
+                    kept[j].valid = false;
                 }
+                _ => {}
             }
-            kept[j].valid = false;
         }
         info.round_trips += update_round_trips(
             &state.replica,
@@ -603,6 +630,19 @@ impl<K, B> ParallelTempering<K, B> {
         state.round += 1;
         info
     }
+}
+
+/// The phases of a round's exchanges on a block of rungs ([`ParallelTempering::step_linked`]).
+#[derive(Clone, Copy)]
+enum Phase {
+    /// Send the energies of the block's first rung to the block below.
+    EnergiesDown,
+    /// Receive the decisions of the pair across the boundary below; swap the accepted chains.
+    FromBelow,
+    /// The pairs within the block, bottom up.
+    Own,
+    /// Decide the pair across the boundary above; swap the accepted chains.
+    Above,
 }
 
 /// The exchange decisions of pair `k`: for every proposing system `i`, accept with probability
