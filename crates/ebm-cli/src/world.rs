@@ -70,7 +70,11 @@ pub(crate) fn world() -> Result<Box<dyn Collective>> {
         }
     }
     if let Some(l) = launched.filter(|l| l.processes > 1) {
-        let (n, at_least, v) = (l.processes, if l.exact { "" } else { "at least " }, l.variable);
+        let (n, at_least, v) = (
+            l.processes,
+            if l.exact { "" } else { "at least " },
+            l.variable,
+        );
         return Err(CliError::new(format!(
             "this ebm is one of {at_least}{n} processes started by an MPI launcher (mpirun, \
              srun; {v} is set), but it was built without the feature `mpi`: each process would \
@@ -88,7 +92,11 @@ mod tests {
 
     /// The launch described by the variables `set` alone.
     fn launch(set: &[(&str, &str)]) -> Option<Launch> {
-        launch_in(|v| set.iter().find(|(k, _)| *k == v).map(|(_, x)| x.to_string()))
+        launch_in(|v| {
+            set.iter()
+                .find(|(k, _)| *k == v)
+                .map(|(_, x)| x.to_string())
+        })
     }
 
     fn exactly(variable: &'static str, processes: usize) -> Option<Launch> {
@@ -134,7 +142,10 @@ mod tests {
             launch(&[("SLURM_STEP_NUM_TASKS", "2"), ("SLURM_NTASKS", "4")]),
             exactly("SLURM_STEP_NUM_TASKS", 2)
         );
-        assert_eq!(launch(&[("SLURM_NTASKS", "4"), ("SLURM_PROCID", "0")]), None);
+        assert_eq!(
+            launch(&[("SLURM_NTASKS", "4"), ("SLURM_PROCID", "0")]),
+            None
+        );
     }
 
     /// PMIx gives ranks, not the size: rank 2 is one of at least 3 processes, rank 0 of at

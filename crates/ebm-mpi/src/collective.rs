@@ -187,21 +187,33 @@ impl Collective for Threads {
 
     /// Posts the message and returns: a thread's mailbox never blocks the sender.
     fn send(&self, to: usize, words: &[u64]) {
-        assert!(to < self.size && to != self.rank, "rank {} sends to {to}", self.rank);
+        assert!(
+            to < self.size && to != self.rank,
+            "rank {} sends to {to}",
+            self.rank
+        );
         let mut round = self.shared.lock();
         round.mailboxes[self.rank * self.size + to].push_back(words.to_vec());
         self.shared.changed.notify_all();
     }
 
     fn receive(&self, from: usize) -> Vec<u64> {
-        assert!(from < self.size && from != self.rank, "rank {} receives from {from}", self.rank);
+        assert!(
+            from < self.size && from != self.rank,
+            "rank {} receives from {from}",
+            self.rank
+        );
         let mut round = self.shared.lock();
         loop {
             if let Some(m) = round.mailboxes[from * self.size + self.rank].pop_front() {
                 return m;
             }
             assert!(!round.poisoned, "another rank of the group panicked");
-            round = self.shared.changed.wait(round).unwrap_or_else(|e| e.into_inner());
+            round = self
+                .shared
+                .changed
+                .wait(round)
+                .unwrap_or_else(|e| e.into_inner());
         }
     }
 }

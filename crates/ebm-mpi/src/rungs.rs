@@ -186,9 +186,11 @@ where
     if let Some(s) = &state {
         for (row, x) in s.replica.iter().zip(&s.rungs) {
             message.extend(row.iter().map(|&l| u64::from(l)));
-            message.extend(row.iter().enumerate().map(|(i, &l)| {
-                s.last_end[i][l as usize].map_or(0, |top| 1 + u64::from(top))
-            }));
+            message.extend(
+                row.iter()
+                    .enumerate()
+                    .map(|(i, &l)| s.last_end[i][l as usize].map_or(0, |top| 1 + u64::from(top))),
+            );
             chains.extend(x.pack());
         }
         message.extend(s.lifted.iter().flat_map(|&(eta, up)| {
@@ -204,7 +206,12 @@ where
         diagnostics.acceptance_probability_sum = vec![0.0; pairs];
     }
     message.extend(&diagnostics.proposed);
-    message.extend(diagnostics.acceptance_probability_sum.iter().map(|p| p.to_bits()));
+    message.extend(
+        diagnostics
+            .acceptance_probability_sum
+            .iter()
+            .map(|p| p.to_bits()),
+    );
     message.push(diagnostics.round_trips);
     message.push(labels.len() as u64);
     message.extend(labels);
@@ -220,8 +227,7 @@ where
     let mut whole = PtState::new(init.to_vec(), seed)?;
     whole.round = rounds;
     let mut rung_streams = vec![RngStreams::new(seed, 0); k];
-    let mut index_rows: Vec<Vec<Vec<u32>>> =
-        vec![vec![Vec::with_capacity(m); k]; rounds as usize];
+    let mut index_rows: Vec<Vec<Vec<u32>>> = vec![vec![Vec::with_capacity(m); k]; rounds as usize];
     let (mut proposed, mut probability, mut trips) = (vec![0; pairs], vec![0.0; pairs], 0);
     for p in &parts {
         let (start, len) = (p[0] as usize, p[1] as usize);
@@ -231,7 +237,8 @@ where
             for r in start..start + len {
                 let row: Vec<u32> = words(n).iter().map(|&l| l as u32).collect();
                 for (i, &end) in words(n).iter().enumerate() {
-                    whole.last_end[i][row[i] as usize] = [None, Some(false), Some(true)][end as usize];
+                    whole.last_end[i][row[i] as usize] =
+                        [None, Some(false), Some(true)][end as usize];
                 }
                 whole.replica[r] = row;
             }

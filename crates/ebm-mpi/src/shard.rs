@@ -102,13 +102,23 @@ impl<F: Scalar> ShardChains for DMatrix<F> {
     fn pack_chains(&self, which: &[usize]) -> Vec<u64> {
         which
             .iter()
-            .flat_map(|&i| self.column(i).iter().map(|x| x.as_f64().to_bits()).collect::<Vec<_>>())
+            .flat_map(|&i| {
+                self.column(i)
+                    .iter()
+                    .map(|x| x.as_f64().to_bits())
+                    .collect::<Vec<_>>()
+            })
             .collect()
     }
 
     fn unpack_chains(&mut self, which: &[usize], bits: &[u64]) {
         let rows = self.nrows();
-        assert_eq!(bits.len(), rows * which.len(), "values of {} chains", which.len());
+        assert_eq!(
+            bits.len(),
+            rows * which.len(),
+            "values of {} chains",
+            which.len()
+        );
         for (&i, chain) in which.iter().zip(bits.chunks(rows.max(1))) {
             for (x, &b) in self.column_mut(i).iter_mut().zip(chain) {
                 *x = F::from_f64(f64::from_bits(b));

@@ -110,7 +110,10 @@ where
 
 fn assert_same(sharded: &RungRun<RbmChains<f64>>, whole: &RungRun<RbmChains<f64>>, what: &str) {
     assert_eq!(sharded.state, whole.state, "{what}: state");
-    assert_eq!(sharded.diagnostics, whole.diagnostics, "{what}: swap statistics");
+    assert_eq!(
+        sharded.diagnostics, whole.diagnostics,
+        "{what}: swap statistics"
+    );
     assert_eq!(sharded.index, whole.index, "{what}: index process");
 }
 
@@ -171,7 +174,11 @@ fn ptt_sharded_by_rung_equals_the_one_process_run() {
     let short = TrajectoryLadder::new((0..3).map(|t| rbm(t as f64)).collect()).unwrap();
     let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::Sweep);
     let whole = whole(&pt, &short, &chains(3));
-    assert_same(&sharded(4, &pt, &short, &chains(3)), &whole, "3 rungs on 4 ranks");
+    assert_same(
+        &sharded(4, &pt, &short, &chains(3)),
+        &whole,
+        "3 rungs on 4 ranks",
+    );
 }
 
 #[test]
@@ -234,9 +241,13 @@ fn wrong_boundary_energies_or_rank_local_streams_break_the_identity() {
     let target_block = |wrong_rung: bool, local_seed: bool| {
         let blocks = on_ranks(2, |c| {
             let held = rung_range(7, 2, c.rank());
-            let seed = if local_seed { SEED + c.rank() as u64 } else { SEED };
-            let mut s = PtState::for_rungs(init[held.clone()].to_vec(), seed, held.start, 7)
-                .unwrap();
+            let seed = if local_seed {
+                SEED + c.rank() as u64
+            } else {
+                SEED
+            };
+            let mut s =
+                PtState::for_rungs(init[held.clone()].to_vec(), seed, held.start, 7).unwrap();
             let mut link = WrongRung(RungNeighbours::new(c), 0);
             for _ in 0..ROUNDS {
                 if wrong_rung {

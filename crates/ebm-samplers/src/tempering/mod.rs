@@ -11,8 +11,8 @@ mod stacked;
 
 pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
-    Concat, Exchange, KeptProducts, Ladder, ReferenceLadder, Rung, TemperatureLadder, pair_log_accept,
-    TrajectoryLadder, validate_betas, validate_betas_to_one,
+    Concat, Exchange, KeptProducts, Ladder, ReferenceLadder, Rung, TemperatureLadder,
+    TrajectoryLadder, pair_log_accept, validate_betas, validate_betas_to_one,
 };
 pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, RungLink, Side, SwapSchedule};

@@ -172,7 +172,10 @@ impl<S: Chains> PtState<S> {
         first: usize,
         n_rungs: usize,
     ) -> ebm_core::Result<Self> {
-        if first.checked_add(rungs.len()).is_none_or(|end| end > n_rungs) {
+        if first
+            .checked_add(rungs.len())
+            .is_none_or(|end| end > n_rungs)
+        {
             return Err(Error::InvalidParameter {
                 name: "rungs".into(),
                 reason: format!(
@@ -491,9 +494,19 @@ impl<K, B> ParallelTempering<K, B> {
         // pairs of a round commute (they touch other systems' chains, whose energies no other
         // pair uses): every block runs its own pairs at once, then the boundaries.
         let plan = if self.schedule == SwapSchedule::Sweep {
-            [Phase::EnergiesDown, Phase::FromBelow, Phase::Own, Phase::Above]
+            [
+                Phase::EnergiesDown,
+                Phase::FromBelow,
+                Phase::Own,
+                Phase::Above,
+            ]
         } else {
-            [Phase::Own, Phase::EnergiesDown, Phase::Above, Phase::FromBelow]
+            [
+                Phase::Own,
+                Phase::EnergiesDown,
+                Phase::Above,
+                Phase::FromBelow,
+            ]
         };
         for phase in plan {
             match phase {
@@ -528,7 +541,11 @@ impl<K, B> ParallelTempering<K, B> {
                     );
                     if self.schedule == SwapSchedule::Lifted {
                         for i in (0..n).filter(|&i| proposed[i]) {
-                            let from = if choice[i] == k { (a, false) } else { (k, true) };
+                            let from = if choice[i] == k {
+                                (a, false)
+                            } else {
+                                (k, true)
+                            };
                             state.lifted[i] =
                                 lifted_update((from.0 as u32, from.1), accept[i], n_rungs);
                         }
@@ -590,8 +607,7 @@ impl<K, B> ParallelTempering<K, B> {
                         .collect();
                     for i in 0..n {
                         proposed[i] = proposes(choice[i], k)
-                            || (self.schedule == SwapSchedule::Lifted
-                                && energies[2 * n + i] == 1);
+                            || (self.schedule == SwapSchedule::Lifted && energies[2 * n + i] == 1);
                     }
                     if proposed.iter().any(|&p| p) {
                         let mut e_lo = vec![0.0; 2 * n];
@@ -610,7 +626,11 @@ impl<K, B> ParallelTempering<K, B> {
                     arrive(&mut state.replica[j], &mut state.last_end, &which, &arrived);
                     if self.schedule == SwapSchedule::Lifted {
                         for i in (0..n).filter(|&i| proposed[i]) {
-                            let from = if choice[i] == k { (k, true) } else { (b, false) };
+                            let from = if choice[i] == k {
+                                (k, true)
+                            } else {
+                                (b, false)
+                            };
                             state.lifted[i] =
                                 lifted_update((from.0 as u32, from.1), accept[i], n_rungs);
                         }
@@ -620,12 +640,8 @@ impl<K, B> ParallelTempering<K, B> {
                 _ => {}
             }
         }
-        info.round_trips += update_round_trips(
-            &state.replica,
-            &mut state.last_end,
-            a == 0,
-            b == n_rungs,
-        );
+        info.round_trips +=
+            update_round_trips(&state.replica, &mut state.last_end, a == 0, b == n_rungs);
         state.round_trips += info.round_trips;
         state.round += 1;
         info
@@ -681,13 +697,12 @@ fn departing(labels: &[u32], last_end: &[Vec<Option<bool>>], which: &[usize]) ->
 
 /// Records the replicas arriving at the systems `which` of a rung (`labels`), as written by
 /// [`departing`] on the other side.
-fn arrive(
-    labels: &mut [u32],
-    last_end: &mut [Vec<Option<bool>>],
-    which: &[usize],
-    words: &[u64],
-) {
-    assert_eq!(words.len(), 2 * which.len(), "labels of the arriving replicas");
+fn arrive(labels: &mut [u32], last_end: &mut [Vec<Option<bool>>], which: &[usize], words: &[u64]) {
+    assert_eq!(
+        words.len(),
+        2 * which.len(),
+        "labels of the arriving replicas"
+    );
     for (&i, w) in which.iter().zip(words.chunks(2)) {
         labels[i] = w[0] as u32;
         last_end[i][labels[i] as usize] = [None, Some(false), Some(true)][w[1] as usize];
