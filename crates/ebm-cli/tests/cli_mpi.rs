@@ -105,6 +105,25 @@ fn record_without_ranks(path: &Path, ranks: u64) -> serde_json::Value {
     record
 }
 
+/// The files `files` that `ebm args` wrote in `one` (one process) and in `sharded` (`ranks`
+/// processes) are the same: sample files byte for byte, run records apart from `ranks` and
+/// the elapsed time.
+#[cfg(feature = "mpi")]
+fn assert_same_files(one: &Path, sharded: &Path, ranks: usize, args: &str, files: &[&str]) {
+    for file in files {
+        let (a, b) = (one.join(file), sharded.join(file));
+        if file.ends_with(".json") {
+            assert_eq!(
+                record_without_ranks(&b, ranks as u64),
+                record_without_ranks(&a, 1),
+                "{ranks} ranks, ebm {args}: {file}"
+            );
+        } else {
+            assert!(bytes(&a) == bytes(&b), "{ranks} ranks, ebm {args}: {file}");
+        }
+    }
+}
+
 /// The commands compared, each with the files it writes (a sample file, then records).
 #[cfg(feature = "mpi")]
 const RUNS: [(&str, &[&str]); 5] = [
@@ -166,18 +185,7 @@ fn sample_and_ais_on_one_two_and_three_processes_write_what_one_process_writes()
     for ranks in [1, 2, 3] {
         let sharded = runs(&ranks.to_string(), Some(ranks));
         for (args, files) in RUNS {
-            for file in files.iter() {
-                let (a, b) = (one.join(file), sharded.join(file));
-                if file.ends_with(".json") {
-                    assert_eq!(
-                        record_without_ranks(&b, ranks as u64),
-                        record_without_ranks(&a, 1),
-                        "{ranks} ranks, ebm {args}: {file}"
-                    );
-                } else {
-                    assert!(bytes(&a) == bytes(&b), "{ranks} ranks, ebm {args}: {file}");
-                }
-            }
+            assert_same_files(&one, &sharded, ranks, args, files);
         }
     }
     // Negative control: the comparison sees a change of seed.
@@ -258,18 +266,7 @@ fn pt_and_ptt_sharded_by_rung_write_what_one_process_writes() {
                 "{ranks} ranks, ebm {args}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            for file in files.iter() {
-                let (a, b) = (one.join(file), at.join(file));
-                if file.ends_with(".json") {
-                    assert_eq!(
-                        record_without_ranks(&b, ranks as u64),
-                        record_without_ranks(&a, 1),
-                        "{ranks} ranks, ebm {args}: {file}"
-                    );
-                } else {
-                    assert!(bytes(&a) == bytes(&b), "{ranks} ranks, ebm {args}: {file}");
-                }
-            }
+            assert_same_files(&one, &at, ranks, args, files);
         }
     }
     let record = json(&one.join("pt.json"));
