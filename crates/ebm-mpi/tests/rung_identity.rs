@@ -207,7 +207,7 @@ impl RungLink<RbmChains<f64>> for WrongRung<'_> {
     fn send(&mut self, to: Side, words: &[u64]) {
         let mut words = words.to_vec();
         if to == Side::Below {
-            if self.1 % 2 == 0 {
+            if self.1.is_multiple_of(2) {
                 for i in 0..SYSTEMS {
                     words[2 * i + 1] = words[2 * i];
                 }
