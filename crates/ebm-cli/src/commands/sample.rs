@@ -709,6 +709,9 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer>(
     })
 }
 
+/// What a PT run returns: the target's visible configurations, the diagnostics, the warnings.
+type PtRun = (DMatrix<f64>, PtSummary, Vec<String>);
+
 /// What explores rung 0 of a PT run.
 enum Rung0 {
     /// The same Gibbs sweeps as every other rung.
@@ -764,7 +767,7 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     ladder: &L,
     chains: RbmChains<f64>,
     tracer: &mut ModeTracer,
-) -> Result<Option<(DMatrix<f64>, PtSummary, Vec<String>)>> {
+) -> Result<Option<PtRun>> {
     // PTT proposes every pair each round, bottom up (Béreux et al., *Fast training and sampling of RBMs*): a
     // configuration at the first checkpoint can climb several rungs in one round.
     let default = match a.sampler {
