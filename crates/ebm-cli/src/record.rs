@@ -102,8 +102,9 @@ impl Context {
             return Err(CliError::new(format!(
                 "{what} does not run sharded over MPI processes (this is one of {n}); run it \
                  in one process, without mpirun (sharded: `ebm sample --sampler gibbs` without \
-                 --trace-every/--chain-out, `ebm loglik ais | reverse-ais | tr-ais`, and `ebm train \
-                 --negative pcd` without --pretrain)"
+                 --trace-every/--chain-out, `ebm sample --sampler pt | pt-ref | ptt`, \
+                 `ebm loglik ais | reverse-ais | tr-ais`, and `ebm train --negative pcd` \
+                 without --pretrain)"
             )));
         }
         Ok(())

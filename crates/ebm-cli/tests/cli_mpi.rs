@@ -35,29 +35,44 @@ fn a_program_without_the_feature_refuses_to_run_as_one_of_several_mpi_processes(
     let d = dir.path();
     save_model(d);
     let run = "sample --model m.safetensors --chains 10 --steps 2 --out s.npy";
-    for variable in ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE"] {
+    // MPICH / Intel MPI, Open MPI, MVAPICH2, Slurm's srun; PMIx and Hydra's per-node count
+    // (rank 2 of PMIx: at least 3 processes).
+    for (variable, value, says) in [
+        ("PMI_SIZE", "3", "one of 3 processes"),
+        ("OMPI_COMM_WORLD_SIZE", "3", "one of 3 processes"),
+        ("MV2_COMM_WORLD_SIZE", "3", "one of 3 processes"),
+        ("SLURM_STEP_NUM_TASKS", "3", "one of 3 processes"),
+        ("PMIX_RANK", "2", "one of at least 3 processes"),
+        ("MPI_LOCALNRANKS", "3", "one of at least 3 processes"),
+    ] {
         let out = ebm()
             .current_dir(d)
-            .env(variable, "3")
+            .env(variable, value)
             .args(run.split_whitespace())
             .output();
         let out = out.unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{variable}: {stderr}");
         assert!(
-            stderr.contains("one of 3 processes") && stderr.contains("without the feature `mpi`"),
+            stderr.contains(says)
+                && stderr.contains(variable)
+                && stderr.contains("without the feature `mpi`"),
             "{stderr}"
         );
         assert!(!d.join("s.npy").exists(), "a refused run wrote its output");
     }
-    // Negative control: a launcher that started this process alone is no reason to refuse.
-    let out = ebm()
-        .current_dir(d)
-        .env("PMI_SIZE", "1")
-        .args(run.split_whitespace())
-        .output();
-    assert!(out.unwrap().status.success());
-    assert!(d.join("s.npy").exists());
+    // Negative controls: a launcher that started this process alone, and a Slurm batch
+    // script (one task of a job of 4) are no reason to refuse.
+    for (variable, value) in [("PMI_SIZE", "1"), ("SLURM_NTASKS", "4")] {
+        let out = ebm()
+            .current_dir(d)
+            .env(variable, value)
+            .args(run.split_whitespace())
+            .output();
+        assert!(out.unwrap().status.success(), "{variable}={value}");
+        assert!(d.join("s.npy").exists());
+        std::fs::remove_file(d.join("s.npy")).unwrap();
+    }
 }
 
 /// Runs `mpirun -n ranks ebm <args>` in `dir` (oversubscribed beyond the cores); returns its
@@ -88,6 +103,25 @@ fn record_without_ranks(path: &Path, ranks: u64) -> serde_json::Value {
     );
     fields.remove("elapsed_seconds").expect("a wall-clock time");
     record
+}
+
+/// The files `files` that `ebm args` wrote in `one` (one process) and in `sharded` (`ranks`
+/// processes) are the same: sample files byte for byte, run records apart from `ranks` and
+/// the elapsed time.
+#[cfg(feature = "mpi")]
+fn assert_same_files(one: &Path, sharded: &Path, ranks: usize, args: &str, files: &[&str]) {
+    for file in files {
+        let (a, b) = (one.join(file), sharded.join(file));
+        if file.ends_with(".json") {
+            assert_eq!(
+                record_without_ranks(&b, ranks as u64),
+                record_without_ranks(&a, 1),
+                "{ranks} ranks, ebm {args}: {file}"
+            );
+        } else {
+            assert!(bytes(&a) == bytes(&b), "{ranks} ranks, ebm {args}: {file}");
+        }
+    }
 }
 
 /// The commands compared, each with the files it writes (a sample file, then records).
@@ -151,18 +185,7 @@ fn sample_and_ais_on_one_two_and_three_processes_write_what_one_process_writes()
     for ranks in [1, 2, 3] {
         let sharded = runs(&ranks.to_string(), Some(ranks));
         for (args, files) in RUNS {
-            for file in files.iter() {
-                let (a, b) = (one.join(file), sharded.join(file));
-                if file.ends_with(".json") {
-                    assert_eq!(
-                        record_without_ranks(&b, ranks as u64),
-                        record_without_ranks(&a, 1),
-                        "{ranks} ranks, ebm {args}: {file}"
-                    );
-                } else {
-                    assert!(bytes(&a) == bytes(&b), "{ranks} ranks, ebm {args}: {file}");
-                }
-            }
+            assert_same_files(&one, &sharded, ranks, args, files);
         }
     }
     // Negative control: the comparison sees a change of seed.
@@ -183,8 +206,8 @@ fn commands_not_sharded_yet_refuse_to_run_on_several_processes() {
     save_model(d);
     for (args, needle) in [
         (
-            "sample --model m.safetensors --sampler pt --chains 10 --steps 2 --out s.npy",
-            "--sampler pt does not run sharded",
+            "sample --model m.safetensors --sampler tmc --chains 10 --steps 2 --out s.npy",
+            "--sampler tmc does not run sharded",
         ),
         (
             "loglik ptt --trajectory t.safetensors --chains 10 --out r.json",
@@ -302,3 +325,61 @@ fn train_phases_not_sharded_refuse_to_run_on_several_processes() {
     assert!(!d.join("m.safetensors").exists());
 }
 // --- end data-parallel training ---
+
+// --- Parallel tempering sharded by rung ---
+
+/// `mpirun -n K ebm sample --sampler pt | ptt`: the rungs in blocks on the K processes (rank 0
+/// holds the target and traces it); samples, the chain-0 trace and the record (swap
+/// statistics, round trips, index process times) equal those of one process.
+#[cfg(feature = "mpi")]
+#[test]
+fn pt_and_ptt_sharded_by_rung_write_what_one_process_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_model(d);
+    let runs: [(&str, &[&str]); 3] = [
+        (
+            "sample --model ../m.safetensors --sampler pt --rungs 7 --chains 60 --steps 40 \
+             --seed 7 --trace-every 10 --chain-out c.npy --out pt.npy",
+            &["pt.npy", "c.npy", "pt.json"],
+        ),
+        (
+            "sample --model ../m.safetensors --sampler pt --rungs 5 --schedule lifted \
+             --chains 60 --steps 40 --seed 8 --out lifted.npy",
+            &["lifted.npy", "lifted.json"],
+        ),
+        // Rung 0 refreshed exactly, every pair proposed bottom up.
+        (
+            "sample --trajectory ../t.safetensors --sampler ptt --chains 60 --steps 40 --seed 9 \
+             --out ptt.npy",
+            &["ptt.npy", "ptt.json"],
+        ),
+    ];
+    let one = d.join("one");
+    std::fs::create_dir(&one).unwrap();
+    for (args, _) in runs {
+        ok(&one, &format!("{args} --threads 1"));
+    }
+    for ranks in [1, 2, 3] {
+        let at = d.join(ranks.to_string());
+        std::fs::create_dir(&at).unwrap();
+        for (args, files) in runs {
+            let out = mpirun(&at, ranks, &format!("{args} --threads 1"));
+            assert!(
+                out.status.success(),
+                "{ranks} ranks, ebm {args}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_same_files(&one, &at, ranks, args, files);
+        }
+    }
+    let record = json(&one.join("pt.json"));
+    assert!(record["results"]["pt"]["round_trips"].as_u64().unwrap() > 0);
+    // Negative control: the comparison sees a change of seed.
+    let other = d.join("other");
+    std::fs::create_dir(&other).unwrap();
+    ok(&other, &runs[2].0.replace("--seed 9", "--seed 10"));
+    assert!(bytes(&other.join("ptt.npy")) != bytes(&one.join("ptt.npy")));
+}
+
+// --- End of parallel tempering sharded by rung ---

@@ -1,5 +1,6 @@
 //! The one collective operation sharded runs need, and its in-process transports.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -31,6 +32,17 @@ pub trait Collective: fmt::Debug {
     fn is_root(&self) -> bool {
         self.rank() == 0
     }
+
+    // --- Point-to-point messages (rung-sharded tempering) ---
+
+    /// Sends `words` to rank `to` (not this rank). May wait until `to` receives it.
+    fn send(&self, to: usize, words: &[u64]);
+
+    /// Receives the next message that rank `from` sent to this rank; messages between two
+    /// ranks arrive in the order sent.
+    fn receive(&self, from: usize) -> Vec<u64>;
+
+    // --- End of point-to-point messages ---
 }
 
 /// The group of one process: the unsharded run.
@@ -52,6 +64,14 @@ impl Collective for Solo {
 
     fn broadcast(&self, message: &[u64]) -> Vec<u64> {
         message.to_vec()
+    }
+
+    fn send(&self, to: usize, _: &[u64]) {
+        panic!("one process has no rank {to} to send to")
+    }
+
+    fn receive(&self, from: usize) -> Vec<u64> {
+        panic!("one process has no rank {from} to receive from")
     }
 }
 
@@ -76,6 +96,8 @@ struct Round {
     generation: u64,
     /// A rank panicked: the others would wait for it forever, so they panic too.
     poisoned: bool,
+    /// Point-to-point messages under way, `mailboxes[from * size + to]` in the order sent.
+    mailboxes: Vec<VecDeque<Vec<u64>>>,
 }
 
 impl Shared {
@@ -114,6 +136,7 @@ impl Threads {
                 arrived: 0,
                 generation: 0,
                 poisoned: false,
+                mailboxes: vec![VecDeque::new(); size * size],
             }),
             changed: Condvar::new(),
         });
@@ -185,6 +208,38 @@ impl Collective for Threads {
             round.slots[0] = None;
         }
         all
+    }
+
+    /// Posts the message and returns: a thread's mailbox never blocks the sender.
+    fn send(&self, to: usize, words: &[u64]) {
+        assert!(
+            to < self.size && to != self.rank,
+            "rank {} sends to {to}",
+            self.rank
+        );
+        let mut round = self.shared.lock();
+        round.mailboxes[self.rank * self.size + to].push_back(words.to_vec());
+        self.shared.changed.notify_all();
+    }
+
+    fn receive(&self, from: usize) -> Vec<u64> {
+        assert!(
+            from < self.size && from != self.rank,
+            "rank {} receives from {from}",
+            self.rank
+        );
+        let mut round = self.shared.lock();
+        loop {
+            if let Some(m) = round.mailboxes[from * self.size + self.rank].pop_front() {
+                return m;
+            }
+            assert!(!round.poisoned, "another rank of the group panicked");
+            round = self
+                .shared
+                .changed
+                .wait(round)
+                .unwrap_or_else(|e| e.into_inner());
+        }
     }
 }
 

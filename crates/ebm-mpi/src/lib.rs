@@ -87,3 +87,8 @@ pub use drivers::{
 #[cfg(feature = "mpi")]
 pub use mpi::Mpi;
 pub use shard::{ShardChains, chain_range};
+
+// --- Tempering sharded by rung ---
+mod rungs;
+pub use rungs::{RungNeighbours, RungRun, rung_range, tempering_by_rung};
+// --- End of tempering sharded by rung ---

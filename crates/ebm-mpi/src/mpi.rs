@@ -4,7 +4,7 @@ use mpi::Count;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
-use mpi::traits::{Communicator, CommunicatorCollectives, Root};
+use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Root, Source};
 
 use crate::Collective;
 
@@ -106,4 +106,28 @@ impl Collective for Mpi {
         }
         all
     }
+
+    // --- Point-to-point messages (rung-sharded tempering) ---
+
+    /// The length, then the words in pieces of at most 2^28 (one blocking `MPI_Send` each).
+    fn send(&self, to: usize, words: &[u64]) {
+        let process = self.world.process_at_rank(to as i32);
+        process.send(&(words.len() as u64));
+        for piece in words.chunks(PIECE) {
+            process.send(piece);
+        }
+    }
+
+    fn receive(&self, from: usize) -> Vec<u64> {
+        let process = self.world.process_at_rank(from as i32);
+        let (len, _) = process.receive::<u64>();
+        let mut words = Vec::with_capacity(len as usize);
+        while words.len() < len as usize {
+            let (piece, _) = process.receive_vec::<u64>();
+            words.extend(piece);
+        }
+        words
+    }
+
+    // --- End of point-to-point messages ---
 }

@@ -59,6 +59,16 @@ pub trait ShardChains: Chains {
     /// The batches one after the other (chain `i` of `parts[1]` follows the last of
     /// `parts[0]`), shaped like `like`.
     fn concat(like: &Self, parts: &[Self]) -> Self;
+
+    /// The values of chains `which` (in that order), as [`ShardChains::pack`] writes a batch
+    /// of them.
+    fn pack_chains(&self, which: &[usize]) -> Vec<u64>;
+
+    /// Overwrites chains `which` with values written by [`ShardChains::pack_chains`].
+    ///
+    /// # Panics
+    /// If `bits` does not hold `which.len()` chains of this shape.
+    fn unpack_chains(&mut self, which: &[usize], bits: &[u64]);
 }
 
 impl<F: Scalar> ShardChains for DMatrix<F> {
@@ -87,6 +97,33 @@ impl<F: Scalar> ShardChains for DMatrix<F> {
             n_chains,
             bits.iter().map(|&b| F::from_f64(f64::from_bits(b))),
         )
+    }
+
+    fn pack_chains(&self, which: &[usize]) -> Vec<u64> {
+        which
+            .iter()
+            .flat_map(|&i| {
+                self.column(i)
+                    .iter()
+                    .map(|x| x.as_f64().to_bits())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn unpack_chains(&mut self, which: &[usize], bits: &[u64]) {
+        let rows = self.nrows();
+        assert_eq!(
+            bits.len(),
+            rows * which.len(),
+            "values of {} chains",
+            which.len()
+        );
+        for (&i, chain) in which.iter().zip(bits.chunks(rows.max(1))) {
+            for (x, &b) in self.column_mut(i).iter_mut().zip(chain) {
+                *x = F::from_f64(f64::from_bits(b));
+            }
+        }
     }
 
     fn concat(like: &Self, parts: &[Self]) -> Self {
@@ -129,6 +166,19 @@ impl<F: Scalar> ShardChains for RbmChains<F> {
             visible: DMatrix::unpack(&like.visible, n_chains, &bits[..split]),
             hidden: DMatrix::unpack(&like.hidden, n_chains, &bits[split..]),
         }
+    }
+
+    /// The visible values of the chains, then their hidden values.
+    fn pack_chains(&self, which: &[usize]) -> Vec<u64> {
+        let mut bits = self.visible.pack_chains(which);
+        bits.extend(self.hidden.pack_chains(which));
+        bits
+    }
+
+    fn unpack_chains(&mut self, which: &[usize], bits: &[u64]) {
+        let split = (self.visible.nrows() * which.len()).min(bits.len());
+        self.visible.unpack_chains(which, &bits[..split]);
+        self.hidden.unpack_chains(which, &bits[split..]);
     }
 
     fn concat(like: &Self, parts: &[Self]) -> Self {
@@ -178,5 +228,13 @@ mod tests {
         assert_eq!(RbmChains::concat(&x, &parts), x);
         assert_eq!(RbmChains::unpack(&x, 5, &x.pack()), x);
         assert_eq!(parts[2].visible.column(0), x.visible.column(2));
+        let mut y = RbmChains {
+            visible: DMatrix::zeros(3, 5),
+            hidden: DMatrix::zeros(2, 5),
+        };
+        y.unpack_chains(&[4, 1], &x.pack_chains(&[4, 1]));
+        assert_eq!(y.visible.column(4), x.visible.column(4));
+        assert_eq!(y.hidden.column(1), x.hidden.column(1));
+        assert_eq!(y.hidden.column(0).sum(), 0.0);
     }
 }

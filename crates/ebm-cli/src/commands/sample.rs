@@ -295,11 +295,20 @@ pub(crate) fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
 
 pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     check_options(a)?;
-    if a.sampler != SamplerArg::Gibbs {
+    // Gibbs runs sharded by chain, PT on a ladder sharded by rung (rank 0 holds the target,
+    // so it traces it); the other samplers run in one process.
+    let by_rung = matches!(
+        a.sampler,
+        SamplerArg::Pt | SamplerArg::PtRef | SamplerArg::Ptt
+    );
+    if a.sampler != SamplerArg::Gibbs && !by_rung {
         ctx.one_process(&format!("--sampler {}", sampler_name(a.sampler)))?;
     }
-    if a.trace_every.is_some() || a.chain_out.is_some() {
-        ctx.one_process("--trace-every and --chain-out (they follow the chains at every step)")?;
+    if !by_rung && (a.trace_every.is_some() || a.chain_out.is_some()) {
+        ctx.one_process(
+            "--trace-every and --chain-out with --sampler gibbs (they follow chains that \
+             different processes run)",
+        )?;
     }
     check_matrix_output(&a.out)?;
     let record = record_path_for(&a.out);
@@ -568,7 +577,11 @@ impl KindsTask for SampleTask<'_> {
                 // The last rung is the target: the model at its own temperature unless --betas
                 // ends elsewhere.
                 let target = betas[betas.len() - 1];
-                let (samples, mut pt, pt_warnings) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                let Some((samples, mut pt, pt_warnings)) =
+                    run_pt(a, ctx, &ladder, chains, &mut tracer)?
+                else {
+                    return Ok(None);
+                };
                 run_warnings = pt_warnings;
                 pt.betas = betas;
                 // The target is named only when the ladder does not end at the model itself.
@@ -600,7 +613,11 @@ impl KindsTask for SampleTask<'_> {
                     Rbm::new(reference_visible, rbm.hidden().clone(), zero_weights(&rbm))?;
                 let ladder = ReferenceLadder::new(&rbm, &reference_rbm, betas.clone())
                     .map_err(|e| CliError::new(format!("--betas: {e}")))?;
-                let (samples, mut pt, pt_warnings) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                let Some((samples, mut pt, pt_warnings)) =
+                    run_pt(a, ctx, &ladder, chains, &mut tracer)?
+                else {
+                    return Ok(None);
+                };
                 run_warnings = pt_warnings;
                 pt.betas = betas;
                 pt.reference = Some(reference.into());
@@ -620,7 +637,11 @@ impl KindsTask for SampleTask<'_> {
                 let keep = kept_checkpoints(models.len(), a.rungs, file)?;
                 let ladder =
                     TrajectoryLadder::new(keep.iter().map(|&i| models[i].clone()).collect())?;
-                let (samples, mut pt, pt_warnings) = run_pt(a, ctx, &ladder, chains, &mut tracer)?;
+                let Some((samples, mut pt, pt_warnings)) =
+                    run_pt(a, ctx, &ladder, chains, &mut tracer)?
+                else {
+                    return Ok(None);
+                };
                 run_warnings = pt_warnings;
                 pt.betas = vec![1.0; keep.len()];
                 pt.checkpoint_updates = Some(keep.iter().map(|&i| updates[i]).collect());
@@ -688,6 +709,9 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer>(
     })
 }
 
+/// What a PT run returns: the target's visible configurations, the diagnostics, the warnings.
+type PtRun = (DMatrix<f64>, PtSummary, Vec<String>);
+
 /// What explores rung 0 of a PT run.
 enum Rung0 {
     /// The same Gibbs sweeps as every other rung.
@@ -734,14 +758,16 @@ const INDEX_SYSTEMS: usize = 64;
 /// step"); PTT on a larger low-rank first checkpoint (a `--pretrain rcm` model) refreshes it
 /// with the static sampler of paper 000 (exact for the mesh law); other samplers, and PTT on
 /// other first checkpoints, explore rung 0 with Gibbs.
-/// The rounds and their warnings are those of [`pt_rounds`].
+/// The rounds and their warnings are those of [`pt_rounds`]. Under `mpirun -n K` the rungs
+/// are sharded over the K processes ([`ebm_mpi::tempering_by_rung`]) and rank 0, which holds
+/// the target, returns what one process would; the other ranks return `None`.
 fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     a: &SampleArgs,
     ctx: &Context,
     ladder: &L,
     chains: RbmChains<f64>,
     tracer: &mut ModeTracer,
-) -> Result<(DMatrix<f64>, PtSummary, Vec<String>)> {
+) -> Result<Option<PtRun>> {
     // PTT proposes every pair each round, bottom up (Béreux et al., *Fast training and sampling of RBMs*): a
     // configuration at the first checkpoint can climb several rungs in one round.
     let default = match a.sampler {
@@ -768,9 +794,31 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
         Rung0::Gibbs(_) => "gibbs",
     };
     let pt = ParallelTempering::new(Gibbs::new(a.sweeps), schedule).with_rung0_kernel(rung0);
-    let mut state = PtState::new(vec![chains; ladder.n_rungs()], a.seed)?;
-    tracer.record(0, &state.rungs[ladder.n_rungs() - 1].visible)?;
+    tracer.record(0, &chains.visible)?;
     let progress = ProgressObserver(ctx.progress(a.steps, sampler_name(a.sampler)));
+    let world = ctx.world();
+    if world.size() > 1 {
+        let mut observer = (progress, tracer);
+        let Some(mut run) = ebm_mpi::tempering_by_rung(
+            world,
+            &pt,
+            ladder,
+            &vec![chains; ladder.n_rungs()],
+            a.seed,
+            a.steps,
+            INDEX_SYSTEMS,
+            Par::Rayon,
+            |round, target| observer.observe(round, target),
+        )?
+        else {
+            return Ok(None);
+        };
+        let names = (schedule_name, rung0_name);
+        let (summary, warnings) = pt_summary(a.steps, &run.diagnostics, &run.index, names);
+        let target = run.state.rungs.pop().expect("at least two rungs");
+        return Ok(Some((target.visible, summary, warnings)));
+    }
+    let mut state = PtState::new(vec![chains; ladder.n_rungs()], a.seed)?;
     let (summary, warnings) = pt_rounds(
         a.steps,
         &mut state,
@@ -779,7 +827,7 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
         |s| pt.step(ladder, s, Par::Rayon),
     )?;
     let target = state.rungs.pop().expect("at least two rungs");
-    Ok((target.visible, summary, warnings))
+    Ok(Some((target.visible, summary, warnings)))
 }
 
 /// Runs `rounds` rounds of `round` (one PT round on any exchange: a ladder, or a stack of
@@ -806,6 +854,22 @@ pub(crate) fn pt_rounds<S: Chains>(
         index.record(state);
         observer.observe(r, &state.rungs[k - 1])?;
     }
+    Ok(pt_summary(
+        rounds,
+        &diagnostics,
+        &index,
+        (schedule_name, rung0_name),
+    ))
+}
+
+/// The summary of a PT run of `rounds` rounds from its diagnostics and replica index process
+/// (the betas left empty), and its warnings (see [`pt_rounds`]).
+fn pt_summary(
+    rounds: u64,
+    diagnostics: &PtDiagnostics,
+    index: &IndexProcess,
+    (schedule_name, rung0_name): (&str, &str),
+) -> (PtSummary, Vec<String>) {
     let finite = |x: f64| x.is_finite().then_some(x);
     let tau_exp = index.exponential_time().ok().and_then(|t| finite(t.tau));
     let tau_int = index.integrated_time().ok().and_then(|t| finite(t.tau));
@@ -844,7 +908,7 @@ pub(crate) fn pt_rounds<S: Chains>(
         index_tau_exp: tau_exp,
         index_tau_int: tau_int,
     };
-    Ok((summary, warnings))
+    (summary, warnings)
 }
 
 /// The indices of the checkpoints kept as rungs: all of them, or `rungs` evenly spaced ones

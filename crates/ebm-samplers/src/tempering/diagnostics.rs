@@ -116,10 +116,19 @@ impl IndexProcess {
     /// # Panics
     /// If `state` has a different number of rungs or systems than the states recorded before.
     pub fn record<S: ebm_core::Chains>(&mut self, state: &super::PtState<S>) {
-        let k_max = state.rungs.len();
-        let n = self
-            .max_systems
-            .map_or(state.n_chains(), |m| m.min(state.n_chains()));
+        self.record_replicas(&state.replica);
+    }
+
+    /// [`IndexProcess::record`] from the replica labels alone: `replica[k][i]` is the replica
+    /// at rung `k` of system `i` (as in [`super::PtState`]); systems beyond the kept ones may
+    /// be missing.
+    ///
+    /// # Panics
+    /// As [`IndexProcess::record`].
+    pub fn record_replicas(&mut self, replica: &[Vec<u32>]) {
+        let k_max = replica.len();
+        let systems = replica.first().map_or(0, Vec::len);
+        let n = self.max_systems.map_or(systems, |m| m.min(systems));
         if self.series.is_empty() {
             self.n_rungs = k_max;
             self.series = vec![Vec::new(); k_max * n];
@@ -131,7 +140,7 @@ impl IndexProcess {
             self.series.len(),
             k_max * n
         );
-        for (k, replicas) in state.replica.iter().enumerate() {
+        for (k, replicas) in replica.iter().enumerate() {
             for (i, &r) in replicas.iter().take(n).enumerate() {
                 self.series[i * k_max + r as usize].push(k as u32);
             }

@@ -110,6 +110,26 @@ pub trait Exchange: Sync {
         self.exchange(k, lo, hi, accept, rngs, par);
     }
 
+    /// Whether the log acceptance of every pair splits into two energies per state
+    /// ([`Exchange::pair_energies`]), so that two processes holding the two rungs of a pair can
+    /// decide its exchanges from each other's energies alone: what rung-sharded PT
+    /// ([`super::PtState::for_rungs`]) needs. True for every [`Ladder`]; the default is false.
+    fn splits_by_state(&self) -> bool {
+        false
+    }
+
+    /// For an exchange that [`Exchange::splits_by_state`]: writes the energies of every chain
+    /// of `x` at rungs `k` and `k + 1`, \(E_k(x_i)\) into `out[2 i]` and \(E_{k+1}(x_i)\)
+    /// into `out[2 i + 1]`, the very numbers [`Exchange::log_accept`] combines (see
+    /// [`pair_log_accept`]).
+    ///
+    /// # Panics
+    /// If the exchange does not split by state, or `out.len() != 2 * x.n_chains()`.
+    fn pair_energies(&self, k: usize, x: &Self::State, out: &mut [f64], par: Par) {
+        let _ = (k, x, out, par);
+        panic!("this exchange does not split its acceptance into energies per state");
+    }
+
     /// Performs the exchange of chain `i` between rungs `k` and `k + 1` wherever `accept[i]`,
     /// followed by whatever exact conditional refresh the move needs to be valid (none for a
     /// ladder; [`super::StackLadder`] redraws the two layers left out of its collapsed
@@ -189,6 +209,29 @@ impl<L: Ladder> Exchange for L {
                     oh.swap_chain(ch, i);
                 }
                 _ => unreachable!("valid kept products without buffers"),
+            }
+        }
+    }
+
+    fn splits_by_state(&self) -> bool {
+        true
+    }
+
+    /// With one model on both rungs, one [`EnergyModel::energies_at`] call at the two
+    /// temperatures; else one call per rung, as [`Exchange::log_accept`] computes them.
+    fn pair_energies(&self, k: usize, x: &Self::State, out: &mut [f64], par: Par) {
+        let (a, b) = (self.rung(k), self.rung(k + 1));
+        let n = x.n_chains();
+        assert_eq!(out.len(), 2 * n, "pair_energies: output length");
+        if std::ptr::eq(a.model, b.model) {
+            a.model.energies_at(x, &[a.beta, b.beta], out, par);
+        } else {
+            let mut e = vec![0.0; n];
+            for (j, rung) in [a, b].into_iter().enumerate() {
+                rung.model.energies_at(x, &[rung.beta], &mut e, par);
+                for (i, v) in e.iter().enumerate() {
+                    out[2 * i + j] = *v;
+                }
             }
         }
     }
@@ -333,14 +376,23 @@ fn ladder_log_accept<L: Ladder>(
             }
         }
     }
-    for i in 0..n {
-        out[i] = e_lo[2 * i] + e_hi[2 * i + 1] - e_lo[2 * i + 1] - e_hi[2 * i];
-    }
+    pair_log_accept(e_lo, e_hi, &mut out[..n]);
     if let Some(k) = kl.as_deref_mut() {
         k.energies = e;
     }
     for k in [kl, kh].into_iter().flatten() {
         k.valid = all_kept;
+    }
+}
+
+/// The log acceptance of exchanging chain `i` of rungs `k` and `k + 1` from the energies of
+/// their states at both rungs ([`Exchange::pair_energies`] of the lower state, `lo`, and of the
+/// upper, `hi`): \(\log\alpha_i = E_k(x_{k,i}) + E_{k+1}(x_{k+1,i}) - E_{k+1}(x_{k,i}) -
+/// E_k(x_{k+1,i})\), into `out[i]`. One formula for the one-process exchange and for two
+/// processes that each computed the energies of their own rung.
+pub fn pair_log_accept(lo: &[f64], hi: &[f64], out: &mut [f64]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = lo[2 * i] + hi[2 * i + 1] - lo[2 * i + 1] - hi[2 * i];
     }
 }
 

@@ -12,10 +12,10 @@ mod stacked;
 pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
     Concat, Exchange, KeptProducts, Ladder, ReferenceLadder, Rung, TemperatureLadder,
-    TrajectoryLadder, validate_betas, validate_betas_to_one,
+    TrajectoryLadder, pair_log_accept, validate_betas, validate_betas_to_one,
 };
 pub use mixed::MixedLadder;
-pub use pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
+pub use pt::{ParallelTempering, PtInfo, PtState, RungLink, Side, SwapSchedule};
 pub use selection::{
     CheckpointSelector, Selection, equalised_schedule, estimated_swap_acceptance, select_rungs,
     swap_acceptance_with_error,

@@ -88,6 +88,10 @@ pub struct PtState<S> {
     pub lifted: Vec<(u32, bool)>,
     /// Number of rounds done.
     pub round: u64,
+    /// The rung of `rungs[0]`: 0 for a state holding the whole ladder, else the first rung
+    /// of the block this process holds ([`PtState::for_rungs`]).
+    #[serde(default)]
+    pub first_rung: usize,
     /// Per rung, the products the last exchange kept for the next exploration
     /// ([`Exchange::log_accept_keeping`]). Not saved: a resumed state recomputes them, with
     /// the same results; not compared by `==`.
@@ -147,6 +151,50 @@ impl<S: Chains> PtState<S> {
         total: usize,
         first: usize,
     ) -> ebm_core::Result<Self> {
+        let k = rungs.len();
+        Self::build(rungs, seed, (total, first), (0, k))
+    }
+
+    /// The state of rungs `first..first + rungs.len()` of a ladder of `n_rungs` rungs, every
+    /// system on each: the block of rungs one process holds in a run sharded by rung
+    /// (rung `k`, system `i` draws from stream `k * n + i`, as in [`PtState::new`]), advanced
+    /// by [`ParallelTempering::step_linked`]. The replica labels of the block start at its
+    /// rungs; the last-visited ends (`last_end`) and lifting variables (`lifted`) are those of
+    /// the whole run, and a block keeps them up to date for the replicas it holds and the
+    /// lifted replicas on its rungs.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for no rungs or a block beyond `n_rungs`;
+    /// [`Error::ShapeMismatch`] if rungs differ in their number of chains.
+    pub fn for_rungs(
+        rungs: Vec<S>,
+        seed: u64,
+        first: usize,
+        n_rungs: usize,
+    ) -> ebm_core::Result<Self> {
+        if first
+            .checked_add(rungs.len())
+            .is_none_or(|end| end > n_rungs)
+        {
+            return Err(Error::InvalidParameter {
+                name: "rungs".into(),
+                reason: format!(
+                    "rungs {first}..{first}+{} lie beyond the ladder's {n_rungs}",
+                    rungs.len()
+                ),
+            });
+        }
+        let n = rungs.first().map_or(0, |r| r.n_chains());
+        Self::build(rungs, seed, (n, 0), (first, n_rungs))
+    }
+
+    /// Systems `first..first + n` of `total` on rungs `rung..rung + rungs.len()` of `k`.
+    fn build(
+        rungs: Vec<S>,
+        seed: u64,
+        (total, first): (usize, usize),
+        (rung, k): (usize, usize),
+    ) -> ebm_core::Result<Self> {
         let n = rungs
             .first()
             .map(|r| r.n_chains())
@@ -163,10 +211,12 @@ impl<S: Chains> PtState<S> {
                 reason: format!("systems {first}..{first}+{n} lie beyond the run's {total}"),
             });
         }
-        let k = rungs.len();
-        let streams = (0..k).flat_map(|r| (first..first + n).map(move |i| r * total + i));
+        let held = rung..rung + rungs.len();
+        let streams = held
+            .clone()
+            .flat_map(|r| (first..first + n).map(move |i| r * total + i));
         Ok(Self {
-            replica: (0..k).map(|r| vec![r as u32; n]).collect(),
+            replica: held.map(|r| vec![r as u32; n]).collect(),
             last_end: vec![
                 (0..k)
                     .map(|r| match r {
@@ -182,6 +232,7 @@ impl<S: Chains> PtState<S> {
             rngs: RngStreams::select(seed, streams),
             rungs,
             round: 0,
+            first_rung: rung,
             kept: Kept::default(),
         })
     }
@@ -212,6 +263,51 @@ pub struct PtInfo {
     pub accepted: Vec<u64>,
     /// Sum over proposals of \\(\min(1, \alpha)\\), per pair.
     pub acceptance_probability_sum: Vec<f64>,
+}
+
+/// A neighbour of a block of rungs ([`PtState::for_rungs`]): the process holding the rungs
+/// just below the block, or just above it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The holder of the rungs below (towards rung 0).
+    Below,
+    /// The holder of the rungs above (towards the target).
+    Above,
+}
+
+/// How [`ParallelTempering::step_linked`] reaches the processes holding the neighbouring
+/// blocks of rungs: messages of `u64` words (values as `f64` bit patterns, so exact),
+/// delivered in the order sent, and the swap of chosen chains of two boundary rungs.
+///
+/// The round's messages alternate between two neighbours (the block above sends first), so
+/// an implementation may block in [`RungLink::send`] until the message is received.
+pub trait RungLink<S> {
+    /// Sends `words` to the neighbour `to`.
+    fn send(&mut self, to: Side, words: &[u64]);
+
+    /// Receives the next message from the neighbour `from`.
+    fn receive(&mut self, from: Side) -> Vec<u64>;
+
+    /// Swaps chains `which` of `x` with the same chains of the neighbour `with`'s batch, which
+    /// calls this with the same `which`.
+    fn swap_chains(&mut self, with: Side, x: &mut S, which: &[usize]);
+}
+
+/// The link of a state that holds every rung: it has no neighbour.
+struct Unlinked;
+
+impl<S> RungLink<S> for Unlinked {
+    fn send(&mut self, _: Side, _: &[u64]) {
+        unreachable!("a state holding every rung has no neighbour")
+    }
+
+    fn receive(&mut self, _: Side) -> Vec<u64> {
+        unreachable!("a state holding every rung has no neighbour")
+    }
+
+    fn swap_chains(&mut self, _: Side, _: &mut S, _: &[usize]) {
+        unreachable!("a state holding every rung has no neighbour")
+    }
 }
 
 impl<K> ParallelTempering<K> {
@@ -245,29 +341,83 @@ impl<K, B> ParallelTempering<K, B> {
         K: Kernel<L::RungModel>,
         B: Kernel<L::RungModel>,
     {
-        let n_rungs = ladder.n_exchange_rungs();
         assert_eq!(
             state.rungs.len(),
-            n_rungs,
-            "PtState has {} rungs, the ladder {n_rungs}",
-            state.rungs.len()
+            ladder.n_exchange_rungs(),
+            "PtState has {} rungs, the ladder {}",
+            state.rungs.len(),
+            ladder.n_exchange_rungs()
+        );
+        self.step_linked(ladder, state, &mut Unlinked, par)
+    }
+
+    /// One round on a block of rungs ([`PtState::for_rungs`]), the blocks below and above it
+    /// held by other processes reached through `link`: the round [`ParallelTempering::step`]
+    /// runs on the whole ladder, restricted to this block, with the same draws. On a state
+    /// holding every rung `link` is never used, and this is [`ParallelTempering::step`].
+    ///
+    /// Every block explores its rungs and runs the exchanges of its own pairs, in the order
+    /// of the one-process round (pairs bottom up). A pair \((k, k+1)\) across the boundary
+    /// with the block above is decided by this block, which holds rung \(k\) and so the
+    /// stream of its swap uniforms: the block above sends the energies of its states at the
+    /// two rungs ([`Exchange::pair_energies`], \(2n\) numbers for \(n\) systems), this block
+    /// computes \(\log\alpha\) with the one-process formula ([`super::pair_log_accept`]),
+    /// draws the uniforms, and sends up the decisions; then the two blocks swap the chains
+    /// of the accepted exchanges only, with their replica labels and last-visited ends. The
+    /// schedule's choice per system (drawn from rung 0's streams by SEO and random-pair)
+    /// travels up with the decisions; the lifted replica's position is known to the block
+    /// holding it, which announces a proposal down its boundary. So every chain keeps its
+    /// own stream, and the blocks together compute exactly the one-process round. The kept
+    /// products ([`KeptProducts`]) of the two rungs of a boundary pair are dropped (they
+    /// only save work).
+    ///
+    /// Each block returns the counts of the pairs it decides (zero for the others) and, if it
+    /// holds the last rung, the round trips; the sums over blocks are the one-process
+    /// [`PtInfo`].
+    ///
+    /// # Panics
+    /// If the state holds rungs beyond the ladder, or if it does not hold every rung and the
+    /// exchange does not split by state ([`Exchange::splits_by_state`]).
+    pub fn step_linked<L, Lk>(
+        &self,
+        ladder: &L,
+        state: &mut PtState<L::State>,
+        link: &mut Lk,
+        par: Par,
+    ) -> PtInfo
+    where
+        L: Exchange,
+        K: Kernel<L::RungModel>,
+        B: Kernel<L::RungModel>,
+        Lk: RungLink<L::State> + ?Sized,
+    {
+        let n_rungs = ladder.n_exchange_rungs();
+        let (a, held) = (state.first_rung, state.rungs.len());
+        let b = a + held;
+        assert!(
+            held > 0 && b <= n_rungs,
+            "PtState holds rungs {a}..{b}, the ladder has {n_rungs}"
+        );
+        assert!(
+            held == n_rungs || ladder.splits_by_state(),
+            "a block of rungs needs an exchange that splits by state"
         );
         let n = state.n_chains();
         let mut streams: Vec<&mut [ebm_core::ChainRng]> =
             state.rngs.as_mut_slice().chunks_mut(n.max(1)).collect();
         let kept = &mut state.kept.0;
-        kept.resize_with(n_rungs, KeptProducts::default);
-        for (k, x) in state.rungs.iter_mut().enumerate() {
-            let rung = ladder.explored(k);
-            match (&self.rung0_kernel, k) {
+        kept.resize_with(held, KeptProducts::default);
+        for (j, x) in state.rungs.iter_mut().enumerate() {
+            let rung = ladder.explored(a + j);
+            match (&self.rung0_kernel, a + j) {
                 (Some(bottom), 0) => {
-                    bottom.step(rung.model, rung.beta, x, streams[k], par);
+                    bottom.step(rung.model, rung.beta, x, streams[j], par);
                 }
                 _ => {
-                    explore(&self.kernel, rung, x, &mut kept[k], streams[k], par);
+                    explore(&self.kernel, rung, x, &mut kept[j], streams[j], par);
                 }
             }
-            kept[k].valid = false;
+            kept[j].valid = false;
         }
         let n_pairs = n_rungs.saturating_sub(1);
         let mut info = PtInfo {
@@ -280,10 +430,18 @@ impl<K, B> ParallelTempering<K, B> {
             state.round += 1;
             return info;
         }
-        // Which pair parity (or which single pair) each system proposes this round.
-        let choice: Vec<usize> = match self.schedule {
+        // Which pair parity (or which single pair) each system proposes this round. SEO and
+        // random-pair draw it from rung 0's streams: a block above rung 0 receives it from
+        // below. Lifted: the pair of the lifted replica, known where it is (usize::MAX
+        // elsewhere).
+        let drawn = matches!(
+            self.schedule,
+            SwapSchedule::StochasticEvenOdd | SwapSchedule::RandomPair
+        );
+        let mut choice: Vec<usize> = match self.schedule {
             SwapSchedule::DeterministicEvenOdd => vec![(state.round % 2) as usize; n],
             SwapSchedule::Sweep => vec![0; n],
+            _ if drawn && a > 0 => Vec::new(),
             SwapSchedule::StochasticEvenOdd => streams[0]
                 .iter_mut()
                 .map(|r| (r.next_u32() >> 31) as usize)
@@ -296,56 +454,258 @@ impl<K, B> ParallelTempering<K, B> {
             SwapSchedule::Lifted => state
                 .lifted
                 .iter()
-                .map(|&(eta, up)| if up { eta as usize } else { eta as usize - 1 })
+                .map(|&(eta, up)| match eta as usize {
+                    eta if !(a..b).contains(&eta) => usize::MAX,
+                    eta if up => eta,
+                    eta => eta - 1,
+                })
                 .collect(),
         };
+        let proposes = |c: usize, k: usize| match self.schedule {
+            SwapSchedule::RandomPair | SwapSchedule::Lifted => c == k,
+            SwapSchedule::Sweep => true,
+            _ => k % 2 == c,
+        };
+        // DEO proposes no pair of the other parity: such a boundary needs no message.
+        let possible = |k: usize| {
+            self.schedule != SwapSchedule::DeterministicEvenOdd
+                || k % 2 == (state.round % 2) as usize
+        };
+        // The choices drawn at rung 0 travel up the blocks before any exchange.
+        if drawn && a > 0 {
+            choice = link
+                .receive(Side::Below)
+                .iter()
+                .map(|&c| c as usize)
+                .collect();
+        }
+        if drawn && b < n_rungs {
+            let words: Vec<u64> = choice.iter().map(|&c| c as u64).collect();
+            link.send(Side::Above, &words);
+        }
         let mut log_alpha = vec![0.0; n];
         let mut accept = vec![false; n];
-        for k in 0..n_pairs {
-            let proposed: Vec<bool> = choice
-                .iter()
-                .map(|&c| match self.schedule {
-                    SwapSchedule::RandomPair | SwapSchedule::Lifted => c == k,
-                    SwapSchedule::Sweep => true,
-                    _ => k % 2 == c,
-                })
-                .collect();
-            if !proposed.iter().any(|&p| p) {
-                continue;
-            }
-            let (lower, upper) = state.rungs.split_at_mut(k + 1);
-            let (lo, hi) = (&mut lower[k], &mut upper[0]);
-            let (kept_lower, kept_upper) = kept.split_at_mut(k + 1);
-            let (kept_lo, kept_hi) = (&mut kept_lower[k], &mut kept_upper[0]);
-            ladder.log_accept_keeping(k, lo, hi, &mut log_alpha, [kept_lo, kept_hi], par);
-            for i in 0..n {
-                accept[i] = false;
-                if proposed[i] {
-                    let a = log_alpha[i].min(0.0);
-                    let u = f64::uniform(&mut streams[k][i]);
-                    accept[i] = u.ln() < a;
-                    info.proposed[k] += 1;
-                    info.accepted[k] += accept[i] as u64;
-                    info.acceptance_probability_sum[k] += a.exp();
+        let mut proposed = vec![false; n];
+        let below = a > 0 && possible(a - 1);
+        let above = b < n_rungs && possible(b - 1);
+        // Sweep proposes every pair of every system, bottom up: an exchange sees the states the
+        // one below left, so a block waits for the boundary below before its own pairs. The
+        // other schedules propose at most one of two neighbouring pairs per system, so the
+        // pairs of a round commute (they touch other systems' chains, whose energies no other
+        // pair uses): every block runs its own pairs at once, then the boundaries.
+        let plan = if self.schedule == SwapSchedule::Sweep {
+            [
+                Phase::EnergiesDown,
+                Phase::FromBelow,
+                Phase::Own,
+                Phase::Above,
+            ]
+        } else {
+            [
+                Phase::Own,
+                Phase::EnergiesDown,
+                Phase::Above,
+                Phase::FromBelow,
+            ]
+        };
+        for phase in plan {
+            match phase {
+                Phase::EnergiesDown if below => {
+                    // The energies of this block's states at rungs a - 1 and a, and which
+                    // systems' lifted replica (here, at rung a, moving down) proposes the pair.
+                    let k = a - 1;
+                    let mut e = vec![0.0; 2 * n];
+                    ladder.pair_energies(k, &state.rungs[0], &mut e, par);
+                    let mut message: Vec<u64> = e.iter().map(|v| v.to_bits()).collect();
+                    if self.schedule == SwapSchedule::Lifted {
+                        message.extend(choice.iter().map(|&c| u64::from(c == k)));
+                    }
+                    link.send(Side::Below, &message);
                 }
-            }
-            ladder.exchange_keeping(k, lo, hi, &accept, streams[k], [kept_lo, kept_hi], par);
-            let (rl, ru) = state.replica.split_at_mut(k + 1);
-            for i in 0..n {
-                if accept[i] {
-                    std::mem::swap(&mut rl[k][i], &mut ru[0][i]);
+                Phase::FromBelow if below => {
+                    let k = a - 1;
+                    let decided = link.receive(Side::Below);
+                    for i in 0..n {
+                        proposed[i] = decided[i] == 1;
+                        accept[i] = decided[n + i] == 1;
+                    }
+                    let which: Vec<usize> = (0..n).filter(|&i| accept[i]).collect();
+                    let departing = departing(&state.replica[0], &state.last_end, &which);
+                    link.send(Side::Below, &departing);
+                    link.swap_chains(Side::Below, &mut state.rungs[0], &which);
+                    arrive(
+                        &mut state.replica[0],
+                        &mut state.last_end,
+                        &which,
+                        &decided[2 * n..],
+                    );
+                    if self.schedule == SwapSchedule::Lifted {
+                        for i in (0..n).filter(|&i| proposed[i]) {
+                            let from = if choice[i] == k {
+                                (a, false)
+                            } else {
+                                (k, true)
+                            };
+                            state.lifted[i] =
+                                lifted_update((from.0 as u32, from.1), accept[i], n_rungs);
+                        }
+                    }
+                    kept[0].valid = false;
                 }
-            }
-            if self.schedule == SwapSchedule::Lifted {
-                for i in (0..n).filter(|&i| proposed[i]) {
-                    state.lifted[i] = lifted_update(state.lifted[i], accept[i], n_rungs);
+                Phase::Own => {
+                    for k in a..b - 1 {
+                        for i in 0..n {
+                            proposed[i] = proposes(choice[i], k);
+                        }
+                        if !proposed.iter().any(|&p| p) {
+                            continue;
+                        }
+                        let j = k - a;
+                        let (lower, upper) = state.rungs.split_at_mut(j + 1);
+                        let (lo, hi) = (&mut lower[j], &mut upper[0]);
+                        let (kept_lower, kept_upper) = kept.split_at_mut(j + 1);
+                        let (kept_lo, kept_hi) = (&mut kept_lower[j], &mut kept_upper[0]);
+                        ladder.log_accept_keeping(
+                            k,
+                            lo,
+                            hi,
+                            &mut log_alpha,
+                            [kept_lo, kept_hi],
+                            par,
+                        );
+                        decide(k, &proposed, &log_alpha, streams[j], &mut accept, &mut info);
+                        ladder.exchange_keeping(
+                            k,
+                            lo,
+                            hi,
+                            &accept,
+                            streams[j],
+                            [kept_lo, kept_hi],
+                            par,
+                        );
+                        let (rl, ru) = state.replica.split_at_mut(j + 1);
+                        for i in 0..n {
+                            if accept[i] {
+                                std::mem::swap(&mut rl[j][i], &mut ru[0][i]);
+                            }
+                        }
+                        if self.schedule == SwapSchedule::Lifted {
+                            for i in (0..n).filter(|&i| proposed[i]) {
+                                state.lifted[i] =
+                                    lifted_update(state.lifted[i], accept[i], n_rungs);
+                            }
+                        }
+                    }
                 }
+                Phase::Above if above => {
+                    let (k, j) = (b - 1, held - 1);
+                    let x = &mut state.rungs[j];
+                    let energies = link.receive(Side::Above);
+                    let e_hi: Vec<f64> = energies[..2 * n]
+                        .iter()
+                        .map(|&v| f64::from_bits(v))
+                        .collect();
+                    for i in 0..n {
+                        proposed[i] = proposes(choice[i], k)
+                            || (self.schedule == SwapSchedule::Lifted && energies[2 * n + i] == 1);
+                    }
+                    if proposed.iter().any(|&p| p) {
+                        let mut e_lo = vec![0.0; 2 * n];
+                        ladder.pair_energies(k, x, &mut e_lo, par);
+                        super::ladder::pair_log_accept(&e_lo, &e_hi, &mut log_alpha);
+                    }
+                    decide(k, &proposed, &log_alpha, streams[j], &mut accept, &mut info);
+                    let which: Vec<usize> = (0..n).filter(|&i| accept[i]).collect();
+                    let mut message: Vec<u64> = Vec::with_capacity(2 * n + 2 * which.len());
+                    message.extend(proposed.iter().map(|&p| u64::from(p)));
+                    message.extend(accept.iter().map(|&p| u64::from(p)));
+                    message.extend(departing(&state.replica[j], &state.last_end, &which));
+                    link.send(Side::Above, &message);
+                    let arrived = link.receive(Side::Above);
+                    link.swap_chains(Side::Above, x, &which);
+                    arrive(&mut state.replica[j], &mut state.last_end, &which, &arrived);
+                    if self.schedule == SwapSchedule::Lifted {
+                        for i in (0..n).filter(|&i| proposed[i]) {
+                            let from = if choice[i] == k {
+                                (k, true)
+                            } else {
+                                (b, false)
+                            };
+                            state.lifted[i] =
+                                lifted_update((from.0 as u32, from.1), accept[i], n_rungs);
+                        }
+                    }
+                    kept[j].valid = false;
+                }
+                _ => {}
             }
         }
-        info.round_trips += update_round_trips(&state.replica, &mut state.last_end);
+        info.round_trips +=
+            update_round_trips(&state.replica, &mut state.last_end, a == 0, b == n_rungs);
         state.round_trips += info.round_trips;
         state.round += 1;
         info
+    }
+}
+
+/// The phases of a round's exchanges on a block of rungs ([`ParallelTempering::step_linked`]).
+#[derive(Clone, Copy)]
+enum Phase {
+    /// Send the energies of the block's first rung to the block below.
+    EnergiesDown,
+    /// Receive the decisions of the pair across the boundary below; swap the accepted chains.
+    FromBelow,
+    /// The pairs within the block, bottom up.
+    Own,
+    /// Decide the pair across the boundary above; swap the accepted chains.
+    Above,
+}
+
+/// The exchange decisions of pair `k`: for every proposing system `i`, accept with probability
+/// \(\min(1, \alpha_i)\) from a uniform of the lower rung's stream `rngs[i]`; counts into
+/// `info`.
+fn decide(
+    k: usize,
+    proposed: &[bool],
+    log_alpha: &[f64],
+    rngs: &mut [ebm_core::ChainRng],
+    accept: &mut [bool],
+    info: &mut PtInfo,
+) {
+    for i in 0..proposed.len() {
+        accept[i] = false;
+        if proposed[i] {
+            let a = log_alpha[i].min(0.0);
+            let u = f64::uniform(&mut rngs[i]);
+            accept[i] = u.ln() < a;
+            info.proposed[k] += 1;
+            info.accepted[k] += accept[i] as u64;
+            info.acceptance_probability_sum[k] += a.exp();
+        }
+    }
+}
+
+/// The label and last-visited end of the replicas leaving the systems `which` of a rung
+/// (`labels`) across a block boundary: two words each.
+fn departing(labels: &[u32], last_end: &[Vec<Option<bool>>], which: &[usize]) -> Vec<u64> {
+    let end = |e: Option<bool>| e.map_or(0, |top| 1 + u64::from(top));
+    which
+        .iter()
+        .flat_map(|&i| [u64::from(labels[i]), end(last_end[i][labels[i] as usize])])
+        .collect()
+}
+
+/// Records the replicas arriving at the systems `which` of a rung (`labels`), as written by
+/// [`departing`] on the other side.
+fn arrive(labels: &mut [u32], last_end: &mut [Vec<Option<bool>>], which: &[usize], words: &[u64]) {
+    assert_eq!(
+        words.len(),
+        2 * which.len(),
+        "labels of the arriving replicas"
+    );
+    for (&i, w) in which.iter().zip(words.chunks(2)) {
+        labels[i] = w[0] as u32;
+        last_end[i][labels[i] as usize] = [None, Some(false), Some(true)][w[1] as usize];
     }
 }
 
@@ -397,16 +757,27 @@ fn lifted_update((eta, up): (u32, bool), accepted: bool, n_rungs: usize) -> (u32
 
 /// Records which end of the ladder each replica at rung 0 or at the last rung has reached, and
 /// returns the number of replicas that arrived at the last rung having last visited rung 0.
-fn update_round_trips(replica: &[Vec<u32>], last_end: &mut [Vec<Option<bool>>]) -> u64 {
-    let top = replica.len() - 1;
+/// `replica` holds the labels of a block of rungs: `bottom` if it starts at rung 0, `top` if
+/// it ends at the last rung.
+fn update_round_trips(
+    replica: &[Vec<u32>],
+    last_end: &mut [Vec<Option<bool>>],
+    bottom: bool,
+    top: bool,
+) -> u64 {
+    let last_rung = replica.len() - 1;
     let mut trips = 0;
     for (i, ends) in last_end.iter_mut().enumerate() {
-        ends[replica[0][i] as usize] = Some(false);
-        let last = &mut ends[replica[top][i] as usize];
-        if *last == Some(false) {
-            trips += 1;
+        if bottom {
+            ends[replica[0][i] as usize] = Some(false);
         }
-        *last = Some(true);
+        if top {
+            let last = &mut ends[replica[last_rung][i] as usize];
+            if *last == Some(false) {
+                trips += 1;
+            }
+            *last = Some(true);
+        }
     }
     trips
 }

@@ -1,0 +1,266 @@
+//! Parallel tempering sharded by rung (blocks of rungs on different ranks, here threads)
+//! equals the one-process run bit for bit: states, streams, replica labels, last-visited ends,
+//! lifting variables, swap statistics and the replica index process; with negative controls
+//! that break it.
+
+use ebm_core::{Kernel, Par};
+use ebm_models::{Bernoulli, Rbm, RbmChains};
+use ebm_mpi::{Collective, RungNeighbours, RungRun, Threads, rung_range, tempering_by_rung};
+use ebm_samplers::Gibbs;
+use ebm_samplers::tempering::{
+    Exchange, IndexProcess, ParallelTempering, PtDiagnostics, PtState, RungLink, Side,
+    SwapSchedule, TemperatureLadder, TrajectoryLadder,
+};
+use nalgebra::DMatrix;
+
+/// Systems per rung.
+const SYSTEMS: usize = 40;
+const ROUNDS: u64 = 30;
+const SEED: u64 = 11;
+/// Systems whose index process is recorded (fewer than all, as in the command line).
+const INDEX_SYSTEMS: usize = 16;
+
+fn rbm(scale: f64) -> Rbm<Bernoulli, Bernoulli> {
+    Rbm::new(
+        Bernoulli::new((0..10).map(|i| 0.2 - 0.05 * i as f64).collect()),
+        Bernoulli::new((0..7).map(|j| 0.1 * j as f64 - 0.3).collect()),
+        DMatrix::from_fn(10, 7, |i, j| {
+            scale * ((3 * i + 5 * j) % 7) as f64 / 7.0 - 0.4
+        }),
+    )
+    .unwrap()
+}
+
+/// Runs `f` on every rank of a group of `ranks` threads; returns every rank's result.
+fn on_ranks<T: Send>(ranks: usize, f: impl Fn(&Threads) -> T + Sync) -> Vec<T> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = Threads::group(ranks)
+            .into_iter()
+            .map(|c| {
+                let f = &f;
+                s.spawn(move || f(&c))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// The one-process run, recorded as the command line records it.
+fn whole<L, B>(
+    pt: &ParallelTempering<Gibbs, B>,
+    ladder: &L,
+    init: &[RbmChains<f64>],
+) -> RungRun<RbmChains<f64>>
+where
+    L: Exchange<State = RbmChains<f64>>,
+    Gibbs: Kernel<L::RungModel>,
+    B: Kernel<L::RungModel>,
+{
+    let mut state = PtState::new(init.to_vec(), SEED).unwrap();
+    let mut diagnostics = PtDiagnostics::new(SYSTEMS);
+    let mut index = IndexProcess::with_max_systems(INDEX_SYSTEMS);
+    for _ in 0..ROUNDS {
+        diagnostics.record(&pt.step(ladder, &mut state, Par::Rayon));
+        index.record(&state);
+    }
+    RungRun {
+        state,
+        diagnostics,
+        index,
+    }
+}
+
+/// The run sharded by rung over `ranks` threads, gathered on rank 0; checks that rank 0 saw
+/// the target's chains after every round.
+fn sharded<L, B>(
+    ranks: usize,
+    pt: &ParallelTempering<Gibbs, B>,
+    ladder: &L,
+    init: &[RbmChains<f64>],
+) -> RungRun<RbmChains<f64>>
+where
+    L: Exchange<State = RbmChains<f64>>,
+    Gibbs: Kernel<L::RungModel>,
+    B: Kernel<L::RungModel>,
+{
+    let mut results = on_ranks(ranks, |c| {
+        let mut seen = 0;
+        let run = tempering_by_rung(
+            c,
+            pt,
+            ladder,
+            init,
+            SEED,
+            ROUNDS,
+            INDEX_SYSTEMS,
+            Par::Rayon,
+            |round, target| {
+                seen += 1;
+                assert_eq!((round, target.visible.ncols()), (seen, SYSTEMS));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(seen, if c.is_root() { ROUNDS } else { 0 });
+        run
+    });
+    assert!(results[1..].iter().all(Option::is_none), "rank 0 gathers");
+    results.swap_remove(0).expect("rank 0 gathers")
+}
+
+fn assert_same(sharded: &RungRun<RbmChains<f64>>, whole: &RungRun<RbmChains<f64>>, what: &str) {
+    assert_eq!(sharded.state, whole.state, "{what}: state");
+    assert_eq!(
+        sharded.diagnostics, whole.diagnostics,
+        "{what}: swap statistics"
+    );
+    assert_eq!(sharded.index, whole.index, "{what}: index process");
+}
+
+/// A run worth comparing: every pair exchanged, and (but with one random pair a round, too
+/// slow for these few rounds) replicas crossed the whole ladder.
+fn assert_mixes(whole: &RungRun<RbmChains<f64>>, schedule: SwapSchedule, what: &str) {
+    let d = &whole.diagnostics;
+    assert!(
+        d.acceptance_rates().iter().all(|&a| a > 0.05),
+        "{what}: {:?}",
+        d.acceptance_rates()
+    );
+    if schedule != SwapSchedule::RandomPair {
+        assert!(d.round_trips > 0, "{what}: no round trip");
+    }
+}
+
+fn chains(n_rungs: usize) -> Vec<RbmChains<f64>> {
+    vec![rbm(3.0).default_chains(SYSTEMS); n_rungs]
+}
+
+/// Seven rungs: blocks of 7; 4 + 3; 3 + 2 + 2; 2 + 2 + 2 + 1 on 1 to 4 ranks.
+#[test]
+fn pt_sharded_by_rung_equals_the_one_process_run_for_every_schedule() {
+    let ladder = TemperatureLadder::geometric(rbm(3.0), 0.2, 7).unwrap();
+    let init = chains(7);
+    for schedule in SwapSchedule::ALL {
+        let pt = ParallelTempering::new(Gibbs::new(1), schedule);
+        let whole = whole(&pt, &ladder, &init);
+        assert_mixes(&whole, schedule, &format!("{schedule:?}"));
+        for ranks in 1..=4 {
+            let what = format!("PT {schedule:?} on {ranks} ranks");
+            assert_same(&sharded(ranks, &pt, &ladder, &init), &whole, &what);
+        }
+    }
+}
+
+/// PTT: distinct models on the rungs (each rank evaluates its states under both models of a
+/// boundary pair), rung 0 refreshed by its own kernel; and more ranks than rungs.
+#[test]
+fn ptt_sharded_by_rung_equals_the_one_process_run() {
+    let ladder = TrajectoryLadder::new((0..6).map(|t| rbm(0.6 * t as f64)).collect()).unwrap();
+    let init = chains(6);
+    for schedule in [
+        SwapSchedule::Sweep,
+        SwapSchedule::DeterministicEvenOdd,
+        SwapSchedule::StochasticEvenOdd,
+        SwapSchedule::Lifted,
+    ] {
+        let pt = ParallelTempering::new(Gibbs::new(1), schedule).with_rung0_kernel(Gibbs::new(3));
+        let whole = whole(&pt, &ladder, &init);
+        assert_mixes(&whole, schedule, &format!("PTT {schedule:?}"));
+        for ranks in 2..=4 {
+            let what = format!("PTT {schedule:?} on {ranks} ranks");
+            assert_same(&sharded(ranks, &pt, &ladder, &init), &whole, &what);
+        }
+    }
+    let short = TrajectoryLadder::new((0..3).map(|t| rbm(t as f64)).collect()).unwrap();
+    let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::Sweep);
+    let whole = whole(&pt, &short, &chains(3));
+    assert_same(
+        &sharded(4, &pt, &short, &chains(3)),
+        &whole,
+        "3 rungs on 4 ranks",
+    );
+}
+
+#[test]
+fn rung_blocks_tile_the_ladder_from_the_top() {
+    for n_rungs in [1, 2, 5, 7, 100] {
+        for ranks in 1..=6 {
+            let mut top = n_rungs;
+            for rank in 0..ranks {
+                let r = rung_range(n_rungs, ranks, rank);
+                assert_eq!(r.end, top, "{n_rungs} rungs, {ranks} ranks, rank {rank}");
+                let sizes = (n_rungs / ranks, n_rungs.div_ceil(ranks));
+                assert!(r.len() == sizes.0 || r.len() == sizes.1);
+                top = r.start;
+            }
+            assert_eq!(top, 0);
+        }
+    }
+}
+
+/// A link that corrupts the energies a block sends down: \(E_{k+1}\) replaced by \(E_k\), the
+/// energy at the wrong rung. Each boundary exchange sends two messages down: the energies,
+/// then the labels of the replicas leaving.
+struct WrongRung<'a>(RungNeighbours<'a, Threads>, usize);
+
+impl RungLink<RbmChains<f64>> for WrongRung<'_> {
+    fn send(&mut self, to: Side, words: &[u64]) {
+        let mut words = words.to_vec();
+        if to == Side::Below {
+            if self.1.is_multiple_of(2) {
+                for i in 0..SYSTEMS {
+                    words[2 * i + 1] = words[2 * i];
+                }
+            }
+            self.1 += 1;
+        }
+        RungLink::<RbmChains<f64>>::send(&mut self.0, to, &words);
+    }
+
+    fn receive(&mut self, from: Side) -> Vec<u64> {
+        RungLink::<RbmChains<f64>>::receive(&mut self.0, from)
+    }
+
+    fn swap_chains(&mut self, with: Side, x: &mut RbmChains<f64>, which: &[usize]) {
+        self.0.swap_chains(with, x, which);
+    }
+}
+
+/// Negative controls, on 2 ranks (rungs 4..7 on rank 0, 0..4 on rank 1): the target block's
+/// chains after the run differ from the one-process run's when the boundary energies are
+/// those of the wrong rung, or when a rank draws from streams of its own (seeded by its rank)
+/// instead of its chains' streams; the same loop with neither fault reproduces them, so the
+/// comparison can fail.
+#[test]
+fn wrong_boundary_energies_or_rank_local_streams_break_the_identity() {
+    let ladder = TemperatureLadder::geometric(rbm(3.0), 0.2, 7).unwrap();
+    let init = chains(7);
+    let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
+    let whole = whole(&pt, &ladder, &init);
+    let top = rung_range(7, 2, 0);
+    let target_block = |wrong_rung: bool, local_seed: bool| {
+        let blocks = on_ranks(2, |c| {
+            let held = rung_range(7, 2, c.rank());
+            let seed = if local_seed {
+                SEED + c.rank() as u64
+            } else {
+                SEED
+            };
+            let mut s =
+                PtState::for_rungs(init[held.clone()].to_vec(), seed, held.start, 7).unwrap();
+            let mut link = WrongRung(RungNeighbours::new(c), 0);
+            for _ in 0..ROUNDS {
+                if wrong_rung {
+                    pt.step_linked(&ladder, &mut s, &mut link, Par::Rayon);
+                } else {
+                    pt.step_linked(&ladder, &mut s, &mut link.0, Par::Rayon);
+                }
+            }
+            s.rungs
+        });
+        blocks.into_iter().next().unwrap()
+    };
+    assert_eq!(target_block(false, false), whole.state.rungs[top.clone()]);
+    assert_ne!(target_block(true, false), whole.state.rungs[top.clone()]);
+    assert_ne!(target_block(false, true), whole.state.rungs[top]);
+}
