@@ -287,6 +287,24 @@ fn tmc_training_runs_and_resumes_exactly() {
         &format!("train {common} --updates 20 --uncentred --out plain.safetensors"),
     );
     assert!(bytes(&d.join("full.safetensors")) != bytes(&d.join("plain.safetensors")));
+    // Two tethered order parameters (the data's two leading principal directions, a 5 x 5
+    // grid): it trains, resumes bit for bit, and the state holds the 2D reconstruction.
+    let two = "--data d.npy --hidden-units 3 --negative tmc --dimensions 2 --direction pca \
+               --alpha 400 --grid-points 5 --replicas 2 --sweeps 6 --measure 3 --batch-size 40 \
+               --seed 2";
+    ok(d, &format!("train {two} --updates 10 --out two.safetensors"));
+    ok(d, &format!("train {two} --updates 4 --out two-half.safetensors"));
+    ok(
+        d,
+        "train --data d.npy --resume two-half.state.json --updates 10 --out two-rest.safetensors",
+    );
+    assert!(
+        bytes(&d.join("two.safetensors")) == bytes(&d.join("two-rest.safetensors")),
+        "resumed 2D model differs"
+    );
+    assert!(bytes(&d.join("two.safetensors")) != bytes(&d.join("full.safetensors")));
+    let state = std::fs::read_to_string(d.join("two.state.json")).unwrap();
+    assert!(state.contains("grid_y"), "no 2D reconstruction in the state");
 }
 
 #[test]
@@ -360,6 +378,24 @@ fn tmc_options_are_checked_with_one_line() {
         (
             "train --data d.npy --out t.safetensors --negative tmc --grid-range 0,1".into(),
             "--grid-range does not apply to --negative tmc",
+        ),
+        (
+            "train --data d.npy --out t.safetensors --negative tmc --dimensions 3".into(),
+            "--dimensions 3",
+        ),
+        (
+            "train --data d.npy --out t.safetensors --negative tmc --dimensions 2 \
+             --direction uniform"
+                .into(),
+            "--direction uniform is one direction",
+        ),
+        (
+            format!("{s} --sampler tmc --dimensions 2"),
+            "--dimensions does not apply to ebm sample --sampler tmc",
+        ),
+        (
+            "tmc profile --model m.safetensors --out p.csv --dimensions 2".into(),
+            "--dimensions does not apply to ebm tmc profile",
         ),
     ] {
         fails(d, &args, 1, needle);
