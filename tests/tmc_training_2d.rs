@@ -22,6 +22,9 @@ fn quick_fig6_reproduction_is_consistent() {
         assert!((w.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{w:?}");
         assert!(w.iter().all(|x| (0.0..=1.0).contains(x)), "{w:?}");
     }
+    // Separated only in the plane: on each tethered coordinate alone, two clusters overlap
+    // (their mean projections are less than 3 within-cluster standard deviations apart).
+    assert!(r.separation.iter().all(|&s| s < 3.0), "{:?}", r.separation);
     // Balanced clusters: binomial standard error sqrt(2/9/300) = 0.027.
     for w in r.data {
         assert!((w - 1.0 / 3.0).abs() < 0.1, "data weights {:?}", r.data);

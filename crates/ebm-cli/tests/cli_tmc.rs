@@ -292,8 +292,14 @@ fn tmc_training_runs_and_resumes_exactly() {
     let two = "--data d.npy --hidden-units 3 --negative tmc --dimensions 2 --direction pca \
                --alpha 400 --grid-points 5 --replicas 2 --sweeps 6 --measure 3 --batch-size 40 \
                --seed 2";
-    ok(d, &format!("train {two} --updates 10 --out two.safetensors"));
-    ok(d, &format!("train {two} --updates 4 --out two-half.safetensors"));
+    ok(
+        d,
+        &format!("train {two} --updates 10 --out two.safetensors"),
+    );
+    ok(
+        d,
+        &format!("train {two} --updates 4 --out two-half.safetensors"),
+    );
     ok(
         d,
         "train --data d.npy --resume two-half.state.json --updates 10 --out two-rest.safetensors",
@@ -304,7 +310,10 @@ fn tmc_training_runs_and_resumes_exactly() {
     );
     assert!(bytes(&d.join("two.safetensors")) != bytes(&d.join("full.safetensors")));
     let state = std::fs::read_to_string(d.join("two.state.json")).unwrap();
-    assert!(state.contains("grid_y"), "no 2D reconstruction in the state");
+    assert!(
+        state.contains("grid_y"),
+        "no 2D reconstruction in the state"
+    );
 }
 
 #[test]
