@@ -248,6 +248,31 @@ fn tmc_profile_matches_the_exact_tethered_distribution() {
     assert!(zw.abs() > 10.0, "the comparison has no power");
 }
 
+/// `ebm train ARGS --updates TOTAL --out NAME.safetensors` equals the same run stopped after
+/// `half` updates and resumed from its state, bit for bit.
+fn resumes_exactly(d: &Path, args: &str, total: u64, half: u64, name: &str) {
+    ok(
+        d,
+        &format!("train {args} --updates {total} --out {name}.safetensors"),
+    );
+    ok(
+        d,
+        &format!("train {args} --updates {half} --out {name}-half.safetensors"),
+    );
+    ok(
+        d,
+        &format!(
+            "train --data d.npy --resume {name}-half.state.json --updates {total} \
+             --out {name}-rest.safetensors"
+        ),
+    );
+    assert!(
+        bytes(&d.join(format!("{name}.safetensors")))
+            == bytes(&d.join(format!("{name}-rest.safetensors"))),
+        "{name}: resumed model differs"
+    );
+}
+
 #[test]
 fn tmc_training_runs_and_resumes_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -262,22 +287,7 @@ fn tmc_training_runs_and_resumes_exactly() {
     ebm_data::loaders::npy::save_npy(d.join("d.npy"), &ds).unwrap();
     let common = "--data d.npy --hidden-units 3 --negative tmc --alpha 400 --grid-points 11 \
                   --replicas 4 --sweeps 6 --measure 3 --batch-size 40 --seed 2";
-    ok(
-        d,
-        &format!("train {common} --updates 20 --out full.safetensors"),
-    );
-    ok(
-        d,
-        &format!("train {common} --updates 8 --out half.safetensors"),
-    );
-    ok(
-        d,
-        "train --data d.npy --resume half.state.json --updates 20 --out rest.safetensors",
-    );
-    assert!(
-        bytes(&d.join("full.safetensors")) == bytes(&d.join("rest.safetensors")),
-        "resumed model differs"
-    );
+    resumes_exactly(d, common, 20, 8, "full");
     let rec = json(&d.join("full.json"));
     let text = rec.to_string();
     assert!(text.contains("\"tmc\""), "{text}");
@@ -292,22 +302,7 @@ fn tmc_training_runs_and_resumes_exactly() {
     let two = "--data d.npy --hidden-units 3 --negative tmc --dimensions 2 --direction pca \
                --alpha 400 --grid-points 5 --replicas 2 --sweeps 6 --measure 3 --batch-size 40 \
                --seed 2";
-    ok(
-        d,
-        &format!("train {two} --updates 10 --out two.safetensors"),
-    );
-    ok(
-        d,
-        &format!("train {two} --updates 4 --out two-half.safetensors"),
-    );
-    ok(
-        d,
-        "train --data d.npy --resume two-half.state.json --updates 10 --out two-rest.safetensors",
-    );
-    assert!(
-        bytes(&d.join("two.safetensors")) == bytes(&d.join("two-rest.safetensors")),
-        "resumed 2D model differs"
-    );
+    resumes_exactly(d, two, 10, 4, "two");
     assert!(bytes(&d.join("two.safetensors")) != bytes(&d.join("full.safetensors")));
     let state = std::fs::read_to_string(d.join("two.state.json")).unwrap();
     assert!(

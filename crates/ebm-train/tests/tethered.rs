@@ -72,6 +72,26 @@ fn deviation(runs: &[Vec<f64>], exact: &[f64]) -> (f64, f64) {
     (zmax, dmax)
 }
 
+/// What [`judge`] expects of a set of runs: `Accept(z, d)`, max |z| and max |diff| below the
+/// bounds; `Reject(z, d)`, both above them (a negative control).
+#[derive(Clone, Copy)]
+enum Verdict {
+    Accept(f64, f64),
+    Reject(f64, f64),
+}
+
+/// Prints and checks the deviation of `runs` from `exact` ([`deviation`]).
+fn judge(name: &str, runs: &[Vec<f64>], exact: &[f64], verdict: Verdict) {
+    let (z, d) = deviation(runs, exact);
+    println!("{name}: max |z| = {z:.2}, max |diff| = {d:.4}");
+    match verdict {
+        Verdict::Accept(zb, db) => assert!(z < zb && d < db, "{name}: z {z}, diff {d}"),
+        Verdict::Reject(zb, db) => {
+            assert!(z > zb && d > db, "{name} not rejected: z {z}, diff {d}")
+        }
+    }
+}
+
 #[test]
 fn tmc_negative_moments_reweighted_by_p_match_exact_moments() {
     let rbm = model();
@@ -107,21 +127,18 @@ fn tmc_negative_moments_reweighted_by_p_match_exact_moments() {
         w[r..].copy_from_slice(&state.weights[..state.weights.len() - r]);
         shifted.push(flat(&Moments::of_visible(&rbm, x, Some(&w), Par::Seq)));
     }
-    let z = |runs: &[Vec<f64>]| deviation(runs, &exact);
-    let (zw, dw) = z(&weighted);
-    let (zu, du) = z(&uniform);
-    let (zs, ds) = z(&shifted);
-    println!("shifted p (control): max |z| = {zs:.2}, max |diff| = {ds:.4}");
-    println!("weighted: max |z| = {zw:.2}, max |diff| = {dw:.4}");
-    println!("uniform (control): max |z| = {zu:.2}, max |diff| = {du:.4}");
-    assert!(zw < 5.0 && dw < 0.01, "TMC moments: z {zw}, diff {dw}");
-    assert!(
-        zu > 20.0 && du > 0.05,
-        "control not rejected: z {zu}, diff {du}"
+    judge("weighted", &weighted, &exact, Verdict::Accept(5.0, 0.01));
+    judge(
+        "uniform (control)",
+        &uniform,
+        &exact,
+        Verdict::Reject(20.0, 0.05),
     );
-    assert!(
-        zs > 8.0 && ds > 0.02,
-        "shifted control not rejected: z {zs}, diff {ds}"
+    judge(
+        "shifted p (control)",
+        &shifted,
+        &exact,
+        Verdict::Reject(8.0, 0.02),
     );
     // The reconstructed p(m̂) is the exact one (the law of m convolved with the tether).
     let order = state.order.clone().unwrap();
@@ -203,21 +220,10 @@ fn tmc_2d_negative_moments_match_exact_moments() {
             .collect();
         cut.push(flat(&Moments::of_visible(&rbm, x, Some(&w), Par::Seq)));
     }
-    let (zw, dw) = deviation(&weighted, &exact);
-    let (zm, dm) = deviation(&marginal, &exact);
-    let (zc, dc) = deviation(&cut, &exact);
-    println!("2D weighted: max |z| = {zw:.2}, max |diff| = {dw:.4}");
-    println!("1D marginal weight (control): max |z| = {zm:.2}, max |diff| = {dm:.4}");
-    println!("half mesh (control): max |z| = {zc:.2}, max |diff| = {dc:.4}");
-    assert!(zw < 5.0 && dw < 0.01, "TMC-2D moments: z {zw}, diff {dw}");
-    assert!(
-        zm > 20.0 && dm > 0.03,
-        "marginal control not rejected: z {zm}, diff {dm}"
-    );
-    assert!(
-        zc > 20.0 && dc > 0.03,
-        "half-mesh control not rejected: z {zc}, diff {dc}"
-    );
+    judge("2D weighted", &weighted, &exact, Verdict::Accept(5.0, 0.01));
+    let control = Verdict::Reject(20.0, 0.03);
+    judge("1D marginal weight (control)", &marginal, &exact, control);
+    judge("half mesh (control)", &cut, &exact, control);
     // The reconstructed p(m̂), averaged over the rounds, against the exact law of m convolved
     // with the 2D tether.
     let order = state.order.clone().unwrap();
