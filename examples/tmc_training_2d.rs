@@ -253,9 +253,9 @@ pub fn run(budget: &Budget, seed: u64, par: Par) -> Result<Fig6, Box<dyn std::er
     };
     let chains = budget.points * budget.points * budget.replicas;
     let mut tmc_trainer = Trainer::new(tmc.clone(), budget.batch);
-    tmc_trainer.learning_rate = rate.clone();
+    tmc_trainer.learning_rate = rate;
     let pcd = Pcd { sweeps: 10, chains };
-    let mut pcd_trainer = Trainer::new(pcd.clone(), budget.batch);
+    let mut pcd_trainer = Trainer::new(pcd, budget.batch);
     pcd_trainer.learning_rate = rate;
     // ANCHOR_END: trainers
 
