@@ -95,6 +95,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         measure: 5,
         border: 0.1,
         direction: TmcDirection::Fixed(uniform.clone()),
+        dimensions: 1,
     };
     let mut tmc_trainer = Trainer::new(tmc, batch);
     tmc_trainer.learning_rate = rate;

@@ -423,6 +423,11 @@ pub(crate) enum PresetArg {
     #[value(name = "three-clusters-2d")]
     #[serde(rename = "three-clusters-2d")]
     ThreeClusters2d,
+    /// Three Gaussian clusters in 2D that overlap on either coordinate alone (the
+    /// tethered-MC paper's Fig. 6 setting).
+    #[value(name = "three-clusters-overlap-2d")]
+    #[serde(rename = "three-clusters-overlap-2d")]
+    ThreeClustersOverlap2d,
 }
 
 /// `ebm data info`

@@ -248,6 +248,31 @@ fn tmc_profile_matches_the_exact_tethered_distribution() {
     assert!(zw.abs() > 10.0, "the comparison has no power");
 }
 
+/// `ebm train ARGS --updates TOTAL --out NAME.safetensors` equals the same run stopped after
+/// `half` updates and resumed from its state, bit for bit.
+fn resumes_exactly(d: &Path, args: &str, total: u64, half: u64, name: &str) {
+    ok(
+        d,
+        &format!("train {args} --updates {total} --out {name}.safetensors"),
+    );
+    ok(
+        d,
+        &format!("train {args} --updates {half} --out {name}-half.safetensors"),
+    );
+    ok(
+        d,
+        &format!(
+            "train --data d.npy --resume {name}-half.state.json --updates {total} \
+             --out {name}-rest.safetensors"
+        ),
+    );
+    assert!(
+        bytes(&d.join(format!("{name}.safetensors")))
+            == bytes(&d.join(format!("{name}-rest.safetensors"))),
+        "{name}: resumed model differs"
+    );
+}
+
 #[test]
 fn tmc_training_runs_and_resumes_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -262,22 +287,7 @@ fn tmc_training_runs_and_resumes_exactly() {
     ebm_data::loaders::npy::save_npy(d.join("d.npy"), &ds).unwrap();
     let common = "--data d.npy --hidden-units 3 --negative tmc --alpha 400 --grid-points 11 \
                   --replicas 4 --sweeps 6 --measure 3 --batch-size 40 --seed 2";
-    ok(
-        d,
-        &format!("train {common} --updates 20 --out full.safetensors"),
-    );
-    ok(
-        d,
-        &format!("train {common} --updates 8 --out half.safetensors"),
-    );
-    ok(
-        d,
-        "train --data d.npy --resume half.state.json --updates 20 --out rest.safetensors",
-    );
-    assert!(
-        bytes(&d.join("full.safetensors")) == bytes(&d.join("rest.safetensors")),
-        "resumed model differs"
-    );
+    resumes_exactly(d, common, 20, 8, "full");
     let rec = json(&d.join("full.json"));
     let text = rec.to_string();
     assert!(text.contains("\"tmc\""), "{text}");
@@ -287,6 +297,18 @@ fn tmc_training_runs_and_resumes_exactly() {
         &format!("train {common} --updates 20 --uncentred --out plain.safetensors"),
     );
     assert!(bytes(&d.join("full.safetensors")) != bytes(&d.join("plain.safetensors")));
+    // Two tethered order parameters (the data's two leading principal directions, a 5 x 5
+    // grid): it trains, resumes bit for bit, and the state holds the 2D reconstruction.
+    let two = "--data d.npy --hidden-units 3 --negative tmc --dimensions 2 --direction pca \
+               --alpha 400 --grid-points 5 --replicas 2 --sweeps 6 --measure 3 --batch-size 40 \
+               --seed 2";
+    resumes_exactly(d, two, 10, 4, "two");
+    assert!(bytes(&d.join("two.safetensors")) != bytes(&d.join("full.safetensors")));
+    let state = std::fs::read_to_string(d.join("two.state.json")).unwrap();
+    assert!(
+        state.contains("grid_y"),
+        "no 2D reconstruction in the state"
+    );
 }
 
 #[test]
@@ -360,6 +382,24 @@ fn tmc_options_are_checked_with_one_line() {
         (
             "train --data d.npy --out t.safetensors --negative tmc --grid-range 0,1".into(),
             "--grid-range does not apply to --negative tmc",
+        ),
+        (
+            "train --data d.npy --out t.safetensors --negative tmc --dimensions 3".into(),
+            "--dimensions 3",
+        ),
+        (
+            "train --data d.npy --out t.safetensors --negative tmc --dimensions 2 \
+             --direction uniform"
+                .into(),
+            "--direction uniform is one direction",
+        ),
+        (
+            format!("{s} --sampler tmc --dimensions 2"),
+            "--dimensions does not apply to ebm sample --sampler tmc",
+        ),
+        (
+            "tmc profile --model m.safetensors --out p.csv --dimensions 2".into(),
+            "--dimensions does not apply to ebm tmc profile",
         ),
     ] {
         fails(d, &args, 1, needle);

@@ -7,8 +7,9 @@ use crate::layers::TrainableLayer;
 use crate::negative::{NegativeInfo, NegativePhase};
 use ebm_core::{ChainState, Error, Par, Result, Scalar};
 use ebm_models::{DiscreteLayer, Rbm, RbmChains};
+use ebm_samplers::tethered::plane::{Reconstruction2d, reconstruct_2d};
 use ebm_samplers::tethered::profile::{
-    ProfileSettings, Reconstruction, measure_profile, profile_chains, uniform_grid,
+    ProfileSettings, Reconstruction, measure_targets, profile_chains, reconstruct, uniform_grid,
 };
 use ebm_samplers::tethered::{GaussianTether, OrderParameter};
 use nalgebra::DMatrix;
@@ -17,30 +18,49 @@ use serde::{Deserialize, Serialize};
 /// Where the tethered direction \\(\omega\\) of [`Tmc`] comes from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum TmcDirection {
-    /// The leading visible singular vector of the current weights \\(W\\), recomputed at every
-    /// update (the reference code with its `PCA` setting off).
+    /// The leading [`Tmc::dimensions`] visible singular vectors of the current weights
+    /// \\(W\\), recomputed at every update (the reference code with its `PCA` setting off).
     Weights,
-    /// A fixed direction, e.g. the data's first principal component
-    /// ([`OrderParameter::from_pca`]; the reference code with `PCA` on). One direction.
+    /// Fixed directions, e.g. the data's leading principal components
+    /// ([`OrderParameter::from_pca`]; the reference code with `PCA` on); as many as
+    /// [`Tmc::dimensions`].
     Fixed(OrderParameter),
 }
 
-/// Tethered Monte Carlo as a [`NegativePhase`] (paper §4.3): `points * replicas` persistent
-/// chains, chain `c` tethered by the Gaussian tether of strength `alpha` to grid point
-/// \\(\hat m_{\lfloor c / \text{replicas}\rfloor}\\). Before every update:
+/// Tethered Monte Carlo as a [`NegativePhase`] (paper §4.3 for one order parameter, §4.2 and
+/// §6.1.2 for two): \\(k\\) = [`Tmc::dimensions`] order parameters
+/// \\(m_l(v) = v\cdot\omega_l/\sqrt{N_v}\\), a tensor grid of `points` targets per order
+/// parameter (`points^k` grid points, the first order parameter fastest), `replicas`
+/// persistent chains per grid point, chain `c` tethered by the Gaussian tether of strength
+/// `alpha`, \\(\tfrac\alpha2\lVert m(v) - \hat{\mathbf m}\rVert^2\\) (Eq. 16), to grid point
+/// \\(\lfloor c / \text{replicas}\rfloor\\). Before every update:
 ///
-/// 1. the direction \\(\omega\\) ([`TmcDirection`]) and a uniform grid of `points` targets from
-///    the minimum to the maximum projection of the current minibatch, widened by `border` on
-///    each side (the grid moves with the minibatch; chains keep their slot);
+/// 1. the directions \\(\omega_l\\) ([`TmcDirection`]) and, for each order parameter, a
+///    uniform axis of `points` targets from the minimum to the maximum projection of the
+///    current minibatch, widened by `border` on each side (the grid moves with the minibatch;
+///    chains keep their slot);
 /// 2. `sweeps` TMC sweeps ([`ebm_samplers::tethered::Tethered`]) on every chain, the order
-///    parameter time-averaged over the last `measure` (the paper's Eq. 19);
-/// 3. \\(\Omega'(\hat m_j) = \hat m_j - \langle m\rangle_{\hat m_j}\\), integrated and normalised
-///    to \\(p(\hat m)\\) (Eqs. 12–14, [`ebm_samplers::tethered::profile::reconstruct`]);
+///    parameters time-averaged over the last `measure` (the paper's Eq. 19);
+/// 3. the gradient of the potential, \\(\nabla\Omega(\hat{\mathbf m}) = \hat{\mathbf m} -
+///    \langle \mathbf m\rangle_{\hat{\mathbf m}}\\) (Eqs. 12 and 17), integrated and
+///    normalised to \\(p(\hat{\mathbf m}) \propto e^{-\alpha\Omega}\\): in 1D by cumulative
+///    trapezoid (Eqs. 13–14, [`ebm_samplers::tethered::profile::reconstruct`]); in 2D along the
+///    L-shaped path of the reference code, first along \\(\hat m_1\\) on the first row of
+///    the grid, then along \\(\hat m_2\\) at each \\(\hat m_1\\) (Eq. 18,
+///    \\(\Omega(\hat{\mathbf m}) = \Omega(\hat{\mathbf m}_0) + \int_{\mathcal C}
+///    \nabla\Omega\cdot d\hat{\mathbf m}\\) for any path \\(\mathcal C\\);
+///    [`ebm_samplers::tethered::plane::reconstruct_2d`], which also integrates along the
+///    reverse path as a check), normalised by the 2D trapezoid rule;
 /// 4. the chains' final configurations are weighted so that the trainer's weighted moments are
 ///    the canonical averages of Eq. 15,
-///    \\(\langle O\rangle = \int \langle O\rangle_{\hat m}\, p(\hat m)\, d\hat m\\): chain `c` at
-///    grid point `j` gets weight \\(q_j\, p(\hat m_j) / \text{replicas}\\) with \\(q_j\\) the
-///    trapezoid weights of the grid ([`NegativePhase::weights`]).
+///    \\(\langle O\rangle = \int \langle O\rangle_{\hat{\mathbf m}}\, p(\hat{\mathbf m})\,
+///    d^k\hat{\mathbf m}\\): chain `c` at grid point \\((j_1, \dots, j_k)\\) gets weight
+///    \\(\prod_l q^{(l)}_{j_l}\, p(\hat{\mathbf m}_{j})/\text{replicas}\\) with
+///    \\(q^{(l)}\\) the trapezoid weights of axis \\(l\\) ([`NegativePhase::weights`]).
+///
+/// One implementation serves both dimensions: only the reconstruction of step 3 depends on
+/// \\(k\\). The paper (§8) notes that the grid's cost grows as `points^k`, which is why
+/// only \\(k \le 2\\) is offered.
 ///
 /// The hidden statistics are Rao–Blackwellised by the trainer's [`crate::Moments`] (conditional
 /// means at the final \\(v\\)), a lower-variance choice than the reference code's binary
@@ -51,12 +71,13 @@ pub enum TmcDirection {
 /// \\(-\Delta W^\top \bar v\\)); with `centred = false` the plain gradient. Unlike the reference
 /// code, \\(p\\) is paired with the grid point it was measured at (no one-point shift).
 ///
-/// Visible layers must be discrete ([`DiscreteLayer`]); only one order parameter.
+/// Visible layers must be discrete ([`DiscreteLayer`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tmc {
     /// Tether strength \\(\alpha\\) (the reference code: \\(2\cdot10^4\\)).
     pub alpha: f64,
-    /// Grid points (spacing best no larger than \\(1/\sqrt\alpha\\)).
+    /// Grid points per order parameter (spacing best no larger than \\(1/\sqrt\alpha\\));
+    /// the grid has `points^dimensions` points.
     pub points: usize,
     /// Chains per grid point.
     pub replicas: usize,
@@ -68,8 +89,15 @@ pub struct Tmc {
     /// Margin added on both sides of the minibatch's range of projections (the paper: 0.1 to
     /// 0.2).
     pub border: f64,
-    /// The tethered direction.
+    /// The tethered directions.
     pub direction: TmcDirection,
+    /// The number of tethered order parameters: 1 (the paper's Fig. 4) or 2 (its Fig. 6).
+    #[serde(default = "one")]
+    pub dimensions: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// The state of [`Tmc`]: persistent chains and the last reconstruction.
@@ -80,11 +108,15 @@ pub struct TmcState<F: Scalar> {
     pub chains: ChainState<RbmChains<F>>,
     /// Weights of the chains in the model average (uniform before the first update).
     pub weights: Vec<f64>,
-    /// The direction used at the last update (`None` before the first).
+    /// The directions used at the last update (`None` before the first).
     pub order: Option<OrderParameter>,
-    /// \\(\Omega\\) and \\(p(\hat m)\\) reconstructed at the last update (`None` before the
-    /// first).
+    /// One order parameter: \\(\Omega\\) and \\(p(\hat m)\\) reconstructed at the last update
+    /// (`None` before the first, and with two order parameters).
     pub reconstruction: Option<Reconstruction>,
+    /// Two order parameters: \\(\Omega\\) and \\(p(\hat m_1, \hat m_2)\\) reconstructed at the
+    /// last update (`None` before the first, and with one order parameter).
+    #[serde(default)]
+    pub reconstruction_2d: Option<Reconstruction2d>,
 }
 
 impl Tmc {
@@ -98,6 +130,15 @@ impl Tmc {
         };
         if self.points < 2 {
             return bad("points", format!("{}; at least 2 expected", self.points));
+        }
+        if !(1..=2).contains(&self.dimensions) {
+            return bad(
+                "dimensions",
+                format!(
+                    "{}; 1 or 2 order parameters expected (the grid grows as points^dimensions)",
+                    self.dimensions
+                ),
+            );
         }
         if self.replicas == 0 || self.sweeps == 0 {
             return bad(
@@ -118,22 +159,28 @@ impl Tmc {
             return bad("border", format!("{}; a finite value > 0", self.border));
         }
         if let TmcDirection::Fixed(o) = &self.direction
-            && (o.k() != 1 || o.width() != width)
+            && (o.k() != self.dimensions || o.width() != width)
         {
             return bad(
                 "direction",
                 format!(
-                    "{} direction(s) of width {}; one direction of the visible width {width} expected",
+                    "{} direction(s) of width {}; {} of the visible width {width} expected",
                     o.k(),
-                    o.width()
+                    o.width(),
+                    self.dimensions
                 ),
             );
         }
         Ok(())
     }
 
+    /// Grid points (`points^dimensions`, saturating).
+    fn n_points(&self) -> usize {
+        (0..self.dimensions).fold(1usize, |n, _| n.saturating_mul(self.points))
+    }
+
     fn n_chains(&self) -> usize {
-        self.points * self.replicas
+        self.n_points().saturating_mul(self.replicas)
     }
 
     /// The direction for `model`.
@@ -142,21 +189,27 @@ impl Tmc {
         model: &Rbm<V, H>,
     ) -> Result<OrderParameter> {
         match &self.direction {
-            TmcDirection::Weights => OrderParameter::from_weights(model, 1),
+            TmcDirection::Weights => OrderParameter::from_weights(model, self.dimensions),
             TmcDirection::Fixed(o) => Ok(o.clone()),
         }
     }
 
-    /// The grid spanning the projections of the columns of `batch` widened by the border.
-    fn grid<F: Scalar>(&self, order: &OrderParameter, batch: &DMatrix<F>) -> Result<Vec<f64>> {
-        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-        let mut m = [0.0];
+    /// One axis per order parameter, spanning the projections of the columns of `batch`
+    /// widened by the border.
+    fn axes<F: Scalar>(&self, order: &OrderParameter, batch: &DMatrix<F>) -> Result<Vec<Vec<f64>>> {
+        let k = order.k();
+        let (mut lo, mut hi) = (vec![f64::INFINITY; k], vec![f64::NEG_INFINITY; k]);
+        let mut m = vec![0.0; k];
         for col in batch.column_iter() {
             order.project(col.as_slice(), &mut m);
-            lo = lo.min(m[0]);
-            hi = hi.max(m[0]);
+            for l in 0..k {
+                lo[l] = lo[l].min(m[l]);
+                hi[l] = hi[l].max(m[l]);
+            }
         }
-        uniform_grid(lo - self.border, hi + self.border, self.points)
+        (0..k)
+            .map(|l| uniform_grid(lo[l] - self.border, hi[l] + self.border, self.points))
+            .collect()
     }
 
     /// Runs one TMC measurement under `model` on `state` with the grid of `batch`, and sets
@@ -189,31 +242,72 @@ impl Tmc {
             });
         }
         let order = self.order(model)?;
-        let grid = self.grid(&order, batch)?;
+        let axes = self.axes(&order, batch)?;
+        let k = axes.len();
+        // Grid point p has axis indices (p / stride_l) % points, the first axis fastest.
+        let index = |p: usize, l: usize| (p / self.points.pow(l as u32)) % self.points;
+        let n = self.n_points();
+        let targets: Vec<f64> = (0..n)
+            .flat_map(|p| (0..k).map(move |l| (p, l)))
+            .map(|(p, l)| axes[l][index(p, l)])
+            .collect();
         let settings = ProfileSettings {
             alpha: self.alpha,
             replicas: self.replicas,
             burn_in: self.sweeps - self.measure,
             measure: self.measure,
         };
-        let profile =
-            measure_profile(model, &order, &grid, &settings, &mut state.chains, 1.0, par)?;
-        let rec = profile.reconstruct(self.alpha)?;
-        let n = grid.len();
-        for (j, w) in state.weights.chunks_mut(self.replicas).enumerate() {
+        let (mean, _) = measure_targets(
+            model,
+            &order,
+            &targets,
+            &settings,
+            &mut state.chains,
+            1.0,
+            par,
+        )?;
+        // The gradient of the potential, one component per order parameter (Eq. 17).
+        let gradient: Vec<Vec<f64>> = (0..k)
+            .map(|l| {
+                (0..n)
+                    .map(|p| targets[p * k + l] - mean[p * k + l])
+                    .collect()
+            })
+            .collect();
+        let (log_density, rec, rec_2d) = if k == 1 {
+            let rec = reconstruct(&axes[0], &gradient[0], self.alpha)?;
+            (rec.log_density.clone(), Some(rec), None)
+        } else {
+            let rec = reconstruct_2d(&axes[0], &axes[1], &gradient[0], &gradient[1], self.alpha)?;
+            (rec.log_density.clone(), None, Some(rec))
+        };
+        let quadrature: Vec<Vec<f64>> = axes.iter().map(|a| trapezoid_weights(a)).collect();
+        for (p, w) in state.weights.chunks_mut(self.replicas).enumerate() {
+            let q: f64 = (0..k).map(|l| quadrature[l][index(p, l)]).product();
+            w.fill(q * log_density[p].exp() / self.replicas as f64);
+        }
+        state.order = Some(order);
+        state.reconstruction = rec;
+        state.reconstruction_2d = rec_2d;
+        Ok(())
+    }
+}
+
+/// The trapezoid weights of a grid: \\(\int f \approx \sum_j q_j f(x_j)\\) with
+/// \\(q_j = \tfrac12 (x_{j+1} - x_{j-1})\\), one-sided at the ends.
+fn trapezoid_weights(grid: &[f64]) -> Vec<f64> {
+    let n = grid.len();
+    (0..n)
+        .map(|j| {
             let left = if j > 0 { grid[j] - grid[j - 1] } else { 0.0 };
             let right = if j + 1 < n {
                 grid[j + 1] - grid[j]
             } else {
                 0.0
             };
-            let q = 0.5 * (left + right) * rec.log_density[j].exp() / self.replicas as f64;
-            w.fill(q);
-        }
-        state.order = Some(order);
-        state.reconstruction = Some(rec);
-        Ok(())
-    }
+            0.5 * (left + right)
+        })
+        .collect()
 }
 
 impl<V, H> NegativePhase<V, H> for Tmc
@@ -233,18 +327,19 @@ where
             weights: vec![1.0 / n as f64; n],
             order: None,
             reconstruction: None,
+            reconstruction_2d: None,
         })
     }
 
     fn chains_held(&self, _batch: usize) -> usize {
-        self.points.saturating_mul(self.replicas)
+        self.n_chains()
     }
 
     fn check_state(&self, state: &Self::State, _batch: usize) -> Result<()> {
         let n = self.n_chains();
         let c = &state.chains;
         Error::check_len(
-            "Tmc chains (points x replicas)",
+            "Tmc chains (points^dimensions x replicas)",
             n,
             c.chains.visible.ncols(),
         )?;

@@ -1,6 +1,8 @@
-//! The tethered (TMC) negative phase against the exact model moments of an enumerable RBM,
-//! with a negative control (the same chains without the p(m̂) weighting), exact resume and
-//! thread-count independence, and typed errors for bad configurations.
+//! The tethered (TMC) negative phase, with one and two order parameters, against the exact
+//! model moments of an enumerable RBM, with negative controls (the same chains without the
+//! p(m̂) weighting, with p shifted by a grid point, with a 1D weight or a mesh missing a
+//! region in 2D), exact resume and thread-count independence, and typed errors for bad
+//! configurations.
 
 mod common;
 
@@ -43,6 +45,7 @@ fn phase() -> Tmc {
         measure: 5,
         border: 0.2,
         direction: TmcDirection::Weights,
+        dimensions: 1,
     }
 }
 
@@ -52,6 +55,41 @@ fn flat(m: &Moments) -> Vec<f64> {
     x.extend_from_slice(&m.hidden_mean);
     x.extend(m.visible_hidden.iter());
     x
+}
+
+/// The largest |z| (mean over `runs` against `exact`, standard error from the spread of the
+/// runs, floored at 1e-4) and the largest absolute difference, over all moments.
+fn deviation(runs: &[Vec<f64>], exact: &[f64]) -> (f64, f64) {
+    let n = runs.len() as f64;
+    let (mut zmax, mut dmax) = (0.0f64, 0.0f64);
+    for (i, e) in exact.iter().enumerate() {
+        let mean = runs.iter().map(|r| r[i]).sum::<f64>() / n;
+        let var = runs.iter().map(|r| (r[i] - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        let se = (var / n).sqrt().max(1e-4);
+        zmax = zmax.max((mean - e).abs() / se);
+        dmax = dmax.max((mean - e).abs());
+    }
+    (zmax, dmax)
+}
+
+/// What [`judge`] expects of a set of runs: `Accept(z, d)`, max |z| and max |diff| below the
+/// bounds; `Reject(z, d)`, both above them (a negative control).
+#[derive(Clone, Copy)]
+enum Verdict {
+    Accept(f64, f64),
+    Reject(f64, f64),
+}
+
+/// Prints and checks the deviation of `runs` from `exact` ([`deviation`]).
+fn judge(name: &str, runs: &[Vec<f64>], exact: &[f64], verdict: Verdict) {
+    let (z, d) = deviation(runs, exact);
+    println!("{name}: max |z| = {z:.2}, max |diff| = {d:.4}");
+    match verdict {
+        Verdict::Accept(zb, db) => assert!(z < zb && d < db, "{name}: z {z}, diff {d}"),
+        Verdict::Reject(zb, db) => {
+            assert!(z > zb && d > db, "{name} not rejected: z {z}, diff {d}")
+        }
+    }
 }
 
 #[test]
@@ -89,32 +127,18 @@ fn tmc_negative_moments_reweighted_by_p_match_exact_moments() {
         w[r..].copy_from_slice(&state.weights[..state.weights.len() - r]);
         shifted.push(flat(&Moments::of_visible(&rbm, x, Some(&w), Par::Seq)));
     }
-    let z = |runs: &[Vec<f64>]| -> (f64, f64) {
-        let n = runs.len() as f64;
-        let (mut zmax, mut dmax) = (0.0f64, 0.0f64);
-        for (i, e) in exact.iter().enumerate() {
-            let mean = runs.iter().map(|r| r[i]).sum::<f64>() / n;
-            let var = runs.iter().map(|r| (r[i] - mean).powi(2)).sum::<f64>() / (n - 1.0);
-            let se = (var / n).sqrt().max(1e-4);
-            zmax = zmax.max((mean - e).abs() / se);
-            dmax = dmax.max((mean - e).abs());
-        }
-        (zmax, dmax)
-    };
-    let (zw, dw) = z(&weighted);
-    let (zu, du) = z(&uniform);
-    let (zs, ds) = z(&shifted);
-    println!("shifted p (control): max |z| = {zs:.2}, max |diff| = {ds:.4}");
-    println!("weighted: max |z| = {zw:.2}, max |diff| = {dw:.4}");
-    println!("uniform (control): max |z| = {zu:.2}, max |diff| = {du:.4}");
-    assert!(zw < 5.0 && dw < 0.01, "TMC moments: z {zw}, diff {dw}");
-    assert!(
-        zu > 20.0 && du > 0.05,
-        "control not rejected: z {zu}, diff {du}"
+    judge("weighted", &weighted, &exact, Verdict::Accept(5.0, 0.01));
+    judge(
+        "uniform (control)",
+        &uniform,
+        &exact,
+        Verdict::Reject(20.0, 0.05),
     );
-    assert!(
-        zs > 8.0 && ds > 0.02,
-        "shifted control not rejected: z {zs}, diff {ds}"
+    judge(
+        "shifted p (control)",
+        &shifted,
+        &exact,
+        Verdict::Reject(8.0, 0.02),
     );
     // The reconstructed p(m̂) is the exact one (the law of m convolved with the tether).
     let order = state.order.clone().unwrap();
@@ -139,6 +163,103 @@ fn tmc_negative_moments_reweighted_by_p_match_exact_moments() {
         .sum();
     println!("L1 distance of the last p(m̂) to the exact: {l1:.4}");
     assert!(l1 < 0.05, "p(m̂) L1 distance {l1}");
+}
+
+/// Two tethered order parameters (the leading two singular directions of W) on a 21 x 21
+/// grid: the moments weighted by the 2D reconstruction of p(m̂) (L-shaped path, 2D trapezoid)
+/// are the exact model moments, and the reconstructed p(m̂) is the exact law of m convolved
+/// with the tether. Negative controls: the same chains weighted by the 1D reconstruction of the
+/// first order parameter only (p(m̂_1) spread uniformly over m̂_2: the wrong reconstruction
+/// weight), and by the 2D p with the upper half of the m̂_2 axis missing from the mesh.
+#[test]
+fn tmc_2d_negative_moments_match_exact_moments() {
+    let rbm = model();
+    let all = all_configurations(rbm.visible());
+    let p = exact::visible_probabilities(&rbm, 1.0, Par::Seq).unwrap();
+    let exact = flat(&Moments::of_visible(&rbm, &all, Some(&p), Par::Seq));
+    let tmc = Tmc {
+        points: 21,
+        replicas: 16,
+        dimensions: 2,
+        ..phase()
+    };
+    let mut state =
+        <Tmc as NegativePhase<Bernoulli<f64>, Bernoulli<f64>>>::init(&tmc, &rbm, 1, 5, Par::Rayon)
+            .unwrap();
+    let (n, r) = (tmc.points, tmc.replicas);
+    let (rounds, burn) = (30, 3);
+    let (mut weighted, mut marginal, mut cut) = (Vec::new(), Vec::new(), Vec::new());
+    // p(m̂) averaged over the rounds (the grid is that of `all`, the same every round).
+    let mut mean_p = vec![0.0; n * n];
+    for round in 0..rounds + burn {
+        tmc.sample(&rbm, &mut state, &all, Par::Rayon).unwrap();
+        if round < burn {
+            continue;
+        }
+        let rec = state.reconstruction_2d.as_ref().unwrap();
+        for (m, l) in mean_p.iter_mut().zip(&rec.log_density) {
+            *m += l.exp() / rounds as f64;
+        }
+        let x = &state.chains.chains.visible;
+        weighted.push(flat(&Moments::of_visible(
+            &rbm,
+            x,
+            Some(&state.weights),
+            Par::Seq,
+        )));
+        // Control: the first order parameter's marginal only.
+        let px = rec.marginal_x();
+        let w: Vec<f64> = (0..n * n * r).map(|c| px[(c / r) % n]).collect();
+        marginal.push(flat(&Moments::of_visible(&rbm, x, Some(&w), Par::Seq)));
+        // Control: grid points with m̂_2 index >= n / 2 missing.
+        let w: Vec<f64> = state
+            .weights
+            .iter()
+            .enumerate()
+            .map(|(c, w)| if c / r / n < n / 2 { *w } else { 0.0 })
+            .collect();
+        cut.push(flat(&Moments::of_visible(&rbm, x, Some(&w), Par::Seq)));
+    }
+    judge("2D weighted", &weighted, &exact, Verdict::Accept(5.0, 0.01));
+    let control = Verdict::Reject(20.0, 0.03);
+    judge("1D marginal weight (control)", &marginal, &exact, control);
+    judge("half mesh (control)", &cut, &exact, control);
+    // The reconstructed p(m̂), averaged over the rounds, against the exact law of m convolved
+    // with the 2D tether.
+    let order = state.order.clone().unwrap();
+    assert_eq!(order.k(), 2);
+    let rec = state.reconstruction_2d.clone().unwrap();
+    assert!(state.reconstruction.is_none());
+    let mut m = [0.0; 2];
+    let values: Vec<[f64; 2]> = all
+        .column_iter()
+        .map(|c| {
+            order.project(c.as_slice(), &mut m);
+            m
+        })
+        .collect();
+    let (gx, gy) = (&rec.grid_x, &rec.grid_y);
+    let (hx, hy) = (gx[1] - gx[0], gy[1] - gy[0]);
+    let alpha = tmc.alpha;
+    let mut l1 = 0.0;
+    for (j, y) in gy.iter().enumerate() {
+        for (i, x) in gx.iter().enumerate() {
+            let exact_p: f64 = values
+                .iter()
+                .zip(&p)
+                .map(|(v, pv)| {
+                    let d2 = (v[0] - x).powi(2) + (v[1] - y).powi(2);
+                    pv * alpha / (2.0 * std::f64::consts::PI) * (-0.5 * alpha * d2).exp()
+                })
+                .sum();
+            l1 += (exact_p - mean_p[i + n * j]).abs() * hx * hy;
+        }
+    }
+    println!(
+        "L1 distance of the mean 2D p(m̂) to the exact: {l1:.4}; last path discrepancy {:.3} nats",
+        rec.path_discrepancy(alpha, 1e-3)
+    );
+    assert!(l1 < 0.1, "2D p(m̂) L1 distance {l1}");
 }
 
 fn two_clusters() -> TrainingData<f64> {
@@ -168,7 +289,12 @@ fn tmc_training_resumes_exactly_and_ignores_thread_count() {
         replicas: 4,
         ..phase()
     };
-    for centred in [true, false] {
+    for (centred, dimensions) in [(true, 1), (false, 1), (true, 2)] {
+        let tmc = Tmc {
+            dimensions,
+            points: if dimensions == 2 { 5 } else { tmc.points },
+            ..tmc.clone()
+        };
         let trainer = Trainer {
             centred,
             ..Trainer::new(tmc.clone(), 20)
@@ -182,9 +308,18 @@ fn tmc_training_resumes_exactly_and_ignores_thread_count() {
         b.save(&path).unwrap();
         let mut c = ebm_train::TrainState::load(&path).unwrap();
         trainer.run(&mut c, &data, None, 3, Par::Seq, ()).unwrap();
-        assert_eq!(a.model, c.model, "centred = {centred}");
+        assert_eq!(
+            a.model, c.model,
+            "centred = {centred}, dimensions {dimensions}"
+        );
         assert_eq!(a.negative, c.negative);
-        assert!(a.negative.reconstruction.is_some());
+        assert_eq!(
+            (
+                a.negative.reconstruction.is_some(),
+                a.negative.reconstruction_2d.is_some()
+            ),
+            (dimensions == 1, dimensions == 2)
+        );
         assert_ne!(a.model, init);
     }
 }
@@ -219,6 +354,20 @@ fn bad_tmc_configurations_are_typed_errors() {
         },
         Tmc {
             direction: TmcDirection::Fixed(OrderParameter::uniform(7).unwrap()),
+            ..phase()
+        },
+        Tmc {
+            dimensions: 0,
+            ..phase()
+        },
+        Tmc {
+            dimensions: 3,
+            ..phase()
+        },
+        // One fixed direction for two order parameters.
+        Tmc {
+            direction: TmcDirection::Fixed(OrderParameter::uniform(10).unwrap()),
+            dimensions: 2,
             ..phase()
         },
     ];

@@ -123,4 +123,9 @@ pub(crate) struct TmcOptions {
     /// tmc (sample): unconstrained Gibbs sweeps after the TMC sweeps [default: 0].
     #[arg(long, value_name = "N")]
     pub gibbs_sweeps: Option<usize>,
+    /// tmc (train): number of tethered order parameters, 1 or 2 (two directions: the
+    /// leading two of --direction weights or pca, a tensor grid of --grid-points^2 targets)
+    /// [default: 1].
+    #[arg(long, value_name = "K", value_parser = positive_usize)]
+    pub dimensions: Option<usize>,
 }

@@ -171,6 +171,7 @@ fn generate(g: &Generator, ctx: &Context) -> Result<()> {
                 PresetArg::TwoClusters1d => ClusterPreset::TwoClusters1d,
                 PresetArg::FiveClusters1d => ClusterPreset::FiveClusters1d,
                 PresetArg::ThreeClusters2d => ClusterPreset::ThreeClusters2d,
+                PresetArg::ThreeClustersOverlap2d => ClusterPreset::ThreeClustersOverlap2d,
             };
             let mut cfg = p.config();
             if let Some(n) = features {

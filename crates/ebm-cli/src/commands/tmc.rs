@@ -129,7 +129,19 @@ pub(super) fn check_sample_options(a: &SampleArgs, sampler: &str) -> Result<()> 
             );
         }
     }
+    reject_dimensions(&a.tmc, "ebm sample --sampler tmc")?;
     check_data_use(&a.tmc, a.data.is_some())
+}
+
+/// `--dimensions` is for `ebm train --negative tmc` only: profiles and sampling on the
+/// command line tether one order parameter.
+fn reject_dimensions(o: &TmcOptions, what: &str) -> Result<()> {
+    reject(
+        o,
+        &["--dimensions"],
+        what,
+        " (it tethers one order parameter; two are for ebm train --negative tmc)",
+    )
 }
 
 /// `--data` must be used (by `--direction pca` or the grid), `--border` needs the data's grid.
@@ -452,6 +464,13 @@ pub(super) fn negative(
     if !matches!(visible, UnitArg::Bernoulli | UnitArg::Spin | UnitArg::Potts) {
         bail!("{}, not {}", not_discrete("--negative tmc"), visible.kind());
     }
+    let dimensions = o.dimensions.unwrap_or(1);
+    if dimensions > 2 {
+        bail!(
+            "--dimensions {dimensions}: 1 or 2 tethered order parameters (the grid has \
+             --grid-points^dimensions points)"
+        );
+    }
     let direction = match o.direction.unwrap_or(DirectionArg::Weights) {
         DirectionArg::Weights => TmcDirection::Weights,
         d if visible == UnitArg::Potts => bail!(
@@ -459,10 +478,17 @@ pub(super) fn negative(
             d.name()
         ),
         DirectionArg::Pca => {
-            let pca = ebm_data::pca(data, 1, Centering::Centered)
+            let pca = ebm_data::pca(data, dimensions, Centering::Centered)
                 .map_err(|e| CliError::new(format!("--direction pca: PCA of the data: {e}")))?;
-            TmcDirection::Fixed(OrderParameter::from_pca(&pca, 1, data.n_features())?)
+            TmcDirection::Fixed(OrderParameter::from_pca(
+                &pca,
+                dimensions,
+                data.n_features(),
+            )?)
         }
+        DirectionArg::Uniform if dimensions > 1 => bail!(
+            "--direction uniform is one direction; --dimensions {dimensions} needs weights or pca"
+        ),
         DirectionArg::Uniform => TmcDirection::Fixed(OrderParameter::uniform(data.n_features())?),
     };
     let measure = o.measure.unwrap_or(5.min(sweeps));
@@ -477,6 +503,7 @@ pub(super) fn negative(
         measure,
         border: o.border.unwrap_or(DEFAULT_BORDER),
         direction,
+        dimensions,
     };
     if tmc.alpha <= 0.0 || tmc.border <= 0.0 || tmc.points < 2 {
         bail!(
@@ -660,6 +687,7 @@ fn profile_command(a: &TmcProfileArgs, ctx: &Context) -> Result<()> {
         "ebm tmc profile",
         " (it sets the sampling of ebm sample --sampler tmc)",
     )?;
+    reject_dimensions(&a.tmc, "ebm tmc profile")?;
     check_data_use(&a.tmc, a.data.is_some())?;
     if a.out.extension().and_then(|e| e.to_str()) != Some("csv") {
         bail!("--out {}: the profile is written as .csv", a.out.display());

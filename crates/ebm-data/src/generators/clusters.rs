@@ -79,15 +79,24 @@ pub enum ClusterPreset {
     /// the two lower ones coincide on the second coordinate; `N = 1000`; 10 000 samples (count:
     /// this crate's choice). Tethered-MC §6.1.2.
     ThreeClusters2d,
+    /// Three balanced Gaussian clusters (std 0.08) in 2D at `(-0.25,-0.25), (0.25,-0.25),
+    /// (0,0.45)`, the setting of the tethered-MC paper's Fig. 6: clusters that "superimpose
+    /// when projected on a single direction". On the second coordinate (the data's first
+    /// principal direction) the two lower clusters coincide; on the first (the second principal
+    /// direction) the three centres are 0.25 apart, about 3 (N = 1000) or 2 (N = 100) standard
+    /// deviations of the projected clusters, so they overlap; in the plane every pair is at
+    /// least 0.5 apart. `N = 1000`; 10 000 samples (count: this crate's choice).
+    ThreeClustersOverlap2d,
 }
 
 impl ClusterPreset {
     /// All presets.
-    pub const ALL: [ClusterPreset; 4] = [
+    pub const ALL: [ClusterPreset; 5] = [
         ClusterPreset::Mickey,
         ClusterPreset::TwoClusters1d,
         ClusterPreset::FiveClusters1d,
         ClusterPreset::ThreeClusters2d,
+        ClusterPreset::ThreeClustersOverlap2d,
     ];
 
     /// The preset's configuration (edit it to change sizes).
@@ -127,6 +136,14 @@ impl ClusterPreset {
                     g(vec![0.0, 0.3], 0.05),
                 ],
             ),
+            ClusterPreset::ThreeClustersOverlap2d => (
+                10_000,
+                vec![
+                    g(vec![-0.25, -0.25], 0.08),
+                    g(vec![0.25, -0.25], 0.08),
+                    g(vec![0.0, 0.45], 0.08),
+                ],
+            ),
         };
         ClusterConfig {
             n_features: 1000,
@@ -135,13 +152,15 @@ impl ClusterPreset {
         }
     }
 
-    /// Parses `mickey`, `two-clusters-1d`, `five-clusters-1d`, `three-clusters-2d`.
+    /// Parses `mickey`, `two-clusters-1d`, `five-clusters-1d`, `three-clusters-2d`,
+    /// `three-clusters-overlap-2d`.
     pub fn from_name(name: &str) -> Option<Self> {
         Some(match name {
             "mickey" => ClusterPreset::Mickey,
             "two-clusters-1d" => ClusterPreset::TwoClusters1d,
             "five-clusters-1d" => ClusterPreset::FiveClusters1d,
             "three-clusters-2d" => ClusterPreset::ThreeClusters2d,
+            "three-clusters-overlap-2d" => ClusterPreset::ThreeClustersOverlap2d,
             _ => return None,
         })
     }

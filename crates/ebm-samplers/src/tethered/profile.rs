@@ -138,11 +138,18 @@ where
     })
 }
 
-/// The measurement shared by the 1D and 2D profiles: `targets` holds one `k`-dimensional
-/// target per grid point; chain `c` of `state` is tethered to point `c / replicas`, runs
-/// `burn_in` sweeps, then `measure` sweeps whose order parameters are averaged. Returns the
-/// means and their standard errors over replicas, `k` per grid point.
-pub(super) fn measure_targets<V, H>(
+/// The measurement shared by the 1D and 2D profiles and by the tethered negative phase of
+/// training: `targets` holds one `k`-dimensional target per grid point (`k = order.k()`);
+/// chain `c` of `state` is tethered to point `c / replicas` with the Gaussian tether, runs
+/// `burn_in` sweeps, then `measure` sweeps whose order parameters are averaged (paper, Eq. 19).
+/// Returns the means \(\langle m_l \rangle_{\hat{\mathbf m}}\) and their standard errors over
+/// replicas, `k` per grid point (point-major). `state` is left at the final configuration.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] if `replicas` or `measure` is 0 or `alpha` is not positive;
+/// [`Error::ShapeMismatch`] if `targets.len()` is not a multiple of `k` or `state` does not
+/// hold `targets.len() / k * replicas` chains.
+pub fn measure_targets<V, H>(
     rbm: &Rbm<V, H>,
     order: &OrderParameter,
     targets: &[f64],
@@ -163,6 +170,13 @@ where
                 "replicas = {r}, measure = {}; at least one replica and one measured sweep expected",
                 settings.measure
             ),
+        });
+    }
+    if !targets.len().is_multiple_of(k) {
+        return Err(Error::ShapeMismatch {
+            what: "tethered targets".into(),
+            expected: format!("a multiple of {k} values ({k} per grid point)"),
+            got: format!("{}", targets.len()),
         });
     }
     let points = targets.len() / k;
