@@ -1907,8 +1907,8 @@ fn reproduce_mixing_quick(claim: &str, prepare: &[&str], options: &str) -> Vec<V
     let r = d.join("r");
     if let Some(file) = options.strip_prefix("--data ") {
         let (given, used) = (
-            ebm_data::loaders::npy::load_npy(&d.join(file)).unwrap(),
-            ebm_data::loaders::npy::load_npy(&r.join("data.npy")).unwrap(),
+            ebm_data::loaders::npy::load_npy(d.join(file)).unwrap(),
+            ebm_data::loaders::npy::load_npy(r.join("data.npy")).unwrap(),
         );
         assert_eq!(given.data(), used.data(), "{claim} did not train on --data");
     }
