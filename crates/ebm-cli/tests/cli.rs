@@ -1841,7 +1841,7 @@ fn demo_quick_writes_a_consistent_report() {
 /// figure exist and carry the record's numbers.
 #[test]
 fn reproduce_mixing_quick_measures_against_the_exact_weights() {
-    let rows = reproduce_mixing_quick("ptt-mixing-ising");
+    let rows = reproduce_mixing_quick("ptt-mixing-ising", &[], "");
     for row in &rows[3..5] {
         assert!(row["index_tau_int"].as_f64().unwrap() > 0.5, "{row}");
     }
@@ -1850,17 +1850,41 @@ fn reproduce_mixing_quick_measures_against_the_exact_weights() {
     assert!(ags["z_vs_exact"].as_f64().unwrap().abs() > 10.0, "{ags}");
 }
 
-/// `ebm reproduce ptt-mixing-digits --quick` (the digits 0 and 1): the same structural facts.
+/// `ebm reproduce ptt-mixing-digits --quick --data FILE` (the digits 0 and 1, exported to a
+/// file as a user would bring their own, e.g. the real MNIST 0 and 1): the same structural
+/// facts, on the given data. `--data` is refused, with one clear line, by the claims that
+/// generate their own data, and a file that cannot be read is named.
 #[test]
 fn reproduce_mixing_digits_quick_measures_against_the_exact_weights() {
-    reproduce_mixing_quick("ptt-mixing-digits");
+    reproduce_mixing_quick(
+        "ptt-mixing-digits",
+        &[
+            "data generate digits --out all.npy --labels-out labels.npy",
+            "data subset all.npy --label-file labels.npy --labels 0,1 --out d01.npy",
+        ],
+        "--data d01.npy",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fails(
+        d,
+        "reproduce logz-estimators --quick --data x.npy --out r",
+        1,
+        "only ptt-mixing-digits takes a data file",
+    );
+    fails(
+        d,
+        "reproduce ptt-mixing-digits --quick --data missing.npy --out r",
+        1,
+        "missing.npy",
+    );
 }
 
 /// `ebm reproduce ptt-mixing-clusters --quick` (three clusters in a plane): the same structural
 /// facts.
 #[test]
 fn reproduce_mixing_clusters_quick_measures_against_the_exact_weights() {
-    reproduce_mixing_quick("ptt-mixing-clusters");
+    reproduce_mixing_quick("ptt-mixing-clusters", &[], "");
 }
 
 /// Runs `ebm reproduce CLAIM --quick` and checks what holds at any budget: six samplers at equal
@@ -1868,12 +1892,26 @@ fn reproduce_mixing_clusters_quick_measures_against_the_exact_weights() {
 /// agree with the trained model's exact weight of mode + within 3 standard errors; AGS, started
 /// inside one mode, either stays in it (and is far from the exact weight, with a warning) or
 /// jumps; PTT refreshes its first checkpoint exactly and records its index-process times; the
-/// report and CSV carry every row. Returns the rows.
-fn reproduce_mixing_quick(claim: &str) -> Vec<Value> {
+/// report and CSV carry every row. `prepare` runs first (in the same directory), then the claim
+/// with `options`; with `--data FILE`, the claim's data are the file's. Returns the rows.
+fn reproduce_mixing_quick(claim: &str, prepare: &[&str], options: &str) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    ok(d, &format!("reproduce {claim} --quick --seed 1 --out r"));
+    for line in prepare {
+        ok(d, line);
+    }
+    ok(
+        d,
+        &format!("reproduce {claim} --quick --seed 1 --out r {options}"),
+    );
     let r = d.join("r");
+    if let Some(file) = options.strip_prefix("--data ") {
+        let (given, used) = (
+            ebm_data::loaders::npy::load_npy(d.join(file)).unwrap(),
+            ebm_data::loaders::npy::load_npy(r.join("data.npy")).unwrap(),
+        );
+        assert_eq!(given.data(), used.data(), "{claim} did not train on --data");
+    }
     assert_image(&r.join("mode-jumps.png"));
     let report = std::fs::read_to_string(r.join("report.md")).unwrap();
     let csv = std::fs::read_to_string(r.join("results.csv")).unwrap();

@@ -5,7 +5,7 @@
 use crate::estimate::{
     DescribeLadder, ErrorBar, LadderKind, LogMeanExp, LogZEstimate, Method, RungLogZ,
 };
-use crate::trust::{HALVES_Z, MIN_ESS, Warning};
+use crate::trust::{HALVES_Z, MIN_ESS, MIN_OVERLAP, Warning};
 use ebm_core::numerics::sigmoid;
 use ebm_core::{Chains, EnergyModel, Error, Par};
 use ebm_samplers::tempering::{Ladder, PtState};
@@ -25,6 +25,22 @@ pub struct PairEstimate {
     /// Kish ESS of the reverse weights \\(e^{-u_R}\\) (samples of rung \\(k+1\\) reweighted to
     /// \\(k\\)).
     pub reverse_ess: f64,
+    /// BAR's overlap diagnostic: the smaller off-diagonal element of the two-state overlap
+    /// matrix at \\(\hat\Delta\\) (Shirts and Chodera 2008; Klimovich et al. 2015),
+    /// \\(\min(O_{01}, O_{10}) = S / \max(n_F, n_R)\\) with
+    /// \\(S = \sum_x p_0(x)\,p_1(x)\\) over all \\(N = n_F + n_R\\) draws, where
+    /// \\(p_1(x) = \sigma(-(M + u + \hat\Delta)) = 1 - p_0(x)\\) is the probability that a
+    /// draw \\(x\\) of the pooled sample came from rung \\(k+1\\) (\\(u\\) its work written
+    /// forwards). 1/2 for identical laws with \\(n_F = n_R\\), near 0 when neither rung's draws
+    /// fall where the other puts its mass; below [`crate::trust::MIN_OVERLAP`] the pair raises
+    /// [`Warning::PoorOverlap`]. (For independent draws, BAR's variance is
+    /// \\((1 - O_{01} - O_{10}) / S\\).) `NaN` in records written before it existed.
+    #[serde(default = "not_recorded")]
+    pub overlap: f64,
+}
+
+fn not_recorded() -> f64 {
+    f64::NAN
 }
 
 /// BAR, the self-consistent Bennett acceptance ratio for two laws \\(p_0 \propto e^{-E_0}\\)
@@ -70,21 +86,16 @@ pub fn bennett_acceptance_ratio(
         reverse: vec![reverse_work],
     };
     let delta = works.solve(None);
-    let (nf, nr) = (forward_work.len() as f64, reverse_work.len() as f64);
+    let (nf, nr) = works.counts();
     let n = nf + nr;
-    let m = (nf / nr).ln();
-    let mean_f: f64 = forward_work
-        .iter()
-        .map(|&u| overlap(m + u + delta))
-        .chain(reverse_work.iter().map(|&u| overlap(m - u + delta)))
-        .sum::<f64>()
-        / n;
+    let mean_f = works.overlap_sum(delta) / n;
     let var = ((1.0 / mean_f - n / nf - n / nr) / n).max(0.0);
     Ok(PairEstimate {
         delta_log_z: delta,
         std_err: var.sqrt(),
         forward_ess: LogMeanExp::of(&negated(forward_work)).ess,
         reverse_ess: LogMeanExp::of(&negated(reverse_work)).ess,
+        overlap: works.overlap(delta),
     })
 }
 
@@ -108,6 +119,26 @@ impl Works<'_> {
     fn counts(&self) -> (f64, f64) {
         let c = |v: &[&[f64]]| v.iter().map(|s| s.len()).sum::<usize>() as f64;
         (c(&self.forward), c(&self.reverse))
+    }
+
+    /// \\(S = \sum_x p_0(x) p_1(x)\\) at `delta` over all works (see
+    /// [`PairEstimate::overlap`]).
+    fn overlap_sum(&self, delta: f64) -> f64 {
+        let (nf, nr) = self.counts();
+        let m = (nf / nr).ln();
+        let sum = |v: &[&[f64]], sign: f64| {
+            v.iter()
+                .flat_map(|s| s.iter())
+                .map(|&u| overlap(m + sign * u + delta))
+                .sum::<f64>()
+        };
+        sum(&self.forward, 1.0) + sum(&self.reverse, -1.0)
+    }
+
+    /// [`PairEstimate::overlap`] at `delta`.
+    fn overlap(&self, delta: f64) -> f64 {
+        let (nf, nr) = self.counts();
+        self.overlap_sum(delta) / nf.max(nr)
     }
 
     /// The BAR residual \\(g(\Delta)\\) (left minus right side) and its derivative (negative).
@@ -397,8 +428,10 @@ impl PairAccumulator {
     }
 
     /// The estimate with its warnings: [`Warning::LowEss`] when the smallest pair ESS is below
-    /// [`MIN_ESS`], [`Warning::NotEquilibrated`] when the estimates from the first and second
-    /// halves of the recorded rounds differ by more than [`HALVES_Z`] combined standard errors.
+    /// [`MIN_ESS`], [`Warning::PoorOverlap`] when the smallest pair overlap
+    /// ([`PairEstimate::overlap`]) is below [`MIN_OVERLAP`], [`Warning::NotEquilibrated`] when
+    /// the estimates from the first and second halves of the recorded rounds differ by more
+    /// than [`HALVES_Z`] combined standard errors.
     fn chain(&self, log_z0: &LogZEstimate, bar: bool) -> ebm_core::Result<LadderEstimate> {
         let mut out = self.chain_unchecked(log_z0, bar)?;
         let e = &mut out.estimate;
@@ -406,6 +439,21 @@ impl PairAccumulator {
             e.warn(Warning::LowEss {
                 ess: e.ess,
                 threshold: MIN_ESS,
+            });
+        }
+        let worst = out
+            .pairs
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.overlap.total_cmp(&b.1.overlap))
+            .map(|(k, p)| (k, p.overlap));
+        if let Some((pair, overlap)) = worst
+            && (overlap.is_nan() || overlap < MIN_OVERLAP)
+        {
+            e.warn(Warning::PoorOverlap {
+                pair,
+                overlap,
+                threshold: MIN_OVERLAP,
             });
         }
         if let Some((first, second)) = self.halves() {
@@ -496,11 +544,16 @@ impl PairAccumulator {
                 let loo: Vec<f64> = (0..n_groups)
                     .map(|g| estimate(Some(g), Some(full)))
                     .collect();
+                let all = Works {
+                    forward: vec![&self.forward[k]],
+                    reverse: vec![&self.reverse[k]],
+                };
                 let pair = PairEstimate {
                     delta_log_z: full,
                     std_err: jackknife_std_err(&loo),
                     forward_ess: LogMeanExp::of(&negated(&self.forward[k])).ess,
                     reverse_ess: LogMeanExp::of(&negated(&self.reverse[k])).ess,
+                    overlap: all.overlap(full),
                 };
                 (pair, loo)
             })
@@ -639,6 +692,30 @@ mod tests {
             .map(|u| 1.0 / (1.0 + (-m + u - p.delta_log_z).exp()))
             .sum();
         assert!((lhs - rhs).abs() < 1e-10 * lhs, "{lhs} vs {rhs}");
+    }
+
+    #[test]
+    fn overlap_is_one_half_for_identical_laws_small_for_separated_ones_and_gives_the_variance() {
+        // Identical laws (up to a constant energy shift), equal sizes: p_0 = p_1 = 1/2.
+        for c in [0.0, 7.0] {
+            let p = bennett_acceptance_ratio(&[c; 40], &[-c; 40]).unwrap();
+            assert!((p.overlap - 0.5).abs() < 1e-9, "{c}: {}", p.overlap);
+        }
+        // Each side's draws are e^-12 less likely under the other law: almost no overlap.
+        let p = bennett_acceptance_ratio(&[12.0; 40], &[12.0; 40]).unwrap();
+        assert!(p.overlap < 1e-4, "{}", p.overlap);
+        // The asymptotic variance is (1 - O_01 - O_10) / S, with S = overlap * max(n_F, n_R).
+        let f: Vec<f64> = (0..60).map(|i| 0.5 + 0.13 * (i % 9) as f64).collect();
+        let r: Vec<f64> = (0..25).map(|i| -0.2 + 0.21 * (i % 4) as f64).collect();
+        let p = bennett_acceptance_ratio(&f, &r).unwrap();
+        let s = p.overlap * 60.0;
+        let (o01, o10) = (s / 60.0, s / 25.0);
+        assert!(
+            (p.std_err.powi(2) - (1.0 - o01 - o10) / s).abs() < 1e-12,
+            "{} vs {}",
+            p.std_err.powi(2),
+            (1.0 - o01 - o10) / s
+        );
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! | [`Warning::WeightConcentration`] | the largest chain carries more than 10% ([`MAX_WEIGHT_FRACTION`]) of the total importance weight | AIS, reverse AIS, Tr-AIS, online Tr-AIS |
 //! | [`Warning::HeavyTailedWeights`] | the Pareto shape \\(\hat k\\) ([`pareto_k`]) of the weights of the independent units (the chains; after resampling, the total weight of each founder's descendants) exceeds \\(\min(1 - 1/\log_{10} n, 0.7)\\) ([`max_pareto_k`]) | AIS, reverse AIS, Tr-AIS, online Tr-AIS |
 //! | [`Warning::NotEquilibrated`] | the estimates from the first and the second half of the recorded rounds differ by more than 3 combined standard errors ([`HALVES_Z`]) | BAR, exponential average (from PT / PTT) |
-//! | [`Warning::RunTooShort`] | the burn-in is shorter than 20 exponential autocorrelation times of the replica index process, or the recorded rounds fewer than 100 integrated times ([`BURN_IN_TAU_EXP`], [`RECORDED_TAU_INT`]) | PTT / PT estimates (added by the caller, who measures the index process) |
+//! | [`Warning::PoorOverlap`] | for some pair of neighbouring rungs, an off-diagonal element of BAR's overlap matrix is below 0.03 ([`MIN_OVERLAP`], [`crate::PairEstimate::overlap`]) | BAR, exponential average |
+//! | [`Warning::RunTooShort`] | the burn-in is shorter than 20 exponential autocorrelation times of the replica index process, or the recorded rounds fewer than 100 integrated times ([`BURN_IN_TAU_EXP`], [`RECORDED_TAU_INT`]); each time is checked when it was measured | PTT / PT estimates (added by the caller, who measures the index process) |
+//! | [`Warning::TooFewRounds`] | fewer than 50 recorded rounds ([`MIN_RECORDED_ROUNDS`]): too few to establish the index process's times at all, so neither check above can pass | PTT / PT estimates (added by the caller) |
 //! | [`Warning::StartNotAtEquilibrium`] | reverse AIS started from draws that are not known to be exact draws of the target (Gibbs runs, user samples) | reverse AIS (added by the caller, who knows where the draws came from) |
 //! | [`Warning::LineageCollapse`] | after resampling, fewer than 30 distinct initial chains ([`MIN_ESS`]) have descendants | AIS with resampling, online Tr-AIS |
 //! | [`Warning::SandwichInverted`] | forward AIS exceeds reverse AIS by more than 3 combined standard errors ([`HALVES_Z`]) | both, when run together ([`sandwich`]) |
@@ -59,6 +61,19 @@ pub const BURN_IN_TAU_EXP: f64 = 20.0;
 /// index process: 50 independent index configurations per system (\\(n / 2\tau_{\text{int}}\\)),
 /// enough for the jackknife over chains to see the between-rung fluctuations.
 pub const RECORDED_TAU_INT: f64 = 100.0;
+
+/// The fewest recorded rounds of a PT / PTT estimate: [`RECORDED_TAU_INT`] integrated times
+/// of an index process that forgets its rung every round (\\(\tau_{\text{int}} = 1/2\\)). A
+/// shorter run can neither measure the autocorrelation of its index process (Sokal's window
+/// needs several times \\(\tau_{\text{int}}\\) within half the run) nor meet
+/// [`RECORDED_TAU_INT`], whatever the time is: it gets [`Warning::TooFewRounds`].
+pub const MIN_RECORDED_ROUNDS: u64 = (RECORDED_TAU_INT / 2.0) as u64;
+
+/// The smallest off-diagonal element of the two-state overlap matrix of BAR
+/// ([`crate::PairEstimate::overlap`]) for which a pair of rungs is trusted: Klimovich, Shirts
+/// and Mobley (2015, *J. Comput. Aided Mol. Des.* 29, "Guidelines for the analysis of free
+/// energy calculations") recommend at least 0.03 between neighbouring states.
+pub const MIN_OVERLAP: f64 = 0.03;
 
 /// Number of bootstrap resamples behind [`crate::ErrorBar::LargerOfDeltaAndBootstrap`].
 pub const BOOTSTRAP_RESAMPLES: usize = 200;
@@ -115,10 +130,36 @@ pub enum Warning {
         burn_in: u64,
         /// Rounds recorded.
         recorded: u64,
-        /// Exponential autocorrelation time of the index process, in rounds.
-        tau_exp: f64,
-        /// Integrated autocorrelation time of the index process, in rounds.
-        tau_int: f64,
+        /// Exponential autocorrelation time of the index process, in rounds (`None`: not
+        /// measurable from this run).
+        tau_exp: Option<f64>,
+        /// Integrated autocorrelation time of the index process, in rounds (`None`: not
+        /// measurable from this run).
+        tau_int: Option<f64>,
+    },
+    /// A parallel-tempering run that recorded fewer than [`MIN_RECORDED_ROUNDS`] rounds: too
+    /// few to establish the autocorrelation of its replica index process, so nothing shows
+    /// that the replicas travelled the ladder or that the rungs reached equilibrium (and the
+    /// halves of the run are too short to compare).
+    TooFewRounds {
+        /// Rounds recorded.
+        recorded: u64,
+        /// The fewest trusted ([`MIN_RECORDED_ROUNDS`]).
+        minimum: u64,
+    },
+    /// Two neighbouring rungs whose laws overlap too little for Bennett's acceptance ratio:
+    /// the smaller off-diagonal element of their overlap matrix
+    /// ([`crate::PairEstimate::overlap`]) is below [`MIN_OVERLAP`]. The samples of either rung
+    /// rarely fall where the other rung puts its mass, so the ratio of their partition
+    /// functions, and its error bar, rest on a few draws.
+    PoorOverlap {
+        /// The pair \\((k, k+1)\\), by its lower rung \\(k\\) (the pair with the smallest
+        /// overlap).
+        pair: usize,
+        /// Its overlap.
+        overlap: f64,
+        /// The threshold ([`MIN_OVERLAP`]).
+        threshold: f64,
     },
     /// Reverse AIS started from draws that are not exact draws of the target: the estimate is
     /// an upper bound of \\(\log Z\\) only as far as the draws are in equilibrium, and a start
@@ -200,12 +241,35 @@ impl fmt::Display for Warning {
                 recorded,
                 tau_exp,
                 tau_int,
+            } => {
+                let time =
+                    |t: &Option<f64>| t.map_or("not measurable".into(), |t| format!("{t:.1}"));
+                write!(
+                    f,
+                    "run too short: {burn_in} rounds of burn-in and {recorded} recorded, for a \
+                     replica index process with tau_exp = {} and tau_int = {} rounds (needed: \
+                     {BURN_IN_TAU_EXP} tau_exp of burn-in and {RECORDED_TAU_INT} tau_int \
+                     recorded); run longer",
+                    time(tau_exp),
+                    time(tau_int)
+                )
+            }
+            Self::TooFewRounds { recorded, minimum } => write!(
+                f,
+                "too few rounds: {recorded} recorded (< {minimum}); the autocorrelation of the \
+                 replica index process cannot be established from so few, so nothing shows that \
+                 the rungs reached equilibrium and the error bar is not reliable; run longer"
+            ),
+            Self::PoorOverlap {
+                pair,
+                overlap,
+                threshold,
             } => write!(
                 f,
-                "run too short: {burn_in} rounds of burn-in and {recorded} recorded, for a \
-                 replica index process with tau_exp = {tau_exp:.1} and tau_int = {tau_int:.1} \
-                 rounds (needed: {BURN_IN_TAU_EXP} tau_exp of burn-in and {RECORDED_TAU_INT} \
-                 tau_int recorded); run longer"
+                "poor overlap: rungs {pair} and {} overlap {overlap:.4} (< {threshold}); their \
+                 log Z difference rests on a few draws and its error bar is not reliable (add \
+                 rungs between them or run longer)",
+                pair + 1
             ),
             Self::StartNotAtEquilibrium { start } => write!(
                 f,
@@ -342,24 +406,34 @@ pub fn tail_warning(log_w: &[f64]) -> Option<Warning> {
     })
 }
 
-/// [`Warning::RunTooShort`] when `burn_in` rounds are fewer than [`BURN_IN_TAU_EXP`] `tau_exp`
-/// or `recorded` rounds fewer than [`RECORDED_TAU_INT`] `tau_int` (times of the replica index
-/// process, in rounds); nothing when a time could not be measured.
+/// The run-length warning of a PT / PTT estimate (times of the replica index process, in
+/// rounds): [`Warning::RunTooShort`] when `burn_in` rounds are fewer than [`BURN_IN_TAU_EXP`]
+/// `tau_exp` or `recorded` rounds fewer than [`RECORDED_TAU_INT`] `tau_int`, each time checked
+/// when it was measured; otherwise [`Warning::TooFewRounds`] when fewer than
+/// [`MIN_RECORDED_ROUNDS`] rounds were recorded, whatever was measured (so a run too short to
+/// measure its times is never silent). A long run whose times cannot be measured (an index
+/// that forgets its rung within a round) gets no warning.
 pub fn run_length_warning(
     burn_in: u64,
     recorded: u64,
     tau_exp: Option<f64>,
     tau_int: Option<f64>,
 ) -> Option<Warning> {
-    let (tau_exp, tau_int) = (tau_exp?, tau_int?);
-    let short = (burn_in as f64) < BURN_IN_TAU_EXP * tau_exp
-        || (recorded as f64) < RECORDED_TAU_INT * tau_int;
-    short.then_some(Warning::RunTooShort {
-        burn_in,
-        recorded,
-        tau_exp,
-        tau_int,
-    })
+    let short_burn_in = tau_exp.is_some_and(|t| (burn_in as f64) < BURN_IN_TAU_EXP * t);
+    let short_record = tau_int.is_some_and(|t| (recorded as f64) < RECORDED_TAU_INT * t);
+    if short_burn_in || short_record {
+        Some(Warning::RunTooShort {
+            burn_in,
+            recorded,
+            tau_exp,
+            tau_int,
+        })
+    } else {
+        (recorded < MIN_RECORDED_ROUNDS).then_some(Warning::TooFewRounds {
+            recorded,
+            minimum: MIN_RECORDED_ROUNDS,
+        })
+    }
 }
 
 /// Checks the AIS / reverse-AIS sandwich: \\(\mathbb E[\log\hat Z_{\text{AIS}}] \le \log Z \le
@@ -462,6 +536,31 @@ mod tests {
         // Equal weights (a tail of ties) and too few weights: no fit.
         assert!(pareto_k(&[1.0; 500]).is_nan());
         assert!(pareto_k(&[0.0, 1.0, 2.0]).is_nan());
+    }
+
+    #[test]
+    fn run_length_rule_checks_every_measured_time_and_never_passes_a_few_rounds() {
+        let too_short = |w: Option<Warning>| matches!(w, Some(Warning::RunTooShort { .. }));
+        let too_few = |w: Option<Warning>| matches!(w, Some(Warning::TooFewRounds { .. }));
+        // Long enough for both times: no warning (the negative control).
+        assert!(run_length_warning(100, 1000, Some(5.0), Some(10.0)).is_none());
+        // Each time alone is enough to flag a short run (tau_exp unmeasured, tau_int measured).
+        assert!(too_short(run_length_warning(100, 1000, None, Some(10.1))));
+        assert!(too_short(run_length_warning(99, 1000, Some(5.0), None)));
+        // The 40-sweep run of paper 000 Fig. 3: 1 burn-in round, 3 recorded, tau_int 1.47.
+        assert!(too_short(run_length_warning(1, 3, None, Some(1.47))));
+        // Nothing measurable: a long run is trusted (the index forgets its rung within a
+        // round), a short one is not.
+        assert!(run_length_warning(0, MIN_RECORDED_ROUNDS, None, None).is_none());
+        assert!(too_few(run_length_warning(
+            0,
+            MIN_RECORDED_ROUNDS - 1,
+            None,
+            None
+        )));
+        // Even with tiny measured times.
+        assert!(too_few(run_length_warning(10, 40, Some(0.1), Some(0.3))));
+        assert_eq!(MIN_RECORDED_ROUNDS, 50);
     }
 
     #[test]

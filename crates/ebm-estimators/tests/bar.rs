@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use ebm_core::{EnergyModel, Error, Par};
 use ebm_estimators::{
-    ErrorBar, LadderKind, Method, PairAccumulator, Start, bennett_acceptance_ratio,
+    ErrorBar, LadderKind, Method, PairAccumulator, Start, Warning, bennett_acceptance_ratio,
     exact_log_partition,
 };
 use ebm_samplers::Gibbs;
@@ -63,6 +63,16 @@ fn bar_and_exponential_average_from_temperature_pt_are_accurate() {
         }
     }
     let exact = exact_log_partition(&rbm, 1.0, PAR).unwrap().log_z;
+    // The negative control of the overlap check: neighbouring rungs of this fine ladder overlap.
+    assert!(bar.pairs.iter().all(|p| p.overlap > 0.1), "{:?}", bar.pairs);
+    assert!(
+        !bar.estimate
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::PoorOverlap { .. })),
+        "{:?}",
+        bar.estimate.warnings
+    );
     assert_accurate(&bar.estimate, exact, 0.1, "BAR");
     assert_accurate(&exp.estimate, exact, 0.1, "exponential average");
     assert_eq!(
@@ -105,6 +115,29 @@ fn bar_from_trajectory_tempering_matches_every_checkpoint() {
             r.std_err
         );
     }
+}
+
+/// BAR straight from beta = 0 to beta = 1 of a random 40 x 6 RBM (two rungs, no ladder
+/// between): the laws hardly overlap (measured: 0.013), and the estimate says so
+/// ([`Warning::PoorOverlap`] on pair 0).
+#[test]
+fn bar_across_a_gap_between_two_rungs_warns_of_poor_overlap() {
+    let rbm = random_rbm(40, 6, 1.0, 3);
+    let ladder = TemperatureLadder::new(rbm.clone(), vec![0.0, 1.0]).unwrap();
+    let acc = pt_run(&ladder, 64, 50, 200, 3);
+    let z0 = Start::uniform(&rbm, 2, 0, PAR).unwrap().log_z;
+    let bar = acc.bar(&z0).unwrap();
+    let overlap = bar.pairs[0].overlap;
+    assert!(overlap < 0.03, "{overlap}");
+    assert!(
+        bar.estimate.warnings.contains(&Warning::PoorOverlap {
+            pair: 0,
+            overlap,
+            threshold: 0.03
+        }),
+        "{:?}",
+        bar.estimate.warnings
+    );
 }
 
 /// BAR on independent exact draws of two laws (a random RBM at beta = 0.6 and 0.8), with its

@@ -154,7 +154,7 @@ impl SamplerSummary {
     fn verdict(&self) -> &'static str {
         match (self.within_error_bars(), self.warnings.is_empty()) {
             (true, true) => "agrees",
-            (true, false) => "within its error bar, but warned",
+            (true, false) => "within 3 standard errors, but warned",
             (false, _) => "does not agree",
         }
     }

@@ -70,7 +70,8 @@ impl MixingRow {
 pub(super) enum MixingData {
     /// L x L Ising configurations at beta = 0.6 (`ebm data generate ising`); spin units.
     Ising,
-    /// The 360 embedded 8x8 digits 0 and 1 (`ebm data generate digits`, labels 0 and 1);
+    /// The 360 embedded 8x8 digits 0 and 1 (`ebm data generate digits`, labels 0 and 1), or
+    /// the data of `--data`;
     /// bernoulli units.
     Digits01,
     /// Three separated Gaussian clusters in a plane (`ebm data generate clusters
@@ -90,7 +91,7 @@ impl MixingData {
     fn row(self) -> &'static str {
         match self {
             Self::Ising => "Ising row",
-            Self::Digits01 => "digits 0/1, the MNIST01 row on the embedded digits",
+            Self::Digits01 => "digits 0/1, the MNIST01 row",
             Self::Clusters => "three clusters, the HGD row on synthetic clusters",
         }
     }
@@ -204,22 +205,36 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
             )
         }
         MixingData::Digits01 => {
-            ctx.say("reproduce: the embedded 8x8 digits 0 and 1");
-            let digits = ebm_data::loaders::digits::digits().filter_labels(&[0, 1])?;
+            let (digits, description, origin) = match &a.data {
+                None => {
+                    let d = ebm_data::loaders::digits::digits().filter_labels(&[0, 1])?;
+                    let n = d.n_samples();
+                    (
+                        d,
+                        format!("the {n} binarised 8x8 digits 0 and 1 of scikit-learn"),
+                        "the digits 0 and 1 of `ebm data generate digits` (labels 0 and 1)"
+                            .to_string(),
+                    )
+                }
+                Some(file) => {
+                    let d = load_dataset(file)?;
+                    let description = format!(
+                        "the {} samples of {} features of {} (given with --data)",
+                        d.n_samples(),
+                        d.n_features(),
+                        file.display()
+                    );
+                    (d, description, format!("a copy of {}", file.display()))
+                }
+            };
+            ctx.say(format!("reproduce: {description}"));
             write_samples(&data, digits.data())?;
             runner.commands.push(format!(
-                "# {}: the digits 0 and 1 of `ebm data generate digits` (labels 0 and 1), \
-                 written by this command",
+                "# {}: {origin}, written by this command",
                 data.display()
             ));
             train_for_ptt(&plan, seed, set.visible(), false, &model, &mut runner, ctx)?;
-            (
-                format!(
-                    "the {} binarised 8x8 digits 0 and 1 of scikit-learn",
-                    digits.n_samples()
-                ),
-                read_trained(&model)?,
-            )
+            (description, read_trained(&model)?)
         }
         MixingData::Clusters => {
             let features = if a.quick { 32 } else { 64 };
@@ -466,11 +481,11 @@ fn mixing_verdict(rows: &[MixingRow]) -> (&'static str, String) {
         how
     } else if ptt.z_vs_exact.abs() <= 3.0 {
         format!(
-            "{how}, within its error bar, but the run warned: {}",
+            "{how}, within 3 standard errors, but the run warned: {}",
             ptt.warnings.join("; ")
         )
     } else {
-        format!("{how}, outside its error bar")
+        format!("{how}, more than 3 standard errors off")
     };
     match (fastest, ptt.agrees()) {
         (true, true) => ("reproduced", how),

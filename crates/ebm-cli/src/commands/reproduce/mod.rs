@@ -21,6 +21,15 @@ mod logz;
 mod mixing;
 
 pub(super) fn execute(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
+    if let Some(file) = &a.data
+        && a.claim != ClaimArg::PttMixingDigits
+    {
+        bail!(
+            "--data {}: only ptt-mixing-digits takes a data file (the other claims generate \
+             their own data)",
+            file.display()
+        );
+    }
     match a.claim {
         ClaimArg::PttMixingIsing => mixing::ptt_mixing(a, ctx, mixing::MixingData::Ising),
         ClaimArg::PttMixingDigits => mixing::ptt_mixing(a, ctx, mixing::MixingData::Digits01),
