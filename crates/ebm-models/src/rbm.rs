@@ -619,6 +619,42 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
     }
 }
 
+/// `dst = src` for two batches of chains of the same shape (`rows` values per chain), by
+/// chunks of chains on the pool: the copy of the configurations that validates a kept product
+/// is a tenth of a tempering round, and one thread alone would not scale it.
+fn copy_chains<F: Scalar>(par: Par, rows: usize, src: &DMatrix<F>, dst: &mut DMatrix<F>) {
+    let step = (rows * ebm_core::CHAIN_CHUNK).max(1);
+    let (d, s) = (dst.as_mut_slice(), src.as_slice());
+    match par {
+        Par::Seq => d.copy_from_slice(s),
+        Par::Rayon => {
+            use rayon::prelude::*;
+            d.par_chunks_mut(step)
+                .zip(s.par_chunks(step))
+                .for_each(|(d, s)| d.copy_from_slice(s));
+        }
+    }
+}
+
+/// Whether two batches of chains are equal (same shape, every value `==`), by chunks of
+/// chains on the pool (see [`copy_chains`]).
+fn same_chains<F: Scalar>(par: Par, rows: usize, a: &DMatrix<F>, b: &DMatrix<F>) -> bool {
+    if a.shape() != b.shape() {
+        return false;
+    }
+    let step = (rows * ebm_core::CHAIN_CHUNK).max(1);
+    let (a, b) = (a.as_slice(), b.as_slice());
+    match par {
+        Par::Seq => a == b,
+        Par::Rayon => {
+            use rayon::prelude::*;
+            a.par_chunks(step)
+                .zip(b.par_chunks(step))
+                .all(|(a, b)| a == b)
+        }
+    }
+}
+
 impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
     type Scalar = V::Scalar;
     type State = RbmChains<V::Scalar>;
@@ -646,7 +682,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         if kept.visible.shape() != x.visible.shape() {
             kept.visible = x.visible.clone();
         } else {
-            kept.visible.copy_from(&x.visible);
+            copy_chains(par, self.visible.width(), &x.visible, &mut kept.visible);
         }
         if kept.hidden.shape() != (nh, n) {
             kept.hidden = DMatrix::from_element(nh, n, V::Scalar::from_f64(0.0));
@@ -668,7 +704,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         let (nv, nh, m) = (self.visible.width(), self.hidden.width(), betas.len());
         let n = x.visible.ncols();
         assert_eq!(out.len(), n * m, "energies_from_kept: output length");
-        if kept.hidden.shape() != (nh, n) || kept.visible != x.visible {
+        if kept.hidden.shape() != (nh, n) || !same_chains(par, nv, &kept.visible, &x.visible) {
             return false;
         }
         if m == 0 {
@@ -695,7 +731,9 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         rngs: &mut [R],
         par: Par,
     ) -> bool {
-        if kept.hidden.shape() != x.hidden.shape() || kept.visible != x.visible {
+        if kept.hidden.shape() != x.hidden.shape()
+            || !same_chains(par, self.visible.width(), &kept.visible, &x.visible)
+        {
             return false;
         }
         std::mem::swap(&mut x.hidden, &mut kept.hidden);
