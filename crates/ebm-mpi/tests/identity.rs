@@ -1,8 +1,11 @@
 //! Sharded runs equal the one-process run bit for bit, for any number of ranks (here threads;
 //! `tests/mpirun.rs` runs the same drivers over MPI processes).
 
+mod common;
+
+use common::{on_all_ranks, rbm};
 use ebm_core::{ChainState, Par, RngStreams};
-use ebm_models::{Bernoulli, Rbm, RbmChains, Spin};
+use ebm_models::{Rbm, RbmChains, Spin};
 use ebm_mpi::{
     Collective, PtOutcome, ShardChains, Threads, chain_range, parallel_tempering, sample,
 };
@@ -15,34 +18,14 @@ use nalgebra::DMatrix;
 /// 300 chains: blocks of 128, 128 and 44, so shards differ in size and one is partial.
 const CHAINS: usize = 300;
 
-fn rbm(scale: f64) -> Rbm<Bernoulli, Bernoulli> {
-    Rbm::new(
-        Bernoulli::new((0..10).map(|i| 0.2 - 0.05 * i as f64).collect()),
-        Bernoulli::new((0..7).map(|j| 0.1 * j as f64 - 0.3).collect()),
-        DMatrix::from_fn(10, 7, |i, j| {
-            scale * ((3 * i + 5 * j) % 7) as f64 / 7.0 - 0.4
-        }),
-    )
-    .unwrap()
-}
-
 /// Runs `f` on every rank of a group of `ranks` threads; returns rank 0's result.
 fn on_ranks<T: Send>(ranks: usize, f: impl Fn(&Threads) -> Option<T> + Sync) -> T {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = Threads::group(ranks)
-            .into_iter()
-            .map(|c| {
-                let f = &f;
-                s.spawn(move || f(&c))
-            })
-            .collect();
-        let mut results: Vec<Option<T>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-        assert!(
-            results[1..].iter().all(Option::is_none),
-            "only rank 0 gathers"
-        );
-        results.swap_remove(0).expect("rank 0 gathers")
-    })
+    let mut results = on_all_ranks(ranks, f);
+    assert!(
+        results[1..].iter().all(Option::is_none),
+        "only rank 0 gathers"
+    );
+    results.swap_remove(0).expect("rank 0 gathers")
 }
 
 #[test]

@@ -3,15 +3,17 @@
 //! lifting variables, swap statistics and the replica index process; with negative controls
 //! that break it.
 
+mod common;
+
+use common::{on_all_ranks, rbm};
 use ebm_core::{Kernel, Par};
-use ebm_models::{Bernoulli, Rbm, RbmChains};
+use ebm_models::RbmChains;
 use ebm_mpi::{Collective, RungNeighbours, RungRun, Threads, rung_range, tempering_by_rung};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
     Exchange, IndexProcess, ParallelTempering, PtDiagnostics, PtState, RungLink, Side,
     SwapSchedule, TemperatureLadder, TrajectoryLadder,
 };
-use nalgebra::DMatrix;
 
 /// Systems per rung.
 const SYSTEMS: usize = 40;
@@ -19,31 +21,6 @@ const ROUNDS: u64 = 30;
 const SEED: u64 = 11;
 /// Systems whose index process is recorded (fewer than all, as in the command line).
 const INDEX_SYSTEMS: usize = 16;
-
-fn rbm(scale: f64) -> Rbm<Bernoulli, Bernoulli> {
-    Rbm::new(
-        Bernoulli::new((0..10).map(|i| 0.2 - 0.05 * i as f64).collect()),
-        Bernoulli::new((0..7).map(|j| 0.1 * j as f64 - 0.3).collect()),
-        DMatrix::from_fn(10, 7, |i, j| {
-            scale * ((3 * i + 5 * j) % 7) as f64 / 7.0 - 0.4
-        }),
-    )
-    .unwrap()
-}
-
-/// Runs `f` on every rank of a group of `ranks` threads; returns every rank's result.
-fn on_ranks<T: Send>(ranks: usize, f: impl Fn(&Threads) -> T + Sync) -> Vec<T> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = Threads::group(ranks)
-            .into_iter()
-            .map(|c| {
-                let f = &f;
-                s.spawn(move || f(&c))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
-}
 
 /// The one-process run, recorded as the command line records it.
 fn whole<L, B>(
@@ -83,7 +60,7 @@ where
     Gibbs: Kernel<L::RungModel>,
     B: Kernel<L::RungModel>,
 {
-    let mut results = on_ranks(ranks, |c| {
+    let mut results = on_all_ranks(ranks, |c| {
         let mut seen = 0;
         let run = tempering_by_rung(
             c,
@@ -239,7 +216,7 @@ fn wrong_boundary_energies_or_rank_local_streams_break_the_identity() {
     let whole = whole(&pt, &ladder, &init);
     let top = rung_range(7, 2, 0);
     let target_block = |wrong_rung: bool, local_seed: bool| {
-        let blocks = on_ranks(2, |c| {
+        let blocks = on_all_ranks(2, |c| {
             let held = rung_range(7, 2, c.rank());
             let seed = if local_seed {
                 SEED + c.rank() as u64

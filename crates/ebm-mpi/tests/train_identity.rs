@@ -1,6 +1,9 @@
 //! Data-parallel training equals one-process training bit for bit, for any number of ranks
 //! (here threads; `crates/ebm-cli/tests/cli_mpi.rs` runs `ebm train` over MPI processes).
 
+mod common;
+
+use common::on_all_ranks;
 use ebm_core::{FnObserver, Par};
 use ebm_models::{Bernoulli, RbmChains};
 use ebm_mpi::{Collective, Threads, TrainShard, train};
@@ -71,20 +74,6 @@ fn text(state: &State) -> String {
     serde_json::to_string(state).unwrap()
 }
 
-/// Runs `f` on every rank of a group of `ranks` threads; returns every rank's result.
-fn on_ranks<T: Send>(ranks: usize, f: impl Fn(&Threads) -> T + Sync) -> Vec<T> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = Threads::group(ranks)
-            .into_iter()
-            .map(|c| {
-                let f = &f;
-                s.spawn(move || f(&c))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
-}
-
 #[test]
 fn data_parallel_training_equals_one_process_on_one_to_four_ranks_with_a_resume() {
     // Selection on the training's chains (gathered on rank 0), then on exact draws (7 hidden
@@ -108,7 +97,7 @@ fn identity_on_one_to_four_ranks(trainer: &Trainer<Pcd>, data: &TrainingData<f64
     let expected = text(&whole);
     let (first, rest) = (UPDATES / 2, UPDATES - UPDATES / 2);
     for ranks in 1..=4 {
-        let states = on_ranks(ranks, |c| {
+        let states = on_all_ranks(ranks, |c| {
             let mut state = fresh(trainer, data);
             train(c, trainer, &mut state, data, None, first, Par::Rayon, ()).unwrap();
             // Resume from the saved text, as from a state file.
@@ -162,7 +151,7 @@ fn models_with(
     bad_streams: bool,
     rank_order: bool,
 ) -> Vec<String> {
-    on_ranks(ranks, |c| {
+    on_all_ranks(ranks, |c| {
         let mut state = fresh(trainer, data);
         let shard = TrainShard(c);
         let range = shard.range(CHAINS);
@@ -232,7 +221,7 @@ fn the_ranks_stop_together_when_an_observer_fails_on_one() {
     trainer
         .run(&mut whole, &data, None, 2, Par::Rayon, ())
         .unwrap();
-    let results = on_ranks(3, |c| {
+    let results = on_all_ranks(3, |c| {
         let mut state = fresh(&trainer, &data);
         let rank = c.rank();
         // Rank 1 fails after update 2, as an interrupted process would.
