@@ -76,6 +76,12 @@ impl Layout {
         self.nv * self.nh + self.nv + self.nh + self.pv + self.ph
     }
 
+    /// Words of a block's sums after its \(\langle v h^\top\rangle\) terms: the means and
+    /// statistics.
+    fn statistics_len(&self) -> usize {
+        self.nv + self.nh + self.pv + self.ph
+    }
+
     /// The block's sums split into (vh, visible mean, hidden mean, visible and hidden
     /// statistics).
     #[allow(clippy::type_complexity)]
@@ -90,10 +96,21 @@ impl Layout {
         &'a mut [f64],
     ) {
         let (vh, rest) = x.split_at_mut(self.nv * self.nh);
-        let (vm, rest) = rest.split_at_mut(self.nv);
+        let (vm, hm, vs, hs) = self.split_statistics(rest);
+        (vh, vm, hm, vs, hs)
+    }
+
+    /// The means and statistics of a block's sums ([`Layout::statistics_len`] words) split
+    /// into (visible mean, hidden mean, visible and hidden statistics).
+    #[allow(clippy::type_complexity)]
+    fn split_statistics<'a>(
+        &self,
+        x: &'a mut [f64],
+    ) -> (&'a mut [f64], &'a mut [f64], &'a mut [f64], &'a mut [f64]) {
+        let (vm, rest) = x.split_at_mut(self.nv);
         let (hm, rest) = rest.split_at_mut(self.nh);
         let (vs, hs) = rest.split_at_mut(self.pv);
-        (vh, vm, hm, vs, hs)
+        (vm, hm, vs, hs)
     }
 
     /// The moments from sums added over all blocks.
@@ -134,16 +151,17 @@ pub(crate) fn normalised(weights: Option<&[f64]>, n: usize) -> Vec<f64> {
 }
 
 /// One block of chains (`vc`, whole columns of `V::width()` values, at most [`CHAIN_CHUNK`]),
-/// weighted by `w`: adds its statistics and means to those slots of `acc` (a block's sums,
-/// [`Layout`]) and leaves in `h` its hidden conditional means, each scaled by its chain's
-/// weight, for the \\(\langle v h^\top\rangle\\) product.
+/// weighted by `w`: adds its means and statistics to `stats` (the words of a block's sums
+/// after its \\(\langle v h^\top\rangle\\) terms, [`Layout::split_statistics`]) and leaves in
+/// `h` its hidden conditional means, each scaled by its chain's weight, for the
+/// \\(\langle v h^\top\rangle\\) product.
 fn block_statistics<V, H>(
     rbm: &Rbm<V, H>,
     layout: &Layout,
     vc: &[V::Scalar],
     w: &[f64],
     h: &mut [V::Scalar],
-    acc: &mut [f64],
+    stats: &mut [f64],
 ) where
     V: Layer,
     H: Layer<Scalar = V::Scalar>,
@@ -153,7 +171,8 @@ fn block_statistics<V, H>(
     let cols = w.len();
     let weights_t = MatRef::col_major(rbm.weights().as_slice(), nv, nh).t();
     matmul(weights_t, MatRef::col_major(vc, nv, cols), h);
-    let (_, visible_mean, hidden_mean, visible_statistics, hidden_statistics) = layout.split(acc);
+    let (visible_mean, hidden_mean, visible_statistics, hidden_statistics) =
+        layout.split_statistics(stats);
     let mut hbuf = vec![0.0; layout.ph];
     let mut vbuf = vec![0.0; layout.pv];
     for (k, &wk) in w.iter().enumerate() {
@@ -232,9 +251,10 @@ impl Moments {
         );
         let w = normalised(weights, n);
         let n_chunks = n.div_ceil(CHAIN_CHUNK);
-        // Each block's statistics and means (the <v h^T> slots stay unused here), and its
-        // weighted hidden means.
-        let mut blocks = vec![0.0; n_chunks * layout.len()];
+        // Each block's means and statistics (its <v h^T> terms are summed below, by rows),
+        // and its weighted hidden means.
+        let stats_len = layout.statistics_len();
+        let mut blocks = vec![0.0; n_chunks * stats_len];
         let mut means = vec![V::Scalar::from_f64(0.0); nh * n];
         let vs = v.as_slice();
         let statistics = |c: usize, h: &mut [V::Scalar], acc: &mut [f64]| {
@@ -247,18 +267,18 @@ impl Moments {
         match par {
             Par::Seq => means
                 .chunks_mut(step)
-                .zip(blocks.chunks_mut(layout.len()))
+                .zip(blocks.chunks_mut(stats_len))
                 .enumerate()
                 .for_each(|(c, (h, acc))| statistics(c, h, acc)),
             Par::Rayon => means
                 .par_chunks_mut(step)
-                .zip(blocks.par_chunks_mut(layout.len()))
+                .zip(blocks.par_chunks_mut(stats_len))
                 .enumerate()
                 .for_each(|(c, (h, acc))| statistics(c, h, acc)),
         }
         let mut total = vec![0.0; layout.len()];
-        for block in blocks.chunks(layout.len()) {
-            add_scaled(&mut total[nv * nh..], 1.0, &block[nv * nh..]);
+        for block in blocks.chunks(stats_len) {
+            add_scaled(&mut total[nv * nh..], 1.0, block);
         }
         // <v h^T> by blocks of visible rows, each over the blocks of chains in order: the
         // same products and the same order of additions as `from_block_sums`, without
@@ -322,9 +342,16 @@ impl Moments {
             let cols = CHAIN_CHUNK.min(n - first);
             let vc = &vs[first * nv..(first + cols) * nv];
             let mut h = vec![V::Scalar::from_f64(0.0); nh * cols];
-            block_statistics(rbm, &layout, vc, &weights[first..first + cols], &mut h, acc);
+            let (vh, stats) = acc.split_at_mut(nv * nh);
+            block_statistics(
+                rbm,
+                &layout,
+                vc,
+                &weights[first..first + cols],
+                &mut h,
+                stats,
+            );
             let mut scratch = vec![V::Scalar::from_f64(0.0); VISIBLE_BLOCK * nh];
-            let vh = &mut acc[..nv * nh];
             for (b, out) in vh.chunks_mut(VISIBLE_BLOCK * nh).enumerate() {
                 add_block_product(b, (nv, nh), vc, &h, &mut scratch, out);
             }
