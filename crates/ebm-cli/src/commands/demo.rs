@@ -308,6 +308,19 @@ pub(super) fn train_for_ptt(
     Ok(t_train)
 }
 
+/// A difference in standard errors, `difference / se`: 0 when the two values are equal with
+/// no spread at all (every draw of both in the same mode: they agree), infinite when they
+/// differ with none.
+pub(super) fn standard_score(difference: f64, se: f64) -> f64 {
+    if se > 0.0 {
+        difference / se
+    } else if difference == 0.0 {
+        0.0
+    } else {
+        difference.signum() * f64::INFINITY
+    }
+}
+
 /// Fraction of the `samples` (one per column) whose projection on the first principal component of
 /// `data` (centred) is at least `threshold`: the same classification as `ebm sample
 /// --trace-every --mode-threshold`.
@@ -473,11 +486,7 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
             label: label.into(),
             mode_plus: plus,
             mode_plus_se: se,
-            z_vs_exact: if combined > 0.0 {
-                (plus - exact_plus) / combined
-            } else {
-                f64::INFINITY
-            },
+            z_vs_exact: standard_score(plus - exact_plus, combined),
             window_jumps: jumps.window_mean_jumps,
             mean_jumps: jumps.mean_jumps,
             jumps_sem: jumps.sem,
@@ -723,4 +732,19 @@ fn report_text(
     }
     let _ = writeln!(s, "```");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::standard_score;
+
+    /// Equal values with no spread agree (0 standard errors); different ones with no spread
+    /// are infinitely far apart, with the sign of the difference.
+    #[test]
+    fn a_difference_without_spread_is_zero_or_infinite() {
+        assert_eq!(standard_score(1.0, 0.5), 2.0);
+        assert_eq!(standard_score(0.0, 0.0), 0.0);
+        assert_eq!(standard_score(0.1, 0.0), f64::INFINITY);
+        assert_eq!(standard_score(-0.1, 0.0), f64::NEG_INFINITY);
+    }
 }

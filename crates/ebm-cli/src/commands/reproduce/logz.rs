@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::super::demo::{DemoPlan, Runner, ising_and_training};
+use super::super::demo::{DemoPlan, Runner, ising_and_training, standard_score};
 use super::output_dir;
 use crate::cli::ReproduceArgs;
 use crate::error::{CliError, Result};
@@ -256,11 +256,7 @@ fn row(
         std_err,
         ess,
         error,
-        z: if std_err > 0.0 {
-            error.abs() / std_err
-        } else {
-            f64::INFINITY
-        },
+        z: standard_score(error.abs(), std_err),
         warnings: Vec::new(),
     }
 }

@@ -16,7 +16,7 @@ use ebm_data::{Centering, Dataset};
 use ebm_models::{Bernoulli, Spin};
 
 use super::super::demo::{
-    DemoPlan, Runner, exact_mode_plus, ising_and_training, mode_plus, train_for_ptt,
+    DemoPlan, Runner, exact_mode_plus, ising_and_training, mode_plus, standard_score, train_for_ptt,
 };
 use super::super::sample::SampleResults;
 use super::super::train::TrainResults;
@@ -378,11 +378,7 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
             (exact, exact_se)
         };
         let s = (r.mode_plus_se.powi(2) + r.exact_se.powi(2)).sqrt();
-        r.z_vs_exact = if s > 0.0 {
-            (r.mode_plus - r.exact) / s
-        } else {
-            f64::INFINITY
-        };
+        r.z_vs_exact = standard_score(r.mode_plus - r.exact, s);
     }
     let (verdict, reason) = mixing_verdict(&rows);
     let results = MixingResults {
@@ -459,11 +455,29 @@ fn widest_gap(data: &Dataset) -> Result<f64> {
     Ok(0.5 * (x[k] + x[k + 1]))
 }
 
+/// Below this exact weight of either mode (out of 1), the trained model has one mode only, and
+/// mode jumps cannot tell samplers apart.
+const MIN_EXACT_MODE_WEIGHT: f64 = 0.01;
+
 /// The verdict on "PTT outperforms AGS, PT, PTref and stacked tempering": reproduced when PTT has the most mode
 /// jumps per chain after burn-in and its weight agrees with the exact one; partly when it
-/// agrees but another sampler jumps more (or the reverse); not reproduced otherwise.
+/// agrees but another sampler jumps more (or the reverse); not reproduced otherwise, and in
+/// particular when the trained model has a single mode (an exact weight of mode + below
+/// [`MIN_EXACT_MODE_WEIGHT`] or above 1 minus it): then no sampler has a second mode to jump to
+/// and the claim is not tested.
 fn mixing_verdict(rows: &[MixingRow]) -> (&'static str, String) {
     let ptt = &rows[3];
+    if ptt.exact.min(1.0 - ptt.exact) < MIN_EXACT_MODE_WEIGHT {
+        return (
+            "not reproduced",
+            format!(
+                "the trained model has a single mode: its exact weight of mode + is {:.3} ± \
+                 {:.3}, so no sampler has a second mode to jump to and the claim is not tested \
+                 (PTT's weight {:.3} is {:+.1} standard errors from the exact one)",
+                ptt.exact, ptt.exact_se, ptt.mode_plus, ptt.z_vs_exact
+            ),
+        );
+    }
     let best_other = rows
         .iter()
         .enumerate()
@@ -610,4 +624,51 @@ fn mixing_report(a: &ReproduceArgs, r: &MixingResults, dir: &Path) -> String {
     let _ = writeln!(s, "\n![Mode jumps against cost](mode-jumps.png)\n");
     s.push_str(&super::commands_section(dir, &r.commands));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Six rows (AGS, PT, PTref, PTT, PTT (DEO), ST) with the given jumps after burn-in, each
+    /// weight equal to the exact one.
+    fn rows(exact: f64, jumps: [f64; 6]) -> Vec<MixingRow> {
+        jumps
+            .iter()
+            .enumerate()
+            .map(|(k, &window_jumps)| MixingRow {
+                label: format!("sampler {k}"),
+                options: String::new(),
+                gibbs_sweeps: 100,
+                mean_jumps: window_jumps,
+                jumps_sem: 0.0,
+                window_jumps,
+                mode_plus: exact,
+                mode_plus_se: 0.0,
+                z_vs_exact: standard_score(0.0, 0.0),
+                exact,
+                exact_se: 0.0,
+                index_tau_exp: None,
+                index_tau_int: None,
+                warnings: Vec::new(),
+                seconds: 1.0,
+            })
+            .collect()
+    }
+
+    /// A model with one mode (every exact draw in mode -): every sampler agrees with it and
+    /// none jumps, which tests nothing; the control, a bimodal model where PTT jumps most and
+    /// agrees, is reproduced.
+    #[test]
+    fn a_single_mode_model_does_not_test_the_claim() {
+        let (verdict, reason) = mixing_verdict(&rows(0.0, [0.0; 6]));
+        assert_eq!(verdict, "not reproduced");
+        assert!(reason.contains("single mode"), "{reason}");
+        let (verdict, reason) = mixing_verdict(&rows(0.995, [0.0, 1.0, 1.0, 5.0, 1.0, 1.0]));
+        assert_eq!(verdict, "not reproduced", "{reason}");
+        let (verdict, reason) = mixing_verdict(&rows(0.45, [0.0, 1.0, 1.0, 5.0, 1.0, 1.0]));
+        assert_eq!(verdict, "reproduced", "{reason}");
+        let (verdict, _) = mixing_verdict(&rows(0.45, [0.0, 6.0, 1.0, 5.0, 1.0, 1.0]));
+        assert_eq!(verdict, "partly reproduced");
+    }
 }
