@@ -1,7 +1,8 @@
 use super::ladder::{Exchange, KeptProducts};
-use ebm_core::{Chains, Error, Kernel, Par, RngStreams, Scalar};
+use ebm_core::{CHAIN_CHUNK, Chains, Error, Kernel, Par, RngStreams, Scalar};
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
 /// Which neighbouring pairs \\((k, k+1)\\) are proposed for exchange after each exploration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,6 +242,130 @@ impl<S: Chains> PtState<S> {
     pub fn n_chains(&self) -> usize {
         self.rungs[0].n_chains()
     }
+
+    /// Systems `range` of a state holding every rung, on every rung, with their streams,
+    /// replica labels, last-visited ends and lifting variables: the shard of the run one
+    /// process holds when systems are divided among processes (`select(x, range)` gives the
+    /// chains `range` of a batch `x`). Every system evolves on its own (see
+    /// [`PtState::for_systems`]), so the shards advanced separately, whole
+    /// [`CHAIN_CHUNK`] blocks each, and joined by [`PtState::join_systems`] give the state of
+    /// the whole run bit for bit. The first shard (`range.start == 0`) carries the state's
+    /// [`PtState::round_trips`], the others start at 0 (the join adds them).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a state holding a block of rungs
+    /// ([`PtState::for_rungs`]) or a range beyond the systems.
+    pub fn systems(
+        &self,
+        range: Range<usize>,
+        select: impl Fn(&S, Range<usize>) -> S,
+    ) -> ebm_core::Result<Self> {
+        let (n, k) = (self.n_chains(), self.rungs.len());
+        if self.first_rung != 0 || k != self.last_end.first().map_or(k, Vec::len) {
+            return Err(Error::InvalidParameter {
+                name: "PtState::systems".into(),
+                reason: "needs a state holding every rung".into(),
+            });
+        }
+        if range.start > range.end || range.end > n || self.rngs.len() != n * k {
+            return Err(Error::InvalidParameter {
+                name: "PtState::systems".into(),
+                reason: format!(
+                    "systems {range:?} of a state of {n} systems on {k} rungs ({} streams)",
+                    self.rngs.len()
+                ),
+            });
+        }
+        let streams: Vec<RngStreams> = (0..k)
+            .map(|r| self.rngs.subset(r * n + range.start..r * n + range.end))
+            .collect();
+        Ok(Self {
+            rungs: self
+                .rungs
+                .iter()
+                .map(|x| select(x, range.clone()))
+                .collect(),
+            rngs: RngStreams::join(self.rngs.seed(), &streams),
+            replica: self
+                .replica
+                .iter()
+                .map(|r| r[range.clone()].to_vec())
+                .collect(),
+            last_end: self.last_end[range.clone()].to_vec(),
+            round_trips: if range.start == 0 {
+                self.round_trips
+            } else {
+                0
+            },
+            lifted: self.lifted[range].to_vec(),
+            round: self.round,
+            first_rung: 0,
+            kept: Kept::default(),
+        })
+    }
+
+    /// The shards of [`PtState::systems`], in system order, joined into the whole run's
+    /// state (`concat` joins batches of chains in order); the round trips are added.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for no parts, or parts of other rung counts, rounds or
+    /// seeds.
+    pub fn join_systems(parts: Vec<Self>, concat: impl Fn(&[&S]) -> S) -> ebm_core::Result<Self> {
+        let first = parts.first().ok_or_else(|| Error::InvalidParameter {
+            name: "PtState::join_systems".into(),
+            reason: "no shards to join".into(),
+        })?;
+        let (k, round, seed) = (first.rungs.len(), first.round, first.rngs.seed());
+        if let Some(p) = parts
+            .iter()
+            .find(|p| (p.rungs.len(), p.round, p.rngs.seed(), p.first_rung) != (k, round, seed, 0))
+        {
+            return Err(Error::InvalidParameter {
+                name: "PtState::join_systems".into(),
+                reason: format!(
+                    "shards of {k} rungs at round {round} (seed {seed}) cannot take one of {} \
+                     rungs at round {} (seed {}, first rung {})",
+                    p.rungs.len(),
+                    p.round,
+                    p.rngs.seed(),
+                    p.first_rung
+                ),
+            });
+        }
+        let mut streams = Vec::with_capacity(k * parts.len());
+        for r in 0..k {
+            for p in &parts {
+                let n = p.n_chains();
+                streams.push(p.rngs.subset(r * n..(r + 1) * n));
+            }
+        }
+        Ok(Self {
+            rungs: (0..k)
+                .map(|r| concat(&parts.iter().map(|p| &p.rungs[r]).collect::<Vec<_>>()))
+                .collect(),
+            rngs: RngStreams::join(seed, &streams),
+            replica: (0..k)
+                .map(|r| {
+                    parts
+                        .iter()
+                        .flat_map(|p| p.replica[r].iter().copied())
+                        .collect()
+                })
+                .collect(),
+            last_end: parts
+                .iter()
+                .flat_map(|p| p.last_end.iter().cloned())
+                .collect(),
+            round_trips: parts.iter().map(|p| p.round_trips).sum(),
+            lifted: parts
+                .iter()
+                .flat_map(|p| p.lifted.iter().copied())
+                .collect(),
+            round,
+            first_rung: 0,
+            kept: Kept::default(),
+        })
+    }
 }
 
 /// What one PT round did: per neighbouring pair \\((k, k+1)\\), how many exchanges were proposed
@@ -263,6 +388,14 @@ pub struct PtInfo {
     pub accepted: Vec<u64>,
     /// Sum over proposals of \\(\min(1, \alpha)\\), per pair.
     pub acceptance_probability_sum: Vec<f64>,
+    /// The same sums per block of [`CHAIN_CHUNK`] systems: `[k][b]` sums the proposals of
+    /// pair `k` by systems `b * CHAIN_CHUNK..(b + 1) * CHAIN_CHUNK` of the state, in system
+    /// order. Blocks do not depend on how the systems are divided among processes
+    /// ([`PtState::systems`]), so sums added block by block in block order are the same for
+    /// any division (the tempered negative phase of `ebm-train` reports its swap acceptance
+    /// this way).
+    #[serde(default)]
+    pub acceptance_probability_block_sums: Vec<Vec<f64>>,
 }
 
 /// A neighbour of a block of rungs ([`PtState::for_rungs`]): the process holding the rungs
@@ -425,6 +558,7 @@ impl<K, B> ParallelTempering<K, B> {
             proposed: vec![0; n_pairs],
             accepted: vec![0; n_pairs],
             acceptance_probability_sum: vec![0.0; n_pairs],
+            acceptance_probability_block_sums: vec![vec![0.0; n.div_ceil(CHAIN_CHUNK)]; n_pairs],
         };
         if n_pairs == 0 {
             state.round += 1;
@@ -680,7 +814,9 @@ fn decide(
             accept[i] = u.ln() < a;
             info.proposed[k] += 1;
             info.accepted[k] += accept[i] as u64;
-            info.acceptance_probability_sum[k] += a.exp();
+            let p = a.exp();
+            info.acceptance_probability_sum[k] += p;
+            info.acceptance_probability_block_sums[k][i / CHAIN_CHUNK] += p;
         }
     }
 }
