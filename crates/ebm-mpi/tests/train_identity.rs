@@ -7,9 +7,10 @@ use common::on_all_ranks;
 use ebm_core::{FnObserver, Par};
 use ebm_models::{Bernoulli, RbmChains};
 use ebm_mpi::{Collective, Threads, TrainShard, train};
+use ebm_samplers::tempering::SwapSchedule;
 use ebm_train::{
-    CheckpointPolicy, LikelihoodPolicy, Optimizer, Pcd, SelectionAcceptance, Shard, TrainState,
-    Trainer, TrainingData, initial_model,
+    CheckpointPolicy, LikelihoodPolicy, NegativePhase, Optimizer, Pcd, SelectionAcceptance, Shard,
+    ShardedPhase, Tempered, TrainInfo, TrainState, Trainer, TrainingData, initial_model,
 };
 use nalgebra::DMatrix;
 
@@ -17,7 +18,6 @@ use nalgebra::DMatrix;
 /// hold several blocks each and one block is partial.
 const CHAINS: usize = 600;
 const UPDATES: u64 = 6;
-type State = TrainState<Bernoulli, Bernoulli, ebm_core::ChainState<RbmChains<f64>>>;
 
 /// 700 weighted samples of 10 binary values in two noisy clusters.
 fn data() -> TrainingData<f64> {
@@ -57,7 +57,10 @@ fn trainer() -> Trainer<Pcd> {
     t
 }
 
-fn fresh(trainer: &Trainer<Pcd>, data: &TrainingData<f64>) -> State {
+fn fresh<P: NegativePhase<Bernoulli, Bernoulli>>(
+    trainer: &Trainer<P>,
+    data: &TrainingData<f64>,
+) -> TrainState<Bernoulli, Bernoulli, P::State> {
     let model = initial_model(
         Bernoulli::zeros(10),
         Bernoulli::zeros(7),
@@ -70,7 +73,7 @@ fn fresh(trainer: &Trainer<Pcd>, data: &TrainingData<f64>) -> State {
 }
 
 /// Everything a state holds, as its saved text.
-fn text(state: &State) -> String {
+fn text<S: serde::Serialize>(state: &S) -> String {
     serde_json::to_string(state).unwrap()
 }
 
@@ -87,31 +90,79 @@ fn data_parallel_training_equals_one_process_on_one_to_four_ranks_with_a_resume(
     }
 }
 
-fn identity_on_one_to_four_ranks(trainer: &Trainer<Pcd>, data: &TrainingData<f64>) {
+/// An observer keeping every report as its text.
+fn recorder(seen: &mut Vec<String>) -> impl ebm_core::Observer<TrainInfo> + '_ {
+    FnObserver(move |_: u64, info: &TrainInfo| {
+        seen.push(text(info));
+        Ok(())
+    })
+}
+
+/// `UPDATES` updates in one process against `train` on 1 to 4 thread ranks, stopped halfway
+/// and resumed from the saved text: every rank's state, and rank 0's reports (what the log is
+/// written from: swap acceptance, round trips, checkpoints, likelihood) are those of one
+/// process.
+fn identity_on_one_to_four_ranks<P>(trainer: &Trainer<P>, data: &TrainingData<f64>)
+where
+    P: ShardedPhase<Bernoulli, Bernoulli>,
+{
     let mut whole = fresh(trainer, data);
+    let mut reports = Vec::new();
     trainer
-        .run(&mut whole, data, None, UPDATES, Par::Rayon, ())
+        .run(
+            &mut whole,
+            data,
+            None,
+            UPDATES,
+            Par::Rayon,
+            recorder(&mut reports),
+        )
         .unwrap();
     assert!(whole.checkpoints().len() > 1, "selection kept models");
-    assert!(whole.likelihood.is_some());
     let expected = text(&whole);
     let (first, rest) = (UPDATES / 2, UPDATES - UPDATES / 2);
     for ranks in 1..=4 {
-        let states = on_all_ranks(ranks, |c| {
+        let results = on_all_ranks(ranks, |c| {
+            let mut seen = Vec::new();
             let mut state = fresh(trainer, data);
-            train(c, trainer, &mut state, data, None, first, Par::Rayon, ()).unwrap();
+            train(
+                c,
+                trainer,
+                &mut state,
+                data,
+                None,
+                first,
+                Par::Rayon,
+                recorder(&mut seen),
+            )
+            .unwrap();
             // Resume from the saved text, as from a state file.
-            let mut state: State = serde_json::from_str(&text(&state)).unwrap();
-            train(c, trainer, &mut state, data, None, rest, Par::Rayon, ()).unwrap();
-            text(&state)
+            let mut state: TrainState<_, _, P::State> =
+                serde_json::from_str(&text(&state)).unwrap();
+            train(
+                c,
+                trainer,
+                &mut state,
+                data,
+                None,
+                rest,
+                Par::Rayon,
+                recorder(&mut seen),
+            )
+            .unwrap();
+            (text(&state), seen)
         });
-        for (rank, state) in states.iter().enumerate() {
+        for (rank, (state, _)) in results.iter().enumerate() {
             assert!(
                 state == &expected,
                 "{ranks} ranks, {:?}: rank {rank}'s state differs",
                 whole.selection_acceptance()
             );
         }
+        for (a, b) in results[0].1.iter().zip(&reports) {
+            assert_eq!(a, b, "{ranks} ranks: rank 0's reports differ");
+        }
+        assert_eq!(results[0].1.len(), reports.len());
     }
 }
 
@@ -251,5 +302,158 @@ fn the_ranks_stop_together_when_an_observer_fails_on_one() {
             state == &text(&whole),
             "the state after the stop is the one-process state"
         );
+    }
+}
+
+/// PT on 4 rungs (rung 0 at beta 0.05), one sweep and 2 rounds per update, `chains` systems
+/// and minibatches of 600, Adam, selection on the training's chains.
+fn tempered(schedule: SwapSchedule, chains: usize) -> Trainer<Tempered> {
+    let mut t = Trainer::new(
+        Tempered {
+            betas: vec![0.05, 0.3, 0.6, 1.0],
+            schedule,
+            sweeps: 1,
+            rounds: 2,
+            chains,
+        },
+        CHAINS,
+    );
+    t.optimizer = Optimizer::ADAM;
+    t.learning_rate = ebm_train::LearningRate::Constant(0.05);
+    t.checkpoints = Some(CheckpointPolicy {
+        acceptance: SelectionAcceptance::Chains,
+        target_acceptance: 0.9,
+        ..CheckpointPolicy::default()
+    });
+    t
+}
+
+#[test]
+fn training_with_a_tempered_negative_phase_equals_one_process_for_every_schedule() {
+    let data = data();
+    // 600 systems: five blocks, uneven over 2, 3 and 4 ranks.
+    for schedule in SwapSchedule::ALL {
+        identity_on_one_to_four_ranks(&tempered(schedule, CHAINS), &data);
+    }
+    // 300 systems: three blocks, so the fourth rank holds none.
+    identity_on_one_to_four_ranks(&tempered(SwapSchedule::Lifted, 300), &data);
+}
+
+/// A shard that adds each rank's acceptance-probability sums over its own blocks before
+/// rank 0 adds the ranks' totals: the PT statistic reduced in rank order instead of block
+/// order. It recognises the tempered phase's message (`[len, round trips, proposals (3
+/// pairs), block sums]`, the first word counting the others).
+struct RankTotals<'a>(TrainShard<'a, Threads>);
+
+impl Shard for RankTotals<'_> {
+    fn range(&self, total: usize) -> std::ops::Range<usize> {
+        self.0.range(total)
+    }
+    fn is_root(&self) -> bool {
+        self.0.is_root()
+    }
+    fn reduce(&self, local: &[f64], total: &dyn Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
+        const PAIRS: usize = 3;
+        if local.len() <= 1 + 1 + PAIRS || local[0] != (local.len() - 1) as f64 {
+            return self.0.reduce(local, total);
+        }
+        let mut mine = local[..2 + PAIRS].to_vec();
+        let mut sums = vec![0.0; PAIRS];
+        for block in local[2 + PAIRS..].chunks(PAIRS) {
+            sums.iter_mut().zip(block).for_each(|(s, x)| *s += x);
+        }
+        mine.extend(sums);
+        mine[0] = (mine.len() - 1) as f64;
+        self.0.reduce(&mine, total)
+    }
+    fn gather_chains<F: ebm_core::Scalar>(&self, local: &RbmChains<F>) -> Option<RbmChains<F>> {
+        self.0.gather_chains(local)
+    }
+}
+
+/// Rank 0's reports and state after `UPDATES` updates of `trainer` on `ranks` thread ranks,
+/// with every rank taking the streams of the first systems (`bad_streams`) or the swap
+/// acceptance reduced in rank order (`rank_order`).
+fn tempered_run(
+    ranks: usize,
+    trainer: &Trainer<Tempered>,
+    data: &TrainingData<f64>,
+    bad_streams: bool,
+    rank_order: bool,
+) -> (Vec<String>, String) {
+    let mut results = on_all_ranks(ranks, |c| {
+        let mut state = fresh(trainer, data);
+        let shard = TrainShard(c);
+        let range = shard.range(CHAINS);
+        let mut local = ShardedPhase::<Bernoulli, Bernoulli>::shard(
+            &trainer.negative,
+            &state.negative,
+            range.clone(),
+        )
+        .unwrap();
+        if bad_streams {
+            let first = ShardedPhase::<Bernoulli, Bernoulli>::shard(
+                &trainer.negative,
+                &state.negative,
+                0..range.len(),
+            )
+            .unwrap();
+            local.rngs = first.rngs;
+        }
+        state.negative = local;
+        let mut reports = Vec::new();
+        for _ in 0..UPDATES {
+            let info = if rank_order {
+                trainer.step_on_shard(
+                    &RankTotals(TrainShard(c)),
+                    &mut state,
+                    data,
+                    None,
+                    Par::Rayon,
+                )
+            } else {
+                trainer.step_on_shard(&shard, &mut state, data, None, Par::Rayon)
+            };
+            reports.push(text(&info.unwrap().negative));
+        }
+        (reports, text(&state.model))
+    });
+    results.swap_remove(0)
+}
+
+#[test]
+fn tempered_training_breaks_with_reused_streams_or_a_rank_order_acceptance_sum() {
+    let data = data();
+    for schedule in [SwapSchedule::DeterministicEvenOdd, SwapSchedule::Lifted] {
+        let mut trainer = tempered(schedule, CHAINS);
+        trainer.checkpoints = None;
+        let mut whole = fresh(&trainer, &data);
+        let mut reports = Vec::new();
+        for _ in 0..UPDATES {
+            let info = trainer.step(&mut whole, &data, None, Par::Rayon).unwrap();
+            reports.push(text(&info.negative));
+        }
+        let expected = (reports, text(&whole.model));
+        // The harness: the correct shard gives the one-process run on 3 ranks, and so do
+        // both breakages on one rank (its streams are the first; its rank order is the
+        // block order).
+        assert!(tempered_run(3, &trainer, &data, false, false) == expected);
+        assert!(tempered_run(1, &trainer, &data, true, false) == expected);
+        assert!(tempered_run(1, &trainer, &data, false, true) == expected);
+        for ranks in [2, 3] {
+            let (reports, model) = tempered_run(ranks, &trainer, &data, true, false);
+            assert!(
+                model != expected.1 && reports != expected.0,
+                "{schedule:?}, {ranks} ranks: reused streams went unnoticed"
+            );
+            // The rank-order sum leaves the chains and the model alone but changes the
+            // reported swap acceptance (the rounding of 1 to 4 of the 6 updates' sums here).
+            let (reports, model) = tempered_run(ranks, &trainer, &data, false, true);
+            assert!(model == expected.1);
+            assert!(
+                reports != expected.0,
+                "{schedule:?}, {ranks} ranks: the rank-order acceptance sum went unnoticed"
+            );
+        }
     }
 }

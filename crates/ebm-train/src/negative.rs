@@ -360,6 +360,9 @@ impl Tempered {
         }
         let ladder = TemperatureLadder::new(model.clone(), self.betas.clone())
             .expect("betas validated in init");
+        // The products kept by the last update's exchanges belong to the previous
+        // parameters.
+        state.drop_kept_products();
         let pt = ParallelTempering::new(Gibbs::new(self.sweeps), self.schedule);
         for _ in 0..self.rounds {
             let info = pt.step(&ladder, state, par);

@@ -243,6 +243,15 @@ impl<S: Chains> PtState<S> {
         self.rungs[0].n_chains()
     }
 
+    /// Drops the products the last exchange kept for the next exploration
+    /// ([`KeptProducts`]): they were computed under the ladder's models, so a caller that
+    /// goes on with other models (e.g. a training run's negative phase after a parameter
+    /// update) must drop them first, or the next exploration draws from the old models'
+    /// conditionals. A cloned or deserialised state starts without them.
+    pub fn drop_kept_products(&mut self) {
+        self.kept = Kept::default();
+    }
+
     /// Systems `range` of a state holding every rung, on every rung, with their streams,
     /// replica labels, last-visited ends and lifting variables: the shard of the run one
     /// process holds when systems are divided among processes (`select(x, range)` gives the
