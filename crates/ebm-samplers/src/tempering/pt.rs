@@ -929,11 +929,12 @@ fn update_round_trips(
 
 #[cfg(test)]
 mod tests {
-    use super::lifted_update;
+    use super::{ParallelTempering, PtState, SwapSchedule, lifted_update};
+    use crate::Gibbs;
     use crate::tempering::{Exchange, TemperatureLadder};
     use ebm_core::Par;
     use ebm_models::exact::visible_probabilities;
-    use ebm_models::{Bernoulli, DiscreteLayer, Rbm};
+    use ebm_models::{Bernoulli, DiscreteLayer, Rbm, RbmChains};
     use nalgebra::DMatrix;
 
     const BETAS: [f64; 3] = [0.3, 0.65, 1.0];
@@ -1034,6 +1035,106 @@ mod tests {
             worst > 1e-3,
             "lifting without the involution kept the target: {worst}"
         );
+    }
+
+    /// A 10 x 7 Bernoulli RBM with weights `scale` times a fixed pattern.
+    fn rbm(scale: f64) -> Rbm<Bernoulli, Bernoulli> {
+        Rbm::new(
+            Bernoulli::new((0..10).map(|i| 0.2 - 0.05 * i as f64).collect()),
+            Bernoulli::new((0..7).map(|j| 0.1 * j as f64 - 0.3).collect()),
+            DMatrix::from_fn(10, 7, |i, j| {
+                scale * ((3 * i + 5 * j) % 7) as f64 / 7.0 - 0.4
+            }),
+        )
+        .unwrap()
+    }
+
+    fn cols(x: &RbmChains<f64>, r: std::ops::Range<usize>) -> RbmChains<f64> {
+        RbmChains {
+            visible: x.visible.columns(r.start, r.len()).into_owned(),
+            hidden: x.hidden.columns(r.start, r.len()).into_owned(),
+        }
+    }
+
+    fn concat(parts: &[&RbmChains<f64>]) -> RbmChains<f64> {
+        let n = parts.iter().map(|p| p.visible.ncols()).sum();
+        let layer = |f: fn(&RbmChains<f64>) -> &DMatrix<f64>| {
+            let rows = f(parts[0]).nrows();
+            DMatrix::from_iterator(rows, n, parts.iter().flat_map(|p| f(p).iter().copied()))
+        };
+        RbmChains {
+            visible: layer(|c| &c.visible),
+            hidden: layer(|c| &c.hidden),
+        }
+    }
+
+    /// Systems 0..256 and 256..300 (whole blocks of 128) advanced separately and joined are
+    /// the whole run, for every schedule: chains, streams, labels, lifting, round trips, and
+    /// the acceptance sums per block; joined out of order (negative control) they are not.
+    #[test]
+    fn shards_of_systems_advanced_separately_join_into_the_whole_run() {
+        let model = rbm(2.0);
+        let ladder = TemperatureLadder::new(model.clone(), BETAS.to_vec()).unwrap();
+        for schedule in SwapSchedule::ALL {
+            let pt = ParallelTempering::new(Gibbs::new(1), schedule);
+            let rungs = BETAS.iter().map(|_| model.default_chains(300)).collect();
+            let mut whole = PtState::new(rungs, 7).unwrap();
+            let mut parts: Vec<_> = [0..256, 256..300]
+                .into_iter()
+                .map(|r| whole.systems(r, cols).unwrap())
+                .collect();
+            for _ in 0..5 {
+                let info = pt.step(&ladder, &mut whole, Par::Rayon);
+                let infos: Vec<_> = parts
+                    .iter_mut()
+                    .map(|p| pt.step(&ladder, p, Par::Rayon))
+                    .collect();
+                for k in 0..BETAS.len() - 1 {
+                    let blocks: Vec<f64> = infos
+                        .iter()
+                        .flat_map(|i| i.acceptance_probability_block_sums[k].clone())
+                        .collect();
+                    assert_eq!(blocks, info.acceptance_probability_block_sums[k]);
+                    let sum: f64 = blocks.iter().sum();
+                    assert!((sum - info.acceptance_probability_sum[k]).abs() < 1e-9);
+                }
+                let trips: u64 = infos.iter().map(|i| i.round_trips).sum();
+                assert_eq!(trips, info.round_trips);
+            }
+            let joined = PtState::join_systems(parts.clone(), concat).unwrap();
+            assert!(joined == whole, "{schedule:?}");
+            parts.reverse();
+            let wrong = PtState::join_systems(parts, concat).unwrap();
+            assert!(wrong != whole, "{schedule:?}: order went unnoticed");
+        }
+    }
+
+    /// The products an exchange keeps belong to the ladder's model: after a change of model,
+    /// a state that dropped them moves as a fresh copy of itself does (which starts without
+    /// them); one that kept them (negative control) draws from the old model and differs.
+    #[test]
+    fn kept_products_are_dropped_before_a_change_of_model() {
+        let (old, new) = (rbm(1.0), rbm(1.5));
+        let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
+        let before = TemperatureLadder::new(old.clone(), BETAS.to_vec()).unwrap();
+        let run = || {
+            let rungs = BETAS.iter().map(|_| old.default_chains(300)).collect();
+            let mut state = PtState::new(rungs, 3).unwrap();
+            for _ in 0..3 {
+                pt.step(&before, &mut state, Par::Rayon);
+            }
+            state
+        };
+        let after = TemperatureLadder::new(new, BETAS.to_vec()).unwrap();
+        let mut fresh = run().clone();
+        pt.step(&after, &mut fresh, Par::Rayon);
+        let mut dropped = run();
+        dropped.drop_kept_products();
+        pt.step(&after, &mut dropped, Par::Rayon);
+        assert!(dropped == fresh);
+        let mut stale = run();
+        pt.step(&after, &mut stale, Par::Rayon);
+        assert!(stale != fresh, "stale products went unnoticed");
     }
 
     #[test]
