@@ -212,7 +212,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> ShardedPhase<V, H
 /// [`ebm_core::CHAIN_CHUNK`] systems in block order, as one process adds them.
 impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> ShardedPhase<V, H> for Tempered {
     fn shard(&self, state: &Self::State, range: Range<usize>) -> Result<Self::State> {
-        state.systems(range, |x, r| select_chains(x, r))
+        state.systems(range, select_chains)
     }
 
     fn join(&self, parts: Vec<Self::State>) -> Result<Self::State> {
