@@ -166,9 +166,27 @@ where
     }
 }
 
+/// What a [`RankOrder`] shard adds on each rank before rank 0 adds the ranks' totals.
+enum Summed {
+    /// The moments' blocks (of this many values).
+    Moments(usize),
+    /// The tempered phase's acceptance probabilities per block (its message: `[len, round
+    /// trips, proposals (3 pairs), block sums]`, the first word counting the others).
+    Acceptance,
+}
+
 /// A shard that adds its own blocks first and sends rank 0 one sum per rank: the reduction in
 /// rank order instead of block order.
-struct RankOrder<'a>(TrainShard<'a, Threads>, usize);
+struct RankOrder<'a>(TrainShard<'a, Threads>, Summed);
+
+/// The sums of `values` taken `width` at a time.
+fn chunk_sums(values: &[f64], width: usize) -> Vec<f64> {
+    let mut sum = vec![0.0; width];
+    for b in values.chunks(width) {
+        sum.iter_mut().zip(b).for_each(|(s, x)| *s += x);
+    }
+    sum
+}
 
 impl Shard for RankOrder<'_> {
     fn range(&self, total: usize) -> std::ops::Range<usize> {
@@ -178,15 +196,20 @@ impl Shard for RankOrder<'_> {
         self.0.is_root()
     }
     fn reduce(&self, local: &[f64], total: &dyn Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
-        let block = self.1;
-        if local.len() <= block {
-            return self.0.reduce(local, total);
-        }
-        let mut sum = vec![0.0; block];
-        for b in local.chunks(block) {
-            sum.iter_mut().zip(b).for_each(|(s, x)| *s += x);
-        }
-        self.0.reduce(&sum, total)
+        const PAIRS: usize = 3;
+        let mine = match self.1 {
+            Summed::Moments(block) if local.len() > block => chunk_sums(local, block),
+            Summed::Acceptance
+                if local.len() > 2 + PAIRS && local[0] == (local.len() - 1) as f64 =>
+            {
+                let mut mine = local[..2 + PAIRS].to_vec();
+                mine.extend(chunk_sums(&local[2 + PAIRS..], PAIRS));
+                mine[0] = (mine.len() - 1) as f64;
+                mine
+            }
+            _ => local.to_vec(),
+        };
+        self.0.reduce(&mine, total)
     }
     fn gather_chains<F: ebm_core::Scalar>(&self, local: &RbmChains<F>) -> Option<RbmChains<F>> {
         self.0.gather_chains(local)
@@ -213,7 +236,7 @@ fn models_with(
         }
         state.negative = local;
         // Nh (7) * Nv (10) + means and fields of both layers.
-        let wrapped = RankOrder(TrainShard(c), 10 * 7 + 2 * (10 + 7));
+        let wrapped = RankOrder(TrainShard(c), Summed::Moments(10 * 7 + 2 * (10 + 7)));
         for _ in 0..UPDATES {
             if rank_order {
                 trainer.step_on_shard(&wrapped, &mut state, data, None, Par::Rayon)
@@ -339,38 +362,6 @@ fn training_with_a_tempered_negative_phase_equals_one_process_for_every_schedule
     identity_on_one_to_four_ranks(&tempered(SwapSchedule::Lifted, 300), &data);
 }
 
-/// A shard that adds each rank's acceptance-probability sums over its own blocks before
-/// rank 0 adds the ranks' totals: the PT statistic reduced in rank order instead of block
-/// order. It recognises the tempered phase's message (`[len, round trips, proposals (3
-/// pairs), block sums]`, the first word counting the others).
-struct RankTotals<'a>(TrainShard<'a, Threads>);
-
-impl Shard for RankTotals<'_> {
-    fn range(&self, total: usize) -> std::ops::Range<usize> {
-        self.0.range(total)
-    }
-    fn is_root(&self) -> bool {
-        self.0.is_root()
-    }
-    fn reduce(&self, local: &[f64], total: &dyn Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
-        const PAIRS: usize = 3;
-        if local.len() <= 1 + 1 + PAIRS || local[0] != (local.len() - 1) as f64 {
-            return self.0.reduce(local, total);
-        }
-        let mut mine = local[..2 + PAIRS].to_vec();
-        let mut sums = vec![0.0; PAIRS];
-        for block in local[2 + PAIRS..].chunks(PAIRS) {
-            sums.iter_mut().zip(block).for_each(|(s, x)| *s += x);
-        }
-        mine.extend(sums);
-        mine[0] = (mine.len() - 1) as f64;
-        self.0.reduce(&mine, total)
-    }
-    fn gather_chains<F: ebm_core::Scalar>(&self, local: &RbmChains<F>) -> Option<RbmChains<F>> {
-        self.0.gather_chains(local)
-    }
-}
-
 /// Rank 0's reports and state after `UPDATES` updates of `trainer` on `ranks` thread ranks,
 /// with every rank taking the streams of the first systems (`bad_streams`) or the swap
 /// acceptance reduced in rank order (`rank_order`).
@@ -405,7 +396,7 @@ fn tempered_run(
         for _ in 0..UPDATES {
             let info = if rank_order {
                 trainer.step_on_shard(
-                    &RankTotals(TrainShard(c)),
+                    &RankOrder(TrainShard(c), Summed::Acceptance),
                     &mut state,
                     data,
                     None,

@@ -282,40 +282,24 @@ where
     }
 
     fn join(&self, parts: Vec<AnyNegativeState>) -> ebm_core::Result<AnyNegativeState> {
-        /// The parts of one variant, or the error of a phase that does not shard.
-        fn all<T>(
-            parts: Vec<AnyNegativeState>,
-            name: &str,
-            f: fn(AnyNegativeState) -> Option<T>,
-        ) -> ebm_core::Result<Vec<T>> {
-            parts
-                .into_iter()
-                .map(|s| f(s).ok_or_else(|| not_sharded(name)))
-                .collect()
-        }
         let name = self.name();
+        // The parts as states of the variant, joined by its phase.
+        macro_rules! join {
+            ($variant:ident, $phase:expr) => {{
+                let parts = parts
+                    .into_iter()
+                    .map(|s| match s {
+                        AnyNegativeState::$variant(s) => Ok(s),
+                        _ => Err(not_sharded(name)),
+                    })
+                    .collect::<ebm_core::Result<Vec<_>>>()?;
+                AnyNegativeState::$variant(ShardedPhase::<V, H>::join($phase, parts)?)
+            }};
+        }
         Ok(match self {
-            AnyNegative::Pcd(p) => AnyNegativeState::Pcd(ShardedPhase::<V, H>::join(
-                p,
-                all(parts, name, |s| match s {
-                    AnyNegativeState::Pcd(s) => Some(s),
-                    _ => None,
-                })?,
-            )?),
-            AnyNegative::Cd(p) => AnyNegativeState::Cd(ShardedPhase::<V, H>::join(
-                p,
-                all(parts, name, |s| match s {
-                    AnyNegativeState::Cd(s) => Some(s),
-                    _ => None,
-                })?,
-            )?),
-            AnyNegative::Pt(p) => AnyNegativeState::Pt(ShardedPhase::<V, H>::join(
-                p,
-                all(parts, name, |s| match s {
-                    AnyNegativeState::Pt(s) => Some(s),
-                    _ => None,
-                })?,
-            )?),
+            AnyNegative::Pcd(p) => join!(Pcd, p),
+            AnyNegative::Cd(p) => join!(Cd, p),
+            AnyNegative::Pt(p) => join!(Pt, p),
             _ => return Err(not_sharded(name)),
         })
     }

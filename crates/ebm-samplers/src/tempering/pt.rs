@@ -1040,11 +1040,9 @@ mod tests {
     /// A 10 x 7 Bernoulli RBM with weights `scale` times a fixed pattern.
     fn rbm(scale: f64) -> Rbm<Bernoulli, Bernoulli> {
         Rbm::new(
-            Bernoulli::new((0..10).map(|i| 0.2 - 0.05 * i as f64).collect()),
-            Bernoulli::new((0..7).map(|j| 0.1 * j as f64 - 0.3).collect()),
-            DMatrix::from_fn(10, 7, |i, j| {
-                scale * ((3 * i + 5 * j) % 7) as f64 / 7.0 - 0.4
-            }),
+            Bernoulli::zeros(10),
+            Bernoulli::new(vec![-0.2; 7]),
+            DMatrix::from_fn(10, 7, |i, j| scale * (((i + 2 * j) % 5) as f64 - 2.0) / 4.0),
         )
         .unwrap()
     }
