@@ -36,23 +36,27 @@ fn data() -> TrainingData<f64> {
 /// PCD-2 with Adam, checkpoint selection on the training's chains (gathered on rank 0) and
 /// the online likelihood: every part of the state that a sharded run could get wrong.
 fn trainer() -> Trainer<Pcd> {
-    let mut t = Trainer::new(
-        Pcd {
-            sweeps: 2,
-            chains: CHAINS,
-        },
-        CHAINS,
-    );
+    let mut t = with_adam_and_selection(Pcd {
+        sweeps: 2,
+        chains: CHAINS,
+    });
+    t.likelihood = Some(LikelihoodPolicy {
+        chains: 100,
+        ..LikelihoodPolicy::default()
+    });
+    t
+}
+
+/// `negative` on minibatches of `CHAINS`, with Adam and checkpoint selection on the
+/// training's chains.
+fn with_adam_and_selection<P>(negative: P) -> Trainer<P> {
+    let mut t = Trainer::new(negative, CHAINS);
     t.optimizer = Optimizer::ADAM;
     t.learning_rate = ebm_train::LearningRate::Constant(0.05);
     t.checkpoints = Some(CheckpointPolicy {
         acceptance: SelectionAcceptance::Chains,
         target_acceptance: 0.9,
         ..CheckpointPolicy::default()
-    });
-    t.likelihood = Some(LikelihoodPolicy {
-        chains: 100,
-        ..LikelihoodPolicy::default()
     });
     t
 }
@@ -331,24 +335,13 @@ fn the_ranks_stop_together_when_an_observer_fails_on_one() {
 /// PT on 4 rungs (rung 0 at beta 0.05), one sweep and 2 rounds per update, `chains` systems
 /// and minibatches of 600, Adam, selection on the training's chains.
 fn tempered(schedule: SwapSchedule, chains: usize) -> Trainer<Tempered> {
-    let mut t = Trainer::new(
-        Tempered {
-            betas: vec![0.05, 0.3, 0.6, 1.0],
-            schedule,
-            sweeps: 1,
-            rounds: 2,
-            chains,
-        },
-        CHAINS,
-    );
-    t.optimizer = Optimizer::ADAM;
-    t.learning_rate = ebm_train::LearningRate::Constant(0.05);
-    t.checkpoints = Some(CheckpointPolicy {
-        acceptance: SelectionAcceptance::Chains,
-        target_acceptance: 0.9,
-        ..CheckpointPolicy::default()
-    });
-    t
+    with_adam_and_selection(Tempered {
+        betas: vec![0.05, 0.3, 0.6, 1.0],
+        schedule,
+        sweeps: 1,
+        rounds: 2,
+        chains,
+    })
 }
 
 #[test]
