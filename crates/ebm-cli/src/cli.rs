@@ -1327,7 +1327,13 @@ Long runs: --save-every N writes all outputs every N updates; --stop-after N sto
 all outputs written. SIGINT (Ctrl-C) or SIGTERM finishes the current update, writes all outputs
 (a resumable state) and exits with code 130 (SIGINT) or 143 (SIGTERM); a second Ctrl-C ends the
 process at once. The outputs are written as a unit (staged, then committed), under an advisory
-lock MODEL.lock: a second run on the same --out fails at once.";
+lock MODEL.lock: a second run on the same --out fails at once.
+
+Several processes (an ebm built with --features mpi, started by `mpirun -n K ebm train ...`):
+--negative pcd, cd and pt divide every minibatch and the chains (for pt, the systems of
+replicas on every rung, any --schedule) among the processes, and rank 0 writes the very files
+one process writes (model, trajectory, state, log; the record says how many processes ran).
+--negative jarzynski, tmc and --pretrain refuse to run on several processes.";
 
 /// `ebm train`
 #[derive(Args, Debug, Clone, Serialize)]

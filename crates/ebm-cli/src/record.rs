@@ -103,8 +103,8 @@ impl Context {
                 "{what} does not run sharded over MPI processes (this is one of {n}); run it \
                  in one process, without mpirun (sharded: `ebm sample --sampler gibbs` without \
                  --trace-every/--chain-out, `ebm sample --sampler pt | pt-ref | ptt`, \
-                 `ebm loglik ais | reverse-ais | tr-ais`, and `ebm train --negative pcd` \
-                 without --pretrain)"
+                 `ebm loglik ais | reverse-ais | tr-ais`, and `ebm train --negative pcd | cd | \
+                 pt` without --pretrain)"
             )));
         }
         Ok(())

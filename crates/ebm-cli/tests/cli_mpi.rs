@@ -234,9 +234,12 @@ const TRAIN_FILES: [&str; 5] = [
     "m.json",
 ];
 
+/// `first` (writing `a.safetensors` and its state, with `--threads 1`) then a resume from
+/// `a.state.json` to update 8 with a save at update 6, in one process and under `mpirun -n`
+/// 1, 2 and 3: every file of the resumed run is the same (the record apart from `ranks` and
+/// the elapsed time). Negative control: the comparison sees a change of seed.
 #[cfg(feature = "mpi")]
-#[test]
-fn train_on_one_two_and_three_processes_writes_what_one_process_writes() {
+fn train_identity(first: &str) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // 400 samples of 20 binary values in two noisy clusters.
@@ -246,12 +249,6 @@ fn train_on_one_two_and_three_processes_writes_what_one_process_writes() {
     });
     let ds = ebm_data::Dataset::new(samples, ebm_data::Domain::Binary01).unwrap();
     ebm_data::loaders::npy::save_npy(d.join("d.npy"), &ds).unwrap();
-    // 300 chains and minibatches of 300: blocks of 128, 128 and 44. Selection on the
-    // training's chains (gathered on rank 0) and the online likelihood (run there); a save
-    // at update 4 and a resume from it.
-    let first = "train --data ../d.npy --hidden-units 8 --chains 300 --batch-size 300 \
-                 --sweeps 2 --updates 4 --loglik-every 2 --loglik-chains 100 \
-                 --selection-acceptance chains --seed 5 --threads 1 --out a.safetensors";
     let resume = "train --data ../d.npy --resume a.state.json --updates 8 --save-every 3 \
                   --threads 1 --out m.safetensors";
     let runs = |sub: &str, ranks: Option<usize>| {
@@ -283,18 +280,47 @@ fn train_on_one_two_and_three_processes_writes_what_one_process_writes() {
                 assert_eq!(
                     record_without_ranks(&b, ranks as u64),
                     record_without_ranks(&a, 1),
-                    "{ranks} ranks: {file}"
+                    "{ranks} ranks, ebm {first}: {file}"
                 );
             } else {
-                assert!(bytes(&a) == bytes(&b), "{ranks} ranks: {file}");
+                assert!(bytes(&a) == bytes(&b), "{ranks} ranks, ebm {first}: {file}");
             }
         }
     }
-    // Negative control: the comparison sees a change of seed.
     let other = d.join("other");
     std::fs::create_dir(&other).unwrap();
     ok(&other, &first.replace("--seed 5", "--seed 6"));
     assert!(bytes(&other.join("a.safetensors")) != bytes(&one.join("a.safetensors")));
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn train_on_one_two_and_three_processes_writes_what_one_process_writes() {
+    // 300 chains and minibatches of 300: blocks of 128, 128 and 44. Selection on the
+    // training's chains (gathered on rank 0) and the online likelihood (run there).
+    train_identity(
+        "train --data ../d.npy --hidden-units 8 --chains 300 --batch-size 300 --sweeps 2 \
+         --updates 4 --loglik-every 2 --loglik-chains 100 --selection-acceptance chains \
+         --seed 5 --threads 1 --out a.safetensors",
+    );
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn train_with_a_tempered_or_cd_negative_phase_on_several_processes_writes_what_one_process_writes()
+{
+    // PT: 300 systems (blocks of 128, 128 and 44) on 4 rungs, lifted exchanges (the state
+    // carries each system's lifted replica), 2 rounds per update; the log carries the swap
+    // acceptance and round trips added over the processes. CD: chains of the minibatch.
+    for negative in [
+        "--negative pt --rungs 4 --beta-min 0.3 --schedule lifted --rounds 2 --chains 300",
+        "--negative cd",
+    ] {
+        train_identity(&format!(
+            "train --data ../d.npy --hidden-units 8 --batch-size 300 {negative} --updates 4 \
+             --selection-acceptance chains --seed 5 --threads 1 --out a.safetensors"
+        ));
+    }
 }
 
 #[cfg(feature = "mpi")]
@@ -309,8 +335,11 @@ fn train_phases_not_sharded_refuse_to_run_on_several_processes() {
     .unwrap();
     ebm_data::loaders::npy::save_npy(d.join("d.npy"), &ds).unwrap();
     for (negative, needle) in [
-        ("--negative pt", "--negative pt does not run sharded"),
-        ("--negative cd", "--negative cd does not run sharded"),
+        (
+            "--negative jarzynski",
+            "--negative jarzynski does not run sharded",
+        ),
+        ("--negative tmc", "--negative tmc does not run sharded"),
         ("--pretrain rcm", "--pretrain does not run sharded"),
     ] {
         let args = format!(

@@ -26,7 +26,10 @@
 //! Training is sharded by [`train`] (data-parallel: every rank holds whole blocks of the
 //! minibatch and of the persistent chains; the blocks' gradient sums go to rank 0, which adds
 //! them in block order, [`TrainShard`]), and the trained model is the one-process model bit for
-//! bit; `mpirun -n K ebm train --negative pcd` calls it.
+//! bit; with a tempered negative phase each rank holds whole blocks of PT's systems on every
+//! rung ([`ebm_train::Tempered`], any swap schedule), and the swap acceptance it reports is
+//! added per block in block order too. `mpirun -n K ebm train --negative pcd | cd | pt` calls
+//! it.
 //!
 //! # Costs
 //!

@@ -7,9 +7,10 @@ use common::on_all_ranks;
 use ebm_core::{FnObserver, Par};
 use ebm_models::{Bernoulli, RbmChains};
 use ebm_mpi::{Collective, Threads, TrainShard, train};
+use ebm_samplers::tempering::SwapSchedule;
 use ebm_train::{
-    CheckpointPolicy, LikelihoodPolicy, Optimizer, Pcd, SelectionAcceptance, Shard, TrainState,
-    Trainer, TrainingData, initial_model,
+    CheckpointPolicy, LikelihoodPolicy, NegativePhase, Optimizer, Pcd, SelectionAcceptance, Shard,
+    ShardedPhase, Tempered, TrainInfo, TrainState, Trainer, TrainingData, initial_model,
 };
 use nalgebra::DMatrix;
 
@@ -17,7 +18,6 @@ use nalgebra::DMatrix;
 /// hold several blocks each and one block is partial.
 const CHAINS: usize = 600;
 const UPDATES: u64 = 6;
-type State = TrainState<Bernoulli, Bernoulli, ebm_core::ChainState<RbmChains<f64>>>;
 
 /// 700 weighted samples of 10 binary values in two noisy clusters.
 fn data() -> TrainingData<f64> {
@@ -36,19 +36,9 @@ fn data() -> TrainingData<f64> {
 /// PCD-2 with Adam, checkpoint selection on the training's chains (gathered on rank 0) and
 /// the online likelihood: every part of the state that a sharded run could get wrong.
 fn trainer() -> Trainer<Pcd> {
-    let mut t = Trainer::new(
-        Pcd {
-            sweeps: 2,
-            chains: CHAINS,
-        },
-        CHAINS,
-    );
-    t.optimizer = Optimizer::ADAM;
-    t.learning_rate = ebm_train::LearningRate::Constant(0.05);
-    t.checkpoints = Some(CheckpointPolicy {
-        acceptance: SelectionAcceptance::Chains,
-        target_acceptance: 0.9,
-        ..CheckpointPolicy::default()
+    let mut t = with_adam_and_selection(Pcd {
+        sweeps: 2,
+        chains: CHAINS,
     });
     t.likelihood = Some(LikelihoodPolicy {
         chains: 100,
@@ -57,7 +47,24 @@ fn trainer() -> Trainer<Pcd> {
     t
 }
 
-fn fresh(trainer: &Trainer<Pcd>, data: &TrainingData<f64>) -> State {
+/// `negative` on minibatches of `CHAINS`, with Adam and checkpoint selection on the
+/// training's chains.
+fn with_adam_and_selection<P>(negative: P) -> Trainer<P> {
+    let mut t = Trainer::new(negative, CHAINS);
+    t.optimizer = Optimizer::ADAM;
+    t.learning_rate = ebm_train::LearningRate::Constant(0.05);
+    t.checkpoints = Some(CheckpointPolicy {
+        acceptance: SelectionAcceptance::Chains,
+        target_acceptance: 0.9,
+        ..CheckpointPolicy::default()
+    });
+    t
+}
+
+fn fresh<P: NegativePhase<Bernoulli, Bernoulli>>(
+    trainer: &Trainer<P>,
+    data: &TrainingData<f64>,
+) -> TrainState<Bernoulli, Bernoulli, P::State> {
     let model = initial_model(
         Bernoulli::zeros(10),
         Bernoulli::zeros(7),
@@ -70,7 +77,7 @@ fn fresh(trainer: &Trainer<Pcd>, data: &TrainingData<f64>) -> State {
 }
 
 /// Everything a state holds, as its saved text.
-fn text(state: &State) -> String {
+fn text<S: serde::Serialize>(state: &S) -> String {
     serde_json::to_string(state).unwrap()
 }
 
@@ -87,37 +94,103 @@ fn data_parallel_training_equals_one_process_on_one_to_four_ranks_with_a_resume(
     }
 }
 
-fn identity_on_one_to_four_ranks(trainer: &Trainer<Pcd>, data: &TrainingData<f64>) {
+/// An observer keeping every report as its text.
+fn recorder(seen: &mut Vec<String>) -> impl ebm_core::Observer<TrainInfo> + '_ {
+    FnObserver(move |_: u64, info: &TrainInfo| {
+        seen.push(text(info));
+        Ok(())
+    })
+}
+
+/// `UPDATES` updates in one process against `train` on 1 to 4 thread ranks, stopped halfway
+/// and resumed from the saved text: every rank's state, and rank 0's reports (what the log is
+/// written from: swap acceptance, round trips, checkpoints, likelihood) are those of one
+/// process.
+fn identity_on_one_to_four_ranks<P>(trainer: &Trainer<P>, data: &TrainingData<f64>)
+where
+    P: ShardedPhase<Bernoulli, Bernoulli>,
+{
     let mut whole = fresh(trainer, data);
+    let mut reports = Vec::new();
     trainer
-        .run(&mut whole, data, None, UPDATES, Par::Rayon, ())
+        .run(
+            &mut whole,
+            data,
+            None,
+            UPDATES,
+            Par::Rayon,
+            recorder(&mut reports),
+        )
         .unwrap();
     assert!(whole.checkpoints().len() > 1, "selection kept models");
-    assert!(whole.likelihood.is_some());
     let expected = text(&whole);
     let (first, rest) = (UPDATES / 2, UPDATES - UPDATES / 2);
     for ranks in 1..=4 {
-        let states = on_all_ranks(ranks, |c| {
+        let results = on_all_ranks(ranks, |c| {
+            let mut seen = Vec::new();
             let mut state = fresh(trainer, data);
-            train(c, trainer, &mut state, data, None, first, Par::Rayon, ()).unwrap();
+            train(
+                c,
+                trainer,
+                &mut state,
+                data,
+                None,
+                first,
+                Par::Rayon,
+                recorder(&mut seen),
+            )
+            .unwrap();
             // Resume from the saved text, as from a state file.
-            let mut state: State = serde_json::from_str(&text(&state)).unwrap();
-            train(c, trainer, &mut state, data, None, rest, Par::Rayon, ()).unwrap();
-            text(&state)
+            let mut state: TrainState<_, _, P::State> =
+                serde_json::from_str(&text(&state)).unwrap();
+            train(
+                c,
+                trainer,
+                &mut state,
+                data,
+                None,
+                rest,
+                Par::Rayon,
+                recorder(&mut seen),
+            )
+            .unwrap();
+            (text(&state), seen)
         });
-        for (rank, state) in states.iter().enumerate() {
+        for (rank, (state, _)) in results.iter().enumerate() {
             assert!(
                 state == &expected,
                 "{ranks} ranks, {:?}: rank {rank}'s state differs",
                 whole.selection_acceptance()
             );
         }
+        for (a, b) in results[0].1.iter().zip(&reports) {
+            assert_eq!(a, b, "{ranks} ranks: rank 0's reports differ");
+        }
+        assert_eq!(results[0].1.len(), reports.len());
     }
+}
+
+/// What a [`RankOrder`] shard adds on each rank before rank 0 adds the ranks' totals.
+enum Summed {
+    /// The moments' blocks (of this many values).
+    Moments(usize),
+    /// The tempered phase's acceptance probabilities per block (its message: `[len, round
+    /// trips, proposals (3 pairs), block sums]`, the first word counting the others).
+    Acceptance,
 }
 
 /// A shard that adds its own blocks first and sends rank 0 one sum per rank: the reduction in
 /// rank order instead of block order.
-struct RankOrder<'a>(TrainShard<'a, Threads>, usize);
+struct RankOrder<'a>(TrainShard<'a, Threads>, Summed);
+
+/// The sums of `values` taken `width` at a time.
+fn chunk_sums(values: &[f64], width: usize) -> Vec<f64> {
+    let mut sum = vec![0.0; width];
+    for b in values.chunks(width) {
+        sum.iter_mut().zip(b).for_each(|(s, x)| *s += x);
+    }
+    sum
+}
 
 impl Shard for RankOrder<'_> {
     fn range(&self, total: usize) -> std::ops::Range<usize> {
@@ -127,15 +200,20 @@ impl Shard for RankOrder<'_> {
         self.0.is_root()
     }
     fn reduce(&self, local: &[f64], total: &dyn Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
-        let block = self.1;
-        if local.len() <= block {
-            return self.0.reduce(local, total);
-        }
-        let mut sum = vec![0.0; block];
-        for b in local.chunks(block) {
-            sum.iter_mut().zip(b).for_each(|(s, x)| *s += x);
-        }
-        self.0.reduce(&sum, total)
+        const PAIRS: usize = 3;
+        let mine = match self.1 {
+            Summed::Moments(block) if local.len() > block => chunk_sums(local, block),
+            Summed::Acceptance
+                if local.len() > 2 + PAIRS && local[0] == (local.len() - 1) as f64 =>
+            {
+                let mut mine = local[..2 + PAIRS].to_vec();
+                mine.extend(chunk_sums(&local[2 + PAIRS..], PAIRS));
+                mine[0] = (mine.len() - 1) as f64;
+                mine
+            }
+            _ => local.to_vec(),
+        };
+        self.0.reduce(&mine, total)
     }
     fn gather_chains<F: ebm_core::Scalar>(&self, local: &RbmChains<F>) -> Option<RbmChains<F>> {
         self.0.gather_chains(local)
@@ -162,7 +240,7 @@ fn models_with(
         }
         state.negative = local;
         // Nh (7) * Nv (10) + means and fields of both layers.
-        let wrapped = RankOrder(TrainShard(c), 10 * 7 + 2 * (10 + 7));
+        let wrapped = RankOrder(TrainShard(c), Summed::Moments(10 * 7 + 2 * (10 + 7)));
         for _ in 0..UPDATES {
             if rank_order {
                 trainer.step_on_shard(&wrapped, &mut state, data, None, Par::Rayon)
@@ -251,5 +329,115 @@ fn the_ranks_stop_together_when_an_observer_fails_on_one() {
             state == &text(&whole),
             "the state after the stop is the one-process state"
         );
+    }
+}
+
+/// PT on 4 rungs (rung 0 at beta 0.05), one sweep and 2 rounds per update, `chains` systems
+/// and minibatches of 600, Adam, selection on the training's chains.
+fn tempered(schedule: SwapSchedule, chains: usize) -> Trainer<Tempered> {
+    with_adam_and_selection(Tempered {
+        betas: vec![0.05, 0.3, 0.6, 1.0],
+        schedule,
+        sweeps: 1,
+        rounds: 2,
+        chains,
+    })
+}
+
+#[test]
+fn training_with_a_tempered_negative_phase_equals_one_process_for_every_schedule() {
+    let data = data();
+    // 600 systems: five blocks, uneven over 2, 3 and 4 ranks.
+    for schedule in SwapSchedule::ALL {
+        identity_on_one_to_four_ranks(&tempered(schedule, CHAINS), &data);
+    }
+    // 300 systems: three blocks, so the fourth rank holds none.
+    identity_on_one_to_four_ranks(&tempered(SwapSchedule::Lifted, 300), &data);
+}
+
+/// Rank 0's reports and state after `UPDATES` updates of `trainer` on `ranks` thread ranks,
+/// with every rank taking the streams of the first systems (`bad_streams`) or the swap
+/// acceptance reduced in rank order (`rank_order`).
+fn tempered_run(
+    ranks: usize,
+    trainer: &Trainer<Tempered>,
+    data: &TrainingData<f64>,
+    bad_streams: bool,
+    rank_order: bool,
+) -> (Vec<String>, String) {
+    let mut results = on_all_ranks(ranks, |c| {
+        let mut state = fresh(trainer, data);
+        let shard = TrainShard(c);
+        let range = shard.range(CHAINS);
+        let mut local = ShardedPhase::<Bernoulli, Bernoulli>::shard(
+            &trainer.negative,
+            &state.negative,
+            range.clone(),
+        )
+        .unwrap();
+        if bad_streams {
+            let first = ShardedPhase::<Bernoulli, Bernoulli>::shard(
+                &trainer.negative,
+                &state.negative,
+                0..range.len(),
+            )
+            .unwrap();
+            local.rngs = first.rngs;
+        }
+        state.negative = local;
+        let mut reports = Vec::new();
+        for _ in 0..UPDATES {
+            let info = if rank_order {
+                trainer.step_on_shard(
+                    &RankOrder(TrainShard(c), Summed::Acceptance),
+                    &mut state,
+                    data,
+                    None,
+                    Par::Rayon,
+                )
+            } else {
+                trainer.step_on_shard(&shard, &mut state, data, None, Par::Rayon)
+            };
+            reports.push(text(&info.unwrap().negative));
+        }
+        (reports, text(&state.model))
+    });
+    results.swap_remove(0)
+}
+
+#[test]
+fn tempered_training_breaks_with_reused_streams_or_a_rank_order_acceptance_sum() {
+    let data = data();
+    for schedule in [SwapSchedule::DeterministicEvenOdd, SwapSchedule::Lifted] {
+        let mut trainer = tempered(schedule, CHAINS);
+        trainer.checkpoints = None;
+        let mut whole = fresh(&trainer, &data);
+        let mut reports = Vec::new();
+        for _ in 0..UPDATES {
+            let info = trainer.step(&mut whole, &data, None, Par::Rayon).unwrap();
+            reports.push(text(&info.negative));
+        }
+        let expected = (reports, text(&whole.model));
+        // The harness: the correct shard gives the one-process run on 3 ranks, and so do
+        // both breakages on one rank (its streams are the first; its rank order is the
+        // block order).
+        assert!(tempered_run(3, &trainer, &data, false, false) == expected);
+        assert!(tempered_run(1, &trainer, &data, true, false) == expected);
+        assert!(tempered_run(1, &trainer, &data, false, true) == expected);
+        for ranks in [2, 3] {
+            let (reports, model) = tempered_run(ranks, &trainer, &data, true, false);
+            assert!(
+                model != expected.1 && reports != expected.0,
+                "{schedule:?}, {ranks} ranks: reused streams went unnoticed"
+            );
+            // The rank-order sum leaves the chains and the model alone but changes the
+            // reported swap acceptance (the rounding of 1 to 4 of the 6 updates' sums here).
+            let (reports, model) = tempered_run(ranks, &trainer, &data, false, true);
+            assert!(model == expected.1);
+            assert!(
+                reports != expected.0,
+                "{schedule:?}, {ranks} ranks: the rank-order acceptance sum went unnoticed"
+            );
+        }
     }
 }

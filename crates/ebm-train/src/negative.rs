@@ -332,6 +332,96 @@ impl Tempered {
         }
         validate_betas_to_one(&self.betas)
     }
+
+    /// The update's [`Tempered::rounds`] PT rounds on `state` (every system it holds), with
+    /// the counts they made.
+    pub(crate) fn rounds<V, H>(
+        &self,
+        model: &Rbm<V, H>,
+        state: &mut PtState<RbmChains<V::Scalar>>,
+        par: Par,
+    ) -> Rounds
+    where
+        V: TrainableLayer,
+        H: TrainableLayer<Scalar = V::Scalar>,
+    {
+        let pairs = self.betas.len() - 1;
+        let blocks = state.n_chains().div_ceil(ebm_core::CHAIN_CHUNK);
+        let mut counts = Rounds {
+            round_trips: 0,
+            proposed: vec![0; pairs],
+            block_sums: vec![0.0; blocks * pairs],
+        };
+        if blocks == 0 {
+            // A shard without systems (more processes than blocks of chains) only counts
+            // the rounds.
+            state.round += self.rounds as u64;
+            return counts;
+        }
+        let ladder = TemperatureLadder::new(model.clone(), self.betas.clone())
+            .expect("betas validated in init");
+        // The products kept by the last update's exchanges belong to the previous
+        // parameters.
+        state.drop_kept_products();
+        let pt = ParallelTempering::new(Gibbs::new(self.sweeps), self.schedule);
+        for _ in 0..self.rounds {
+            let info = pt.step(&ladder, state, par);
+            for k in 0..pairs {
+                counts.proposed[k] += info.proposed[k];
+                for (b, s) in info.acceptance_probability_block_sums[k].iter().enumerate() {
+                    counts.block_sums[b * pairs + k] += s;
+                }
+            }
+            counts.round_trips += info.round_trips;
+        }
+        counts
+    }
+
+    /// What the update did, from its round trips, proposals and summed acceptance
+    /// probabilities per pair.
+    pub(crate) fn info(&self, round_trips: u64, proposed: &[u64], sums: &[f64]) -> NegativeInfo {
+        let sweeps = (self.sweeps * self.rounds) as u64;
+        NegativeInfo {
+            sweeps,
+            chain_sweeps: sweeps * (self.chains * self.betas.len()) as u64,
+            swap_acceptance: proposed
+                .iter()
+                .zip(sums)
+                .map(|(&n, &s)| if n == 0 { f64::NAN } else { s / n as f64 })
+                .collect(),
+            round_trips,
+            ..NegativeInfo::default()
+        }
+    }
+}
+
+/// The counts of an update's PT rounds ([`Tempered::rounds`]) on the systems a state holds.
+pub(crate) struct Rounds {
+    /// Round trips completed.
+    pub round_trips: u64,
+    /// Exchanges proposed, per pair.
+    pub proposed: Vec<u64>,
+    /// \\(\sum \min(1, \alpha)\\) over the proposals, per block of
+    /// [`ebm_core::CHAIN_CHUNK`] systems and pair (`[b * pairs + k]`, blocks in system order),
+    /// each block's rounds added in round order.
+    pub block_sums: Vec<f64>,
+}
+
+impl Rounds {
+    /// The sums per pair: the blocks' sums added in block order (so the same for the whole
+    /// run and for its shards' blocks joined in order).
+    pub fn totals(&self) -> Vec<f64> {
+        block_order_totals(&self.block_sums, self.proposed.len())
+    }
+}
+
+/// Per pair, the sums `[b * pairs + k]` of blocks `b` added in block order.
+pub(crate) fn block_order_totals(block_sums: &[f64], pairs: usize) -> Vec<f64> {
+    let mut totals = vec![0.0; pairs];
+    for block in block_sums.chunks(pairs.max(1)) {
+        totals.iter_mut().zip(block).for_each(|(t, s)| *t += s);
+    }
+    totals
 }
 
 impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, H> for Tempered {
@@ -445,32 +535,8 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         _batch: &DMatrix<V::Scalar>,
         par: Par,
     ) -> Result<NegativeInfo> {
-        let ladder = TemperatureLadder::new(model.clone(), self.betas.clone())
-            .expect("betas validated in init");
-        let pt = ParallelTempering::new(Gibbs::new(self.sweeps), self.schedule);
-        let pairs = self.betas.len() - 1;
-        let (mut proposed, mut sum) = (vec![0u64; pairs], vec![0.0; pairs]);
-        let mut round_trips = 0;
-        for _ in 0..self.rounds {
-            let info = pt.step(&ladder, state, par);
-            for k in 0..pairs {
-                proposed[k] += info.proposed[k];
-                sum[k] += info.acceptance_probability_sum[k];
-            }
-            round_trips += info.round_trips;
-        }
-        let sweeps = (self.sweeps * self.rounds) as u64;
-        Ok(NegativeInfo {
-            sweeps,
-            chain_sweeps: sweeps * (self.chains * self.betas.len()) as u64,
-            swap_acceptance: proposed
-                .iter()
-                .zip(&sum)
-                .map(|(&n, &s)| if n == 0 { f64::NAN } else { s / n as f64 })
-                .collect(),
-            round_trips,
-            ..NegativeInfo::default()
-        })
+        let rounds = self.rounds(model, state, par);
+        Ok(self.info(rounds.round_trips, &rounds.proposed, &rounds.totals()))
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {

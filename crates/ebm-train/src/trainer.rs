@@ -6,7 +6,7 @@ use crate::layers::TrainableLayer;
 use crate::negative::{NegativeInfo, NegativePhase};
 use crate::optim::{LearningRate, Optimizer, OptimizerState, Penalty};
 use crate::params::{apply_step, independent_log_partition, zero_sum_gauge};
-use crate::shard::{Shard, Whole};
+use crate::shard::{Shard, ShardedPhase, Whole};
 use crate::stats::{Gradient, Moments, normalised};
 use ebm_core::{ChainState, Error, Kernel, Observer, Par, Result, RngStreams, Scalar};
 use ebm_estimators::{Ais, LogZEstimate, OnlineTrajectoryAis, Start, ais};
@@ -846,7 +846,10 @@ impl<P> Trainer<P> {
     {
         self.negative
             .check_state(&state.negative, self.batch_size)?;
-        self.update(None::<&Whole>, state, train, test, par)
+        let sample = |m: &Rbm<V, H>, s: &mut P::State, b: &DMatrix<V::Scalar>| {
+            self.negative.sample(m, s, b, par)
+        };
+        self.update(None::<&Whole>, &sample, state, train, test, par)
     }
 
     /// One parameter update of a data-parallel run ([`Shard`]): this process holds the
@@ -865,8 +868,10 @@ impl<P> Trainer<P> {
     /// as they were.
     ///
     /// Needs a negative phase without chain weights ([`NegativePhase::weights`] `None`, e.g.
-    /// [`crate::Pcd`], [`crate::Cd`], [`crate::PersistentKernel`]) whose chains move
-    /// independently given the model.
+    /// [`crate::Pcd`], [`crate::Cd`], [`crate::PersistentKernel`], [`crate::Tempered`]) whose
+    /// chains (for tempering, systems of replicas) move independently given the model; it
+    /// moves them with [`ShardedPhase::sample_on_shard`], which adds the phase's counts over
+    /// the processes (e.g. PT's round trips and swap acceptance).
     ///
     /// # Errors
     /// As [`Trainer::step`] (the negative phase's state is not checked: it holds a shard);
@@ -883,7 +888,7 @@ impl<P> Trainer<P> {
     where
         V: TrainableLayer,
         H: TrainableLayer<Scalar = V::Scalar>,
-        P: NegativePhase<V, H>,
+        P: ShardedPhase<V, H>,
         D: Shard,
     {
         if self.negative.weights(&state.negative).is_some() {
@@ -892,14 +897,20 @@ impl<P> Trainer<P> {
                 reason: "a data-parallel run needs a negative phase without chain weights".into(),
             });
         }
-        self.update(Some(shard), state, train, test, par)
+        let sample = |m: &Rbm<V, H>, s: &mut P::State, b: &DMatrix<V::Scalar>| {
+            self.negative.sample_on_shard(shard, m, s, b, par)
+        };
+        self.update(Some(shard), &sample, state, train, test, par)
     }
 
     /// [`Trainer::step`] after the negative phase's check, in one process (`shard` `None`)
-    /// or on one shard of a data-parallel run.
+    /// or on one shard of a data-parallel run, the negative phase moved by `sample` (on the
+    /// minibatch, or this process's columns of it).
+    #[allow(clippy::type_complexity)]
     fn update<V, H, D>(
         &self,
         shard: Option<&D>,
+        sample: &dyn Fn(&Rbm<V, H>, &mut P::State, &DMatrix<V::Scalar>) -> Result<NegativeInfo>,
         state: &mut TrainState<V, H, P::State>,
         train: &TrainingData<V::Scalar>,
         test: Option<&TrainingData<V::Scalar>>,
@@ -937,9 +948,7 @@ impl<P> Trainer<P> {
         let (data_moments, mut negative_info, model_moments) = match shard {
             None => {
                 let data_moments = Moments::of_visible(&state.model, &batch, Some(&weights), par);
-                let info = self
-                    .negative
-                    .sample(&state.model, &mut state.negative, &batch, par)?;
+                let info = sample(&state.model, &mut state.negative, &batch)?;
                 let model_moments = Moments::of_visible(
                     &state.model,
                     &self.negative.chains(&state.negative).visible,
@@ -954,9 +963,7 @@ impl<P> Trainer<P> {
                 let local = batch.columns(range.start, range.len()).into_owned();
                 let w = &normalised(Some(&weights), batch.ncols())[range];
                 let data_sums = Moments::block_sums(&state.model, &local, w, par);
-                let info = self
-                    .negative
-                    .sample(&state.model, &mut state.negative, &local, par)?;
+                let info = sample(&state.model, &mut state.negative, &local)?;
                 let chains = &self.negative.chains(&state.negative).visible;
                 let count = |all: &[f64]| vec![all.iter().sum()];
                 let total = shard.reduce(&[chains.ncols() as f64], &count)[0];

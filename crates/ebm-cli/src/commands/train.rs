@@ -254,8 +254,9 @@ where
 }
 
 // --- data-parallel training (issue #24, item 4) ---
-/// `mpirun -n K ebm train` shards the persistent chains of `--negative pcd`; the other phases
-/// refuse to run on several processes before any work ([`execute`]).
+/// `mpirun -n K ebm train` shards the chains of `--negative pcd` and `cd` and the systems of
+/// `--negative pt`; the other phases refuse to run on several processes before any work
+/// ([`execute`]).
 impl<V, H> ShardedPhase<V, H> for AnyNegative
 where
     V: TrainableLayer<Scalar = f64> + 'static,
@@ -266,25 +267,72 @@ where
         state: &AnyNegativeState,
         range: std::ops::Range<usize>,
     ) -> ebm_core::Result<AnyNegativeState> {
-        match (self, state) {
-            (AnyNegative::Pcd(_), AnyNegativeState::Pcd(s)) => Ok(AnyNegativeState::Pcd(
-                ebm_train::shard_chain_state(s, range)?,
-            )),
-            _ => Err(not_sharded(self.name())),
-        }
+        Ok(match (self, state) {
+            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
+                AnyNegativeState::Pcd(ShardedPhase::<V, H>::shard(p, s, range)?)
+            }
+            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => {
+                AnyNegativeState::Cd(ShardedPhase::<V, H>::shard(p, s, range)?)
+            }
+            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => {
+                AnyNegativeState::Pt(ShardedPhase::<V, H>::shard(p, s, range)?)
+            }
+            _ => return Err(not_sharded(self.name())),
+        })
     }
 
     fn join(&self, parts: Vec<AnyNegativeState>) -> ebm_core::Result<AnyNegativeState> {
-        let pcd = |s| match s {
-            AnyNegativeState::Pcd(s) => Ok(s),
-            _ => Err(not_sharded(self.name())),
-        };
-        let parts = parts
-            .into_iter()
-            .map(pcd)
-            .collect::<ebm_core::Result<_>>()?;
-        Ok(AnyNegativeState::Pcd(ebm_train::join_chain_states(parts)?))
+        let name = self.name();
+        // The parts as states of the variant, joined by its phase.
+        macro_rules! join {
+            ($variant:ident, $phase:expr) => {{
+                let parts = parts
+                    .into_iter()
+                    .map(|s| match s {
+                        AnyNegativeState::$variant(s) => Ok(s),
+                        _ => Err(not_sharded(name)),
+                    })
+                    .collect::<ebm_core::Result<Vec<_>>>()?;
+                AnyNegativeState::$variant(ShardedPhase::<V, H>::join($phase, parts)?)
+            }};
+        }
+        Ok(match self {
+            AnyNegative::Pcd(p) => join!(Pcd, p),
+            AnyNegative::Cd(p) => join!(Cd, p),
+            AnyNegative::Pt(p) => join!(Pt, p),
+            _ => return Err(not_sharded(name)),
+        })
     }
+
+    fn sample_on_shard<D: ebm_train::Shard>(
+        &self,
+        shard: &D,
+        model: &Rbm<V, H>,
+        state: &mut AnyNegativeState,
+        batch: &DMatrix<f64>,
+        par: Par,
+    ) -> ebm_core::Result<NegativeInfo> {
+        match (self, state) {
+            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
+                p.sample_on_shard(shard, model, s, batch, par)
+            }
+            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => {
+                p.sample_on_shard(shard, model, s, batch, par)
+            }
+            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => {
+                p.sample_on_shard(shard, model, s, batch, par)
+            }
+            _ => Err(not_sharded(self.name())),
+        }
+    }
+}
+
+/// Whether `mpirun -n K ebm train` runs this negative phase sharded ([`ShardedPhase`]).
+fn shards(negative: &AnyNegative) -> bool {
+    matches!(
+        negative,
+        AnyNegative::Pcd(_) | AnyNegative::Cd(_) | AnyNegative::Pt(_)
+    )
 }
 
 fn not_sharded(negative: &str) -> ebm_core::Error {
@@ -919,7 +967,7 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
         None => resolve(&a.settings, a.updates, &data)?,
     };
     if world.size() > 1 {
-        if !matches!(config.trainer.negative, AnyNegative::Pcd(_)) {
+        if !shards(&config.trainer.negative) {
             ctx.one_process(&format!("--negative {}", config.trainer.negative.name()))?;
         }
         if config.pretrain.is_some() {

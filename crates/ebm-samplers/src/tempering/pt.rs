@@ -1,7 +1,8 @@
 use super::ladder::{Exchange, KeptProducts};
-use ebm_core::{Chains, Error, Kernel, Par, RngStreams, Scalar};
+use ebm_core::{CHAIN_CHUNK, Chains, Error, Kernel, Par, RngStreams, Scalar};
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
 /// Which neighbouring pairs \\((k, k+1)\\) are proposed for exchange after each exploration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,6 +242,139 @@ impl<S: Chains> PtState<S> {
     pub fn n_chains(&self) -> usize {
         self.rungs[0].n_chains()
     }
+
+    /// Drops the products the last exchange kept for the next exploration
+    /// ([`KeptProducts`]): they were computed under the ladder's models, so a caller that
+    /// goes on with other models (e.g. a training run's negative phase after a parameter
+    /// update) must drop them first, or the next exploration draws from the old models'
+    /// conditionals. A cloned or deserialised state starts without them.
+    pub fn drop_kept_products(&mut self) {
+        self.kept = Kept::default();
+    }
+
+    /// Systems `range` of a state holding every rung, on every rung, with their streams,
+    /// replica labels, last-visited ends and lifting variables: the shard of the run one
+    /// process holds when systems are divided among processes (`select(x, range)` gives the
+    /// chains `range` of a batch `x`). Every system evolves on its own (see
+    /// [`PtState::for_systems`]), so the shards advanced separately, whole
+    /// [`CHAIN_CHUNK`] blocks each, and joined by [`PtState::join_systems`] give the state of
+    /// the whole run bit for bit. The first shard (`range.start == 0`) carries the state's
+    /// [`PtState::round_trips`], the others start at 0 (the join adds them).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a state holding a block of rungs
+    /// ([`PtState::for_rungs`]) or a range beyond the systems.
+    pub fn systems(
+        &self,
+        range: Range<usize>,
+        select: impl Fn(&S, Range<usize>) -> S,
+    ) -> ebm_core::Result<Self> {
+        let (n, k) = (self.n_chains(), self.rungs.len());
+        if self.first_rung != 0 || k != self.last_end.first().map_or(k, Vec::len) {
+            return Err(Error::InvalidParameter {
+                name: "PtState::systems".into(),
+                reason: "needs a state holding every rung".into(),
+            });
+        }
+        if range.start > range.end || range.end > n || self.rngs.len() != n * k {
+            return Err(Error::InvalidParameter {
+                name: "PtState::systems".into(),
+                reason: format!(
+                    "systems {range:?} of a state of {n} systems on {k} rungs ({} streams)",
+                    self.rngs.len()
+                ),
+            });
+        }
+        let streams: Vec<RngStreams> = (0..k)
+            .map(|r| self.rngs.subset(r * n + range.start..r * n + range.end))
+            .collect();
+        Ok(Self {
+            rungs: self
+                .rungs
+                .iter()
+                .map(|x| select(x, range.clone()))
+                .collect(),
+            rngs: RngStreams::join(self.rngs.seed(), &streams),
+            replica: self
+                .replica
+                .iter()
+                .map(|r| r[range.clone()].to_vec())
+                .collect(),
+            last_end: self.last_end[range.clone()].to_vec(),
+            round_trips: if range.start == 0 {
+                self.round_trips
+            } else {
+                0
+            },
+            lifted: self.lifted[range].to_vec(),
+            round: self.round,
+            first_rung: 0,
+            kept: Kept::default(),
+        })
+    }
+
+    /// The shards of [`PtState::systems`], in system order, joined into the whole run's
+    /// state (`concat` joins batches of chains in order); the round trips are added.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for no parts, or parts of other rung counts, rounds or
+    /// seeds.
+    pub fn join_systems(parts: Vec<Self>, concat: impl Fn(&[&S]) -> S) -> ebm_core::Result<Self> {
+        let first = parts.first().ok_or_else(|| Error::InvalidParameter {
+            name: "PtState::join_systems".into(),
+            reason: "no shards to join".into(),
+        })?;
+        let (k, round, seed) = (first.rungs.len(), first.round, first.rngs.seed());
+        if let Some(p) = parts
+            .iter()
+            .find(|p| (p.rungs.len(), p.round, p.rngs.seed(), p.first_rung) != (k, round, seed, 0))
+        {
+            return Err(Error::InvalidParameter {
+                name: "PtState::join_systems".into(),
+                reason: format!(
+                    "shards of {k} rungs at round {round} (seed {seed}) cannot take one of {} \
+                     rungs at round {} (seed {}, first rung {})",
+                    p.rungs.len(),
+                    p.round,
+                    p.rngs.seed(),
+                    p.first_rung
+                ),
+            });
+        }
+        let mut streams = Vec::with_capacity(k * parts.len());
+        for r in 0..k {
+            for p in &parts {
+                let n = p.n_chains();
+                streams.push(p.rngs.subset(r * n..(r + 1) * n));
+            }
+        }
+        Ok(Self {
+            rungs: (0..k)
+                .map(|r| concat(&parts.iter().map(|p| &p.rungs[r]).collect::<Vec<_>>()))
+                .collect(),
+            rngs: RngStreams::join(seed, &streams),
+            replica: (0..k)
+                .map(|r| {
+                    parts
+                        .iter()
+                        .flat_map(|p| p.replica[r].iter().copied())
+                        .collect()
+                })
+                .collect(),
+            last_end: parts
+                .iter()
+                .flat_map(|p| p.last_end.iter().cloned())
+                .collect(),
+            round_trips: parts.iter().map(|p| p.round_trips).sum(),
+            lifted: parts
+                .iter()
+                .flat_map(|p| p.lifted.iter().copied())
+                .collect(),
+            round,
+            first_rung: 0,
+            kept: Kept::default(),
+        })
+    }
 }
 
 /// What one PT round did: per neighbouring pair \\((k, k+1)\\), how many exchanges were proposed
@@ -263,6 +397,14 @@ pub struct PtInfo {
     pub accepted: Vec<u64>,
     /// Sum over proposals of \\(\min(1, \alpha)\\), per pair.
     pub acceptance_probability_sum: Vec<f64>,
+    /// The same sums per block of [`CHAIN_CHUNK`] systems: `[k][b]` sums the proposals of
+    /// pair `k` by systems `b * CHAIN_CHUNK..(b + 1) * CHAIN_CHUNK` of the state, in system
+    /// order. Blocks do not depend on how the systems are divided among processes
+    /// ([`PtState::systems`]), so sums added block by block in block order are the same for
+    /// any division (the tempered negative phase of `ebm-train` reports its swap acceptance
+    /// this way).
+    #[serde(default)]
+    pub acceptance_probability_block_sums: Vec<Vec<f64>>,
 }
 
 /// A neighbour of a block of rungs ([`PtState::for_rungs`]): the process holding the rungs
@@ -425,6 +567,7 @@ impl<K, B> ParallelTempering<K, B> {
             proposed: vec![0; n_pairs],
             accepted: vec![0; n_pairs],
             acceptance_probability_sum: vec![0.0; n_pairs],
+            acceptance_probability_block_sums: vec![vec![0.0; n.div_ceil(CHAIN_CHUNK)]; n_pairs],
         };
         if n_pairs == 0 {
             state.round += 1;
@@ -680,7 +823,9 @@ fn decide(
             accept[i] = u.ln() < a;
             info.proposed[k] += 1;
             info.accepted[k] += accept[i] as u64;
-            info.acceptance_probability_sum[k] += a.exp();
+            let p = a.exp();
+            info.acceptance_probability_sum[k] += p;
+            info.acceptance_probability_block_sums[k][i / CHAIN_CHUNK] += p;
         }
     }
 }
@@ -784,11 +929,12 @@ fn update_round_trips(
 
 #[cfg(test)]
 mod tests {
-    use super::lifted_update;
+    use super::{ParallelTempering, PtState, SwapSchedule, lifted_update};
+    use crate::Gibbs;
     use crate::tempering::{Exchange, TemperatureLadder};
     use ebm_core::Par;
     use ebm_models::exact::visible_probabilities;
-    use ebm_models::{Bernoulli, DiscreteLayer, Rbm};
+    use ebm_models::{Bernoulli, DiscreteLayer, Rbm, RbmChains};
     use nalgebra::DMatrix;
 
     const BETAS: [f64; 3] = [0.3, 0.65, 1.0];
@@ -889,6 +1035,104 @@ mod tests {
             worst > 1e-3,
             "lifting without the involution kept the target: {worst}"
         );
+    }
+
+    /// A 10 x 7 Bernoulli RBM with weights `scale` times a fixed pattern.
+    fn rbm(scale: f64) -> Rbm<Bernoulli, Bernoulli> {
+        Rbm::new(
+            Bernoulli::zeros(10),
+            Bernoulli::new(vec![-0.2; 7]),
+            DMatrix::from_fn(10, 7, |i, j| scale * (((i + 2 * j) % 5) as f64 - 2.0) / 4.0),
+        )
+        .unwrap()
+    }
+
+    fn cols(x: &RbmChains<f64>, r: std::ops::Range<usize>) -> RbmChains<f64> {
+        RbmChains {
+            visible: x.visible.columns(r.start, r.len()).into_owned(),
+            hidden: x.hidden.columns(r.start, r.len()).into_owned(),
+        }
+    }
+
+    fn concat(parts: &[&RbmChains<f64>]) -> RbmChains<f64> {
+        let n = parts.iter().map(|p| p.visible.ncols()).sum();
+        let layer = |f: fn(&RbmChains<f64>) -> &DMatrix<f64>| {
+            let rows = f(parts[0]).nrows();
+            DMatrix::from_iterator(rows, n, parts.iter().flat_map(|p| f(p).iter().copied()))
+        };
+        RbmChains {
+            visible: layer(|c| &c.visible),
+            hidden: layer(|c| &c.hidden),
+        }
+    }
+
+    /// Systems 0..256 and 256..300 (whole blocks of 128) advanced separately and joined are
+    /// the whole run, for every schedule: chains, streams, labels, lifting, round trips, and
+    /// the acceptance sums per block; joined out of order (negative control) they are not.
+    #[test]
+    fn shards_of_systems_advanced_separately_join_into_the_whole_run() {
+        let model = rbm(2.0);
+        let ladder = TemperatureLadder::new(model.clone(), BETAS.to_vec()).unwrap();
+        for schedule in SwapSchedule::ALL {
+            let pt = ParallelTempering::new(Gibbs::new(1), schedule);
+            let rungs = BETAS.iter().map(|_| model.default_chains(300)).collect();
+            let mut whole = PtState::new(rungs, 7).unwrap();
+            let mut parts: Vec<_> = [0..256, 256..300]
+                .into_iter()
+                .map(|r| whole.systems(r, cols).unwrap())
+                .collect();
+            for _ in 0..5 {
+                let info = pt.step(&ladder, &mut whole, Par::Rayon);
+                let infos: Vec<_> = parts
+                    .iter_mut()
+                    .map(|p| pt.step(&ladder, p, Par::Rayon))
+                    .collect();
+                for k in 0..BETAS.len() - 1 {
+                    let blocks: Vec<f64> = infos
+                        .iter()
+                        .flat_map(|i| i.acceptance_probability_block_sums[k].clone())
+                        .collect();
+                    assert_eq!(blocks, info.acceptance_probability_block_sums[k]);
+                    let sum: f64 = blocks.iter().sum();
+                    assert!((sum - info.acceptance_probability_sum[k]).abs() < 1e-9);
+                }
+                let trips: u64 = infos.iter().map(|i| i.round_trips).sum();
+                assert_eq!(trips, info.round_trips);
+            }
+            let joined = PtState::join_systems(parts.clone(), concat).unwrap();
+            assert!(joined == whole, "{schedule:?}");
+            parts.reverse();
+            let wrong = PtState::join_systems(parts, concat).unwrap();
+            assert!(wrong != whole, "{schedule:?}: order went unnoticed");
+        }
+    }
+
+    /// The products an exchange keeps belong to the ladder's model: after a change of model,
+    /// a state that dropped them moves as a fresh copy of itself does (which starts without
+    /// them); one that kept them (negative control) draws from the old model and differs.
+    #[test]
+    fn kept_products_are_dropped_before_a_change_of_model() {
+        let (old, new) = (rbm(1.0), rbm(1.5));
+        let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
+        let before = TemperatureLadder::new(old.clone(), BETAS.to_vec()).unwrap();
+        let run = || {
+            let rungs = BETAS.iter().map(|_| old.default_chains(300)).collect();
+            let mut state = PtState::new(rungs, 3).unwrap();
+            for _ in 0..3 {
+                pt.step(&before, &mut state, Par::Rayon);
+            }
+            state
+        };
+        let after = TemperatureLadder::new(new, BETAS.to_vec()).unwrap();
+        let mut fresh = run().clone();
+        pt.step(&after, &mut fresh, Par::Rayon);
+        let mut dropped = run();
+        dropped.drop_kept_products();
+        pt.step(&after, &mut dropped, Par::Rayon);
+        assert!(dropped == fresh);
+        let mut stale = run();
+        pt.step(&after, &mut stale, Par::Rayon);
+        assert!(stale != fresh, "stale products went unnoticed");
     }
 
     #[test]
