@@ -164,7 +164,8 @@ where
 /// rounds of `pt.step(ladder, &mut start.clone(), par)` leave, bit for bit.
 ///
 /// # Errors
-/// As [`tempering_by_rung`].
+/// As [`tempering_by_rung`]; [`Error::InvalidParameter`] for a `start` that is a block of
+/// rungs rather than a whole run.
 #[allow(clippy::too_many_arguments)]
 pub fn tempering_by_rung_from<C, L, K, B>(
     c: &C,
@@ -185,6 +186,15 @@ where
     B: Kernel<L::RungModel>,
 {
     let k = start.rungs.len();
+    if start.first_rung != 0 {
+        return Err(Error::InvalidParameter {
+            name: "start".into(),
+            reason: format!(
+                "the state of a whole run starts at rung 0, this block at rung {}",
+                start.first_rung
+            ),
+        });
+    }
     if c.size() > 1 && !ladder.splits_by_state() {
         return Err(Error::InvalidParameter {
             name: "ladder".into(),

@@ -309,7 +309,9 @@ pub enum Side {
 
 /// How [`ParallelTempering::step_linked`] reaches the processes holding the neighbouring
 /// blocks of rungs: messages of `u64` words (values as `f64` bit patterns, so exact),
-/// delivered in the order sent, and the swap of chosen chains of two boundary rungs.
+/// delivered in the order sent, and the swap of chosen chains of two boundary rungs. `S` is
+/// what an exchange moves ([`super::Exchange::Part`]): a ladder's whole state, or one layer
+/// of a stack's.
 ///
 /// The round's messages alternate between two neighbours (the block above sends first), so
 /// an implementation may block in [`RungLink::send`] until the message is received.
@@ -393,9 +395,16 @@ impl<K, B> ParallelTempering<K, B> {
     /// with the block above is decided by this block, which holds rung \(k\) and so the
     /// stream of its swap uniforms: the block above sends the energies of its states at the
     /// two rungs ([`Exchange::pair_energies`], \(2n\) numbers for \(n\) systems), this block
-    /// computes \(\log\alpha\) with the one-process formula ([`super::pair_log_accept`]),
-    /// draws the uniforms, and sends up the decisions; then the two blocks swap the chains
-    /// of the accepted exchanges only, with their replica labels and last-visited ends. The
+    /// computes \(\log\alpha\) with the one-process formula
+    /// ([`Exchange::log_accept_from_energies`]), draws the uniforms, and sends up the
+    /// decisions; then the two blocks swap the moving parts ([`Exchange::part_mut`]: whole
+    /// chains, or a stack's exchanged layers) of the accepted exchanges only, with their
+    /// replica labels and last-visited ends. An exchange that then refreshes both rungs
+    /// ([`Exchange::refreshes`]) draws from rung \(k\)'s streams: this block lends them to
+    /// the block above (four words per stream), which refreshes its state and returns them,
+    /// and this block refreshes its own ([`Exchange::refresh`]). Such a refresh touches every
+    /// chain of both rungs, so under schedules whose systems choose different pairs its
+    /// pairs run bottom up across the blocks, as the sweep schedule's do. The
     /// schedule's choice per system (drawn from rung 0's streams by SEO and random-pair)
     /// travels up with the decisions; the lifted replica's position is known to the block
     /// holding it, which announces a proposal down its boundary. So every chain keeps its
