@@ -328,6 +328,33 @@ fn train_phases_not_sharded_refuse_to_run_on_several_processes() {
 
 // --- Parallel tempering sharded by rung ---
 
+/// Runs every command of `runs` (arguments, the files it writes) with one thread in `d/one`
+/// (one process, no `mpirun`), then under `mpirun -n 1`, `-n 2` and `-n 3` in `d/1`, `d/2`
+/// and `d/3`, and asserts that the files are the same ([`assert_same_files`]); returns
+/// `d/one`.
+#[cfg(feature = "mpi")]
+fn same_on_one_two_and_three_processes(d: &Path, runs: &[(&str, &[&str])]) -> std::path::PathBuf {
+    let one = d.join("one");
+    std::fs::create_dir(&one).unwrap();
+    for (args, _) in runs {
+        ok(&one, &format!("{args} --threads 1"));
+    }
+    for ranks in [1, 2, 3] {
+        let at = d.join(ranks.to_string());
+        std::fs::create_dir(&at).unwrap();
+        for (args, files) in runs {
+            let out = mpirun(&at, ranks, &format!("{args} --threads 1"));
+            assert!(
+                out.status.success(),
+                "{ranks} ranks, ebm {args}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_same_files(&one, &at, ranks, args, files);
+        }
+    }
+    one
+}
+
 /// `mpirun -n K ebm sample --sampler pt | ptt`: the rungs in blocks on the K processes (rank 0
 /// holds the target and traces it); samples, the chain-0 trace and the record (swap
 /// statistics, round trips, index process times) equal those of one process.
@@ -355,24 +382,7 @@ fn pt_and_ptt_sharded_by_rung_write_what_one_process_writes() {
             &["ptt.npy", "ptt.json"],
         ),
     ];
-    let one = d.join("one");
-    std::fs::create_dir(&one).unwrap();
-    for (args, _) in runs {
-        ok(&one, &format!("{args} --threads 1"));
-    }
-    for ranks in [1, 2, 3] {
-        let at = d.join(ranks.to_string());
-        std::fs::create_dir(&at).unwrap();
-        for (args, files) in runs {
-            let out = mpirun(&at, ranks, &format!("{args} --threads 1"));
-            assert!(
-                out.status.success(),
-                "{ranks} ranks, ebm {args}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert_same_files(&one, &at, ranks, args, files);
-        }
-    }
+    let one = same_on_one_two_and_three_processes(d, &runs);
     let record = json(&one.join("pt.json"));
     assert!(record["results"]["pt"]["round_trips"].as_u64().unwrap() > 0);
     // Negative control: the comparison sees a change of seed.
@@ -414,24 +424,7 @@ fn stacked_tempering_sharded_by_rung_writes_what_one_process_writes() {
             &["seo.npy", "seo.json"],
         ),
     ];
-    let one = d.join("one");
-    std::fs::create_dir(&one).unwrap();
-    for (args, _) in runs {
-        ok(&one, &format!("{args} --threads 1"));
-    }
-    for ranks in [1, 2, 3] {
-        let at = d.join(ranks.to_string());
-        std::fs::create_dir(&at).unwrap();
-        for (args, files) in runs {
-            let out = mpirun(&at, ranks, &format!("{args} --threads 1"));
-            assert!(
-                out.status.success(),
-                "{ranks} ranks, ebm {args}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert_same_files(&one, &at, ranks, args, files);
-        }
-    }
+    let one = same_on_one_two_and_three_processes(d, &runs);
     let accepted = json(&one.join("st.json"))["results"]["pt"]["acceptance_rates"].clone();
     let rates: Vec<f64> = serde_json::from_value(accepted).unwrap();
     assert!(
