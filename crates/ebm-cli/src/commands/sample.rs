@@ -712,6 +712,9 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer>(
 /// What a PT run returns: the target's visible configurations, the diagnostics, the warnings.
 type PtRun = (DMatrix<f64>, PtSummary, Vec<String>);
 
+/// The target's chains of a tempering run, its diagnostics and its warnings.
+pub(crate) type TemperedRun = (RbmChains<f64>, PtSummary, Vec<String>);
+
 /// What explores rung 0 of a PT run.
 enum Rung0 {
     /// The same Gibbs sweeps as every other rung.
@@ -813,7 +816,7 @@ pub(crate) fn tempering<L, K, B>(
     mut state: PtState<RbmChains<f64>>,
     tracer: &mut ModeTracer,
     names: (&str, &str),
-) -> Result<Option<(RbmChains<f64>, PtSummary, Vec<String>)>>
+) -> Result<Option<TemperedRun>>
 where
     L: Exchange<State = RbmChains<f64>>,
     L::Part: ebm_mpi::ShardChains,
