@@ -300,6 +300,23 @@ fn stacked_whole(
     (start, whole)
 }
 
+/// `pt` on a stack sharded by rung over `ranks` threads from the whole state `start`.
+fn stacked_sharded<L, K>(
+    ranks: usize,
+    pt: &ParallelTempering<K>,
+    ladder: &L,
+    start: &PtState<RbmChains<f64>>,
+) -> RungRun<RbmChains<f64>>
+where
+    L: Exchange<State = RbmChains<f64>, Part = DMatrix<f64>>,
+    K: Kernel<L::RungModel> + Sync,
+{
+    on_rank_0(ranks, |c, observe| {
+        let par = Par::Rayon;
+        tempering_by_rung_from(c, pt, ladder, start, ROUNDS, INDEX_SYSTEMS, par, observe)
+    })
+}
+
 /// Stacked tempering sharded by rung: the exchange of \(h_n\) with \(v_{n+1}\) across a
 /// boundary is decided from the energies of the two moving layers, moves only those layers,
 /// and its refresh draws from the lower rung's streams on both sides. Five RBMs: blocks of 5;
@@ -313,19 +330,7 @@ fn stacked_tempering_sharded_by_rung_equals_the_one_process_run_for_every_schedu
         assert_mixes(&whole, schedule, &format!("ST {schedule:?}"));
         for ranks in 1..=4 {
             let what = format!("ST {schedule:?} on {ranks} ranks");
-            let run = on_rank_0(ranks, |c, observe| {
-                let pt = st.engine(&ladder);
-                tempering_by_rung_from(
-                    c,
-                    &pt,
-                    &ladder,
-                    &start,
-                    ROUNDS,
-                    INDEX_SYSTEMS,
-                    Par::Rayon,
-                    observe,
-                )
-            });
+            let run = stacked_sharded(ranks, &st.engine(&ladder), &ladder, &start);
             assert_same(&run, &whole, &what);
         }
     }
@@ -392,19 +397,7 @@ fn stacked_boundary_without_refresh_or_with_wrong_energies_breaks_the_identity()
     let st = StackedTempering::new(SwapSchedule::DeterministicEvenOdd);
     let (start, whole) = stacked_whole(&st, &ladder);
     let pt = st.engine(&ladder);
-    let unrefreshed = on_rank_0(2, |c, observe| {
-        let ladder = Unrefreshed(&ladder);
-        tempering_by_rung_from(
-            c,
-            &pt,
-            &ladder,
-            &start,
-            ROUNDS,
-            INDEX_SYSTEMS,
-            Par::Rayon,
-            observe,
-        )
-    });
+    let unrefreshed = stacked_sharded(2, &pt, &Unrefreshed(&ladder), &start);
     assert_ne!(
         unrefreshed.state.rungs, whole.state.rungs,
         "no refresh at the boundary"
