@@ -498,7 +498,8 @@ Samplers:
           step runs --sweeps Gibbs sweeps on every RBM, then proposes to exchange the hidden
           layer of RBM n with the visible layer of RBM n + 1 (alternating pairs by the
           --schedule, default deo), each exchange followed by an exact refresh; the samples
-          are the bottom RBM's.
+          are the bottom RBM's. Under `mpirun -n K` (built with the feature mpi) the RBMs run
+          in blocks on the K processes, with the one-process results, as for pt and ptt.
   latent  hidden-space Gibbs moves at --beta: each step runs --ags-sweeps Gibbs sweeps, then
           draws h given v, --sweeps sweeps of hidden units redrawn from their conditionals
           with the visible layer summed out (--latent-algorithm 3: one unit at a time; 4:

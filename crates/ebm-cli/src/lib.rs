@@ -29,8 +29,9 @@
 //! Built with the feature `mpi`, `ebm sample --sampler gibbs` and `ebm loglik ais |
 //! reverse-ais | tr-ais` started by `mpirun -n K` run sharded by chain over the K processes
 //! ([`ebm_mpi`]): rank 0 writes outputs byte-identical to one process's, and the record's
-//! `ranks` says how many ran. `ebm sample --sampler pt | pt-ref | ptt` runs sharded by rung
-//! (blocks of rungs on the K processes, [`ebm_mpi::tempering_by_rung`]) and `ebm train
+//! `ranks` says how many ran. `ebm sample --sampler pt | pt-ref | ptt | stacked` runs sharded
+//! by rung (blocks of rungs, or of a stack's RBMs, on the K processes,
+//! [`ebm_mpi::tempering_by_rung_from`]) and `ebm train
 //! --negative pcd` data-parallel (minibatch and chains sharded, [`ebm_mpi::train`]), with the
 //! same guarantee. Other commands refuse to run on several processes, and so does a program
 //! built without the feature.

@@ -102,7 +102,7 @@ impl Context {
             return Err(CliError::new(format!(
                 "{what} does not run sharded over MPI processes (this is one of {n}); run it \
                  in one process, without mpirun (sharded: `ebm sample --sampler gibbs` without \
-                 --trace-every/--chain-out, `ebm sample --sampler pt | pt-ref | ptt`, \
+                 --trace-every/--chain-out, `ebm sample --sampler pt | pt-ref | ptt | stacked`, \
                  `ebm loglik ais | reverse-ais | tr-ais`, and `ebm train --negative pcd | cd | \
                  pt` without --pretrain)"
             )));

@@ -357,6 +357,33 @@ fn train_phases_not_sharded_refuse_to_run_on_several_processes() {
 
 // --- Parallel tempering sharded by rung ---
 
+/// Runs every command of `runs` (arguments, the files it writes) with one thread in `d/one`
+/// (one process, no `mpirun`), then under `mpirun -n 1`, `-n 2` and `-n 3` in `d/1`, `d/2`
+/// and `d/3`, and asserts that the files are the same ([`assert_same_files`]); returns
+/// `d/one`.
+#[cfg(feature = "mpi")]
+fn same_on_one_two_and_three_processes(d: &Path, runs: &[(&str, &[&str])]) -> std::path::PathBuf {
+    let one = d.join("one");
+    std::fs::create_dir(&one).unwrap();
+    for (args, _) in runs {
+        ok(&one, &format!("{args} --threads 1"));
+    }
+    for ranks in [1, 2, 3] {
+        let at = d.join(ranks.to_string());
+        std::fs::create_dir(&at).unwrap();
+        for (args, files) in runs {
+            let out = mpirun(&at, ranks, &format!("{args} --threads 1"));
+            assert!(
+                out.status.success(),
+                "{ranks} ranks, ebm {args}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_same_files(&one, &at, ranks, args, files);
+        }
+    }
+    one
+}
+
 /// `mpirun -n K ebm sample --sampler pt | ptt`: the rungs in blocks on the K processes (rank 0
 /// holds the target and traces it); samples, the chain-0 trace and the record (swap
 /// statistics, round trips, index process times) equal those of one process.
@@ -384,24 +411,7 @@ fn pt_and_ptt_sharded_by_rung_write_what_one_process_writes() {
             &["ptt.npy", "ptt.json"],
         ),
     ];
-    let one = d.join("one");
-    std::fs::create_dir(&one).unwrap();
-    for (args, _) in runs {
-        ok(&one, &format!("{args} --threads 1"));
-    }
-    for ranks in [1, 2, 3] {
-        let at = d.join(ranks.to_string());
-        std::fs::create_dir(&at).unwrap();
-        for (args, files) in runs {
-            let out = mpirun(&at, ranks, &format!("{args} --threads 1"));
-            assert!(
-                out.status.success(),
-                "{ranks} ranks, ebm {args}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert_same_files(&one, &at, ranks, args, files);
-        }
-    }
+    let one = same_on_one_two_and_three_processes(d, &runs);
     let record = json(&one.join("pt.json"));
     assert!(record["results"]["pt"]["round_trips"].as_u64().unwrap() > 0);
     // Negative control: the comparison sees a change of seed.
@@ -409,6 +419,52 @@ fn pt_and_ptt_sharded_by_rung_write_what_one_process_writes() {
     std::fs::create_dir(&other).unwrap();
     ok(&other, &runs[2].0.replace("--seed 9", "--seed 10"));
     assert!(bytes(&other.join("ptt.npy")) != bytes(&one.join("ptt.npy")));
+}
+
+/// `mpirun -n K ebm sample --sampler stacked`: the RBMs of a stack of four (20 -> 12 -> 6 -> 4
+/// -> 3, the bottom the model of [`save_model`]) in blocks of rungs on the K processes, the
+/// exchange across a block boundary decided from the energies of the two moving layers;
+/// samples, the chain-0 trace and the record equal those of one process, under the reference
+/// schedule (DEO) and under SEO (whose pairs run bottom up across the blocks).
+#[cfg(feature = "mpi")]
+#[test]
+fn stacked_tempering_sharded_by_rung_writes_what_one_process_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_model(d);
+    let upper = |nv: usize, nh: usize| {
+        let w = DMatrix::from_fn(nv, nh, |i, j| 0.4 * (((i * 3 + j * 5) % 7) as f64 - 3.0));
+        let visible = Bernoulli::new((0..nv).map(|i| 0.1 - 0.05 * (i % 3) as f64).collect());
+        let hidden = Bernoulli::new((0..nh).map(|j| 0.02 * j as f64).collect());
+        Rbm::new(visible, hidden, w).unwrap()
+    };
+    let bottom: Rbm<Bernoulli, Bernoulli> = ebm_io::load_rbm(&d.join("m.safetensors")).unwrap();
+    let stack = ebm_models::Stack::new(bottom, vec![upper(12, 6), upper(6, 4), upper(4, 3)]);
+    ebm_io::save_stack(&stack.unwrap(), &d.join("stack.json")).unwrap();
+    let runs: [(&str, &[&str]); 2] = [
+        (
+            "sample --sampler stacked --stack ../stack.json --chains 60 --steps 40 --seed 7 \
+             --trace-every 10 --chain-out c.npy --out st.npy",
+            &["st.npy", "c.npy", "st.json"],
+        ),
+        (
+            "sample --sampler stacked --stack ../stack.json --schedule seo --chains 60 \
+             --steps 40 --seed 8 --out seo.npy",
+            &["seo.npy", "seo.json"],
+        ),
+    ];
+    let one = same_on_one_two_and_three_processes(d, &runs);
+    let accepted = json(&one.join("st.json"))["results"]["pt"]["acceptance_rates"].clone();
+    let rates: Vec<f64> = serde_json::from_value(accepted).unwrap();
+    assert!(
+        rates.iter().all(|&a| a > 0.0),
+        "exchanges accepted: {rates:?}"
+    );
+    // Negative control: the comparison sees a change of seed.
+    let other = d.join("other");
+    std::fs::create_dir(&other).unwrap();
+    ok(&other, &runs[1].0.replace("--seed 8", "--seed 9"));
+    assert!(bytes(&other.join("seo.npy")) != bytes(&one.join("seo.npy")));
 }
 
 // --- End of parallel tempering sharded by rung ---

@@ -44,7 +44,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackedRbm<V, H> {
     }
 
     /// Width (values per chain) of the visible layer.
-    fn visible_width(&self) -> usize {
+    pub fn visible_width(&self) -> usize {
         dispatch!(self, r => r.visible().width())
     }
 

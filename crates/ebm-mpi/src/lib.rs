@@ -93,5 +93,5 @@ pub use shard::{ShardChains, chain_range};
 
 // --- Tempering sharded by rung ---
 mod rungs;
-pub use rungs::{RungNeighbours, RungRun, rung_range, tempering_by_rung};
+pub use rungs::{RungNeighbours, RungRun, rung_range, tempering_by_rung, tempering_by_rung_from};
 // --- End of tempering sharded by rung ---

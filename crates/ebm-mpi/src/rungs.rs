@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use ebm_core::{Chains, Error, Kernel, Par, Result, RngStreams};
+use ebm_core::{Error, Kernel, Par, Result, RngStreams};
 use ebm_samplers::tempering::{
     Exchange, IndexProcess, ParallelTempering, PtDiagnostics, PtState, RungLink, Side,
 };
@@ -55,6 +55,8 @@ impl<'a, C: Collective + ?Sized> RungNeighbours<'a, C> {
     }
 }
 
+/// `S` is the part of a state that an exchange moves ([`Exchange::part_mut`]): whole chains for
+/// a ladder, one layer for a stack.
 impl<C: Collective + ?Sized, S: ShardChains> RungLink<S> for RungNeighbours<'_, C> {
     fn send(&mut self, to: Side, words: &[u64]) {
         self.c.send(self.rank_of(to), words);
@@ -116,11 +118,15 @@ pub struct RungRun<S> {
 /// energies, with the same uniform, as in one process.
 ///
 /// Communication per round, for \(n\) systems, across each of the `size - 1` block
-/// boundaries whose pair is proposed: \(2n\) energies up the ladder (plus \(n\) flags for the
-/// lifted schedule), \(2n\) or \(3n\) decision words down, and the chains of the accepted
-/// exchanges both ways (with two words of labels each). The pairs of a round are decided
-/// bottom up, as in one process, so the exchange phase passes from block to block; the
-/// exploration, the bulk of a round, runs on all blocks at once.
+/// boundaries whose pair is proposed: \(2n\) energies down the ladder (plus \(n\) flags for
+/// the lifted schedule), \(2n\) decision words up, and the moving parts of the accepted
+/// exchanges both ways ([`Exchange::part_mut`]: whole chains for a ladder, one layer for a
+/// stack), with two words of labels each. An exchange that refreshes its two rungs
+/// ([`Exchange::refreshes`], a stack) draws from the lower rung's streams on both sides: the
+/// lower block lends them up (\(4n\) words, the 256-bit stream states) and gets them back
+/// advanced. The pairs of a round are decided bottom up, as in one process, so the exchange
+/// phase passes from block to block; the exploration, the bulk of a round, runs on all
+/// blocks at once.
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] for no rungs, or an exchange that does not split by state
@@ -136,16 +142,59 @@ pub fn tempering_by_rung<C, L, K, B>(
     rounds: u64,
     index_systems: usize,
     par: Par,
+    observe: impl FnMut(u64, &L::State) -> Result<()>,
+) -> Result<Option<RungRun<L::State>>>
+where
+    C: Collective + ?Sized,
+    L: Exchange,
+    L::State: ShardChains,
+    L::Part: ShardChains,
+    K: Kernel<L::RungModel>,
+    B: Kernel<L::RungModel>,
+{
+    Error::check_len("rungs", ladder.n_exchange_rungs(), init.len())?;
+    let start = PtState::new(init.to_vec(), seed)?;
+    tempering_by_rung_from(c, pt, ladder, &start, rounds, index_systems, par, observe)
+}
+
+/// [`tempering_by_rung`] from the state `start` of the whole run (which every rank passes),
+/// e.g. the state that [`ebm_samplers::tempering::StackedTempering::init`] leaves (its
+/// bottom-to-top pass draws from the target rung's streams): rank `r` runs the block
+/// [`PtState::block`]`(`[`rung_range`]`(K, size, r))` and rank 0 gathers what `rounds`
+/// rounds of `pt.step(ladder, &mut start.clone(), par)` leave, bit for bit.
+///
+/// # Errors
+/// As [`tempering_by_rung`]; [`Error::InvalidParameter`] for a `start` that is a block of
+/// rungs rather than a whole run.
+#[allow(clippy::too_many_arguments)]
+pub fn tempering_by_rung_from<C, L, K, B>(
+    c: &C,
+    pt: &ParallelTempering<K, B>,
+    ladder: &L,
+    start: &PtState<L::State>,
+    rounds: u64,
+    index_systems: usize,
+    par: Par,
     mut observe: impl FnMut(u64, &L::State) -> Result<()>,
 ) -> Result<Option<RungRun<L::State>>>
 where
     C: Collective + ?Sized,
     L: Exchange,
     L::State: ShardChains,
+    L::Part: ShardChains,
     K: Kernel<L::RungModel>,
     B: Kernel<L::RungModel>,
 {
-    let k = init.len();
+    let k = start.rungs.len();
+    if start.first_rung != 0 {
+        return Err(Error::InvalidParameter {
+            name: "start".into(),
+            reason: format!(
+                "the state of a whole run starts at rung 0, this block at rung {}",
+                start.first_rung
+            ),
+        });
+    }
     if c.size() > 1 && !ladder.splits_by_state() {
         return Err(Error::InvalidParameter {
             name: "ladder".into(),
@@ -156,8 +205,8 @@ where
     }
     Error::check_len("rungs", ladder.n_exchange_rungs(), k)?;
     let held = rung_range(k, c.size(), c.rank());
-    let blocks = held.clone().map(|r| init[r].clone()).collect::<Vec<_>>();
-    let n = init.first().map_or(0, Chains::n_chains);
+    let init = &start.rungs;
+    let n = start.n_chains();
     let m = index_systems.min(n);
     let mut diagnostics = PtDiagnostics::new(n);
     // Per round, the labels of the first `m` systems on this block's rungs.
@@ -165,7 +214,7 @@ where
     let mut state = None;
     let mut failed = None;
     if !held.is_empty() {
-        let mut s = PtState::for_rungs(blocks, seed, held.start, k)?;
+        let mut s = start.block(held.clone());
         let mut link = RungNeighbours::new(c);
         for r in 1..=rounds {
             let info = pt.step_linked(ladder, &mut s, &mut link, par);
@@ -197,7 +246,7 @@ where
             let here = held.contains(&(eta as usize));
             [u64::from(here), u64::from(eta), u64::from(up)]
         }));
-        message.push(s.round_trips);
+        message.push(s.round_trips - start.round_trips);
         streams = serde_json::to_vec(&s.rngs).expect("streams serialise");
     }
     let pairs = k.saturating_sub(1);
@@ -224,8 +273,9 @@ where
     if let Some(e) = failed {
         return Err(e);
     }
-    let mut whole = PtState::new(init.to_vec(), seed)?;
-    whole.round = rounds;
+    let mut whole = start.clone();
+    whole.round += rounds;
+    let seed = start.rngs.seed();
     let mut rung_streams = vec![RngStreams::new(seed, 0); k];
     let mut index_rows: Vec<Vec<Vec<u32>>> = vec![vec![Vec::with_capacity(m); k]; rounds as usize];
     let (mut proposed, mut probability, mut trips) = (vec![0; pairs], vec![0.0; pairs], 0);
@@ -276,9 +326,9 @@ where
             for (j, r) in (start..start + len).enumerate() {
                 rung_streams[r] = s.subset(j * n..(j + 1) * n);
             }
-            let width = init[0].width() * n;
+            // Rungs may differ in shape (the RBMs of a stack).
             for r in start..start + len {
-                whole.rungs[r] = L::State::unpack(&init[r], n, words(width));
+                whole.rungs[r] = L::State::unpack(&init[r], n, words(init[r].width() * n));
             }
         }
     }

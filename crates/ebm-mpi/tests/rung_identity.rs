@@ -1,19 +1,24 @@
 //! Parallel tempering sharded by rung (blocks of rungs on different ranks, here threads)
 //! equals the one-process run bit for bit: states, streams, replica labels, last-visited ends,
-//! lifting variables, swap statistics and the replica index process; with negative controls
-//! that break it.
+//! lifting variables, swap statistics and the replica index process; for temperature and
+//! trajectory ladders and for stacked tempering; with negative controls that break it.
 
 mod common;
 
 use common::{on_all_ranks, rbm};
 use ebm_core::{Kernel, Par};
-use ebm_models::RbmChains;
-use ebm_mpi::{Collective, RungNeighbours, RungRun, Threads, rung_range, tempering_by_rung};
+use ebm_models::{Bernoulli, Rbm, RbmChains, Stack, StackedRbm};
+use ebm_mpi::{
+    Collective, RungNeighbours, RungRun, ShardChains, Threads, rung_range, tempering_by_rung,
+    tempering_by_rung_from,
+};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
-    Exchange, IndexProcess, ParallelTempering, PtDiagnostics, PtState, RungLink, Side,
-    SwapSchedule, TemperatureLadder, TrajectoryLadder,
+    Exchange, IndexProcess, ParallelTempering, PtDiagnostics, PtInfo, PtState, Rung, RungLink,
+    Side, StackLadder, StackedTempering, SwapSchedule, TemperatureLadder, TrajectoryLadder,
 };
+use nalgebra::DMatrix;
+use rand::Rng;
 
 /// Systems per rung.
 const SYSTEMS: usize = 40;
@@ -33,11 +38,19 @@ where
     Gibbs: Kernel<L::RungModel>,
     B: Kernel<L::RungModel>,
 {
-    let mut state = PtState::new(init.to_vec(), SEED).unwrap();
+    let state = PtState::new(init.to_vec(), SEED).unwrap();
+    recorded(state, |s| pt.step(ladder, s, Par::Rayon))
+}
+
+/// `ROUNDS` rounds of `round` from `state`, recorded as the command line records them.
+fn recorded(
+    mut state: PtState<RbmChains<f64>>,
+    mut round: impl FnMut(&mut PtState<RbmChains<f64>>) -> PtInfo,
+) -> RungRun<RbmChains<f64>> {
     let mut diagnostics = PtDiagnostics::new(SYSTEMS);
     let mut index = IndexProcess::with_max_systems(INDEX_SYSTEMS);
     for _ in 0..ROUNDS {
-        diagnostics.record(&pt.step(ladder, &mut state, Par::Rayon));
+        diagnostics.record(&round(&mut state));
         index.record(&state);
     }
     RungRun {
@@ -56,13 +69,12 @@ fn sharded<L, B>(
     init: &[RbmChains<f64>],
 ) -> RungRun<RbmChains<f64>>
 where
-    L: Exchange<State = RbmChains<f64>>,
+    L: Exchange<State = RbmChains<f64>, Part = RbmChains<f64>>,
     Gibbs: Kernel<L::RungModel>,
     B: Kernel<L::RungModel>,
 {
-    let mut results = on_all_ranks(ranks, |c| {
-        let mut seen = 0;
-        let run = tempering_by_rung(
+    on_rank_0(ranks, |c, observe| {
+        tempering_by_rung(
             c,
             pt,
             ladder,
@@ -71,12 +83,28 @@ where
             ROUNDS,
             INDEX_SYSTEMS,
             Par::Rayon,
-            |round, target| {
-                seen += 1;
-                assert_eq!((round, target.visible.ncols()), (seen, SYSTEMS));
-                Ok(())
-            },
+            observe,
         )
+    })
+}
+
+/// Runs a sharded run on `ranks` threads; returns rank 0's gathered run, checking that rank 0
+/// saw the target's chains after every round and that the other ranks return nothing.
+fn on_rank_0(
+    ranks: usize,
+    run: impl Fn(
+        &Threads,
+        &mut dyn FnMut(u64, &RbmChains<f64>) -> ebm_core::Result<()>,
+    ) -> ebm_core::Result<Option<RungRun<RbmChains<f64>>>>
+    + Sync,
+) -> RungRun<RbmChains<f64>> {
+    let mut results = on_all_ranks(ranks, |c| {
+        let mut seen = 0;
+        let run = run(c, &mut |round, target| {
+            seen += 1;
+            assert_eq!((round, target.visible.ncols()), (seen, SYSTEMS));
+            Ok(())
+        })
         .unwrap();
         assert_eq!(seen, if c.is_root() { ROUNDS } else { 0 });
         run
@@ -176,29 +204,29 @@ fn rung_blocks_tile_the_ladder_from_the_top() {
 }
 
 /// A link that corrupts the energies a block sends down: \(E_{k+1}\) replaced by \(E_k\), the
-/// energy at the wrong rung. Each boundary exchange sends two messages down: the energies,
-/// then the labels of the replicas leaving.
-struct WrongRung<'a>(RungNeighbours<'a, Threads>, usize);
+/// energy at the wrong rung. Each boundary exchange sends `.2` messages down, the energies
+/// first: then the labels of the replicas leaving, and for a stack the lent streams back.
+struct WrongRung<'a>(RungNeighbours<'a, Threads>, usize, usize);
 
-impl RungLink<RbmChains<f64>> for WrongRung<'_> {
+impl<S: ShardChains> RungLink<S> for WrongRung<'_> {
     fn send(&mut self, to: Side, words: &[u64]) {
         let mut words = words.to_vec();
         if to == Side::Below {
-            if self.1.is_multiple_of(2) {
+            if self.1.is_multiple_of(self.2) {
                 for i in 0..SYSTEMS {
                     words[2 * i + 1] = words[2 * i];
                 }
             }
             self.1 += 1;
         }
-        RungLink::<RbmChains<f64>>::send(&mut self.0, to, &words);
+        RungLink::<S>::send(&mut self.0, to, &words);
     }
 
     fn receive(&mut self, from: Side) -> Vec<u64> {
-        RungLink::<RbmChains<f64>>::receive(&mut self.0, from)
+        RungLink::<S>::receive(&mut self.0, from)
     }
 
-    fn swap_chains(&mut self, with: Side, x: &mut RbmChains<f64>, which: &[usize]) {
+    fn swap_chains(&mut self, with: Side, x: &mut S, which: &[usize]) {
         self.0.swap_chains(with, x, which);
     }
 }
@@ -225,7 +253,7 @@ fn wrong_boundary_energies_or_rank_local_streams_break_the_identity() {
             };
             let mut s =
                 PtState::for_rungs(init[held.clone()].to_vec(), seed, held.start, 7).unwrap();
-            let mut link = WrongRung(RungNeighbours::new(c), 0);
+            let mut link = WrongRung(RungNeighbours::new(c), 0, 2);
             for _ in 0..ROUNDS {
                 if wrong_rung {
                     pt.step_linked(&ladder, &mut s, &mut link, Par::Rayon);
@@ -240,4 +268,148 @@ fn wrong_boundary_energies_or_rank_local_streams_break_the_identity() {
     assert_eq!(target_block(false, false), whole.state.rungs[top.clone()]);
     assert_ne!(target_block(true, false), whole.state.rungs[top.clone()]);
     assert_ne!(target_block(false, true), whole.state.rungs[top]);
+}
+
+/// A stack of five Bernoulli RBMs, 10 -> 7 -> 5 -> 4 -> 3 -> 2: the common RBM at the bottom,
+/// then narrower RBMs with deterministic fields and weights.
+fn stack() -> Stack<Bernoulli, Bernoulli> {
+    let upper = |nv: usize, nh: usize| {
+        Rbm::new(
+            Bernoulli::new((0..nv).map(|i| 0.1 - 0.07 * i as f64).collect()),
+            Bernoulli::new((0..nh).map(|j| 0.05 * j as f64 - 0.1).collect()),
+            DMatrix::from_fn(nv, nh, |i, j| ((2 * i + 3 * j) % 5) as f64 / 5.0 - 0.3),
+        )
+        .unwrap()
+    };
+    Stack::new(
+        rbm(1.5),
+        vec![upper(7, 5), upper(5, 4), upper(4, 3), upper(3, 2)],
+    )
+    .unwrap()
+}
+
+/// The one-process stacked-tempering run ([`StackedTempering::step`]) from its initial state
+/// ([`StackedTempering::init`], whose bottom-to-top pass draws from the target's streams).
+fn stacked_whole(
+    st: &StackedTempering,
+    ladder: &StackLadder<Bernoulli, Bernoulli>,
+) -> (PtState<RbmChains<f64>>, RungRun<RbmChains<f64>>) {
+    let bottom = DMatrix::from_fn(10, SYSTEMS, |i, j| ((i * j + i) % 3 == 0) as u8 as f64);
+    let start = st.init(ladder, &bottom, SEED, Par::Rayon).unwrap();
+    let whole = recorded(start.clone(), |s| st.step(ladder, s, Par::Rayon).exchanges);
+    (start, whole)
+}
+
+/// `pt` on a stack sharded by rung over `ranks` threads from the whole state `start`.
+fn stacked_sharded<L, K>(
+    ranks: usize,
+    pt: &ParallelTempering<K>,
+    ladder: &L,
+    start: &PtState<RbmChains<f64>>,
+) -> RungRun<RbmChains<f64>>
+where
+    L: Exchange<State = RbmChains<f64>, Part = DMatrix<f64>>,
+    K: Kernel<L::RungModel> + Sync,
+{
+    on_rank_0(ranks, |c, observe| {
+        let par = Par::Rayon;
+        tempering_by_rung_from(c, pt, ladder, start, ROUNDS, INDEX_SYSTEMS, par, observe)
+    })
+}
+
+/// Stacked tempering sharded by rung: the exchange of \(h_n\) with \(v_{n+1}\) across a
+/// boundary is decided from the energies of the two moving layers, moves only those layers,
+/// and its refresh draws from the lower rung's streams on both sides. Five RBMs: blocks of 5;
+/// 3 + 2; 2 + 2 + 1; 2 + 1 + 1 + 1 on 1 to 4 ranks; every schedule.
+#[test]
+fn stacked_tempering_sharded_by_rung_equals_the_one_process_run_for_every_schedule() {
+    let ladder = StackLadder::new(stack());
+    for schedule in SwapSchedule::ALL {
+        let st = StackedTempering::new(schedule);
+        let (start, whole) = stacked_whole(&st, &ladder);
+        assert_mixes(&whole, schedule, &format!("ST {schedule:?}"));
+        for ranks in 1..=4 {
+            let what = format!("ST {schedule:?} on {ranks} ranks");
+            let run = stacked_sharded(ranks, &st.engine(&ladder), &ladder, &start);
+            assert_same(&run, &whole, &what);
+        }
+    }
+}
+
+/// The stack's exchange with its refresh hidden from the PT loop ([`Exchange::refreshes`]
+/// false): the blocks no longer lend the lower rung's streams to refresh the upper rung of a
+/// boundary pair (nor refresh it at all), as a sharded run that forgot the refresh would do.
+struct Unrefreshed<'a>(&'a StackLadder<Bernoulli, Bernoulli>);
+
+impl Exchange for Unrefreshed<'_> {
+    type State = RbmChains<f64>;
+    type RungModel = StackedRbm<Bernoulli, Bernoulli>;
+    type Part = DMatrix<f64>;
+
+    fn n_exchange_rungs(&self) -> usize {
+        self.0.n_exchange_rungs()
+    }
+
+    fn explored(&self, k: usize) -> Rung<'_, Self::RungModel> {
+        self.0.explored(k)
+    }
+
+    fn log_accept(&self, k: usize, lo: &Self::State, hi: &Self::State, out: &mut [f64], par: Par) {
+        self.0.log_accept(k, lo, hi, out, par);
+    }
+
+    fn splits_by_state(&self) -> bool {
+        true
+    }
+
+    fn pair_energies(&self, k: usize, x: &Self::State, upper: bool, out: &mut [f64], par: Par) {
+        self.0.pair_energies(k, x, upper, out, par);
+    }
+
+    fn log_accept_from_energies(&self, k: usize, lo: &[f64], hi: &[f64], out: &mut [f64]) {
+        self.0.log_accept_from_energies(k, lo, hi, out);
+    }
+
+    fn part_mut<'a>(&self, k: usize, x: &'a mut Self::State, upper: bool) -> &'a mut DMatrix<f64> {
+        self.0.part_mut(k, x, upper)
+    }
+
+    fn exchange<R: Rng + Send>(
+        &self,
+        k: usize,
+        lo: &mut Self::State,
+        hi: &mut Self::State,
+        accept: &[bool],
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        self.0.exchange(k, lo, hi, accept, rngs, par);
+    }
+}
+
+/// Negative controls for stacked tempering on 2 ranks (DEO; rungs 3..5 on rank 0, 0..3 on
+/// rank 1, so pair (2, 3) crosses): the gathered run differs from the one-process run when the
+/// boundary energies are those of the wrong rung, or when the boundary exchange skips its
+/// refresh; the same comparison without a fault holds (above), so it can fail.
+#[test]
+fn stacked_boundary_without_refresh_or_with_wrong_energies_breaks_the_identity() {
+    let ladder = StackLadder::new(stack());
+    let st = StackedTempering::new(SwapSchedule::DeterministicEvenOdd);
+    let (start, whole) = stacked_whole(&st, &ladder);
+    let pt = st.engine(&ladder);
+    let unrefreshed = stacked_sharded(2, &pt, &Unrefreshed(&ladder), &start);
+    assert_ne!(
+        unrefreshed.state.rungs, whole.state.rungs,
+        "no refresh at the boundary"
+    );
+    let wrong = on_all_ranks(2, |c| {
+        let held = rung_range(5, 2, c.rank());
+        let mut s = start.block(held);
+        let mut link = WrongRung(RungNeighbours::new(c), 0, 3);
+        for _ in 0..ROUNDS {
+            pt.step_linked(&ladder, &mut s, &mut link, Par::Rayon);
+        }
+        s.rungs
+    });
+    assert_ne!(wrong[0], whole.state.rungs[3..5], "wrong boundary energies");
 }

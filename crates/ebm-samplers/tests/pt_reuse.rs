@@ -147,6 +147,7 @@ struct Plain<'a, L>(&'a L);
 impl<L: Exchange> Exchange for Plain<'_, L> {
     type State = L::State;
     type RungModel = L::RungModel;
+    type Part = L::State;
 
     fn n_exchange_rungs(&self) -> usize {
         self.0.n_exchange_rungs()

@@ -6,8 +6,8 @@ use ebm_core::{ChainState, Chains, Kernel, Observer, Par, RngStreams};
 use ebm_data::Dataset;
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
-    IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtInfo, PtState, ReferenceLadder,
-    SwapSchedule, TemperatureLadder, TrajectoryLadder,
+    Exchange, IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtInfo, PtState,
+    ReferenceLadder, SwapSchedule, TemperatureLadder, TrajectoryLadder,
 };
 use ebm_samplers::{Gibbs, run};
 use ebm_train::Tempered;
@@ -295,11 +295,11 @@ pub(crate) fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
 
 pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     check_options(a)?;
-    // Gibbs runs sharded by chain, PT on a ladder sharded by rung (rank 0 holds the target,
-    // so it traces it); the other samplers run in one process.
+    // Gibbs runs sharded by chain, PT on a ladder and stacked tempering on a stack sharded by
+    // rung (rank 0 holds the target, so it traces it); the other samplers run in one process.
     let by_rung = matches!(
         a.sampler,
-        SamplerArg::Pt | SamplerArg::PtRef | SamplerArg::Ptt
+        SamplerArg::Pt | SamplerArg::PtRef | SamplerArg::Ptt | SamplerArg::Stacked
     );
     if a.sampler != SamplerArg::Gibbs && !by_rung {
         ctx.one_process(&format!("--sampler {}", sampler_name(a.sampler)))?;
@@ -332,7 +332,7 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     check_outputs(&[outputs.as_slice(), &[&record]].concat(), &inputs)?;
     let data = a.data.as_deref().map(load_dataset).transpose()?;
     let outcome = if a.sampler == SamplerArg::Stacked {
-        Some(super::stack::sample(a, ctx, data, source)?)
+        super::stack::sample(a, ctx, data, source)?
     } else {
         let (visible, hidden) = if a.trajectory.is_some() {
             let info = ebm_io::read_trajectory_info(source)?;
@@ -712,6 +712,9 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer>(
 /// What a PT run returns: the target's visible configurations, the diagnostics, the warnings.
 type PtRun = (DMatrix<f64>, PtSummary, Vec<String>);
 
+/// The target's chains of a tempering run, its diagnostics and its warnings.
+pub(crate) type TemperedRun = (RbmChains<f64>, PtSummary, Vec<String>);
+
 /// What explores rung 0 of a PT run.
 enum Rung0 {
     /// The same Gibbs sweeps as every other rung.
@@ -795,16 +798,40 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
     };
     let pt = ParallelTempering::new(Gibbs::new(a.sweeps), schedule).with_rung0_kernel(rung0);
     tracer.record(0, &chains.visible)?;
+    let state = PtState::new(vec![chains; ladder.n_rungs()], a.seed)?;
+    let names = (schedule_name, rung0_name);
+    let run = tempering(a, ctx, (&pt, ladder), state, tracer, names)?;
+    Ok(run.map(|(target, summary, warnings)| (target.visible, summary, warnings)))
+}
+
+/// Runs `--steps` rounds of `pt` on `ladder` (a ladder or a stack) from `state`, whose last
+/// rung is the target; returns the target's chains, the diagnostics and the warnings of
+/// [`pt_rounds`]. Under `mpirun -n K` the rungs are sharded over the K processes
+/// ([`ebm_mpi::tempering_by_rung_from`]) and rank 0, which holds the target, returns what one
+/// process would, bit for bit; the other ranks return `None`.
+pub(crate) fn tempering<L, K, B>(
+    a: &SampleArgs,
+    ctx: &Context,
+    (pt, ladder): (&ParallelTempering<K, B>, &L),
+    mut state: PtState<RbmChains<f64>>,
+    tracer: &mut ModeTracer,
+    names: (&str, &str),
+) -> Result<Option<TemperedRun>>
+where
+    L: Exchange<State = RbmChains<f64>>,
+    L::Part: ebm_mpi::ShardChains,
+    K: Kernel<L::RungModel>,
+    B: Kernel<L::RungModel>,
+{
     let progress = ProgressObserver(ctx.progress(a.steps, sampler_name(a.sampler)));
     let world = ctx.world();
-    if world.size() > 1 {
+    let (summary, warnings) = if world.size() > 1 {
         let mut observer = (progress, tracer);
-        let Some(mut run) = ebm_mpi::tempering_by_rung(
+        let Some(run) = ebm_mpi::tempering_by_rung_from(
             world,
-            &pt,
+            pt,
             ladder,
-            &vec![chains; ladder.n_rungs()],
-            a.seed,
+            &state,
             a.steps,
             INDEX_SYSTEMS,
             Par::Rayon,
@@ -813,21 +840,15 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
         else {
             return Ok(None);
         };
-        let names = (schedule_name, rung0_name);
-        let (summary, warnings) = pt_summary(a.steps, &run.diagnostics, &run.index, names);
-        let target = run.state.rungs.pop().expect("at least two rungs");
-        return Ok(Some((target.visible, summary, warnings)));
-    }
-    let mut state = PtState::new(vec![chains; ladder.n_rungs()], a.seed)?;
-    let (summary, warnings) = pt_rounds(
-        a.steps,
-        &mut state,
-        (progress, tracer),
-        (schedule_name, rung0_name),
-        |s| pt.step(ladder, s, Par::Rayon),
-    )?;
+        state = run.state;
+        pt_summary(a.steps, &run.diagnostics, &run.index, names)
+    } else {
+        pt_rounds(a.steps, &mut state, (progress, tracer), names, |s| {
+            pt.step(ladder, s, Par::Rayon)
+        })?
+    };
     let target = state.rungs.pop().expect("at least two rungs");
-    Ok(Some((target.visible, summary, warnings)))
+    Ok(Some((target, summary, warnings)))
 }
 
 /// Runs `rounds` rounds of `round` (one PT round on any exchange: a ladder, or a stack of

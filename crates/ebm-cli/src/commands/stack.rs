@@ -13,7 +13,7 @@ use ebm_samplers::tempering::{StackLadder, StackedTempering};
 use ebm_train::{StackTrainer, Trainer, TrainingData};
 use serde::Serialize;
 
-use super::sample::{ModeTracer, SampleOutcome, initial_chains, outcome, pt_rounds, schedule_of};
+use super::sample::{ModeTracer, SampleOutcome, initial_chains, outcome, schedule_of, tempering};
 use super::train::AnyNegative;
 use crate::cli::{OptimizerArg, SampleArgs, ScheduleArg, TrainSettings, TrainStackArgs};
 use crate::error::{CliError, Result, bail};
@@ -222,25 +222,27 @@ impl KindsTask for Train<'_> {
 /// Runs `--steps` iterations of stacked tempering on the stack in `path` (`--sweeps` AGS steps
 /// per RBM, then the exchanges of the schedule, default deterministic even/odd, each followed
 /// by its exact refresh) with the PT rounds, diagnostics and warnings of the other tempering
-/// samplers ([`pt_rounds`]); the samples are the bottom RBM's visible configurations.
+/// samplers ([`tempering`]); the samples are the bottom RBM's visible configurations. Under
+/// `mpirun -n K` the RBMs are sharded over the K processes by rung, and rank 0, which holds
+/// the bottom RBM, returns what one process would; the other ranks return `None`.
 pub(super) fn sample(
     a: &SampleArgs,
     ctx: &Context,
     data: Option<ebm_data::Dataset>,
     path: &Path,
-) -> Result<SampleOutcome> {
+) -> Result<Option<SampleOutcome>> {
     struct Run<'a> {
         a: &'a SampleArgs,
         ctx: &'a Context,
         data: Option<ebm_data::Dataset>,
     }
     impl StackTask for Run<'_> {
-        type Output = SampleOutcome;
+        type Output = Option<SampleOutcome>;
         fn run<V: CliLayer, H: CliLayer>(
             self,
             stack: Stack<V, H>,
             _path: &Path,
-        ) -> Result<SampleOutcome> {
+        ) -> Result<Option<SampleOutcome>> {
             let Run { a, ctx, data } = self;
             let bottom = stack.bottom().clone();
             let data = match (data, &a.data) {
@@ -253,23 +255,18 @@ pub(super) fn sample(
             st.pt.kernel.sweeps = a.sweeps;
             let depth = stack.len();
             let ladder = StackLadder::new(stack);
-            let mut state = st.init(&ladder, &start.visible, a.seed, Par::Rayon)?;
+            let state = st.init(&ladder, &start.visible, a.seed, Par::Rayon)?;
             let mut tracer = ModeTracer::new(a, data.as_ref())?;
             tracer.record(0, &state.rungs[depth - 1].visible)?;
-            let progress = ProgressObserver(ctx.progress(a.steps, "stacked"));
-            let (mut pt, warnings) = pt_rounds(
-                a.steps,
-                &mut state,
-                (progress, &mut tracer),
-                (schedule_name, "gibbs"),
-                |s| st.step(&ladder, s, Par::Rayon).exchanges,
-            )?;
+            let engine = st.engine(&ladder);
+            let names = (schedule_name, "gibbs");
+            let Some((bottom_chains, mut pt, warnings)) =
+                tempering(a, ctx, (&engine, &ladder), state, &mut tracer, names)?
+            else {
+                return Ok(None);
+            };
             pt.betas = vec![1.0; depth];
-            let samples = state
-                .rungs
-                .pop()
-                .expect("a stack has a bottom rung")
-                .visible;
+            let samples = bottom_chains.visible;
             let run = (
                 samples,
                 1.0,
@@ -279,7 +276,7 @@ pub(super) fn sample(
             );
             let mut out = outcome(a, &bottom, run, tracer, warnings)?;
             out.model = format!("stack of {depth} RBMs, bottom {}", out.model);
-            Ok(out)
+            Ok(Some(out))
         }
     }
     with_stack(path, Run { a, ctx, data })

@@ -54,6 +54,9 @@ pub trait Exchange: Sync {
     type State: Chains;
     /// The model type explored at every rung.
     type RungModel: EnergyModel<State = Self::State>;
+    /// The part of a state that an accepted exchange moves to the other rung
+    /// ([`Exchange::part_mut`]): the state itself for a ladder.
+    type Part;
 
     /// Number of rungs.
     fn n_exchange_rungs(&self) -> usize;
@@ -112,22 +115,71 @@ pub trait Exchange: Sync {
 
     /// Whether the log acceptance of every pair splits into two energies per state
     /// ([`Exchange::pair_energies`]), so that two processes holding the two rungs of a pair can
-    /// decide its exchanges from each other's energies alone: what rung-sharded PT
-    /// ([`super::PtState::for_rungs`]) needs. True for every [`Ladder`]; the default is false.
+    /// decide its exchanges from each other's energies alone, and move only the part of the
+    /// states that the exchange swaps ([`Exchange::part_mut`]): what rung-sharded PT
+    /// ([`super::PtState::for_rungs`]) needs. True for every [`Ladder`] and for
+    /// [`super::StackLadder`]; the default is false.
     fn splits_by_state(&self) -> bool {
         false
     }
 
     /// For an exchange that [`Exchange::splits_by_state`]: writes the energies of every chain
-    /// of `x` at rungs `k` and `k + 1`, \(E_k(x_i)\) into `out[2 i]` and \(E_{k+1}(x_i)\)
-    /// into `out[2 i + 1]`, the very numbers [`Exchange::log_accept`] combines (see
-    /// [`pair_log_accept`]).
+    /// of `x`, held at rung `k + 1` if `upper` else at rung `k`, under the two rungs of pair
+    /// `k`, \(E_k(x_i)\) into `out[2 i]` and \(E_{k+1}(x_i)\) into `out[2 i + 1]`, the
+    /// very numbers [`Exchange::log_accept`] combines ([`Exchange::log_accept_from_energies`]).
+    /// For a ladder \(E_k\) is rung \(k\)'s energy of the whole state; for a stack it is a
+    /// marginal free energy of the part of the state that the exchange moves.
     ///
     /// # Panics
     /// If the exchange does not split by state, or `out.len() != 2 * x.n_chains()`.
-    fn pair_energies(&self, k: usize, x: &Self::State, out: &mut [f64], par: Par) {
-        let _ = (k, x, out, par);
+    fn pair_energies(&self, k: usize, x: &Self::State, upper: bool, out: &mut [f64], par: Par) {
+        let _ = (k, x, upper, out, par);
         panic!("this exchange does not split its acceptance into energies per state");
+    }
+
+    /// The log acceptance of pair `k` from [`Exchange::pair_energies`] of the lower state
+    /// (`lo`) and of the upper one (`hi`), into `out` (one entry per chain): by default
+    /// [`pair_log_accept`], \(\log\alpha = E_k(x_k) + E_{k+1}(x_{k+1}) - E_{k+1}(x_k) -
+    /// E_k(x_{k+1})\). An exchange whose [`Exchange::log_accept`] sums the same four numbers
+    /// in another order overrides it with that order, so that two processes compute the
+    /// one-process \(\log\alpha\) bit for bit.
+    fn log_accept_from_energies(&self, k: usize, lo: &[f64], hi: &[f64], out: &mut [f64]) {
+        let _ = k;
+        pair_log_accept(lo, hi, out);
+    }
+
+    /// For an exchange that [`Exchange::splits_by_state`]: the part of `x` (held at rung
+    /// `k + 1` if `upper` else at rung `k`) that an accepted exchange of pair `k` swaps with
+    /// the same part of the other rung's chain: `x` itself for a ladder (whole chains move),
+    /// one layer for a stack (\(h_n\) of the upper rung, \(v_{n+1}\) of the lower).
+    ///
+    /// # Panics
+    /// If the exchange does not split by state.
+    fn part_mut<'a>(&self, k: usize, x: &'a mut Self::State, upper: bool) -> &'a mut Self::Part {
+        let _ = (k, x, upper);
+        panic!("this exchange does not split its states into moving parts");
+    }
+
+    /// Whether [`Exchange::exchange`] draws from the streams after the swap (an exact
+    /// conditional refresh, [`Exchange::refresh`]); false for a ladder.
+    fn refreshes(&self) -> bool {
+        false
+    }
+
+    /// The refresh that [`Exchange::exchange`] applies, after the swap, to the chains of `x`
+    /// (held at rung `k + 1` if `upper` else at rung `k`), drawing from `rngs` (the streams of
+    /// rung `k`, as in [`Exchange::exchange`], which refreshes the upper state first): two
+    /// processes holding the two rungs reproduce [`Exchange::exchange`] with these calls on
+    /// the swapped states. The default draws nothing.
+    fn refresh<R: Rng + Send>(
+        &self,
+        k: usize,
+        x: &mut Self::State,
+        upper: bool,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        let _ = (k, x, upper, rngs, par);
     }
 
     /// Performs the exchange of chain `i` between rungs `k` and `k + 1` wherever `accept[i]`,
@@ -151,6 +203,7 @@ pub trait Exchange: Sync {
 impl<L: Ladder> Exchange for L {
     type State = <L::Model as EnergyModel>::State;
     type RungModel = L::Model;
+    type Part = Self::State;
 
     fn n_exchange_rungs(&self) -> usize {
         self.n_rungs()
@@ -219,7 +272,7 @@ impl<L: Ladder> Exchange for L {
 
     /// With one model on both rungs, one [`EnergyModel::energies_at`] call at the two
     /// temperatures; else one call per rung, as [`Exchange::log_accept`] computes them.
-    fn pair_energies(&self, k: usize, x: &Self::State, out: &mut [f64], par: Par) {
+    fn pair_energies(&self, k: usize, x: &Self::State, _upper: bool, out: &mut [f64], par: Par) {
         let (a, b) = (self.rung(k), self.rung(k + 1));
         let n = x.n_chains();
         assert_eq!(out.len(), 2 * n, "pair_energies: output length");
@@ -234,6 +287,11 @@ impl<L: Ladder> Exchange for L {
                 }
             }
         }
+    }
+
+    /// The whole state: exchanges move whole chains.
+    fn part_mut<'a>(&self, _k: usize, x: &'a mut Self::State, _upper: bool) -> &'a mut Self::State {
+        x
     }
 
     /// Swaps whole chains; no refresh, so `rngs` is not used.

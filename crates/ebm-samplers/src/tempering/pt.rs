@@ -189,6 +189,38 @@ impl<S: Chains> PtState<S> {
         Self::build(rungs, seed, (n, 0), (first, n_rungs))
     }
 
+    /// The block of rungs `rungs` of this state (which holds every rung): what
+    /// [`PtState::for_rungs`] gives for a fresh state, for a state at any point of a run (e.g.
+    /// after [`super::StackedTempering::init`]): the chains, streams and replica labels of
+    /// those rungs; the last-visited ends, lifting variables, round trips and round count of
+    /// the whole run.
+    ///
+    /// # Panics
+    /// If the state does not hold every rung from 0, or `rungs` is empty or lies beyond them.
+    pub fn block(&self, rungs: std::ops::Range<usize>) -> Self
+    where
+        S: Clone,
+    {
+        assert!(
+            self.first_rung == 0 && !rungs.is_empty() && rungs.end <= self.rungs.len(),
+            "block {rungs:?} of a state of {} rungs from rung {}",
+            self.rungs.len(),
+            self.first_rung
+        );
+        let n = self.n_chains();
+        Self {
+            rungs: self.rungs[rungs.clone()].to_vec(),
+            rngs: self.rngs.subset(rungs.start * n..rungs.end * n),
+            replica: self.replica[rungs.clone()].to_vec(),
+            last_end: self.last_end.clone(),
+            round_trips: self.round_trips,
+            lifted: self.lifted.clone(),
+            round: self.round,
+            first_rung: rungs.start,
+            kept: Kept::default(),
+        }
+    }
+
     /// Systems `first..first + n` of `total` on rungs `rung..rung + rungs.len()` of `k`.
     fn build(
         rungs: Vec<S>,
@@ -419,7 +451,9 @@ pub enum Side {
 
 /// How [`ParallelTempering::step_linked`] reaches the processes holding the neighbouring
 /// blocks of rungs: messages of `u64` words (values as `f64` bit patterns, so exact),
-/// delivered in the order sent, and the swap of chosen chains of two boundary rungs.
+/// delivered in the order sent, and the swap of chosen chains of two boundary rungs. `S` is
+/// what an exchange moves ([`super::Exchange::Part`]): a ladder's whole state, or one layer
+/// of a stack's.
 ///
 /// The round's messages alternate between two neighbours (the block above sends first), so
 /// an implementation may block in [`RungLink::send`] until the message is received.
@@ -503,9 +537,16 @@ impl<K, B> ParallelTempering<K, B> {
     /// with the block above is decided by this block, which holds rung \(k\) and so the
     /// stream of its swap uniforms: the block above sends the energies of its states at the
     /// two rungs ([`Exchange::pair_energies`], \(2n\) numbers for \(n\) systems), this block
-    /// computes \(\log\alpha\) with the one-process formula ([`super::pair_log_accept`]),
-    /// draws the uniforms, and sends up the decisions; then the two blocks swap the chains
-    /// of the accepted exchanges only, with their replica labels and last-visited ends. The
+    /// computes \(\log\alpha\) with the one-process formula
+    /// ([`Exchange::log_accept_from_energies`]), draws the uniforms, and sends up the
+    /// decisions; then the two blocks swap the moving parts ([`Exchange::part_mut`]: whole
+    /// chains, or a stack's exchanged layers) of the accepted exchanges only, with their
+    /// replica labels and last-visited ends. An exchange that then refreshes both rungs
+    /// ([`Exchange::refreshes`]) draws from rung \(k\)'s streams: this block lends them to
+    /// the block above (four words per stream), which refreshes its state and returns them,
+    /// and this block refreshes its own ([`Exchange::refresh`]). Such a refresh touches every
+    /// chain of both rungs, so under schedules whose systems choose different pairs its
+    /// pairs run bottom up across the blocks, as the sweep schedule's do. The
     /// schedule's choice per system (drawn from rung 0's streams by SEO and random-pair)
     /// travels up with the decisions; the lifted replica's position is known to the block
     /// holding it, which announces a proposal down its boundary. So every chain keeps its
@@ -531,7 +572,7 @@ impl<K, B> ParallelTempering<K, B> {
         L: Exchange,
         K: Kernel<L::RungModel>,
         B: Kernel<L::RungModel>,
-        Lk: RungLink<L::State> + ?Sized,
+        Lk: RungLink<L::Part> + ?Sized,
     {
         let n_rungs = ladder.n_exchange_rungs();
         let (a, held) = (state.first_rung, state.rungs.len());
@@ -635,8 +676,13 @@ impl<K, B> ParallelTempering<K, B> {
         // one below left, so a block waits for the boundary below before its own pairs. The
         // other schedules propose at most one of two neighbouring pairs per system, so the
         // pairs of a round commute (they touch other systems' chains, whose energies no other
-        // pair uses): every block runs its own pairs at once, then the boundaries.
-        let plan = if self.schedule == SwapSchedule::Sweep {
+        // pair uses): every block runs its own pairs at once, then the boundaries. Not so for
+        // an exchange that refreshes every chain of its two rungs (a stack) under a schedule
+        // whose systems choose different pairs: neighbouring pairs then touch the same chains
+        // and run bottom up too. (Under DEO the pairs of a round share no rung.)
+        let sequential = self.schedule == SwapSchedule::Sweep
+            || (ladder.refreshes() && self.schedule != SwapSchedule::DeterministicEvenOdd);
+        let plan = if sequential {
             [
                 Phase::EnergiesDown,
                 Phase::FromBelow,
@@ -658,7 +704,7 @@ impl<K, B> ParallelTempering<K, B> {
                     // systems' lifted replica (here, at rung a, moving down) proposes the pair.
                     let k = a - 1;
                     let mut e = vec![0.0; 2 * n];
-                    ladder.pair_energies(k, &state.rungs[0], &mut e, par);
+                    ladder.pair_energies(k, &state.rungs[0], true, &mut e, par);
                     let mut message: Vec<u64> = e.iter().map(|v| v.to_bits()).collect();
                     if self.schedule == SwapSchedule::Lifted {
                         message.extend(choice.iter().map(|&c| u64::from(c == k)));
@@ -675,7 +721,15 @@ impl<K, B> ParallelTempering<K, B> {
                     let which: Vec<usize> = (0..n).filter(|&i| accept[i]).collect();
                     let departing = departing(&state.replica[0], &state.last_end, &which);
                     link.send(Side::Below, &departing);
-                    link.swap_chains(Side::Below, &mut state.rungs[0], &which);
+                    let x = &mut state.rungs[0];
+                    link.swap_chains(Side::Below, ladder.part_mut(k, x, true), &which);
+                    // The refresh draws from rung k's streams, lent by the block below: the
+                    // upper state's first, as in one process.
+                    if ladder.refreshes() && proposed.iter().any(|&p| p) {
+                        let mut lent = streams_from_words(&link.receive(Side::Below));
+                        ladder.refresh(k, x, true, &mut lent, par);
+                        link.send(Side::Below, &stream_words(&lent));
+                    }
                     arrive(
                         &mut state.replica[0],
                         &mut state.last_end,
@@ -752,10 +806,11 @@ impl<K, B> ParallelTempering<K, B> {
                         proposed[i] = proposes(choice[i], k)
                             || (self.schedule == SwapSchedule::Lifted && energies[2 * n + i] == 1);
                     }
-                    if proposed.iter().any(|&p| p) {
+                    let any = proposed.iter().any(|&p| p);
+                    if any {
                         let mut e_lo = vec![0.0; 2 * n];
-                        ladder.pair_energies(k, x, &mut e_lo, par);
-                        super::ladder::pair_log_accept(&e_lo, &e_hi, &mut log_alpha);
+                        ladder.pair_energies(k, x, false, &mut e_lo, par);
+                        ladder.log_accept_from_energies(k, &e_lo, &e_hi, &mut log_alpha);
                     }
                     decide(k, &proposed, &log_alpha, streams[j], &mut accept, &mut info);
                     let which: Vec<usize> = (0..n).filter(|&i| accept[i]).collect();
@@ -765,7 +820,13 @@ impl<K, B> ParallelTempering<K, B> {
                     message.extend(departing(&state.replica[j], &state.last_end, &which));
                     link.send(Side::Above, &message);
                     let arrived = link.receive(Side::Above);
-                    link.swap_chains(Side::Above, x, &which);
+                    link.swap_chains(Side::Above, ladder.part_mut(k, x, false), &which);
+                    if ladder.refreshes() && any {
+                        link.send(Side::Above, &stream_words(streams[j]));
+                        let back = streams_from_words(&link.receive(Side::Above));
+                        streams[j].clone_from_slice(&back);
+                        ladder.refresh(k, x, false, streams[j], par);
+                    }
                     arrive(&mut state.replica[j], &mut state.last_end, &which, &arrived);
                     if self.schedule == SwapSchedule::Lifted {
                         for i in (0..n).filter(|&i| proposed[i]) {
@@ -828,6 +889,26 @@ fn decide(
             info.acceptance_probability_block_sums[k][i / CHAIN_CHUNK] += p;
         }
     }
+}
+
+/// The states of `streams`, four words each (a Xoshiro256++ state is 256 bits): how a block
+/// lends the streams of its boundary rung to the block above, exactly ([`streams_from_words`]).
+fn stream_words(streams: &[ebm_core::ChainRng]) -> Vec<u64> {
+    streams
+        .iter()
+        .flat_map(|r| {
+            let state = serde_json::to_value(r).expect("a stream serialises");
+            serde_json::from_value::<[u64; 4]>(state["s"].clone()).expect("a 256-bit state")
+        })
+        .collect()
+}
+
+/// The streams written by [`stream_words`].
+fn streams_from_words(words: &[u64]) -> Vec<ebm_core::ChainRng> {
+    words
+        .chunks(4)
+        .map(|s| serde_json::from_value(serde_json::json!({ "s": s })).expect("a 256-bit state"))
+        .collect()
 }
 
 /// The label and last-visited end of the replicas leaving the systems `which` of a rung

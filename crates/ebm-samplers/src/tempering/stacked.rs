@@ -6,7 +6,7 @@
 use super::ladder::{Exchange, Rung};
 use super::pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
 use crate::Gibbs;
-use ebm_core::{ConditionalSampler, Error, Kernel, Par, RngStreams};
+use ebm_core::{ConditionalSampler, Error, Kernel, Par, RngStreams, Scalar};
 use ebm_models::{Layer, RbmChains, Stack, StackedRbm};
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -242,9 +242,85 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackLadder<V, H> {
 impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
     type State = RbmChains<V::Scalar>;
     type RungModel = StackedRbm<V, H>;
+    type Part = DMatrix<V::Scalar>;
 
     fn n_exchange_rungs(&self) -> usize {
         self.stack.len()
+    }
+
+    /// \(\Delta F\) splits by state: each of its four free energies is a function of one
+    /// layer that the exchange moves, \(h_n\) of the upper rung or \(v_{n+1}\) of the lower
+    /// ([`Exchange::pair_energies`]).
+    fn splits_by_state(&self) -> bool {
+        true
+    }
+
+    /// The free energies of the layer that the exchange moves (\(h_n\) if `upper`, else
+    /// \(v_{n+1}\)) under both RBMs of the pair: \(E_k = F^v_{n+1}\) into `out[2 i]` and
+    /// \(E_{k+1} = F^h_n\) into `out[2 i + 1]`, with the products and the code path of
+    /// [`Exchange::log_accept`] (so the same numbers).
+    fn pair_energies(&self, k: usize, x: &Self::State, upper: bool, out: &mut [f64], par: Par) {
+        let layer = if upper { &x.hidden } else { &x.visible };
+        let n = layer.ncols();
+        assert_eq!(out.len(), 2 * n, "pair_energies: output length");
+        let (lower, up) = (self.at(k + 1), &self.transposed[self.stack.len() - 2 - k]);
+        let mut e = vec![0.0; 2 * n];
+        let (fv, fh) = e.split_at_mut(n);
+        let zeros = |rows| DMatrix::from_element(rows, n, V::Scalar::from_f64(0.0));
+        let mut inputs = zeros(self.at(k).hidden().width());
+        up.visible_inputs(layer, &mut inputs, par);
+        up.free_energy_hidden_from_inputs(layer, &inputs, 1.0, fv, par);
+        let mut inputs = zeros(lower.visible_width());
+        lower.visible_inputs(layer, &mut inputs, par);
+        lower.free_energy_hidden_from_inputs(layer, &inputs, fh, par);
+        for i in 0..n {
+            out[2 * i] = fv[i];
+            out[2 * i + 1] = fh[i];
+        }
+    }
+
+    /// \(-\Delta F\) summed as [`StackLadder::delta_free_energy`] sums it (a mirrored pair
+    /// gives exactly 0).
+    fn log_accept_from_energies(&self, _k: usize, lo: &[f64], hi: &[f64], out: &mut [f64]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = -((lo[2 * i + 1] - hi[2 * i + 1]) + (hi[2 * i] - lo[2 * i]));
+        }
+    }
+
+    /// \(h_n\) (the hidden layer) of the upper rung, \(v_{n+1}\) (the visible layer) of the
+    /// lower.
+    fn part_mut<'a>(&self, _k: usize, x: &'a mut Self::State, upper: bool) -> &'a mut Self::Part {
+        if upper { &mut x.hidden } else { &mut x.visible }
+    }
+
+    fn refreshes(&self) -> bool {
+        true
+    }
+
+    /// \(v_n \sim P_n(v \mid h_n)\) on the upper rung, \(h_{n+1} \sim P_{n+1}(h \mid
+    /// v_{n+1})\) on the lower, from the products \(W_n h_n\) and \(W_{n+1}^\top v_{n+1}\)
+    /// computed as [`Exchange::exchange`] computes them.
+    fn refresh<R: Rng + Send>(
+        &self,
+        k: usize,
+        x: &mut Self::State,
+        upper: bool,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        if upper {
+            let rbm = self.at(k + 1);
+            rbm.visible_inputs(&x.hidden, &mut x.visible, par);
+            rbm.sample_visible_from_inputs(&mut x.visible, rngs, par);
+        } else {
+            self.transposed[self.stack.len() - 2 - k].visible_inputs(
+                &x.visible,
+                &mut x.hidden,
+                par,
+            );
+            self.at(k)
+                .sample_hidden_from_inputs(&mut x.hidden, rngs, par);
+        }
     }
 
     fn explored(&self, k: usize) -> Rung<'_, StackedRbm<V, H>> {
@@ -431,18 +507,32 @@ impl StackedTempering {
         state: &mut PtState<RbmChains<V::Scalar>>,
         par: Par,
     ) -> StInfo {
-        let pt = ParallelTempering {
+        let exchanges = self.engine(ladder).step(ladder, state, par);
+        StInfo {
+            exchanges,
+            ags_steps: (self.pt.kernel.sweeps * ladder.stack.len()) as u64,
+        }
+    }
+
+    /// The PT loop that [`StackedTempering::step`] runs on `ladder`: [`StackedTempering::pt`]
+    /// with its Gibbs steps through a kernel that keeps each RBM's last product \(W_n h_n\)
+    /// for the next exchange (the same draws as [`Gibbs`]). Run it with
+    /// [`ParallelTempering::step_linked`] on a block of rungs ([`PtState::for_rungs`]) for
+    /// stacked tempering sharded by rung.
+    pub fn engine<'a, V: Layer, H: Layer<Scalar = V::Scalar>>(
+        &self,
+        ladder: &'a StackLadder<V, H>,
+    ) -> ParallelTempering<impl Kernel<StackedRbm<V, H>> + use<'a, V, H>> {
+        ParallelTempering {
             kernel: KeepingGibbs {
                 ladder,
                 gibbs: self.pt.kernel,
             },
             schedule: self.pt.schedule,
-            rung0_kernel: self.pt.rung0_kernel,
-        };
-        let exchanges = pt.step(ladder, state, par);
-        StInfo {
-            exchanges,
-            ags_steps: (self.pt.kernel.sweeps * ladder.stack.len()) as u64,
+            rung0_kernel: self
+                .pt
+                .rung0_kernel
+                .map(|gibbs| KeepingGibbs { ladder, gibbs }),
         }
     }
 
