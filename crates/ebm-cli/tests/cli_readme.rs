@@ -2,7 +2,8 @@
 //! stands for the installed one), in an empty directory: every command succeeds, every file the
 //! block names exists afterwards, and no command's run record replaced another's (the figure
 //! of `ebm plot samples --out ptt-pca.png` once overwrote `ptt.json`, the record of
-//! `ebm sample --out ptt.npy`).
+//! `ebm sample --out ptt.npy`), and the demo it runs gives the mode weights the README quotes.
+//! (This is CI's run of the README's demo command.)
 
 mod common;
 use common::{ebm, json};
@@ -81,4 +82,28 @@ fn readme_quick_start_runs_verbatim_and_writes_every_file_it_names() {
     assert_eq!(command("ptt-pca.png.json"), "plot");
     assert_eq!(command("ptt-images.png.json"), "plot");
     assert_eq!(command("loglik.png.json"), "plot");
+    // The demo the block runs (`ebm demo --out ebm-demo`, seed 1) gives the weights of mode +
+    // that the README quotes: the model's exact one and PTT's.
+    let demo = json(&d.join("ebm-demo/demo.json"))["results"].clone();
+    let weight = |w: &serde_json::Value, se: &serde_json::Value| {
+        format!("{:.3} ± {:.3}", w.as_f64().unwrap(), se.as_f64().unwrap())
+    };
+    let ptt = &demo["samplers"][1];
+    assert_eq!(ptt["label"], "PTT");
+    let words = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (what, quoted) in [
+        (
+            "exact weight of mode + is",
+            weight(&demo["exact_mode_plus"], &demo["exact_mode_plus_se"]),
+        ),
+        (
+            "PTT (10 checkpoints) gives",
+            weight(&ptt["mode_plus"], &ptt["mode_plus_se"]),
+        ),
+    ] {
+        assert!(
+            words.contains(&format!("{what} {quoted}")),
+            "the README does not say \"{what} {quoted}\", the demo's numbers"
+        );
+    }
 }

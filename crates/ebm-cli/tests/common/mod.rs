@@ -11,6 +11,13 @@ use serde_json::Value;
 /// The `ebm` binary of the root package, built (or found up to date) by cargo in this test's
 /// own target directory and profile: integration tests of `ebm-cli` do not get
 /// `CARGO_BIN_EXE_ebm`, since the binary belongs to another package.
+///
+/// It is built as `cargo test --workspace` builds it: cargo chooses the dependencies' features
+/// from the packages and targets selected, so `-p ebm --bin ebm` alone would build another
+/// variant of nearly every dependency (and of every workspace crate) than the test run has
+/// just built, minutes of release compilation. `--workspace` with one example (examples, like
+/// tests, bring in every member's dev-dependencies) selects the same features, so after
+/// `cargo test --workspace --release` this build finds everything up to date.
 pub fn ebm_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -31,12 +38,13 @@ pub fn ebm_binary() -> &'static Path {
         let status = StdCommand::new(cargo)
             .current_dir(&workspace)
             .env("CARGO_TARGET_DIR", target_dir)
-            .args(["build", "--quiet", "-p", "ebm", "--bin", "ebm", "--profile"])
+            .args(["build", "--quiet", "--workspace", "--bin", "ebm"])
+            .args(["--example", "quickstart", "--profile"])
             .arg(cargo_profile)
             // Tests of the feature `mpi` (`tests/cli_mpi.rs`) run the program it builds.
             .args(
                 cfg!(feature = "mpi")
-                    .then_some(["--features", "mpi"])
+                    .then_some(["--features", "ebm/mpi"])
                     .iter()
                     .flatten(),
             )
