@@ -197,7 +197,7 @@ impl<S: Chains> PtState<S> {
     ///
     /// # Panics
     /// If the state does not hold every rung from 0, or `rungs` is empty or lies beyond them.
-    pub fn block(&self, rungs: std::ops::Range<usize>) -> Self
+    pub fn block(&self, rungs: Range<usize>) -> Self
     where
         S: Clone,
     {
