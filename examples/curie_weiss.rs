@@ -89,7 +89,7 @@ fn main() -> Result<(), Error> {
     for round in 0..rounds {
         diagnostics.record(&pt.step(&ladder, &mut pt_state, Par::Rayon));
         if round >= burn_in {
-            let target = pt_state.rungs.last().expect("at least one rung");
+            let target = pt_state.rungs().last().expect("at least one rung");
             plus += target
                 .visible
                 .column_iter()

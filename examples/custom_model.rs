@@ -84,7 +84,7 @@ fn main() -> Result<(), Error> {
         }
     }
     // The target rung of the 2000 systems against the exact law.
-    let fit = goodness_of_fit(ladder.model(), pt_state.rungs.last().unwrap(), beta);
+    let fit = goodness_of_fit(ladder.model(), pt_state.rungs().last().unwrap(), beta);
     println!(
         "PT/DEO, target rung after {rounds} rounds: chi-square p-value {:.3}",
         fit.p_value

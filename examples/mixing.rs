@@ -77,7 +77,7 @@ fn run_pt<L: Ladder<Model = Model>>(
         index.record(&state);
         // ANCHOR_END: pt_loop
         let before = labels.clone();
-        update_labels(&state.rungs[k - 1], &mut labels, threshold);
+        update_labels(&state.rungs()[k - 1], &mut labels, threshold);
         if round >= burn_in {
             jumps += before.iter().zip(&labels).filter(|(a, b)| a != b).count();
             plus += labels.iter().filter(|&&l| l).count();

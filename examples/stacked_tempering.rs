@@ -274,7 +274,7 @@ fn main() -> Result<(), Error> {
         for round in 0..budget / replicas {
             pt.step(&ladder, &mut state, Par::Rayon);
             let record = round * replicas >= burn_in;
-            modes.observe(&state.rungs[replicas - 1].visible, threshold, record);
+            modes.observe(&state.rungs()[replicas - 1].visible, threshold, record);
         }
         let name = format!("PT, {replicas} uniform betas (DEO)");
         row(name, replicas, &modes);
@@ -309,7 +309,11 @@ fn main() -> Result<(), Error> {
     let mut modes = Modes::new(chains);
     for round in 0..budget / k {
         ptt.step(&ladder, &mut state, Par::Rayon);
-        modes.observe(&state.rungs[k - 1].visible, threshold, round * k >= burn_in);
+        modes.observe(
+            &state.rungs()[k - 1].visible,
+            threshold,
+            round * k >= burn_in,
+        );
     }
     row(format!("PTT, {k} checkpoints (sweep)"), k, &modes);
 

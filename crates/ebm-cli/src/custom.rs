@@ -211,7 +211,7 @@ where
         |s| pt.step(&ladder, s, Par::Rayon),
     )?;
     summary.betas = betas;
-    let target = state.rungs.pop().expect("at least one rung");
+    let target = state.into_rungs().pop().expect("at least one rung");
     let mut energies = vec![0.0; a.chains];
     ladder
         .model()

@@ -47,10 +47,13 @@ pub trait EnergyModel: Sync {
 
     /// [`EnergyModel::energies_at`], also writing into `kept` the product that the first
     /// half-step of a block Gibbs sweep from `x` computes, when the energies need the same one
-    /// (for an RBM: \(W^\top v\), with a copy of \(v\)), so that
+    /// (for an RBM: \(W^\top v\), in `kept.hidden`), so that
     /// [`EnergyModel::sample_hidden_from_kept`] can draw \(h \mid v\) without recomputing
     /// it. Returns whether it kept anything; the default keeps nothing. `kept` may hold any
-    /// state of the same model (its buffers are reused).
+    /// state of the same model (its buffers are reused); only the product is written (the
+    /// rest of `kept` is unspecified), so `kept` belongs to `x` as it is now: the caller
+    /// tracks whether `x` has changed since (the parallel-tempering loop does so by
+    /// construction, see `PtState::rungs_mut` in `ebm-samplers`).
     ///
     /// # Panics
     /// As [`EnergyModel::energies_at`].
@@ -69,11 +72,12 @@ pub trait EnergyModel: Sync {
 
     /// [`EnergyModel::energies_at`] computed from the product that
     /// [`EnergyModel::energies_at_keeping`] left in `kept`, bit for bit the same numbers, and
-    /// returns `true`; or returns `false`, writing nothing, if `kept` does not belong to the
-    /// current configurations of `x` or the model keeps no product (the default). The caller
-    /// guarantees that `kept` was computed by this model (the check is on the configurations
-    /// only). A parallel-tempering round that proposes every neighbouring pair in turn uses it
-    /// for the rung whose product the previous pair kept.
+    /// returns `true`; or returns `false`, writing nothing, if `kept` does not have the shape
+    /// of a product for `x` or the model keeps no product (the default). The caller
+    /// guarantees that this model computed `kept` from the current configurations of `x`
+    /// (nothing checks them: a stale product gives wrong energies). A parallel-tempering
+    /// round that proposes every neighbouring pair in turn uses it for the rung whose product
+    /// the previous pair kept.
     ///
     /// # Panics
     /// As [`EnergyModel::energies_at`].
@@ -93,8 +97,10 @@ pub trait EnergyModel: Sync {
     /// [`EnergyModel::energies_at_keeping`], bit for bit as
     /// [`ConditionalSampler::sample_hidden`] would (same numbers, same random numbers from
     /// each chain's stream), and returns `true`; or returns `false`, touching nothing, if
-    /// `kept` does not belong to the current configurations of `x` or the model keeps no
-    /// product (the default). The contents of `kept` are unspecified afterwards.
+    /// `kept` does not have the shape of a product for `x` or the model keeps no product (the
+    /// default). As for [`EnergyModel::energies_from_kept`], the caller guarantees that this
+    /// model computed `kept` from the current configurations of `x`. The contents of `kept`
+    /// are unspecified afterwards.
     fn sample_hidden_from_kept<R: Rng + Send>(
         &self,
         x: &mut Self::State,

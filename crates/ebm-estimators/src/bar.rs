@@ -372,7 +372,7 @@ impl PairAccumulator {
     where
         L: Ladder + DescribeLadder,
     {
-        self.record(ladder, &state.rungs, par)?;
+        self.record(ladder, state.rungs(), par)?;
         self.pt_rounds = Some(state.round);
         Ok(())
     }

@@ -619,42 +619,6 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
     }
 }
 
-/// `dst = src` for two batches of chains of the same shape (`rows` values per chain), by
-/// chunks of chains on the pool: the copy of the configurations that validates a kept product
-/// is a tenth of a tempering round, and one thread alone would not scale it.
-fn copy_chains<F: Scalar>(par: Par, rows: usize, src: &DMatrix<F>, dst: &mut DMatrix<F>) {
-    let step = (rows * ebm_core::CHAIN_CHUNK).max(1);
-    let (d, s) = (dst.as_mut_slice(), src.as_slice());
-    match par {
-        Par::Seq => d.copy_from_slice(s),
-        Par::Rayon => {
-            use rayon::prelude::*;
-            d.par_chunks_mut(step)
-                .zip(s.par_chunks(step))
-                .for_each(|(d, s)| d.copy_from_slice(s));
-        }
-    }
-}
-
-/// Whether two batches of chains are equal (same shape, every value `==`), by chunks of
-/// chains on the pool (see [`copy_chains`]).
-fn same_chains<F: Scalar>(par: Par, rows: usize, a: &DMatrix<F>, b: &DMatrix<F>) -> bool {
-    if a.shape() != b.shape() {
-        return false;
-    }
-    let step = (rows * ebm_core::CHAIN_CHUNK).max(1);
-    let (a, b) = (a.as_slice(), b.as_slice());
-    match par {
-        Par::Seq => a == b,
-        Par::Rayon => {
-            use rayon::prelude::*;
-            a.par_chunks(step)
-                .zip(b.par_chunks(step))
-                .all(|(a, b)| a == b)
-        }
-    }
-}
-
 impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
     type Scalar = V::Scalar;
     type State = RbmChains<V::Scalar>;
@@ -669,7 +633,9 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         self.free_energies_at(&x.visible, betas, out, par);
     }
 
-    /// Keeps a copy of \(v\) and the inputs \(W^\top v\) of the free energies.
+    /// Keeps the inputs \(W^\top v\) of the free energies in `kept.hidden`, and leaves
+    /// `kept.visible` empty (no rows, one column per chain): moving kept products with their
+    /// chains ([`Chains::swap_chain`]) then moves only the inputs.
     fn energies_at_keeping(
         &self,
         x: &Self::State,
@@ -679,10 +645,8 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         par: Par,
     ) -> bool {
         let (nh, n) = (self.hidden.width(), x.visible.ncols());
-        if kept.visible.shape() != x.visible.shape() {
-            kept.visible = x.visible.clone();
-        } else {
-            copy_chains(par, self.visible.width(), &x.visible, &mut kept.visible);
+        if kept.visible.shape() != (0, n) {
+            kept.visible = DMatrix::zeros(0, n);
         }
         if kept.hidden.shape() != (nh, n) {
             kept.hidden = DMatrix::from_element(nh, n, V::Scalar::from_f64(0.0));
@@ -691,8 +655,8 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         true
     }
 
-    /// The free energies from the kept inputs \(W^\top v\) when the kept copy of \(v\) is
-    /// the current one: the same numbers as [`EnergyModel::energies_at`] without the product.
+    /// The free energies from the kept inputs \(W^\top v\): the same numbers as
+    /// [`EnergyModel::energies_at`] without the product.
     fn energies_from_kept(
         &self,
         x: &Self::State,
@@ -704,7 +668,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         let (nv, nh, m) = (self.visible.width(), self.hidden.width(), betas.len());
         let n = x.visible.ncols();
         assert_eq!(out.len(), n * m, "energies_from_kept: output length");
-        if kept.hidden.shape() != (nh, n) || !same_chains(par, nv, &kept.visible, &x.visible) {
+        if kept.hidden.shape() != (nh, n) {
             return false;
         }
         if m == 0 {
@@ -731,9 +695,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         rngs: &mut [R],
         par: Par,
     ) -> bool {
-        if kept.hidden.shape() != x.hidden.shape()
-            || !same_chains(par, self.visible.width(), &kept.visible, &x.visible)
-        {
+        if kept.hidden.shape() != x.hidden.shape() {
             return false;
         }
         std::mem::swap(&mut x.hidden, &mut kept.hidden);

@@ -143,7 +143,7 @@ where
     }
     // One message per rung of chains, then the labels and counts of this shard.
     let mut gathered = Vec::with_capacity(init.len());
-    for (x, like) in state.rungs.iter().zip(init) {
+    for (x, like) in state.rungs().iter().zip(init) {
         gathered.push(gather_chains(c, x, like));
     }
     let mut counts: Vec<u64> = state

@@ -185,7 +185,7 @@ where
     K: Kernel<L::RungModel>,
     B: Kernel<L::RungModel>,
 {
-    let k = start.rungs.len();
+    let k = start.rungs().len();
     if start.first_rung != 0 {
         return Err(Error::InvalidParameter {
             name: "start".into(),
@@ -205,7 +205,7 @@ where
     }
     Error::check_len("rungs", ladder.n_exchange_rungs(), k)?;
     let held = rung_range(k, c.size(), c.rank());
-    let init = &start.rungs;
+    let init = start.rungs();
     let n = start.n_chains();
     let m = index_systems.min(n);
     let mut diagnostics = PtDiagnostics::new(n);
@@ -223,7 +223,7 @@ where
                 labels.extend(row[..m].iter().map(|&l| u64::from(l)));
             }
             if c.is_root() && failed.is_none() {
-                failed = observe(r, s.rungs.last().expect("rank 0 holds the target")).err();
+                failed = observe(r, s.rungs().last().expect("rank 0 holds the target")).err();
             }
         }
         state = Some(s);
@@ -233,7 +233,7 @@ where
     let mut chains = Vec::new();
     let mut streams = Vec::new();
     if let Some(s) = &state {
-        for (row, x) in s.replica.iter().zip(&s.rungs) {
+        for (row, x) in s.replica.iter().zip(s.rungs()) {
             message.extend(row.iter().map(|&l| u64::from(l)));
             message.extend(
                 row.iter()
@@ -328,7 +328,7 @@ where
             }
             // Rungs may differ in shape (the RBMs of a stack).
             for r in start..start + len {
-                whole.rungs[r] = L::State::unpack(&init[r], n, words(init[r].width() * n));
+                whole.rungs_mut()[r] = L::State::unpack(&init[r], n, words(init[r].width() * n));
             }
         }
     }

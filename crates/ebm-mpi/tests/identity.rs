@@ -85,7 +85,7 @@ where
         }
     }
     o.round_trips = state.round_trips;
-    o.rungs = state.rungs;
+    o.rungs = state.rungs().to_vec();
     o.replica = state.replica;
     o
 }

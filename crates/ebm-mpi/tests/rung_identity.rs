@@ -261,13 +261,13 @@ fn wrong_boundary_energies_or_rank_local_streams_break_the_identity() {
                     pt.step_linked(&ladder, &mut s, &mut link.0, Par::Rayon);
                 }
             }
-            s.rungs
+            s.into_rungs()
         });
         blocks.into_iter().next().unwrap()
     };
-    assert_eq!(target_block(false, false), whole.state.rungs[top.clone()]);
-    assert_ne!(target_block(true, false), whole.state.rungs[top.clone()]);
-    assert_ne!(target_block(false, true), whole.state.rungs[top]);
+    assert_eq!(target_block(false, false), whole.state.rungs()[top.clone()]);
+    assert_ne!(target_block(true, false), whole.state.rungs()[top.clone()]);
+    assert_ne!(target_block(false, true), whole.state.rungs()[top]);
 }
 
 /// A stack of five Bernoulli RBMs, 10 -> 7 -> 5 -> 4 -> 3 -> 2: the common RBM at the bottom,
@@ -399,7 +399,8 @@ fn stacked_boundary_without_refresh_or_with_wrong_energies_breaks_the_identity()
     let pt = st.engine(&ladder);
     let unrefreshed = stacked_sharded(2, &pt, &Unrefreshed(&ladder), &start);
     assert_ne!(
-        unrefreshed.state.rungs, whole.state.rungs,
+        unrefreshed.state.rungs(),
+        whole.state.rungs(),
         "no refresh at the boundary"
     );
     let wrong = on_all_ranks(2, |c| {
@@ -409,7 +410,11 @@ fn stacked_boundary_without_refresh_or_with_wrong_energies_breaks_the_identity()
         for _ in 0..ROUNDS {
             pt.step_linked(&ladder, &mut s, &mut link, Par::Rayon);
         }
-        s.rungs
+        s.into_rungs()
     });
-    assert_ne!(wrong[0], whole.state.rungs[3..5], "wrong boundary energies");
+    assert_ne!(
+        wrong[0],
+        whole.state.rungs()[3..5],
+        "wrong boundary energies"
+    );
 }

@@ -366,7 +366,7 @@ fn rung0_exact_refresh_redraws_the_bottom_rung() {
         for i in 0..n {
             let c = rbm
                 .visible()
-                .configuration_index(state.rungs[0].visible.column(i).as_slice());
+                .configuration_index(state.rungs()[0].visible.column(i).as_slice());
             counts[c as usize] += 1;
         }
         chi_square(&counts, &p0).p_value

@@ -271,7 +271,7 @@ fn kept_energies_and_inputs_equal_recomputed_ones_exactly() {
     fn check<L: Exchange<State = RbmChains<f64>, RungModel = Counting>>(ladder: &L) {
         let state = run(ladder, SwapSchedule::DeterministicEvenOdd, 3);
         for k in 0..RUNGS - 1 {
-            let (mut lo, mut hi) = (state.rungs[k].clone(), state.rungs[k + 1].clone());
+            let (mut lo, mut hi) = (state.rungs()[k].clone(), state.rungs()[k + 1].clone());
             let mut plain = vec![0.0; CHAINS];
             ladder.log_accept(k, &lo, &hi, &mut plain, Par::Rayon);
             let (mut kl, mut kh) = (KeptProducts::default(), KeptProducts::default());
@@ -280,7 +280,7 @@ fn kept_energies_and_inputs_equal_recomputed_ones_exactly() {
             let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&kept), bits(&plain), "pair {k}");
             // Energies from the kept inputs at any temperatures: the recomputed ones, bit for
-            // bit; refused when the configurations are not the kept ones.
+            // bit.
             let rbm = &ladder.explored(k).model.rbm;
             let own = kl.products().expect("products kept");
             let betas = [0.3, 0.71, 1.0];
@@ -288,9 +288,6 @@ fn kept_energies_and_inputs_equal_recomputed_ones_exactly() {
             rbm.energies_at(&lo, &betas, &mut direct, Par::Seq);
             assert!(rbm.energies_from_kept(&lo, &betas, &mut from_kept, own, Par::Rayon));
             assert_eq!(bits(&from_kept), bits(&direct), "pair {k}");
-            let mut moved = lo.clone();
-            moved.visible[(0, CHAINS - 1)] = 1.0 - moved.visible[(0, CHAINS - 1)];
-            assert!(!rbm.energies_from_kept(&moved, &betas, &mut from_kept, own, Par::Rayon));
             let accept: Vec<bool> = (0..CHAINS).map(|i| i % 3 == 0).collect();
             let mut rngs = ebm_core::RngStreams::new(1, CHAINS);
             ladder.exchange_keeping(
@@ -307,7 +304,6 @@ fn kept_energies_and_inputs_equal_recomputed_ones_exactly() {
                 let mut inputs = DMatrix::zeros(6, CHAINS);
                 rbm.hidden_inputs(&x.visible, &mut inputs, Par::Seq);
                 let kept = kept.products().expect("products kept");
-                assert_eq!(kept.visible, x.visible, "rung {j}");
                 assert_eq!(kept.hidden, inputs, "rung {j}");
             }
         }

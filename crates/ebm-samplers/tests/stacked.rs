@@ -248,7 +248,7 @@ fn pt_exchange_p_value<X: Exchange<State = RbmChains<f64>, RungModel = StackedRb
     );
     let (p1, p2) = (joint_probabilities(&r1, 1.0), joint_probabilities(&r2, 1.0));
     let mut counts = vec![0u64; 512];
-    let (top, bottom) = (&state.rungs[0], &state.rungs[1]);
+    let (top, bottom) = (&state.rungs()[0], &state.rungs()[1]);
     for i in 0..DRAWS {
         let v1 = r1
             .visible()
@@ -515,15 +515,15 @@ fn seven_five_three_two_stack_matches_exact_marginals() {
         c
     };
     let p1 = p(
-        counts(r1.visible(), &state.rungs[2].visible),
+        counts(r1.visible(), &state.rungs()[2].visible),
         exact::visible_probabilities(&r1, 1.0, Par::Seq).unwrap(),
     );
     let p2 = p(
-        counts(r2.visible(), &state.rungs[1].visible),
+        counts(r2.visible(), &state.rungs()[1].visible),
         exact::visible_probabilities(&r2, 1.0, Par::Seq).unwrap(),
     );
     let p3 = p(
-        counts(r3.visible(), &state.rungs[0].visible),
+        counts(r3.visible(), &state.rungs()[0].visible),
         exact::visible_probabilities(&r3, 1.0, Par::Seq).unwrap(),
     );
     println!("p-values: bottom {p1:.3}, middle {p2:.3}, top {p3:.3}; accepted {accepted:?}");
@@ -551,10 +551,10 @@ fn cost_accounting_counts_l_ags_steps_per_iteration() {
     let mut state = st
         .init(&ladder, &DMatrix::zeros(6, n), 1, Par::Seq)
         .unwrap();
-    assert_eq!(state.rungs.len(), 4);
-    assert_eq!(state.rungs[0].hidden.nrows(), 2, "rung 0 is the top RBM");
+    assert_eq!(state.rungs().len(), 4);
+    assert_eq!(state.rungs()[0].hidden.nrows(), 2, "rung 0 is the top RBM");
     assert_eq!(
-        state.rungs[3].visible.nrows(),
+        state.rungs()[3].visible.nrows(),
         6,
         "the last rung is the bottom RBM"
     );
@@ -570,7 +570,7 @@ fn cost_accounting_counts_l_ags_steps_per_iteration() {
     assert_eq!(ags, 4 * 10);
     assert_eq!(proposed, [5 * n as u64; 3]);
     assert_eq!(state.round, 10);
-    assert!(state.rungs.iter().all(|r| r.n_chains() == n));
+    assert!(state.rungs().iter().all(|r| r.n_chains() == n));
 }
 
 /// `StackedTempering::step` explores with a kernel that keeps the product \(W_n h_n\) of each

@@ -298,14 +298,14 @@ fn p_value<X: Exchange<State = RbmChains<f64>, RungModel = Model>>(
     let mut counts = vec![0u64; 8 * 8 * 4];
     for i in 0..DRAWS {
         let s: Vec<usize> = (0..3)
-            .map(|k| index(&models[k].0, &state.rungs[k], i))
+            .map(|k| index(&models[k].0, &state.rungs()[k], i))
             .collect();
         counts[s[0] + 8 * s[1] + 64 * s[2]] += 1;
     }
     let law: Vec<f64> = (0..256)
         .map(|s| p[0][s % 8] * p[1][(s / 8) % 8] * p[2][s / 64])
         .collect();
-    assert_eq!(state.rungs[2].n_chains(), DRAWS);
+    assert_eq!(state.rungs()[2].n_chains(), DRAWS);
     chi_square(&counts, &law).p_value
 }
 

@@ -70,7 +70,7 @@ where
     for i in 0..DRAWS {
         let idx = |k: usize| {
             rbm.visible()
-                .configuration_index(state.rungs[k].visible.column(i).as_slice())
+                .configuration_index(state.rungs()[k].visible.column(i).as_slice())
                 as usize
         };
         counts[idx(0) + 8 * idx(1) + 64 * idx(2)] += 1;
@@ -322,7 +322,7 @@ fn pt_recovers_exact_mode_weights_where_gibbs_is_stuck() {
     for round in 0..600 {
         pt.step(&ladder, &mut state, Par::Rayon);
         if round >= 100 {
-            count += plus(&state.rungs[7]);
+            count += plus(&state.rungs()[7]);
             total += systems;
         }
     }
@@ -463,7 +463,7 @@ fn lifted_pt_leaves_the_lifted_target_invariant() {
         for i in 0..DRAWS {
             let idx = |k: usize| {
                 rbm.visible()
-                    .configuration_index(state.rungs[k].visible.column(i).as_slice())
+                    .configuration_index(state.rungs()[k].visible.column(i).as_slice())
                     as usize
             };
             let l = lifts
@@ -517,7 +517,7 @@ where
         let idx = |j: usize| {
             visible
                 .visible()
-                .configuration_index(state.rungs[tested[j]].visible.column(i).as_slice())
+                .configuration_index(state.rungs()[tested[j]].visible.column(i).as_slice())
                 as usize
         };
         counts[idx(0) + 8 * idx(1) + 64 * idx(2)] += 1;
@@ -637,7 +637,7 @@ where
     for round in 0..rounds {
         pt.step(ladder, &mut state, Par::Rayon);
         if round >= rounds / 4 {
-            count += state.rungs[k - 1]
+            count += state.rungs()[k - 1]
                 .visible
                 .column_iter()
                 .filter(|c| c.sum() > 0.0)

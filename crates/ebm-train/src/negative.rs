@@ -447,13 +447,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
             .map(|_| model.new_state(self.chains))
             .collect();
         let mut state = PtState::new(rungs, seed)?;
-        let n = self.chains;
-        for (k, (x, rngs)) in state
-            .rungs
-            .iter_mut()
-            .zip(state.rngs.as_mut_slice().chunks_mut(n))
-            .enumerate()
-        {
+        for (k, (x, rngs)) in state.rungs_with_streams_mut().enumerate() {
             Gibbs::new(1).step(model, self.betas[k], x, rngs, par);
         }
         Ok(state)
@@ -465,7 +459,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
 
     fn check_state(&self, state: &Self::State, _batch: usize) -> Result<()> {
         self.validate()?;
-        Error::check_len("Tempered rungs", self.betas.len(), state.rungs.len())?;
+        Error::check_len("Tempered rungs", self.betas.len(), state.rungs().len())?;
         let n = self.chains * self.betas.len();
         Error::check_len("Tempered streams (rungs x chains)", n, state.rngs.len())?;
         Error::check_len(
@@ -479,7 +473,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
             self.chains,
             state.last_end.len(),
         )?;
-        for r in &state.rungs {
+        for r in state.rungs() {
             check_chains("Tempered chains per rung", self.chains, r, self.chains)?;
         }
         for (k, row) in state.replica.iter().enumerate() {
@@ -487,14 +481,14 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         }
         let shape = |x: &RbmChains<V::Scalar>| (x.visible.nrows(), x.hidden.nrows());
         if let Some(k) = state
-            .rungs
+            .rungs()
             .iter()
-            .position(|r| shape(r) != shape(&state.rungs[0]))
+            .position(|r| shape(r) != shape(&state.rungs()[0]))
         {
             return Err(Error::ShapeMismatch {
                 what: format!("Tempered chains of rung {k} (visible, hidden widths)"),
-                expected: format!("{:?}", shape(&state.rungs[0])),
-                got: format!("{:?}", shape(&state.rungs[k])),
+                expected: format!("{:?}", shape(&state.rungs()[0])),
+                got: format!("{:?}", shape(&state.rungs()[k])),
             });
         }
         let rungs = self.betas.len();
@@ -540,7 +534,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
-        state.rungs.last().expect("at least one rung")
+        state.rungs().last().expect("at least one rung")
     }
 }
 

@@ -847,7 +847,7 @@ where
             pt.step(ladder, s, Par::Rayon)
         })?
     };
-    let target = state.rungs.pop().expect("at least two rungs");
+    let target = state.into_rungs().pop().expect("at least two rungs");
     Ok(Some((target, summary, warnings)))
 }
 
@@ -866,14 +866,14 @@ pub(crate) fn pt_rounds<S: Chains>(
     (schedule_name, rung0_name): (&str, &str),
     mut round: impl FnMut(&mut PtState<S>) -> PtInfo,
 ) -> Result<(PtSummary, Vec<String>)> {
-    let k = state.rungs.len();
-    let mut diagnostics = PtDiagnostics::new(state.rungs[0].n_chains());
+    let k = state.rungs().len();
+    let mut diagnostics = PtDiagnostics::new(state.rungs()[0].n_chains());
     let mut index = IndexProcess::with_max_systems(INDEX_SYSTEMS);
     for r in 1..=rounds {
         let info = round(state);
         diagnostics.record(&info);
         index.record(state);
-        observer.observe(r, &state.rungs[k - 1])?;
+        observer.observe(r, &state.rungs()[k - 1])?;
     }
     Ok(pt_summary(
         rounds,

@@ -257,7 +257,7 @@ pub(super) fn sample(
             let ladder = StackLadder::new(stack);
             let state = st.init(&ladder, &start.visible, a.seed, Par::Rayon)?;
             let mut tracer = ModeTracer::new(a, data.as_ref())?;
-            tracer.record(0, &state.rungs[depth - 1].visible)?;
+            tracer.record(0, &state.rungs()[depth - 1].visible)?;
             let engine = st.engine(&ladder);
             let names = (schedule_name, "gibbs");
             let Some((bottom_chains, mut pt, warnings)) =

@@ -330,8 +330,10 @@ pub struct KeptProducts<S> {
 }
 
 impl<S> KeptProducts<S> {
-    /// The products kept for the rung's current state, if any (for an RBM, a copy of the
-    /// visible configurations and the hidden inputs \(W^\top v\)).
+    /// The products kept for the rung's current state, if any (for an RBM, the hidden inputs
+    /// \(W^\top v\), in `hidden`). Valid by construction: the PT loop drops them whenever
+    /// the rung's chains change otherwise than by an exchange that moves them along
+    /// ([`super::PtState::rungs_mut`]).
     pub fn products(&self) -> Option<&S> {
         self.own.as_ref().filter(|_| self.valid)
     }
@@ -375,7 +377,7 @@ fn ladder_log_accept<L: Ladder>(
                     reuse: bool| match slot {
         Some(Some(buf)) if reuse && rung.model.energies_from_kept(x, betas, e, buf, par) => true,
         Some(slot) => {
-            let buf = slot.get_or_insert_with(|| x.clone());
+            let buf = slot.get_or_insert_with(|| rung.model.new_state(0));
             rung.model.energies_at_keeping(x, betas, e, buf, par)
         }
         None => {

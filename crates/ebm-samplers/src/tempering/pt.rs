@@ -71,8 +71,10 @@ pub struct ParallelTempering<K, B = K> {
 /// and the round counter. Serialisable: a checkpoint resumes exactly.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PtState<S> {
-    /// `rungs[k]` holds the chains of rung `k` (chain `i` belongs to system `i`).
-    pub rungs: Vec<S>,
+    /// `rungs[k]` holds the chains of rung `k` (chain `i` belongs to system `i`). Private, so
+    /// that every write goes through [`PtState::rungs_mut`], which drops the kept products:
+    /// they stay valid by construction.
+    rungs: Vec<S>,
     /// Streams of all chains: rung `k`, chain `i` uses stream `k * n_chains + i`. The swap
     /// uniform of pair `(k, k+1)` comes from the lower rung's stream; the schedule's per-system
     /// choices from rung 0's.
@@ -273,6 +275,47 @@ impl<S: Chains> PtState<S> {
     /// Number of chains (systems of replicas).
     pub fn n_chains(&self) -> usize {
         self.rungs[0].n_chains()
+    }
+
+    /// The chains of every rung held: `rungs()[k]` those of rung `first_rung + k` (chain `i`
+    /// belongs to system `i`).
+    pub fn rungs(&self) -> &[S] {
+        &self.rungs
+    }
+
+    /// The chains of every rung, to write: drops the products the last exchange kept
+    /// ([`PtState::drop_kept_products`]), which belong to the chains as they were.
+    ///
+    /// # Invariant
+    /// The kept products of a state ([`KeptProducts`]) are valid by construction: the last
+    /// exchange computed them from the rungs' current configurations, and only the PT loop,
+    /// which moves them with the chains it swaps and drops them when it changes a rung in any
+    /// other way (an exploration, a swap across a block boundary), writes the rungs besides
+    /// this method, which drops them. So the next exploration reuses them without checking
+    /// them against the chains, and draws exactly what it would draw with every product
+    /// recomputed. What the state cannot see is a change of the ladder's models: after one,
+    /// call [`PtState::drop_kept_products`].
+    pub fn rungs_mut(&mut self) -> &mut [S] {
+        self.drop_kept_products();
+        &mut self.rungs
+    }
+
+    /// The chains of every rung with their streams (rung `k` with streams `k * n..(k + 1) *
+    /// n` of [`PtState::rngs`], `n` chains per rung), to write (e.g. to draw initial states
+    /// by a few sweeps per rung): drops the kept products, as [`PtState::rungs_mut`].
+    pub fn rungs_with_streams_mut(
+        &mut self,
+    ) -> impl Iterator<Item = (&mut S, &mut [ebm_core::ChainRng])> {
+        self.drop_kept_products();
+        let n = self.n_chains().max(1);
+        self.rungs
+            .iter_mut()
+            .zip(self.rngs.as_mut_slice().chunks_mut(n))
+    }
+
+    /// The chains of every rung, by value (the state is consumed).
+    pub fn into_rungs(self) -> Vec<S> {
+        self.rungs
     }
 
     /// Drops the products the last exchange kept for the next exploration
@@ -1214,6 +1257,56 @@ mod tests {
         let mut stale = run();
         pt.step(&after, &mut stale, Par::Rayon);
         assert!(stale != fresh, "stale products went unnoticed");
+    }
+
+    /// The kept products are valid by construction: a state whose rungs are written through
+    /// [`PtState::rungs_mut`] between rounds moves as a state freshly built from the written
+    /// rungs (with the same streams, labels and counters) does, for every schedule; writing
+    /// the rungs behind the state's back, its kept products left in place (negative control),
+    /// draws \(h \mid v\) from the old configurations and differs.
+    #[test]
+    fn rungs_written_through_rungs_mut_move_as_a_freshly_built_state() {
+        let model = rbm(1.5);
+        let ladder = TemperatureLadder::new(model.clone(), BETAS.to_vec()).unwrap();
+        let flip = |rungs: &mut [RbmChains<f64>]| {
+            for x in rungs {
+                x.visible.apply(|v| *v = 1.0 - *v);
+            }
+        };
+        for schedule in SwapSchedule::ALL {
+            let pt = ParallelTempering::new(Gibbs::new(1), schedule);
+            let run = || {
+                let rungs = BETAS.iter().map(|_| model.default_chains(200)).collect();
+                let mut state = PtState::new(rungs, 5).unwrap();
+                for _ in 0..3 {
+                    pt.step(&ladder, &mut state, Par::Rayon);
+                }
+                assert!(state.kept.0.iter().any(|k| k.valid), "{schedule:?}");
+                state
+            };
+            let mut written = run();
+            flip(written.rungs_mut());
+            assert!(written.kept.0.is_empty());
+            let mut fresh = PtState::new(written.rungs().to_vec(), 0).unwrap();
+            fresh.rngs = written.rngs.clone();
+            fresh.replica = written.replica.clone();
+            fresh.last_end = written.last_end.clone();
+            fresh.round_trips = written.round_trips;
+            fresh.lifted = written.lifted.clone();
+            fresh.round = written.round;
+            assert!(fresh == written);
+            let mut stale = run();
+            flip(&mut stale.rungs);
+            assert!(stale == written);
+            for s in [&mut written, &mut fresh, &mut stale] {
+                pt.step(&ladder, s, Par::Rayon);
+            }
+            assert!(written == fresh, "{schedule:?}");
+            assert!(
+                stale != fresh,
+                "{schedule:?}: stale products went unnoticed"
+            );
+        }
     }
 
     #[test]

@@ -539,7 +539,7 @@ impl StackedTempering {
     /// The bottom RBM's chains (the samples of the target) in a stacked-tempering state.
     pub fn bottom<F: ebm_core::Scalar>(state: &PtState<RbmChains<F>>) -> &RbmChains<F> {
         state
-            .rungs
+            .rungs()
             .last()
             .expect("a PT state has at least one rung")
     }
