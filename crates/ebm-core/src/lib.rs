@@ -35,7 +35,7 @@ pub mod simd;
 pub mod special;
 mod traits;
 
-pub use chains::{ChainState, Chains, swap_columns};
+pub use chains::{ChainState, Chains, swap_columns, swap_columns_where};
 pub use error::{Error, Result};
 pub use num_traits;
 pub use observe::{Every, FnObserver, Observer};

@@ -63,6 +63,23 @@ pub fn binary_cgf_sum<F: crate::Scalar>(
     beta: f64,
     kind: BinaryCgf,
 ) -> f64 {
+    let [sum] = binary_cgf_sums(fields, inputs, [beta], kind);
+    sum
+}
+
+/// [`binary_cgf_sum`] at `B` inverse temperatures in one pass, bit for bit: each
+/// temperature's terms are those of [`binary_cgf_sum`], summed in index order into its own
+/// sum, the `B` sums side by side (an exchange of tempering needs every state's free energy at
+/// two temperatures).
+///
+/// # Panics
+/// If `fields` and `inputs` differ in length.
+pub fn binary_cgf_sums<F: crate::Scalar, const B: usize>(
+    fields: &[F],
+    inputs: &[F],
+    betas: [f64; B],
+    kind: BinaryCgf,
+) -> [f64; B] {
     assert_eq!(
         fields.len(),
         inputs.len(),
@@ -71,48 +88,52 @@ pub fn binary_cgf_sum<F: crate::Scalar>(
     crate::simd::dispatch(CgfSum {
         fields,
         inputs,
-        beta,
+        betas,
         kind,
     })
 }
 
-/// The pass of [`binary_cgf_sum`].
-struct CgfSum<'a, F> {
+/// The pass of [`binary_cgf_sums`].
+struct CgfSum<'a, F, const B: usize> {
     fields: &'a [F],
     inputs: &'a [F],
-    beta: f64,
+    betas: [f64; B],
     kind: BinaryCgf,
 }
 
 /// Values per block of [`CgfSum`] (the block lives on the stack, in L1).
 const CGF_BLOCK: usize = 64;
 
-impl<F: crate::Scalar> crate::simd::Pass for CgfSum<'_, F> {
-    type Output = f64;
+impl<F: crate::Scalar, const B: usize> crate::simd::Pass for CgfSum<'_, F, B> {
+    type Output = [f64; B];
     #[inline(always)]
-    fn run(self) -> f64 {
+    fn run(self) -> [f64; B] {
         let spin = self.kind == BinaryCgf::Spin;
         // exp(-|x|) for Bernoulli units, exp(-2|x|) for spins (both scalings are exact).
         let c = if spin { -2.0 } else { -1.0 };
-        let mut terms = [0.0f64; CGF_BLOCK];
-        let mut sum = 0.0;
+        let mut terms = [[0.0f64; CGF_BLOCK]; B];
+        let mut sums = [0.0; B];
         for (t, i) in self
             .fields
             .chunks(CGF_BLOCK)
             .zip(self.inputs.chunks(CGF_BLOCK))
         {
-            let terms = &mut terms[..t.len()];
-            for ((out, &t), &i) in terms.iter_mut().zip(t).zip(i) {
-                let x = self.beta * (t.as_f64() + i.as_f64());
-                let a = x.abs();
-                let linear = if spin { a } else { x.max(0.0) };
-                *out = linear + log1p_unit(crate::scalar::exp_f64(c * a));
+            let len = t.len();
+            for (terms, &beta) in terms.iter_mut().zip(&self.betas) {
+                for ((out, &t), &i) in terms[..len].iter_mut().zip(t).zip(i) {
+                    let x = beta * (t.as_f64() + i.as_f64());
+                    let a = x.abs();
+                    let linear = if spin { a } else { x.max(0.0) };
+                    *out = linear + log1p_unit(crate::scalar::exp_f64(c * a));
+                }
             }
-            for &v in terms.iter() {
-                sum += v;
+            for k in 0..len {
+                for (sum, terms) in sums.iter_mut().zip(&terms) {
+                    *sum += terms[k];
+                }
             }
         }
-        sum
+        sums
     }
 }
 
@@ -283,6 +304,42 @@ mod tests {
         assert!(binary_cgf_sum(&[0.0], &[f64::NAN], 1.0, BinaryCgf::Bernoulli).is_nan());
     }
 
+    /// The sums at two temperatures in one pass are the sums of one pass per temperature,
+    /// bit for bit (f32 and f64 inputs, both kinds, lengths on and off the block); the two
+    /// temperatures exchanged (negative control) give other bits.
+    #[test]
+    fn binary_cgf_sums_at_two_temperatures_are_the_single_sums_bit_for_bit() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(4);
+        let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        for len in [0, 1, 63, 64, 200, 785] {
+            let inputs: Vec<f64> = (0..len).map(|_| rng.random_range(-30.0..30.0)).collect();
+            let fields: Vec<f64> = (0..len).map(|_| rng.random_range(-2.0..2.0)).collect();
+            let (f32s, i32s): (Vec<f32>, Vec<f32>) = fields
+                .iter()
+                .zip(&inputs)
+                .map(|(&t, &i)| (t as f32, i as f32))
+                .unzip();
+            for kind in [BinaryCgf::Bernoulli, BinaryCgf::Spin] {
+                let betas = [0.37, 0.81];
+                let single = |b: f64| {
+                    [
+                        binary_cgf_sum(&fields, &inputs, b, kind),
+                        binary_cgf_sum(&f32s, &i32s, b, kind),
+                    ]
+                };
+                let (a, b) = (single(betas[0]), single(betas[1]));
+                let pair = binary_cgf_sums(&fields, &inputs, betas, kind);
+                let pair32 = binary_cgf_sums(&f32s, &i32s, betas, kind);
+                assert_eq!(bits(&pair), bits(&[a[0], b[0]]), "{kind:?} {len}");
+                assert_eq!(bits(&pair32), bits(&[a[1], b[1]]), "{kind:?} f32 {len}");
+                if len > 0 {
+                    assert_ne!(bits(&pair), bits(&[b[0], a[0]]), "{kind:?} {len}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn binary_cgf_sum_is_bit_identical_with_and_without_avx2() {
         use crate::simd::Pass;
@@ -294,13 +351,11 @@ mod tests {
             let pass = || CgfSum {
                 fields: &fields,
                 inputs: &inputs,
-                beta: 0.9,
+                betas: [0.9, 0.4],
                 kind,
             };
-            assert_eq!(
-                pass().run().to_bits(),
-                crate::simd::dispatch(pass()).to_bits()
-            );
+            let bits = |x: [f64; 2]| x.map(f64::to_bits);
+            assert_eq!(bits(pass().run()), bits(crate::simd::dispatch(pass())));
         }
     }
 

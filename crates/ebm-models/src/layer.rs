@@ -57,12 +57,40 @@ pub trait Layer: Clone + std::fmt::Debug + Send + Sync {
     /// (untempered; the tempered potential is \\(\beta U\\)).
     fn energy(&self, x: &[Self::Scalar]) -> f64;
 
+    /// [`Layer::energy`] of consecutive configurations `xs` (`out.len()` chains of
+    /// [`Layer::width`] values each) into `out`, bit for bit. The default calls it chain by
+    /// chain; a layer whose potential is one sequential sum per chain overrides it to run the
+    /// sums of several chains side by side (each in its own order, so the same numbers).
+    ///
+    /// # Panics
+    /// If `xs.len() != out.len() * self.width()`.
+    fn energies(&self, xs: &[Self::Scalar], out: &mut [f64]) {
+        let w = self.width();
+        assert_eq!(xs.len(), out.len() * w, "energies: configurations length");
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = self.energy(&xs[k * w..(k + 1) * w]);
+        }
+    }
+
     /// The potential \\(U_i(x_i)\\) of unit `i` alone, given its slot `x_i`.
     fn unit_energy(&self, i: usize, x_i: &[Self::Scalar]) -> f64;
 
     /// \\(\sum_i \Gamma^\beta_i(I_i)\\) for one chain's inputs `inputs` (the couplings' part
     /// only: the layer adds its own fields).
     fn cgf(&self, inputs: &[Self::Scalar], beta: f64) -> f64;
+
+    /// [`Layer::cgf`] of one chain's inputs at each of `betas` into `out`, bit for bit. The
+    /// default calls it per temperature; binary layers evaluate two temperatures in one pass
+    /// ([`ebm_core::numerics::binary_cgf_sums`]), as a tempering exchange needs them.
+    ///
+    /// # Panics
+    /// If `out.len() != betas.len()`.
+    fn cgf_at(&self, inputs: &[Self::Scalar], betas: &[f64], out: &mut [f64]) {
+        assert_eq!(out.len(), betas.len(), "cgf_at: one output per temperature");
+        for (o, &beta) in out.iter_mut().zip(betas) {
+            *o = self.cgf(inputs, beta);
+        }
+    }
 
     /// Overwrites `inputs` (one chain's inputs from the other layer) with a draw from
     /// \\(p_\beta(x \mid I)\\), consuming `rng`.

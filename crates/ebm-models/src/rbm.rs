@@ -126,6 +126,11 @@ impl<F: Scalar> Chains for RbmChains<F> {
         ebm_core::swap_columns(&mut self.visible, &mut other.visible, i);
         ebm_core::swap_columns(&mut self.hidden, &mut other.hidden, i);
     }
+
+    fn swap_chains_where(&mut self, other: &mut Self, which: &[bool], par: Par) {
+        ebm_core::swap_columns_where(&mut self.visible, &mut other.visible, which, par);
+        ebm_core::swap_columns_where(&mut self.hidden, &mut other.hidden, which, par);
+    }
 }
 
 impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
@@ -358,12 +363,24 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         betas: &[f64],
         out: &mut [f64],
     ) {
-        let (nv, nh) = (self.visible.width(), self.hidden.width());
-        for (k, o) in out.chunks_mut(betas.len()).enumerate() {
-            let energy = self.visible.energy(&vs[k * nv..(k + 1) * nv]);
-            let input = &inputs[k * nh..(k + 1) * nh];
-            for (e, &beta) in o.iter_mut().zip(betas) {
-                *e = beta * energy - self.hidden.cgf(input, beta);
+        let (nv, nh, m) = (self.visible.width(), self.hidden.width(), betas.len());
+        if m == 0 {
+            return;
+        }
+        // The visible potentials of a block of chains at once (`Layer::energies`: their sums
+        // side by side), then each chain's free energies.
+        let mut energies = [0.0; ENERGY_BLOCK];
+        for (b, o) in out.chunks_mut(ENERGY_BLOCK * m).enumerate() {
+            let (first, cols) = (b * ENERGY_BLOCK, o.len() / m);
+            let energies = &mut energies[..cols];
+            self.visible
+                .energies(&vs[first * nv..(first + cols) * nv], energies);
+            for ((k, o), &energy) in o.chunks_mut(m).enumerate().zip(energies.iter()) {
+                let input = &inputs[(first + k) * nh..(first + k + 1) * nh];
+                self.hidden.cgf_at(input, betas, o);
+                for (e, &beta) in o.iter_mut().zip(betas) {
+                    *e = beta * energy - *e;
+                }
             }
         }
     }
@@ -618,6 +635,10 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         });
     }
 }
+
+/// Chains per block of [`Rbm::free_energies_from_inputs`] (their visible potentials live on
+/// the stack).
+const ENERGY_BLOCK: usize = 64;
 
 impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
     type Scalar = V::Scalar;

@@ -254,15 +254,13 @@ impl<L: Ladder> Exchange for L {
             kh.valid = false;
             return;
         }
-        for (i, _) in accept.iter().enumerate().filter(|(_, a)| **a) {
-            match (&mut kl.own, &mut kh.own, &mut kl.cross, &mut kh.cross) {
-                (Some(ol), Some(oh), None, None) => ol.swap_chain(oh, i),
-                (Some(ol), Some(oh), Some(cl), Some(ch)) => {
-                    ol.swap_chain(cl, i);
-                    oh.swap_chain(ch, i);
-                }
-                _ => unreachable!("valid kept products without buffers"),
+        match (&mut kl.own, &mut kh.own, &mut kl.cross, &mut kh.cross) {
+            (Some(ol), Some(oh), None, None) => ol.swap_chains_where(oh, accept, par),
+            (Some(ol), Some(oh), Some(cl), Some(ch)) => {
+                ol.swap_chains_where(cl, accept, par);
+                oh.swap_chains_where(ch, accept, par);
             }
+            _ => unreachable!("valid kept products without buffers"),
         }
     }
 
@@ -294,7 +292,7 @@ impl<L: Ladder> Exchange for L {
         x
     }
 
-    /// Swaps whole chains; no refresh, so `rngs` is not used.
+    /// Swaps whole chains ([`Chains::swap_chains_where`]); no refresh, so `rngs` is not used.
     fn exchange<R: Rng + Send>(
         &self,
         _k: usize,
@@ -302,13 +300,9 @@ impl<L: Ladder> Exchange for L {
         hi: &mut Self::State,
         accept: &[bool],
         _rngs: &mut [R],
-        _par: Par,
+        par: Par,
     ) {
-        for (i, &a) in accept.iter().enumerate() {
-            if a {
-                lo.swap_chain(hi, i);
-            }
-        }
+        lo.swap_chains_where(hi, accept, par);
     }
 }
 

@@ -96,20 +96,37 @@ pub struct PtState<S> {
     #[serde(default)]
     pub first_rung: usize,
     /// Per rung, the products the last exchange kept for the next exploration
-    /// ([`Exchange::log_accept_keeping`]). Not saved: a resumed state recomputes them, with
-    /// the same results; not compared by `==`.
+    /// ([`Exchange::log_accept_keeping`]), and the exchange's scratch vectors. Not saved: a
+    /// resumed state recomputes them, with the same results; not compared by `==`.
     #[serde(skip, default = "Kept::default")]
     kept: Kept<S>,
 }
 
-/// The kept products of a [`PtState`]: a cache, so clones start without it and every two
-/// caches compare equal.
+/// The kept products of a [`PtState`], and the per-system vectors of its exchanges (reused, so
+/// a round allocates none): a cache, so clones start without it and every two caches compare
+/// equal.
 #[derive(Debug)]
-struct Kept<S>(Vec<KeptProducts<S>>);
+struct Kept<S> {
+    /// Per rung held, the products the last exchange kept.
+    products: Vec<KeptProducts<S>>,
+    /// Per system, the pair (or pair parity) it proposes this round.
+    choice: Vec<usize>,
+    /// Per system, the log acceptance of the pair at hand.
+    log_alpha: Vec<f64>,
+    /// Per system, whether the pair at hand is proposed, and accepted.
+    proposed: Vec<bool>,
+    accept: Vec<bool>,
+}
 
 impl<S> Default for Kept<S> {
     fn default() -> Self {
-        Self(Vec::new())
+        Self {
+            products: Vec::new(),
+            choice: Vec::new(),
+            log_alpha: Vec::new(),
+            proposed: Vec::new(),
+            accept: Vec::new(),
+        }
     }
 }
 
@@ -324,7 +341,7 @@ impl<S: Chains> PtState<S> {
     /// update) must drop them first, or the next exploration draws from the old models'
     /// conditionals. A cloned or deserialised state starts without them.
     pub fn drop_kept_products(&mut self) {
-        self.kept = Kept::default();
+        self.kept.products = Vec::new();
     }
 
     /// Systems `range` of a state holding every rung, on every rung, with their streams,
@@ -631,7 +648,13 @@ impl<K, B> ParallelTempering<K, B> {
         let n = state.n_chains();
         let mut streams: Vec<&mut [ebm_core::ChainRng]> =
             state.rngs.as_mut_slice().chunks_mut(n.max(1)).collect();
-        let kept = &mut state.kept.0;
+        let Kept {
+            products: kept,
+            choice,
+            log_alpha,
+            proposed,
+            accept,
+        } = &mut state.kept;
         kept.resize_with(held, KeptProducts::default);
         for (j, x) in state.rungs.iter_mut().enumerate() {
             let rung = ladder.explored(a + j);
@@ -665,29 +688,26 @@ impl<K, B> ParallelTempering<K, B> {
             self.schedule,
             SwapSchedule::StochasticEvenOdd | SwapSchedule::RandomPair
         );
-        let mut choice: Vec<usize> = match self.schedule {
-            SwapSchedule::DeterministicEvenOdd => vec![(state.round % 2) as usize; n],
-            SwapSchedule::Sweep => vec![0; n],
-            _ if drawn && a > 0 => Vec::new(),
-            SwapSchedule::StochasticEvenOdd => streams[0]
-                .iter_mut()
-                .map(|r| (r.next_u32() >> 31) as usize)
-                .collect(),
-            SwapSchedule::RandomPair => streams[0]
-                .iter_mut()
-                .map(|r| r.random_range(0..n_pairs))
-                .collect(),
+        choice.clear();
+        match self.schedule {
+            SwapSchedule::DeterministicEvenOdd => choice.resize(n, (state.round % 2) as usize),
+            SwapSchedule::Sweep => choice.resize(n, 0),
+            _ if drawn && a > 0 => {}
+            SwapSchedule::StochasticEvenOdd => {
+                choice.extend(streams[0].iter_mut().map(|r| (r.next_u32() >> 31) as usize))
+            }
+            SwapSchedule::RandomPair => {
+                choice.extend(streams[0].iter_mut().map(|r| r.random_range(0..n_pairs)))
+            }
             // The pair (eta, eta + eps) is indexed by its lower rung.
-            SwapSchedule::Lifted => state
-                .lifted
-                .iter()
-                .map(|&(eta, up)| match eta as usize {
+            SwapSchedule::Lifted => {
+                choice.extend(state.lifted.iter().map(|&(eta, up)| match eta as usize {
                     eta if !(a..b).contains(&eta) => usize::MAX,
                     eta if up => eta,
                     eta => eta - 1,
-                })
-                .collect(),
-        };
+                }))
+            }
+        }
         let proposes = |c: usize, k: usize| match self.schedule {
             SwapSchedule::RandomPair | SwapSchedule::Lifted => c == k,
             SwapSchedule::Sweep => true,
@@ -700,19 +720,18 @@ impl<K, B> ParallelTempering<K, B> {
         };
         // The choices drawn at rung 0 travel up the blocks before any exchange.
         if drawn && a > 0 {
-            choice = link
-                .receive(Side::Below)
-                .iter()
-                .map(|&c| c as usize)
-                .collect();
+            choice.extend(link.receive(Side::Below).iter().map(|&c| c as usize));
         }
         if drawn && b < n_rungs {
             let words: Vec<u64> = choice.iter().map(|&c| c as u64).collect();
             link.send(Side::Above, &words);
         }
-        let mut log_alpha = vec![0.0; n];
-        let mut accept = vec![false; n];
-        let mut proposed = vec![false; n];
+        for v in [&mut *proposed, &mut *accept] {
+            v.clear();
+            v.resize(n, false);
+        }
+        log_alpha.clear();
+        log_alpha.resize(n, 0.0);
         let below = a > 0 && possible(a - 1);
         let above = b < n_rungs && possible(b - 1);
         // Sweep proposes every pair of every system, bottom up: an exchange sees the states the
@@ -805,15 +824,8 @@ impl<K, B> ParallelTempering<K, B> {
                         let (lo, hi) = (&mut lower[j], &mut upper[0]);
                         let (kept_lower, kept_upper) = kept.split_at_mut(j + 1);
                         let (kept_lo, kept_hi) = (&mut kept_lower[j], &mut kept_upper[0]);
-                        ladder.log_accept_keeping(
-                            k,
-                            lo,
-                            hi,
-                            &mut log_alpha,
-                            [kept_lo, kept_hi],
-                            par,
-                        );
-                        decide(k, &proposed, &log_alpha, streams[j], &mut accept, &mut info);
+                        ladder.log_accept_keeping(k, lo, hi, log_alpha, [kept_lo, kept_hi], par);
+                        decide(k, proposed, log_alpha, streams[j], accept, &mut info);
                         ladder.exchange_keeping(
                             k,
                             lo,
@@ -853,9 +865,9 @@ impl<K, B> ParallelTempering<K, B> {
                     if any {
                         let mut e_lo = vec![0.0; 2 * n];
                         ladder.pair_energies(k, x, false, &mut e_lo, par);
-                        ladder.log_accept_from_energies(k, &e_lo, &e_hi, &mut log_alpha);
+                        ladder.log_accept_from_energies(k, &e_lo, &e_hi, log_alpha);
                     }
-                    decide(k, &proposed, &log_alpha, streams[j], &mut accept, &mut info);
+                    decide(k, proposed, log_alpha, streams[j], accept, &mut info);
                     let which: Vec<usize> = (0..n).filter(|&i| accept[i]).collect();
                     let mut message: Vec<u64> = Vec::with_capacity(2 * n + 2 * which.len());
                     message.extend(proposed.iter().map(|&p| u64::from(p)));
@@ -1281,12 +1293,12 @@ mod tests {
                 for _ in 0..3 {
                     pt.step(&ladder, &mut state, Par::Rayon);
                 }
-                assert!(state.kept.0.iter().any(|k| k.valid), "{schedule:?}");
+                assert!(state.kept.products.iter().any(|k| k.valid), "{schedule:?}");
                 state
             };
             let mut written = run();
             flip(written.rungs_mut());
-            assert!(written.kept.0.is_empty());
+            assert!(written.kept.products.is_empty());
             let mut fresh = PtState::new(written.rungs().to_vec(), 0).unwrap();
             fresh.rngs = written.rngs.clone();
             fresh.replica = written.replica.clone();
