@@ -138,7 +138,7 @@ macro_rules! binary_layer {
                     .sum::<f64>()
             }
 
-            /// [`ENERGY_LANES`] chains at a time, each chain's products summed in unit order
+            /// Eight chains at a time, each chain's products summed in unit order
             /// from \\(-0\\) as the `f64` sum of [`Layer::energy`] does: the same numbers,
             /// with several independent additions in flight instead of one.
             fn energies(&self, xs: &[F], out: &mut [f64]) {

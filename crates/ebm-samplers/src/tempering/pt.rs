@@ -830,7 +830,7 @@ impl<K, B> ParallelTempering<K, B> {
                             k,
                             lo,
                             hi,
-                            &accept,
+                            accept,
                             streams[j],
                             [kept_lo, kept_hi],
                             par,
