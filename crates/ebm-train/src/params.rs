@@ -295,8 +295,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ebm_core::Par;
-    use ebm_models::{Bernoulli, Gaussian, Potts, exact};
+    use ebm_models::{Bernoulli, Gaussian, LinearFields, Potts, exact};
 
     fn potts_bernoulli() -> Rbm<Potts<f64>, Bernoulli<f64>> {
         Rbm::new(
@@ -394,6 +393,68 @@ mod tests {
                 "hidden {j}: {got} vs {expected}"
             );
         }
+    }
+
+    /// The parameter step spread over the pool (weights by columns, visible shifts by blocks
+    /// of rows) gives the numbers of one thread and of the plain formulas (each sum in index
+    /// order, as `Iterator::sum`), bit for bit; the visible shifts summed in reverse order (a
+    /// negative control) differ.
+    #[test]
+    fn centred_step_on_the_pool_is_bit_identical_to_the_plain_formulas() {
+        let (nv, nh) = (150, 7);
+        let rbm = Rbm::new(
+            Bernoulli::new((0..nv).map(|i| 0.01 * i as f64 - 0.6).collect()),
+            Bernoulli::new((0..nh).map(|j| 0.2 * j as f64 - 0.5).collect()),
+            DMatrix::from_fn(nv, nh, |i, j| 0.01 * (((i * 5 + j * 3) % 13) as f64 - 6.0)),
+        )
+        .unwrap();
+        let n = nv * nh + nv + nh;
+        let step: Vec<f64> = (0..n)
+            .map(|k| ((k * 37 % 101) as f64 - 50.0) * 1.3e-4)
+            .collect();
+        let centre = Centre {
+            visible: (0..nv).map(|i| ((i * 7) % 10) as f64 / 9.7).collect(),
+            hidden: (0..nh).map(|j| ((j * 3) % 5) as f64 / 4.3).collect(),
+        };
+        let bits = |m: &Rbm<Bernoulli, Bernoulli>| {
+            let mut b: Vec<u64> = m.weights().iter().map(|x| x.to_bits()).collect();
+            b.extend(m.visible().fields.iter().map(|x| x.to_bits()));
+            b.extend(m.hidden().fields.iter().map(|x| x.to_bits()));
+            b
+        };
+        let seq = apply_step(rbm.clone(), &step, Some(&centre), 0.05, true, Par::Seq).unwrap();
+        let pool = apply_step(rbm.clone(), &step, Some(&centre), 0.05, true, Par::Rayon).unwrap();
+        assert!(bits(&seq) == bits(&pool));
+        let dw = |i: usize, j: usize| step[i + j * nv];
+        let plain = |reversed: bool| {
+            let mut visible = rbm.visible().clone();
+            let mut hidden = rbm.hidden().clone();
+            for (f, d) in visible.fields.iter_mut().zip(&step[nv * nh..nv * nh + nv]) {
+                *f += d;
+            }
+            for (f, d) in hidden.fields.iter_mut().zip(&step[nv * nh + nv..]) {
+                *f += d;
+            }
+            let dv: Vec<f64> = (0..nv)
+                .map(|i| {
+                    let terms = (0..nh).map(|j| dw(i, j) * centre.hidden[j]);
+                    if reversed {
+                        -terms.rev().sum::<f64>()
+                    } else {
+                        -terms.sum::<f64>()
+                    }
+                })
+                .collect();
+            let dh: Vec<f64> = (0..nh)
+                .map(|j| -(0..nv).map(|i| dw(i, j) * centre.visible[i]).sum::<f64>())
+                .collect();
+            visible.add_to_fields(&dv);
+            hidden.add_to_fields(&dh);
+            let w = DMatrix::from_fn(nv, nh, |i, j| rbm.weights()[(i, j)] + dw(i, j));
+            Rbm::new(visible, hidden, w).unwrap()
+        };
+        assert!(bits(&seq) == bits(&plain(false)));
+        assert!(bits(&seq) != bits(&plain(true)));
     }
 
     #[test]

@@ -596,6 +596,64 @@ mod tests {
     use super::*;
     use ebm_models::{Bernoulli, Gaussian};
 
+    /// The per-chain statistics pass of a block, run through `ebm_core::simd::dispatch`
+    /// (compiled for AVX2 on a processor that has it), gives the numbers of the same pass
+    /// compiled for the baseline, bit for bit (f32 Bernoulli layers: the exponentials of the
+    /// conditional means in both precisions); the same terms added in another order (the
+    /// chains reversed, a negative control) give other sums.
+    #[test]
+    fn statistics_pass_is_bit_identical_on_the_wider_instructions() {
+        let (nv, nh, cols) = (53, 37, 128);
+        let rbm = Rbm::new(
+            Bernoulli::<f32>::new((0..nv).map(|i| 0.03 * i as f32 - 0.7).collect()),
+            Bernoulli::<f32>::new((0..nh).map(|j| 0.1 * j as f32 - 1.4).collect()),
+            DMatrix::from_fn(nv, nh, |i, j| 0.3 * (((i * 7 + j * 3) % 11) as f32 - 5.0)),
+        )
+        .unwrap();
+        let layout = Layout::of(&rbm);
+        let vc: Vec<f32> = (0..nv * cols)
+            .map(|k| ((k * 13) % 3 == 0) as u8 as f32)
+            .collect();
+        let inputs: Vec<f32> = (0..nh * cols)
+            .map(|k| ((k * 29) % 101) as f32 / 9.0 - 5.5)
+            .collect();
+        let w: Vec<f64> = (0..cols).map(|k| (1 + k % 7) as f64 / 500.0).collect();
+        let run = |(vc, inputs, w): (&[f32], &[f32], &[f64]), wide: bool| {
+            let mut h = inputs.to_vec();
+            let mut stats = vec![0.0; layout.statistics_len()];
+            let pass = ChainStatistics {
+                rbm: &rbm,
+                layout: &layout,
+                vc,
+                w,
+                h: &mut h,
+                stats: &mut stats,
+            };
+            if wide {
+                ebm_core::simd::dispatch(pass);
+            } else {
+                ebm_core::simd::Pass::run(pass);
+            }
+            let bits: Vec<u64> = stats.iter().map(|v| v.to_bits()).collect();
+            (bits, h)
+        };
+        let (stats, h) = run((&vc, &inputs, &w), false);
+        let (wide_stats, wide_h) = run((&vc, &inputs, &w), true);
+        assert!(wide_stats == stats);
+        let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert!(bits(&wide_h) == bits(&h));
+        // The negative control: the chains in reverse order.
+        let reversed = |x: &[f32], rows: usize| -> Vec<f32> {
+            x.chunks(rows).rev().flatten().copied().collect()
+        };
+        let w_reversed: Vec<f64> = w.iter().rev().copied().collect();
+        let (vr, ir) = (reversed(&vc, nv), reversed(&inputs, nh));
+        let (reversed_stats, reversed_h) = run((&vr, &ir, &w_reversed), true);
+        assert!(reversed_stats != stats);
+        // The same hidden means, by chain: only the order of the sums changed.
+        assert!(bits(&reversed(&reversed_h, nh)) == bits(&h));
+    }
+
     /// `of_visible` adds the same block sums in the same order as `from_block_sums` of the
     /// blocks computed in pieces (here 128-aligned pieces of 700 weighted chains, as the
     /// processes of a data-parallel run hold them), so the two agree bit for bit; a piece that
