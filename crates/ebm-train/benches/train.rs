@@ -1,8 +1,10 @@
 //! Training throughput: gradient updates per second for a 784 x 200 Bernoulli RBM, minibatches
 //! of 2000 samples, 2000 persistent chains, k = 10 Gibbs sweeps per update (PCD-10), f32, the
 //! configuration of the `rbms` peer's side-by-side script (`benches/rbms_train_bench.py`).
-//! Also: the parts of an update (the sweeps alone, the two moment computations), and one
-//! update with a 10-rung tempered negative phase.
+//! Also: the parts of an update (the sweeps alone, the two moment computations), the bare
+//! GEMM pair of one sweep (the unit of the updates' floors, stated below), and one update
+//! with a 10-rung tempered negative phase; the updates and the sweeps also on one thread (the
+//! thread scaling of issue 22).
 
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
 
@@ -87,6 +89,39 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
+    group.bench_function("10 gibbs sweeps alone, 1 thread", |b| {
+        b.iter(|| {
+            one.install(|| {
+                Gibbs::new(K).step(
+                    &rbm,
+                    1.0,
+                    &mut chains.chains,
+                    chains.rngs.as_mut_slice(),
+                    Par::Rayon,
+                )
+            })
+        })
+    });
+    // The unit of the floors, in the same run: the bare GEMM pair of one sweep of the 2000
+    // chains (W^T V, then W H, by chunks of chains on the pool). A PCD-10 update must compute
+    // 12 of them (10 sweeps, the data and the chains' moments); the tempered update below
+    // 6.5 (one sweep of 10 x 1000 chains is 5, the data moments 1, those of the 1000 chains at
+    // beta = 1 a half) plus the products W^T v of the exchanges' free energies (2.5 pairs for
+    // the 10 rungs of an even DEO round, 2 for the 8 of an odd one).
+    let mut hidden_inputs = DMatrix::zeros(NH, CHAINS);
+    let mut visible_inputs = DMatrix::zeros(NV, CHAINS);
+    let mut pair = |par_pool: Option<&rayon::ThreadPool>| {
+        let mut run = || {
+            rbm.hidden_inputs(&chains.chains.visible, &mut hidden_inputs, Par::Rayon);
+            rbm.visible_inputs(&chains.chains.hidden, &mut visible_inputs, Par::Rayon);
+        };
+        match par_pool {
+            Some(p) => p.install(run),
+            None => run(),
+        }
+    };
+    group.bench_function("gemm pair", |b| b.iter(|| pair(None)));
+    group.bench_function("gemm pair, 1 thread", |b| b.iter(|| pair(Some(&one))));
     let v = data.samples().columns(0, BATCH).into_owned();
     group.bench_function("moments of one batch", |b| {
         b.iter(|| Moments::of_visible(&rbm, &v, None, Par::Rayon))
@@ -111,6 +146,18 @@ fn bench(c: &mut Criterion) {
                 .unwrap()
         })
     });
+    group.bench_function(
+        "tempered update (10 rungs x 1000 chains, 1 round), 1 thread",
+        |b| {
+            b.iter(|| {
+                one.install(|| {
+                    tempered
+                        .step(&mut pt_state, &data, None, Par::Rayon)
+                        .unwrap()
+                })
+            })
+        },
+    );
     group.finish();
 }
 
