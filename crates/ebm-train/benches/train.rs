@@ -49,6 +49,14 @@ fn model(data: &TrainingData<f32>) -> Rbm<Bernoulli<f32>, Bernoulli<f32>> {
     .unwrap()
 }
 
+/// `f` on `pool` when given, on the global pool otherwise.
+fn on<R: Send>(pool: Option<&rayon::ThreadPool>, f: impl FnOnce() -> R + Send) -> R {
+    match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let data = data();
     let mut group = c.benchmark_group("train/bernoulli/784x200/batch=2000/chains=2000");
@@ -78,30 +86,19 @@ fn bench(c: &mut Criterion) {
 
     let rbm = state.model.clone();
     let mut chains = ChainState::new(rbm.default_chains(CHAINS), 5);
-    group.bench_function("10 gibbs sweeps alone", |b| {
-        b.iter(|| {
-            Gibbs::new(K).step(
-                &rbm,
-                1.0,
-                &mut chains.chains,
-                chains.rngs.as_mut_slice(),
-                Par::Rayon,
-            )
-        })
-    });
-    group.bench_function("10 gibbs sweeps alone, 1 thread", |b| {
-        b.iter(|| {
-            one.install(|| {
-                Gibbs::new(K).step(
-                    &rbm,
-                    1.0,
-                    &mut chains.chains,
-                    chains.rngs.as_mut_slice(),
-                    Par::Rayon,
-                )
+    for (name, pool) in [
+        ("10 gibbs sweeps alone", None),
+        ("10 gibbs sweeps alone, 1 thread", Some(&one)),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                on(pool, || {
+                    let rngs = chains.rngs.as_mut_slice();
+                    Gibbs::new(K).step(&rbm, 1.0, &mut chains.chains, rngs, Par::Rayon)
+                })
             })
-        })
-    });
+        });
+    }
     // The unit of the floors, in the same run: the bare GEMM pair of one sweep of the 2000
     // chains (W^T V, then W H, by chunks of chains on the pool). A PCD-10 update must compute
     // 12 of them (10 sweeps, the data and the chains' moments); the tempered update below
@@ -110,18 +107,16 @@ fn bench(c: &mut Criterion) {
     // the 10 rungs of an even DEO round, 2 for the 8 of an odd one).
     let mut hidden_inputs = DMatrix::zeros(NH, CHAINS);
     let mut visible_inputs = DMatrix::zeros(NV, CHAINS);
-    let mut pair = |par_pool: Option<&rayon::ThreadPool>| {
-        let mut run = || {
-            rbm.hidden_inputs(&chains.chains.visible, &mut hidden_inputs, Par::Rayon);
-            rbm.visible_inputs(&chains.chains.hidden, &mut visible_inputs, Par::Rayon);
-        };
-        match par_pool {
-            Some(p) => p.install(run),
-            None => run(),
-        }
-    };
-    group.bench_function("gemm pair", |b| b.iter(|| pair(None)));
-    group.bench_function("gemm pair, 1 thread", |b| b.iter(|| pair(Some(&one))));
+    for (name, pool) in [("gemm pair", None), ("gemm pair, 1 thread", Some(&one))] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                on(pool, || {
+                    rbm.hidden_inputs(&chains.chains.visible, &mut hidden_inputs, Par::Rayon);
+                    rbm.visible_inputs(&chains.chains.hidden, &mut visible_inputs, Par::Rayon);
+                })
+            })
+        });
+    }
     let v = data.samples().columns(0, BATCH).into_owned();
     group.bench_function("moments of one batch", |b| {
         b.iter(|| Moments::of_visible(&rbm, &v, None, Par::Rayon))
