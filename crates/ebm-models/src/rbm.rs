@@ -151,8 +151,15 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
                 got: format!("{}x{}", weights.nrows(), weights.ncols()),
             });
         }
-        let flat: Vec<f64> = weights.iter().map(|w| w.as_f64()).collect();
-        Error::check_finite("RBM weights", &flat)?;
+        // Checked in place (the trainer builds a model every update): the same error, index
+        // in column-major order, as on a copy widened to f64.
+        if let Some(index) = weights.iter().position(|w| !w.as_f64().is_finite()) {
+            return Err(Error::NonFinite {
+                what: "RBM weights".into(),
+                index,
+                value: weights.as_slice()[index].as_f64(),
+            });
+        }
         Ok(Self {
             visible,
             hidden,

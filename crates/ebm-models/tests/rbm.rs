@@ -364,3 +364,24 @@ fn hidden_enumeration_kernel_is_exact_and_checks_its_model() {
     );
     assert!(exact::HiddenEnumeration::new(&rbm, f64::NAN, Par::Seq).is_err());
 }
+
+/// A non-finite weight is refused, named by its column-major index and value (in f32 as in
+/// f64); finite weights, however large, are accepted.
+#[test]
+fn non_finite_weights_are_refused_with_their_index() {
+    let layers = || (Bernoulli::<f32>::zeros(3), Bernoulli::<f32>::zeros(2));
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let mut w = DMatrix::from_element(3, 2, 0.5f32);
+        w[(2, 1)] = bad;
+        let (v, h) = layers();
+        match Rbm::new(v, h, w) {
+            Err(Error::NonFinite { what, index, value }) => {
+                assert_eq!((what.as_str(), index), ("RBM weights", 5));
+                assert_eq!(value.to_bits(), (bad as f64).to_bits());
+            }
+            other => panic!("expected NonFinite, got {other:?}"),
+        }
+    }
+    let (v, h) = layers();
+    assert!(Rbm::new(v, h, DMatrix::from_element(3, 2, f32::MAX)).is_ok());
+}

@@ -1,8 +1,10 @@
 //! Training throughput: gradient updates per second for a 784 x 200 Bernoulli RBM, minibatches
 //! of 2000 samples, 2000 persistent chains, k = 10 Gibbs sweeps per update (PCD-10), f32, the
 //! configuration of the `rbms` peer's side-by-side script (`benches/rbms_train_bench.py`).
-//! Also: the parts of an update (the sweeps alone, the two moment computations), and one
-//! update with a 10-rung tempered negative phase.
+//! Also: the parts of an update (the sweeps alone, the two moment computations), the bare
+//! GEMM pair of one sweep (the unit of the updates' floors, stated below), and one update
+//! with a 10-rung tempered negative phase; the updates and the sweeps also on one thread (the
+//! thread scaling of issue 22).
 
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
 
@@ -47,6 +49,14 @@ fn model(data: &TrainingData<f32>) -> Rbm<Bernoulli<f32>, Bernoulli<f32>> {
     .unwrap()
 }
 
+/// `f` on `pool` when given, on the global pool otherwise.
+fn on<R: Send>(pool: Option<&rayon::ThreadPool>, f: impl FnOnce() -> R + Send) -> R {
+    match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let data = data();
     let mut group = c.benchmark_group("train/bernoulli/784x200/batch=2000/chains=2000");
@@ -76,17 +86,37 @@ fn bench(c: &mut Criterion) {
 
     let rbm = state.model.clone();
     let mut chains = ChainState::new(rbm.default_chains(CHAINS), 5);
-    group.bench_function("10 gibbs sweeps alone", |b| {
-        b.iter(|| {
-            Gibbs::new(K).step(
-                &rbm,
-                1.0,
-                &mut chains.chains,
-                chains.rngs.as_mut_slice(),
-                Par::Rayon,
-            )
-        })
-    });
+    for (name, pool) in [
+        ("10 gibbs sweeps alone", None),
+        ("10 gibbs sweeps alone, 1 thread", Some(&one)),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                on(pool, || {
+                    let rngs = chains.rngs.as_mut_slice();
+                    Gibbs::new(K).step(&rbm, 1.0, &mut chains.chains, rngs, Par::Rayon)
+                })
+            })
+        });
+    }
+    // The unit of the floors, in the same run: the bare GEMM pair of one sweep of the 2000
+    // chains (W^T V, then W H, by chunks of chains on the pool). A PCD-10 update must compute
+    // 12 of them (10 sweeps, the data and the chains' moments); the tempered update below
+    // 6.5 (one sweep of 10 x 1000 chains is 5, the data moments 1, those of the 1000 chains at
+    // beta = 1 a half) plus the products W^T v of the exchanges' free energies (2.5 pairs for
+    // the 10 rungs of an even DEO round, 2 for the 8 of an odd one).
+    let mut hidden_inputs = DMatrix::zeros(NH, CHAINS);
+    let mut visible_inputs = DMatrix::zeros(NV, CHAINS);
+    for (name, pool) in [("gemm pair", None), ("gemm pair, 1 thread", Some(&one))] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                on(pool, || {
+                    rbm.hidden_inputs(&chains.chains.visible, &mut hidden_inputs, Par::Rayon);
+                    rbm.visible_inputs(&chains.chains.hidden, &mut visible_inputs, Par::Rayon);
+                })
+            })
+        });
+    }
     let v = data.samples().columns(0, BATCH).into_owned();
     group.bench_function("moments of one batch", |b| {
         b.iter(|| Moments::of_visible(&rbm, &v, None, Par::Rayon))
@@ -111,6 +141,18 @@ fn bench(c: &mut Criterion) {
                 .unwrap()
         })
     });
+    group.bench_function(
+        "tempered update (10 rungs x 1000 chains, 1 round), 1 thread",
+        |b| {
+            b.iter(|| {
+                one.install(|| {
+                    tempered
+                        .step(&mut pt_state, &data, None, Par::Rayon)
+                        .unwrap()
+                })
+            })
+        },
+    );
     group.finish();
 }
 

@@ -1,9 +1,10 @@
 //! Training data in the chains' layout, and the minibatch sampler.
 
 use crate::layers::TrainableLayer;
-use ebm_core::{ChainRng, Error, Result, Scalar};
+use ebm_core::{CHAIN_CHUNK, ChainRng, Error, Par, Result, Scalar};
 use nalgebra::DMatrix;
 use rand::seq::SliceRandom;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// A weighted dataset of visible configurations, validated against a visible layer: an
@@ -218,25 +219,41 @@ impl BatchSampler {
     }
 }
 
-/// Copies the samples `indices` of `data` into `batch` (`width x indices.len()`) and their
-/// weights into `weights`.
+/// Copies the samples `indices` of `data` into `batch` (`width x indices.len()`, reallocated
+/// only when its shape differs) and their weights into `weights`; the columns are copied by
+/// chunks of [`CHAIN_CHUNK`] on the pool with [`Par::Rayon`].
 pub(crate) fn gather<F: Scalar>(
     data: &TrainingData<F>,
     indices: &[u32],
     batch: &mut DMatrix<F>,
     weights: &mut Vec<f64>,
+    par: Par,
 ) {
     let rows = data.samples.nrows();
     if batch.shape() != (rows, indices.len()) {
         *batch = DMatrix::zeros(rows, indices.len());
     }
     weights.clear();
+    weights.extend(indices.iter().map(|&j| data.weights[j as usize]));
     let src = data.samples.as_slice();
-    for (k, &j) in indices.iter().enumerate() {
-        let j = j as usize;
-        batch.as_mut_slice()[k * rows..(k + 1) * rows]
-            .copy_from_slice(&src[j * rows..(j + 1) * rows]);
-        weights.push(data.weights[j]);
+    let copy = |(columns, chunk): (&mut [F], &[u32])| {
+        for (column, &j) in columns.chunks_mut(rows.max(1)).zip(chunk) {
+            let j = j as usize;
+            column.copy_from_slice(&src[j * rows..(j + 1) * rows]);
+        }
+    };
+    let step = (rows * CHAIN_CHUNK).max(1);
+    match par {
+        Par::Seq => batch
+            .as_mut_slice()
+            .chunks_mut(step)
+            .zip(indices.chunks(CHAIN_CHUNK))
+            .for_each(copy),
+        Par::Rayon => batch
+            .as_mut_slice()
+            .par_chunks_mut(step)
+            .zip(indices.par_chunks(CHAIN_CHUNK))
+            .for_each(copy),
     }
 }
 

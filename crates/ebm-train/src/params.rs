@@ -3,10 +3,11 @@
 use crate::data::TrainingData;
 use crate::layers::TrainableLayer;
 use crate::stats::Centre;
-use ebm_core::{Error, Result, RngStreams, Scalar};
+use ebm_core::{Error, Par, Result, RngStreams, Scalar};
 use ebm_models::{Layer, Rbm};
 use nalgebra::DMatrix;
 use rand_distr::{Distribution, Normal};
+use rayon::prelude::*;
 
 /// Adds `step` to a layer's parameters (flattened in the order of its tensors), keeps its
 /// precisions at or above `min_precision`, and rebuilds it (validating every value).
@@ -47,12 +48,17 @@ fn step_layer<L: TrainableLayer>(layer: &L, step: &[f64], min_precision: f64) ->
 /// each layer's tensors; for a centred step the field shifts \\(-\Delta W b\\) (visible) and
 /// \\(-\Delta W^\top a\\) (hidden); precisions are floored at `min_precision`; with `gauge`, the
 /// zero-sum gauge of one-hot layers is restored ([`zero_sum_gauge`]).
+///
+/// The passes over the weights run by columns (weights, hidden shifts) and by blocks of
+/// [`ROW_BLOCK`] rows (visible shifts) on the pool with [`Par::Rayon`]; every sum runs in
+/// the same order as on one thread, so the result does not depend on `par`.
 pub(crate) fn apply_step<V, H>(
     rbm: Rbm<V, H>,
     step: &[f64],
     centre: Option<&Centre>,
     min_precision: f64,
     gauge: bool,
+    par: Par,
 ) -> Result<Rbm<V, H>>
 where
     V: TrainableLayer,
@@ -67,19 +73,57 @@ where
         nw + pv + hidden.n_parameters(),
         "parameter step does not match the model"
     );
-    for (x, d) in w.as_mut_slice().iter_mut().zip(&step[..nw]) {
-        *x = V::Scalar::from_f64(x.as_f64() + d);
+    let dw = &step[..nw];
+    let column = nv.max(1);
+    let add = |(x, d): (&mut [V::Scalar], &[f64])| {
+        for (x, d) in x.iter_mut().zip(d) {
+            *x = V::Scalar::from_f64(x.as_f64() + d);
+        }
+    };
+    match par {
+        Par::Seq => w
+            .as_mut_slice()
+            .chunks_mut(column)
+            .zip(dw.chunks(column))
+            .for_each(add),
+        Par::Rayon => w
+            .as_mut_slice()
+            .par_chunks_mut(column)
+            .zip(dw.par_chunks(column))
+            .for_each(add),
     }
     let mut visible = step_layer(&visible, &step[nw..nw + pv], min_precision)?;
     let mut hidden = step_layer(&hidden, &step[nw + pv..], min_precision)?;
     if let Some(c) = centre {
-        let dw = DMatrix::from_column_slice(nv, nh, &step[..nw]);
-        let dv: Vec<f64> = (0..nv)
-            .map(|i| -(0..nh).map(|j| dw[(i, j)] * c.hidden[j]).sum::<f64>())
-            .collect();
-        let dh: Vec<f64> = (0..nh)
-            .map(|j| -(0..nv).map(|i| dw[(i, j)] * c.visible[i]).sum::<f64>())
-            .collect();
+        // dv_i = -sum_j dW_ij b_j and dh_j = -sum_i dW_ij a_i, each sum in index order from
+        // the -0.0 of `Iterator::sum`.
+        let visible_shifts = |(first, out): (usize, &mut [f64])| {
+            let first = first * ROW_BLOCK;
+            out.fill(-0.0);
+            for (j, &b) in c.hidden.iter().enumerate() {
+                let rows = &dw[j * nv + first..j * nv + first + out.len()];
+                for (o, &d) in out.iter_mut().zip(rows) {
+                    *o += d * b;
+                }
+            }
+            out.iter_mut().for_each(|o| *o = -*o);
+        };
+        let hidden_shift = |d: &[f64]| -d.iter().zip(&c.visible).map(|(d, a)| d * a).sum::<f64>();
+        let mut dv = vec![0.0; nv];
+        let dh: Vec<f64> = match par {
+            Par::Seq => {
+                dv.chunks_mut(ROW_BLOCK)
+                    .enumerate()
+                    .for_each(visible_shifts);
+                dw.chunks(column).map(hidden_shift).collect()
+            }
+            Par::Rayon => {
+                dv.par_chunks_mut(ROW_BLOCK)
+                    .enumerate()
+                    .for_each(visible_shifts);
+                dw.par_chunks(column).map(hidden_shift).collect()
+            }
+        };
         visible.add_to_fields(&dv);
         hidden.add_to_fields(&dh);
     }
@@ -87,8 +131,16 @@ where
         name: "weights after the update".into(),
         reason: format!("training diverged or the step is too large: {e}"),
     })?;
-    if gauge { zero_sum_gauge(rbm) } else { Ok(rbm) }
+    let one_hot = rbm.visible().unit_width() > 1 || rbm.hidden().unit_width() > 1;
+    if gauge && one_hot {
+        zero_sum_gauge(rbm)
+    } else {
+        Ok(rbm)
+    }
 }
+
+/// Rows per task of the visible field shifts of [`apply_step`].
+const ROW_BLOCK: usize = 64;
 
 /// The linear fields \\(\theta_{i,a} = -U_i(e_a)\\) of a one-hot layer, read through
 /// [`Layer::unit_energy`] on the one-hot slots \\(e_a\\).
@@ -243,8 +295,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ebm_core::Par;
-    use ebm_models::{Bernoulli, Gaussian, Potts, exact};
+    use ebm_models::{Bernoulli, Gaussian, LinearFields, Potts, exact};
 
     fn potts_bernoulli() -> Rbm<Potts<f64>, Bernoulli<f64>> {
         Rbm::new(
@@ -309,7 +360,7 @@ mod tests {
         let g = Gradient::from_moments(&d, &m, true);
         let lr = 0.1;
         let step: Vec<f64> = g.flat().iter().map(|x| lr * x).collect();
-        let new = apply_step(rbm.clone(), &step, g.centre.as_ref(), 0.05, false).unwrap();
+        let new = apply_step(rbm.clone(), &step, g.centre.as_ref(), 0.05, false, Par::Seq).unwrap();
         let gw = &g.weights;
         // Cov_data(v, h) - <(v - vbar)(h - hbar)>_chains, by brute force.
         for i in 0..3 {
@@ -342,6 +393,68 @@ mod tests {
                 "hidden {j}: {got} vs {expected}"
             );
         }
+    }
+
+    /// The parameter step spread over the pool (weights by columns, visible shifts by blocks
+    /// of rows) gives the numbers of one thread and of the plain formulas (each sum in index
+    /// order, as `Iterator::sum`), bit for bit; the visible shifts summed in reverse order (a
+    /// negative control) differ.
+    #[test]
+    fn centred_step_on_the_pool_is_bit_identical_to_the_plain_formulas() {
+        let (nv, nh) = (150, 7);
+        let rbm = Rbm::new(
+            Bernoulli::new((0..nv).map(|i| 0.01 * i as f64 - 0.6).collect()),
+            Bernoulli::new((0..nh).map(|j| 0.2 * j as f64 - 0.5).collect()),
+            DMatrix::from_fn(nv, nh, |i, j| 0.01 * (((i * 5 + j * 3) % 13) as f64 - 6.0)),
+        )
+        .unwrap();
+        let n = nv * nh + nv + nh;
+        let step: Vec<f64> = (0..n)
+            .map(|k| ((k * 37 % 101) as f64 - 50.0) * 1.3e-4)
+            .collect();
+        let centre = Centre {
+            visible: (0..nv).map(|i| ((i * 7) % 10) as f64 / 9.7).collect(),
+            hidden: (0..nh).map(|j| ((j * 3) % 5) as f64 / 4.3).collect(),
+        };
+        let bits = |m: &Rbm<Bernoulli, Bernoulli>| {
+            let mut b: Vec<u64> = m.weights().iter().map(|x| x.to_bits()).collect();
+            b.extend(m.visible().fields.iter().map(|x| x.to_bits()));
+            b.extend(m.hidden().fields.iter().map(|x| x.to_bits()));
+            b
+        };
+        let seq = apply_step(rbm.clone(), &step, Some(&centre), 0.05, true, Par::Seq).unwrap();
+        let pool = apply_step(rbm.clone(), &step, Some(&centre), 0.05, true, Par::Rayon).unwrap();
+        assert!(bits(&seq) == bits(&pool));
+        let dw = |i: usize, j: usize| step[i + j * nv];
+        let plain = |reversed: bool| {
+            let mut visible = rbm.visible().clone();
+            let mut hidden = rbm.hidden().clone();
+            for (f, d) in visible.fields.iter_mut().zip(&step[nv * nh..nv * nh + nv]) {
+                *f += d;
+            }
+            for (f, d) in hidden.fields.iter_mut().zip(&step[nv * nh + nv..]) {
+                *f += d;
+            }
+            let dv: Vec<f64> = (0..nv)
+                .map(|i| {
+                    let terms = (0..nh).map(|j| dw(i, j) * centre.hidden[j]);
+                    if reversed {
+                        -terms.rev().sum::<f64>()
+                    } else {
+                        -terms.sum::<f64>()
+                    }
+                })
+                .collect();
+            let dh: Vec<f64> = (0..nh)
+                .map(|j| -(0..nv).map(|i| dw(i, j) * centre.visible[i]).sum::<f64>())
+                .collect();
+            visible.add_to_fields(&dv);
+            hidden.add_to_fields(&dh);
+            let w = DMatrix::from_fn(nv, nh, |i, j| rbm.weights()[(i, j)] + dw(i, j));
+            Rbm::new(visible, hidden, w).unwrap()
+        };
+        assert!(bits(&seq) == bits(&plain(false)));
+        assert!(bits(&seq) != bits(&plain(true)));
     }
 
     #[test]

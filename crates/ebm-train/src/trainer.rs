@@ -340,6 +340,33 @@ pub struct TrainState<V: Layer, H: Layer<Scalar = V::Scalar>, S> {
     selection_draws: Option<RngStreams>,
     /// The online trajectory AIS estimator, when the likelihood is followed.
     pub likelihood: Option<OnlineTrajectoryAis<RbmChains<V::Scalar>>>,
+    /// The minibatch buffers, reused from one update to the next.
+    #[serde(skip)]
+    buffers: BatchBuffers<V::Scalar>,
+}
+
+/// The buffers of an update's minibatch: its samples and their weights, overwritten by every
+/// update (no allocation per update). Not part of the run: never serialised, and empty in a
+/// clone.
+#[derive(Debug)]
+struct BatchBuffers<F: Scalar> {
+    samples: DMatrix<F>,
+    weights: Vec<f64>,
+}
+
+impl<F: Scalar> Default for BatchBuffers<F> {
+    fn default() -> Self {
+        Self {
+            samples: DMatrix::zeros(0, 0),
+            weights: Vec::new(),
+        }
+    }
+}
+
+impl<F: Scalar> Clone for BatchBuffers<F> {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
 }
 
 /// A pair of neighbouring kept checkpoints whose estimated swap acceptance is below the target
@@ -648,6 +675,7 @@ impl<P> Trainer<P> {
             selection_draws: None,
             likelihood: None,
             update: 0,
+            buffers: BatchBuffers::default(),
             model,
         };
         if let Some(policy) = &self.likelihood {
@@ -939,11 +967,12 @@ impl<P> Trainer<P> {
                 t.samples().nrows(),
             )?;
         }
-        let data = train;
-        let mut batch = DMatrix::zeros(0, 0);
-        let mut weights = Vec::new();
+        let BatchBuffers {
+            samples: mut batch,
+            mut weights,
+        } = std::mem::take(&mut state.buffers);
         let indices = state.batches.next_batch(self.batch_size);
-        gather(data, indices, &mut batch, &mut weights);
+        gather(train, indices, &mut batch, &mut weights, par);
 
         let (data_moments, mut negative_info, model_moments) = match shard {
             None => {
@@ -991,6 +1020,10 @@ impl<P> Trainer<P> {
                 *s -= self.decorrelation * gi;
             }
         }
+        state.buffers = BatchBuffers {
+            samples: batch,
+            weights,
+        };
         let rate = self.learning_rate.at(state.update);
         state.optimizer.step(&self.optimizer, rate, &mut step);
         let new = apply_step(
@@ -999,6 +1032,7 @@ impl<P> Trainer<P> {
             gradient.centre.as_ref(),
             self.min_precision,
             self.zero_sum_gauge,
+            par,
         )?;
         let old = std::mem::replace(&mut state.model, new);
         self.negative.after_update(
