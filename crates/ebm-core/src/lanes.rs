@@ -35,6 +35,24 @@ pub(crate) fn sample_logistic_columns<F: Scalar>(
     lo: F,
     rngs: &mut [ChainRng],
 ) {
+    #[cfg(target_arch = "x86_64")]
+    let wide = crate::simd::has_avx512();
+    #[cfg(not(target_arch = "x86_64"))]
+    let wide = false;
+    sample_logistic_columns_with(xs, fields, scale, lo, rngs, wide);
+}
+
+/// [`sample_logistic_columns`], its groups of four chains compiled for AVX-512 if `wide`
+/// (which the processor must then support), for AVX2 otherwise.
+#[inline(always)]
+fn sample_logistic_columns_with<F: Scalar>(
+    xs: &mut [F],
+    fields: &[F],
+    scale: F,
+    lo: F,
+    rngs: &mut [ChainRng],
+    wide: bool,
+) {
     let width = fields.len();
     assert_eq!(
         xs.len(),
@@ -48,15 +66,23 @@ pub(crate) fn sample_logistic_columns<F: Scalar>(
     }
     #[allow(unused_mut)]
     let mut done = 0;
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = wide;
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         let groups = xs
             .chunks_exact_mut(LANES * width)
             .zip(rngs.chunks_exact_mut(LANES));
         for (columns, group) in groups {
-            // SAFETY: the processor supports AVX2 (checked just above), the only requirement of
-            // a function compiled for AVX2.
-            unsafe { avx2::sample_group(columns, fields, scale, lo, group) };
+            // SAFETY: the processor supports the features of the function called (checked
+            // just above), the only requirement of a function compiled for them.
+            unsafe {
+                if wide {
+                    avx2::sample_group_avx512(columns, fields, scale, lo, group)
+                } else {
+                    avx2::sample_group_avx2(columns, fields, scale, lo, group)
+                }
+            };
             done += LANES;
         }
     }
@@ -251,8 +277,11 @@ pub mod avx2 {
     /// `fields.len()` values), block by block: the uniforms of a block for the four chains,
     /// then each chain's fields and comparisons over the block.
     ///
-    #[target_feature(enable = "avx2")]
-    pub(super) fn sample_group<F: Scalar>(
+    /// # Safety
+    /// The processor must support AVX2; inline it only into functions compiled for AVX2 (the
+    /// two below), so that the comparison pass gets their vector width.
+    #[inline(always)]
+    unsafe fn sample_group<F: Scalar>(
         columns: &mut [F],
         fields: &[F],
         scale: F,
@@ -260,11 +289,11 @@ pub mod avx2 {
         rngs: &mut [ChainRng],
     ) {
         let width = fields.len();
-        let mut lanes = Lanes::<23, 41>::load(rngs);
+        // SAFETY (every call below): the caller guarantees AVX2.
+        let mut lanes = unsafe { Lanes::<23, 41>::load(rngs) };
         let mut u = [[F::zero(); LANE_BLOCK]; LANES];
         for start in (0..width).step_by(LANE_BLOCK) {
             let units = LANE_BLOCK.min(width - start);
-            // SAFETY: this function runs with AVX2.
             unsafe { F::lane_uniforms(&mut lanes, units, &mut u) };
             let fields = &fields[start..start + units];
             for (l, u) in u.iter().enumerate() {
@@ -273,7 +302,34 @@ pub mod avx2 {
                 F::logistic_draws(x, lo, &u[..units]);
             }
         }
-        lanes.store(rngs);
+        unsafe { lanes.store(rngs) };
+    }
+
+    /// [`sample_group`] compiled for AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn sample_group_avx2<F: Scalar>(
+        columns: &mut [F],
+        fields: &[F],
+        scale: F,
+        lo: F,
+        rngs: &mut [ChainRng],
+    ) {
+        // SAFETY: this function runs with AVX2.
+        unsafe { sample_group(columns, fields, scale, lo, rngs) }
+    }
+
+    /// [`sample_group`] compiled for AVX-512 (the generator keeps its four 256-bit lanes; the
+    /// comparison pass runs on 512-bit registers).
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) fn sample_group_avx512<F: Scalar>(
+        columns: &mut [F],
+        fields: &[F],
+        scale: F,
+        lo: F,
+        rngs: &mut [ChainRng],
+    ) {
+        // SAFETY: this function runs with AVX2.
+        unsafe { sample_group(columns, fields, scale, lo, rngs) }
     }
 }
 
@@ -381,8 +437,6 @@ mod tests {
             }
             let (scale, lo) = (F::from_f64(0.7), F::from_f64(-1.0));
             let rngs = RngStreams::new(9, n_chains);
-            let (mut a, mut ra) = (xs.clone(), rngs.as_slice().to_vec());
-            F::sample_logistic_columns(&mut a, &fields, scale, lo, &mut ra);
             let (mut b, mut rb) = (xs.clone(), rngs.as_slice().to_vec());
             for (col, rng) in b.chunks_exact_mut(width).zip(&mut rb) {
                 for (x, &t) in col.iter_mut().zip(&fields) {
@@ -391,8 +445,20 @@ mod tests {
                 F::sample_logistic_in_place(col, lo, rng);
             }
             let bits = |v: &[F]| v.iter().map(|x| x.as_f64().to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&a), bits(&b), "{n_chains} chains of {width}");
-            assert_eq!(ra, rb, "{n_chains} chains of {width}: stream positions");
+            // Both instances of the groups' pass (AVX2, and AVX-512 where present).
+            for wide in [false, crate::simd::has_avx512()] {
+                let (mut a, mut ra) = (xs.clone(), rngs.as_slice().to_vec());
+                sample_logistic_columns_with(&mut a, &fields, scale, lo, &mut ra, wide);
+                assert_eq!(
+                    bits(&a),
+                    bits(&b),
+                    "{n_chains} chains of {width}, wide {wide}"
+                );
+                assert_eq!(
+                    ra, rb,
+                    "{n_chains} x {width}, wide {wide}: stream positions"
+                );
+            }
             if n_chains >= 2 && width >= 8 {
                 let mut rc = rngs.as_slice().to_vec();
                 rc.swap(0, 1);
