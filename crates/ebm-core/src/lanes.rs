@@ -305,32 +305,36 @@ pub mod avx2 {
         unsafe { lanes.store(rngs) };
     }
 
-    /// [`sample_group`] compiled for AVX2.
-    #[target_feature(enable = "avx2")]
-    pub(super) fn sample_group_avx2<F: Scalar>(
-        columns: &mut [F],
-        fields: &[F],
-        scale: F,
-        lo: F,
-        rngs: &mut [ChainRng],
-    ) {
-        // SAFETY: this function runs with AVX2.
-        unsafe { sample_group(columns, fields, scale, lo, rngs) }
+    /// `$name`: [`sample_group`] compiled for the target features `$features`, which include
+    /// AVX2.
+    macro_rules! instance {
+        ($(#[$doc:meta])* $name:ident, $features:literal) => {
+            $(#[$doc])*
+            #[target_feature(enable = $features)]
+            pub(super) fn $name<F: Scalar>(
+                columns: &mut [F],
+                fields: &[F],
+                scale: F,
+                lo: F,
+                rngs: &mut [ChainRng],
+            ) {
+                // SAFETY: this function runs with AVX2.
+                unsafe { sample_group(columns, fields, scale, lo, rngs) }
+            }
+        };
     }
 
-    /// [`sample_group`] compiled for AVX-512 (the generator keeps its four 256-bit lanes; the
-    /// comparison pass runs on 512-bit registers).
-    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
-    pub(super) fn sample_group_avx512<F: Scalar>(
-        columns: &mut [F],
-        fields: &[F],
-        scale: F,
-        lo: F,
-        rngs: &mut [ChainRng],
-    ) {
-        // SAFETY: this function runs with AVX2.
-        unsafe { sample_group(columns, fields, scale, lo, rngs) }
-    }
+    instance!(
+        /// [`sample_group`] compiled for AVX2.
+        sample_group_avx2,
+        "avx2"
+    );
+    instance!(
+        /// [`sample_group`] compiled for AVX-512 (the generator keeps its four 256-bit lanes;
+        /// the comparison pass runs on 512-bit registers).
+        sample_group_avx512,
+        "avx2,avx512f,avx512bw,avx512dq,avx512vl"
+    );
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]

@@ -142,53 +142,34 @@ mod sealed {
     }
 }
 
-impl sealed::Sealed for f32 {
-    #[inline(always)]
-    fn logistic_draws(xs: &mut [Self], lo: Self, u: &[Self]) {
-        for (x, &u) in xs.iter_mut().zip(u) {
-            *x = if u * (1.0 + exp_f32(-*x)) < 1.0 {
-                1.0
-            } else {
-                lo
-            };
-        }
-    }
+/// The [`sealed::Sealed`] passes of a scalar type `$t` with exponential `$exp` and lane
+/// uniforms `$uniforms`.
+macro_rules! sealed_passes {
+    ($t:ty, $exp:ident, $uniforms:ident) => {
+        impl sealed::Sealed for $t {
+            #[inline(always)]
+            fn logistic_draws(xs: &mut [Self], lo: Self, u: &[Self]) {
+                for (x, &u) in xs.iter_mut().zip(u) {
+                    *x = if u * (1.0 + $exp(-*x)) < 1.0 { 1.0 } else { lo };
+                }
+            }
 
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn lane_uniforms(
-        lanes: &mut crate::lanes::avx2::Lanes,
-        units: usize,
-        out: &mut crate::lanes::LaneUniforms<Self>,
-    ) {
-        // SAFETY: the caller guarantees AVX2.
-        unsafe { lanes.uniforms_f32(units, out) }
-    }
+            #[cfg(target_arch = "x86_64")]
+            #[inline(always)]
+            unsafe fn lane_uniforms(
+                lanes: &mut crate::lanes::avx2::Lanes,
+                units: usize,
+                out: &mut crate::lanes::LaneUniforms<Self>,
+            ) {
+                // SAFETY: the caller guarantees AVX2.
+                unsafe { lanes.$uniforms(units, out) }
+            }
+        }
+    };
 }
 
-impl sealed::Sealed for f64 {
-    #[inline(always)]
-    fn logistic_draws(xs: &mut [Self], lo: Self, u: &[Self]) {
-        for (x, &u) in xs.iter_mut().zip(u) {
-            *x = if u * (1.0 + exp_f64(-*x)) < 1.0 {
-                1.0
-            } else {
-                lo
-            };
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn lane_uniforms(
-        lanes: &mut crate::lanes::avx2::Lanes,
-        units: usize,
-        out: &mut crate::lanes::LaneUniforms<Self>,
-    ) {
-        // SAFETY: the caller guarantees AVX2.
-        unsafe { lanes.uniforms_f64(units, out) }
-    }
-}
+sealed_passes!(f32, exp_f32, uniforms_f32);
+sealed_passes!(f64, exp_f64, uniforms_f64);
 
 impl Scalar for f32 {
     const NAME: &'static str = "f32";
