@@ -25,6 +25,7 @@
 mod chains;
 pub mod diagnostics;
 mod error;
+mod lanes;
 pub mod linalg;
 pub mod numerics;
 mod observe;
@@ -40,7 +41,7 @@ pub use error::{Error, Result};
 pub use num_traits;
 pub use observe::{Every, FnObserver, Observer};
 pub use par::{CHAIN_CHUNK, Par, for_each_chain_chunk, for_each_chain_chunk2};
-pub use rng::{ChainRng, RngStreams};
+pub use rng::{ChainRng, RngStreams, as_chain_rngs};
 pub use scalar::Scalar;
 pub use traits::{
     ConditionalSampler, EnergyModel, Enumerable, ExactLogPartition, ExactSampling, Kernel,

@@ -1,14 +1,128 @@
-use rand::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
+use rand::rand_core::impls::fill_bytes_via_next;
+use rand::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-/// The random-number generator of one chain: Xoshiro256++ (fast, 256-bit state, serialisable,
-/// with a `jump()` that advances by \\(2^{128}\\) draws to give non-overlapping streams).
-pub type ChainRng = Xoshiro256PlusPlus;
+/// The random-number generator of one chain: Xoshiro256++ (Blackman and Vigna, *Scrambled
+/// linear pseudorandom number generators*, 2021), with a 256-bit state, serialisable, and a
+/// [`ChainRng::jump`] that advances by \\(2^{128}\\) draws to give non-overlapping streams.
+///
+/// The same generator as `rand_xoshiro::Xoshiro256PlusPlus`, output for output (seeding,
+/// jumps, `next_u32` as the top half of `next_u64`, `fill_bytes`) and in its serde form (a
+/// struct `Xoshiro256PlusPlus` with the field `s`, so checkpoints read either way); tested
+/// against that crate. It is this crate's own type so that the sampling passes can load the
+/// states of several chains into the lanes of one vector register
+/// ([`crate::Scalar::sample_logistic_columns`]) and advance each chain's stream exactly as
+/// the scalar generator does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename = "Xoshiro256PlusPlus")]
+pub struct ChainRng {
+    pub(crate) s: [u64; 4],
+}
+
+impl ChainRng {
+    /// Advances the state by \\(2^{128}\\) outputs.
+    pub fn jump(&mut self) {
+        self.jump_by([
+            0x180e_c6d3_3cfd_0aba,
+            0xd5a6_1266_f0c9_392c,
+            0xa958_2618_e03f_c9aa,
+            0x39ab_dc45_29b1_661c,
+        ]);
+    }
+
+    /// Advances the state by \\(2^{192}\\) outputs.
+    pub fn long_jump(&mut self) {
+        self.jump_by([
+            0x76e1_5d3e_fefd_cbbf,
+            0xc500_4e44_1c52_2fb3,
+            0x7771_0069_854e_e241,
+            0x3910_9bb0_2acb_e635,
+        ]);
+    }
+
+    /// Applies the jump polynomial `poly` (bit `b` of word `w` is the coefficient of
+    /// \\(T^{64 w + b}\\), \\(T\\) the generator's linear step): the state
+    /// \\(\sum_k c_k T^k s\\) over GF(2).
+    fn jump_by(&mut self, poly: [u64; 4]) {
+        let mut acc = [0u64; 4];
+        for word in poly {
+            for b in 0..64 {
+                if (word >> b) & 1 == 1 {
+                    for (a, s) in acc.iter_mut().zip(self.s) {
+                        *a ^= s;
+                    }
+                }
+                self.next_u64();
+            }
+        }
+        self.s = acc;
+    }
+}
+
+impl RngCore for ChainRng {
+    /// The top half of [`RngCore::next_u64`] (the low bits of the xoshiro family have weak
+    /// linear dependencies).
+    #[inline]
+    fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    #[inline(always)]
+    fn next_u64(&mut self) -> u64 {
+        let s = &mut self.s;
+        let out = s[0].wrapping_add(s[3]).rotate_left(23).wrapping_add(s[0]);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        out
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        fill_bytes_via_next(self, dest);
+    }
+}
+
+impl SeedableRng for ChainRng {
+    type Seed = [u8; 32];
+
+    /// The state is the seed's four little-endian words; the all-zero seed (a fixed point of
+    /// the generator) is replaced by `seed_from_u64(0)`.
+    fn from_seed(seed: [u8; 32]) -> Self {
+        if seed.iter().all(|&b| b == 0) {
+            return Self::seed_from_u64(0);
+        }
+        let mut s = [0u64; 4];
+        for (w, bytes) in s.iter_mut().zip(seed.chunks_exact(8)) {
+            *w = u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+        }
+        Self { s }
+    }
+
+    /// The state from four outputs of SplitMix64 seeded with `seed`.
+    fn seed_from_u64(seed: u64) -> Self {
+        Self::from_rng(&mut rand_xoshiro::SplitMix64::seed_from_u64(seed))
+    }
+}
+
+/// `rngs` as chain streams when their type is [`ChainRng`], for the passes that advance
+/// several chains' streams at once; `None` for any other generator.
+pub fn as_chain_rngs<R>(rngs: &mut [R]) -> Option<&mut [ChainRng]> {
+    if typeid::of::<R>() == std::any::TypeId::of::<ChainRng>() {
+        // SAFETY: `R` is `ChainRng`: their type ids are equal, and `ChainRng` has no lifetime
+        // parameter that the lifetime-erased id of `R` could hide.
+        Some(unsafe { &mut *(rngs as *mut [R] as *mut [ChainRng]) })
+    } else {
+        None
+    }
+}
 
 /// One independent RNG stream per chain, all derived from one user seed.
 ///
-/// Stream `i` is the master generator `Xoshiro256PlusPlus::seed_from_u64(seed)` advanced by `i`
+/// Stream `i` is the master generator `ChainRng::seed_from_u64(seed)` advanced by `i`
 /// jumps of \\(2^{128}\\) steps, so streams never overlap in practice and stream `i` does not
 /// depend on how many streams were created. Streams serialise with serde, so a checkpoint holds
 /// the exact position of every chain.
@@ -48,7 +162,7 @@ impl RngStreams {
     /// assert_eq!(some.as_slice()[2], all.as_slice()[9]);
     /// ```
     pub fn select(seed: u64, indices: impl IntoIterator<Item = usize>) -> Self {
-        let start = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let start = ChainRng::seed_from_u64(seed);
         let (mut master, mut at) = (start.clone(), 0usize);
         let streams = indices
             .into_iter()
@@ -93,7 +207,7 @@ impl RngStreams {
     /// configuration), derived from the same seed by a `long_jump` (\\(2^{192}\\) steps) so it
     /// never overlaps the chain streams. `purpose` selects one of several such generators.
     pub fn auxiliary(seed: u64, purpose: u64) -> ChainRng {
-        let mut g = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut g = ChainRng::seed_from_u64(seed);
         for _ in 0..=purpose {
             g.long_jump();
         }
@@ -185,5 +299,60 @@ mod tests {
             s.as_mut_slice()[1].next_u64(),
             t.as_mut_slice()[1].next_u64()
         );
+    }
+
+    /// The reference: `rand_xoshiro`'s generator, output for output, for several seeds,
+    /// after jumps and long jumps, through `next_u32`, `fill_bytes` and `from_seed`, and in
+    /// its serde form.
+    #[test]
+    fn chain_rng_is_rand_xoshiro_s_xoshiro256plusplus() {
+        use rand_xoshiro::Xoshiro256PlusPlus as Reference;
+        for seed in [0u64, 1, 7, 0xdead_beef, u64::MAX] {
+            let (mut a, mut b) = (
+                ChainRng::seed_from_u64(seed),
+                Reference::seed_from_u64(seed),
+            );
+            for round in 0..4 {
+                for _ in 0..1000 {
+                    assert_eq!(a.next_u64(), b.next_u64(), "seed {seed}, round {round}");
+                }
+                assert_eq!(a.next_u32(), b.next_u32());
+                let (mut x, mut y) = ([0u8; 13], [0u8; 13]);
+                a.fill_bytes(&mut x);
+                b.fill_bytes(&mut y);
+                assert_eq!(x, y);
+                match round {
+                    0 => (a.jump(), b.jump()),
+                    1 => (a.long_jump(), b.long_jump()),
+                    _ => ((), ()),
+                };
+            }
+            let json = serde_json::to_string(&a).unwrap();
+            assert_eq!(json, serde_json::to_string(&b).unwrap());
+            let mut back: Reference = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.next_u64(), a.next_u64());
+        }
+        let mut seed = [0u8; 32];
+        for (k, s) in seed.iter_mut().enumerate() {
+            *s = (k as u8).wrapping_mul(37);
+        }
+        for seed in [seed, [0; 32]] {
+            assert_eq!(
+                ChainRng::from_seed(seed).next_u64(),
+                Reference::from_seed(seed).next_u64()
+            );
+        }
+        // Negative control: the comparison sees a one-step shift.
+        let (mut a, mut b) = (ChainRng::seed_from_u64(3), Reference::seed_from_u64(3));
+        a.next_u64();
+        assert_ne!(a.next_u64(), b.next_u64());
+    }
+
+    #[test]
+    fn only_chain_rngs_are_seen_as_chain_rngs() {
+        let mut chains = vec![ChainRng::seed_from_u64(1); 3];
+        assert_eq!(as_chain_rngs(&mut chains).map(|r| r.len()), Some(3));
+        let mut others = vec![rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1); 3];
+        assert!(as_chain_rngs(&mut others).is_none());
     }
 }

@@ -205,6 +205,29 @@ macro_rules! binary_layer {
                 F::sample_logistic_in_place(inputs, F::from_f64($lo), rng);
             }
 
+            /// With the chains' own streams ([`ebm_core::ChainRng`]), the fused pass of
+            /// [`Scalar::sample_logistic_columns`], which advances four chains' streams
+            /// together: the same draws as [`Layer::sample_in_place`] chain by chain, bit for
+            /// bit. Any other generator takes the chains one by one.
+            #[inline(always)]
+            fn sample_columns_in_place<R: Rng>(
+                &self,
+                columns: &mut [F],
+                beta: f64,
+                rngs: &mut [R],
+            ) {
+                match ebm_core::as_chain_rngs(rngs) {
+                    Some(rngs) => F::sample_logistic_columns(
+                        columns,
+                        &self.fields,
+                        F::from_f64($scale * beta),
+                        F::from_f64($lo),
+                        rngs,
+                    ),
+                    None => crate::layer::sample_each_column(self, columns, beta, rngs),
+                }
+            }
+
             fn mean_in_place(&self, inputs: &mut [F], beta: f64) {
                 let b = F::from_f64(beta);
                 for (x, &t) in inputs.iter_mut().zip(&self.fields) {

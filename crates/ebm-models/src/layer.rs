@@ -96,6 +96,20 @@ pub trait Layer: Clone + std::fmt::Debug + Send + Sync {
     /// \\(p_\beta(x \mid I)\\), consuming `rng`.
     fn sample_in_place<R: Rng + ?Sized>(&self, inputs: &mut [Self::Scalar], beta: f64, rng: &mut R);
 
+    /// [`Layer::sample_in_place`] on each chain of a chunk: `columns` holds one column of
+    /// [`Layer::width`] inputs per chain, chain `c` consuming only `rngs[c]`. Layers may
+    /// override it with a pass over several chains at once that gives the same draws bit for
+    /// bit (the binary layers advance four chains' streams together).
+    #[inline(always)]
+    fn sample_columns_in_place<R: Rng>(
+        &self,
+        columns: &mut [Self::Scalar],
+        beta: f64,
+        rngs: &mut [R],
+    ) {
+        sample_each_column(self, columns, beta, rngs);
+    }
+
     /// Overwrites `inputs` with the conditional mean \\(E_\beta[x \mid I]\\).
     fn mean_in_place(&self, inputs: &mut [Self::Scalar], beta: f64);
 
@@ -193,4 +207,18 @@ pub trait BinaryLayer: DiscreteLayer {
     fn fields(&self) -> &[Self::Scalar];
     /// Builds the layer from its fields.
     fn with_fields(fields: Vec<Self::Scalar>) -> Self;
+}
+
+/// The default of [`Layer::sample_columns_in_place`]: one chain after the other.
+#[inline(always)]
+pub(crate) fn sample_each_column<L: Layer, R: Rng>(
+    layer: &L,
+    columns: &mut [L::Scalar],
+    beta: f64,
+    rngs: &mut [R],
+) {
+    let width = layer.width().max(1);
+    for (col, rng) in columns.chunks_mut(width).zip(rngs.iter_mut()) {
+        layer.sample_in_place(col, beta, rng);
+    }
 }

@@ -800,10 +800,8 @@ impl<L: Layer, R: Rng> ebm_core::simd::Pass for SampleColumns<'_, L, R> {
     type Output = ();
     #[inline(always)]
     fn run(self) {
-        let width = self.layer.width().max(1);
-        for (col, rng) in self.columns.chunks_mut(width).zip(self.rngs.iter_mut()) {
-            self.layer.sample_in_place(col, self.beta, rng);
-        }
+        self.layer
+            .sample_columns_in_place(self.columns, self.beta, self.rngs);
     }
 }
 

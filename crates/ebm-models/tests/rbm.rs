@@ -1,12 +1,15 @@
 //! Exact identities of the generic RBM against brute-force enumeration.
 
 use ebm_core::numerics::log_sum_exp;
-use ebm_core::{ConditionalSampler, EnergyModel, Error, ExactLogPartition, ExactSampling, Par};
+use ebm_core::{
+    ChainRng, ConditionalSampler, EnergyModel, Error, ExactLogPartition, ExactSampling, Par, Scalar,
+};
 use ebm_models::exact::{self, Enumerated};
 use ebm_models::{Bernoulli, BinaryLayer, DiscreteLayer, Layer, Rbm, Spin};
 use ebm_testkit::strategies::binary_rbm;
 use nalgebra::DMatrix;
 use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
 
 /// log sum_h exp(-beta E(v, h)) by enumerating h.
 fn brute_free_energy<V: DiscreteLayer<Scalar = f64>, H: DiscreteLayer<Scalar = f64>>(
@@ -363,6 +366,126 @@ fn hidden_enumeration_kernel_is_exact_and_checks_its_model() {
         "a step at another beta must panic"
     );
     assert!(exact::HiddenEnumeration::new(&rbm, f64::NAN, Par::Seq).is_err());
+}
+
+/// The chains' streams behind a wrapper: a generator that is not [`ChainRng`], which the
+/// sampling passes therefore take chain by chain through the scalar pass.
+#[derive(Clone, Debug, PartialEq)]
+struct Wrapped(ChainRng);
+
+impl rand::RngCore for Wrapped {
+    fn next_u32(&mut self) -> u32 {
+        self.0.next_u32()
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        self.0.fill_bytes(dest)
+    }
+}
+
+/// Three sweeps (h | v, then v | h) of `rbm` from random configurations, with the chains'
+/// streams `rngs` of seed 3 (`swap`: streams 0 and 1 exchanged), through the lane generator
+/// (`ChainRng` streams) or the scalar pass (`Wrapped` streams): the configurations' bits and
+/// the streams' states afterwards.
+fn sweeps<V, H>(
+    rbm: &Rbm<V, H>,
+    n: usize,
+    par: Par,
+    lanes: bool,
+    swap: bool,
+) -> (Vec<u64>, Vec<ChainRng>)
+where
+    V: Layer,
+    H: Layer<Scalar = V::Scalar>,
+{
+    use ebm_core::RngStreams;
+    let mut x = rbm.default_chains(n);
+    let mut init = ChainRng::seed_from_u64(1);
+    for v in x.visible.iter_mut() {
+        *v = V::Scalar::from_f64(f64::from(init.random_range(0..2u8)));
+    }
+    let mut rngs = RngStreams::new(3, n).as_slice().to_vec();
+    if swap {
+        rngs.swap(0, 1);
+    }
+    let mut wrapped: Vec<Wrapped> = rngs.iter().cloned().map(Wrapped).collect();
+    for _ in 0..3 {
+        if lanes {
+            rbm.sample_hidden(&mut x, 1.0, &mut rngs, par);
+            rbm.sample_visible(&mut x, 0.8, &mut rngs, par);
+        } else {
+            rbm.sample_hidden(&mut x, 1.0, &mut wrapped, par);
+            rbm.sample_visible(&mut x, 0.8, &mut wrapped, par);
+        }
+    }
+    if !lanes {
+        rngs = wrapped.into_iter().map(|w| w.0).collect();
+    }
+    let bits = x
+        .visible
+        .iter()
+        .chain(x.hidden.iter())
+        .map(|v| v.as_f64().to_bits())
+        .collect();
+    (bits, rngs)
+}
+
+fn random_rbm<F: ebm_core::Scalar, V: BinaryLayer<Scalar = F>, H: BinaryLayer<Scalar = F>>(
+    nv: usize,
+    nh: usize,
+) -> Rbm<V, H> {
+    let mut g = ChainRng::seed_from_u64(nv as u64 * 1000 + nh as u64);
+    let mut field = |n: usize| {
+        (0..n)
+            .map(|_| F::from_f64(g.random_range(-1.0..1.0)))
+            .collect()
+    };
+    let (a, b) = (field(nv), field(nh));
+    let w = DMatrix::from_fn(nv, nh, |_, _| F::from_f64(g.random_range(-0.3..0.3)));
+    Rbm::new(V::with_fields(a), H::with_fields(b), w).unwrap()
+}
+
+/// Gibbs sweeps through the lane generator (four chains' streams advanced together) are the
+/// scalar sweeps bit for bit: f32 and f64, {0,1} and ±1 units, odd widths, chain counts that
+/// are not multiples of four (and more than one chunk of 128), sequential and on pools of 1
+/// and 2 threads; the streams end at the same positions. Negative control: two chains'
+/// streams exchanged give other configurations.
+#[test]
+fn gibbs_sweeps_through_the_lane_generator_are_the_scalar_sweeps() {
+    fn check<V, H>(nv: usize, nh: usize, n: usize)
+    where
+        V: BinaryLayer,
+        H: BinaryLayer<Scalar = V::Scalar>,
+    {
+        let rbm: Rbm<V, H> = random_rbm(nv, nh);
+        let reference = sweeps(&rbm, n, Par::Seq, false, false);
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for par in [Par::Seq, Par::Rayon] {
+                let lanes = pool.install(|| sweeps(&rbm, n, par, true, false));
+                assert!(
+                    lanes == reference,
+                    "{nv} x {nh}, {n} chains, {par:?}, {threads} threads"
+                );
+            }
+        }
+        let swapped = sweeps(&rbm, n, Par::Seq, true, true);
+        assert_ne!(
+            swapped.0, reference.0,
+            "swapped streams, {nv} x {nh}, {n} chains"
+        );
+    }
+    for (nv, nh, n) in [(37, 19, 301), (784, 200, 133), (5, 3, 6)] {
+        check::<Bernoulli<f32>, Bernoulli<f32>>(nv, nh, n);
+        check::<Bernoulli<f64>, Bernoulli<f64>>(nv, nh, n);
+        check::<Spin<f32>, Spin<f32>>(nv, nh, n);
+        check::<Spin<f64>, Spin<f64>>(nv, nh, n);
+    }
 }
 
 /// A non-finite weight is refused, named by its column-major index and value (in f32 as in
