@@ -242,6 +242,31 @@ fn ladders_are_validated() {
 fn pt_is_reproducible_across_threads_and_tracks_replicas() {
     let ladder = TemperatureLadder::geometric(model(), 0.2, 4).unwrap();
     let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
+    // The rungs explore at once under Par::Rayon, rung 0 with its own kernel here: the same
+    // chains as one rung after the other on one thread.
+    let bottom = pt.with_rung0_kernel(Gibbs::new(2));
+    let run_bottom = |threads: usize, par: Par| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let rbm = model();
+            let mut state = PtState::new((0..4).map(|_| rbm.new_state(300)).collect(), 6).unwrap();
+            for _ in 0..20 {
+                bottom.step(&ladder, &mut state, par);
+            }
+            state
+        })
+    };
+    let (seq, rayon) = (run_bottom(1, Par::Seq), run_bottom(2, Par::Rayon));
+    assert_eq!(seq, rayon);
+    // Negative control: the comparison sees rung 0's kernel.
+    let mut plain = PtState::new((0..4).map(|_| model().new_state(300)).collect(), 6).unwrap();
+    for _ in 0..20 {
+        pt.step(&ladder, &mut plain, Par::Rayon);
+    }
+    assert_ne!(plain.rungs(), seq.rungs());
     let run = |threads: usize, par: Par| {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

@@ -1,6 +1,7 @@
 use super::ladder::{Exchange, KeptProducts};
 use ebm_core::{CHAIN_CHUNK, Chains, Error, Kernel, Par, RngStreams, Scalar};
 use rand::{Rng, RngCore};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
@@ -573,7 +574,9 @@ impl<K, B> ParallelTempering<K, B> {
         }
     }
 
-    /// One round: exploration of every rung, then the exchanges of the schedule.
+    /// One round: exploration of every rung, then the exchanges of the schedule. Under
+    /// [`Par::Rayon`] the round runs on a worker of the current pool ([`Par::run`]) and the
+    /// rungs explore at once; the result is the same for any [`Par`] and thread count.
     ///
     /// # Panics
     /// If the state does not have one batch per rung of `ladder`.
@@ -590,7 +593,9 @@ impl<K, B> ParallelTempering<K, B> {
             state.rungs.len(),
             ladder.n_exchange_rungs()
         );
-        self.step_linked(ladder, state, &mut Unlinked, par)
+        // On a worker of the pool: the serial work between the round's parallel loops runs
+        // where the pool is ([`Par::run`]: same results, less time between the loops).
+        par.run(|| self.step_linked(ladder, state, &mut Unlinked, par))
     }
 
     /// One round on a block of rungs ([`PtState::for_rungs`]), the blocks below and above it
@@ -662,17 +667,38 @@ impl<K, B> ParallelTempering<K, B> {
             accept,
         } = &mut state.kept;
         kept.resize_with(held, KeptProducts::default);
-        for (j, x) in state.rungs.iter_mut().enumerate() {
-            let rung = ladder.explored(a + j);
-            match (&self.rung0_kernel, a + j) {
-                (Some(bottom), 0) => {
-                    bottom.step(rung.model, rung.beta, x, streams[j], par);
+        // Every rung explores with its own chains and streams, so the rungs run at once: under
+        // `Par::Rayon` as tasks of one parallel loop, whose chunks the pool balances across
+        // rungs (one loop instead of one per rung and half-sweep, with no pool-wide wait in
+        // between). The same draws as one rung after the other.
+        let explore_rung =
+            |(j, ((x, rngs), kept)): (usize, ((&mut L::State, &mut &mut [_]), &mut _))| {
+                let rung = ladder.explored(a + j);
+                match (&self.rung0_kernel, a + j) {
+                    (Some(bottom), 0) => {
+                        bottom.step(rung.model, rung.beta, x, rngs, par);
+                    }
+                    _ => {
+                        explore(&self.kernel, rung, x, kept, rngs, par);
+                    }
                 }
-                _ => {
-                    explore(&self.kernel, rung, x, &mut kept[j], streams[j], par);
-                }
-            }
-            kept[j].valid = false;
+                kept.valid = false;
+            };
+        match par {
+            Par::Seq => state
+                .rungs
+                .iter_mut()
+                .zip(streams.iter_mut())
+                .zip(kept.iter_mut())
+                .enumerate()
+                .for_each(explore_rung),
+            Par::Rayon => state
+                .rungs
+                .par_iter_mut()
+                .zip(streams.par_iter_mut())
+                .zip(kept.par_iter_mut())
+                .enumerate()
+                .for_each(explore_rung),
         }
         let n_pairs = n_rungs.saturating_sub(1);
         let mut info = PtInfo {
@@ -955,20 +981,19 @@ fn decide(
 /// The states of `streams`, four words each (a Xoshiro256++ state is 256 bits): how a block
 /// lends the streams of its boundary rung to the block above, exactly ([`streams_from_words`]).
 fn stream_words(streams: &[ebm_core::ChainRng]) -> Vec<u64> {
-    streams
-        .iter()
-        .flat_map(|r| {
-            let state = serde_json::to_value(r).expect("a stream serialises");
-            serde_json::from_value::<[u64; 4]>(state["s"].clone()).expect("a 256-bit state")
-        })
-        .collect()
+    streams.iter().flat_map(|r| r.words()).collect()
 }
 
 /// The streams written by [`stream_words`].
+///
+/// # Panics
+/// If the number of words is not a multiple of four (a neighbour that does not follow the
+/// protocol).
 fn streams_from_words(words: &[u64]) -> Vec<ebm_core::ChainRng> {
+    assert_eq!(words.len() % 4, 0, "stream states of four words each");
     words
-        .chunks(4)
-        .map(|s| serde_json::from_value(serde_json::json!({ "s": s })).expect("a 256-bit state"))
+        .chunks_exact(4)
+        .map(|s| ebm_core::ChainRng::from_words([s[0], s[1], s[2], s[3]]))
         .collect()
 }
 
