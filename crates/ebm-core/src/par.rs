@@ -30,8 +30,9 @@ impl Par {
     /// on the caller's thread while they fall asleep again. On a worker, the serial work runs
     /// where the pool is, and the other workers, still looking for work between the loops,
     /// take the next loop's chunks at once. Same work, same chunks, so the same results; only
-    /// the time between the loops changes (issue 22: a PCD-10 update about 5 % faster on two
-    /// threads).
+    /// the time between the loops changes (issue 22: with the PT round's rungs explored at
+    /// once, a tempered training update's scaling from one thread to two went from a median
+    /// 1.78x to 1.88x; `benches/README.md`).
     pub fn run<R: Send>(self, f: impl FnOnce() -> R + Send) -> R {
         match self {
             Par::Rayon if rayon::current_thread_index().is_none() => rayon::scope(|_| f()),

@@ -242,41 +242,18 @@ fn ladders_are_validated() {
 fn pt_is_reproducible_across_threads_and_tracks_replicas() {
     let ladder = TemperatureLadder::geometric(model(), 0.2, 4).unwrap();
     let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
-    // The rungs explore at once under Par::Rayon, rung 0 with its own kernel here: the same
-    // chains as one rung after the other on one thread.
-    let bottom = pt.with_rung0_kernel(Gibbs::new(2));
-    let run_bottom = |threads: usize, par: Par| {
+    // `rounds` rounds of `pt` from seed `seed` on a pool of `threads`, and the accepted swaps.
+    let run_with = |pt: &ParallelTempering<Gibbs>, seed, rounds, threads, par| {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap();
         pool.install(|| {
             let rbm = model();
-            let mut state = PtState::new((0..4).map(|_| rbm.new_state(300)).collect(), 6).unwrap();
-            for _ in 0..20 {
-                bottom.step(&ladder, &mut state, par);
-            }
-            state
-        })
-    };
-    let (seq, rayon) = (run_bottom(1, Par::Seq), run_bottom(2, Par::Rayon));
-    assert_eq!(seq, rayon);
-    // Negative control: the comparison sees rung 0's kernel.
-    let mut plain = PtState::new((0..4).map(|_| model().new_state(300)).collect(), 6).unwrap();
-    for _ in 0..20 {
-        pt.step(&ladder, &mut plain, Par::Rayon);
-    }
-    assert_ne!(plain.rungs(), seq.rungs());
-    let run = |threads: usize, par: Par| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            let rbm = model();
-            let mut state = PtState::new((0..4).map(|_| rbm.new_state(300)).collect(), 5).unwrap();
+            let mut state =
+                PtState::new((0..4).map(|_| rbm.new_state(300)).collect(), seed).unwrap();
             let mut accepted = vec![0u64; 3];
-            for _ in 0..50 {
+            for _ in 0..rounds {
                 let info = pt.step(&ladder, &mut state, par);
                 for k in 0..3 {
                     accepted[k] += info.accepted[k];
@@ -286,6 +263,16 @@ fn pt_is_reproducible_across_threads_and_tracks_replicas() {
             (state, accepted)
         })
     };
+    // The rungs explore at once under Par::Rayon, rung 0 with its own kernel here: the same
+    // chains as one rung after the other on one thread.
+    let bottom = pt.with_rung0_kernel(Gibbs::new(2));
+    let (seq, _) = run_with(&bottom, 6, 20, 1, Par::Seq);
+    let (rayon, _) = run_with(&bottom, 6, 20, 2, Par::Rayon);
+    assert_eq!(seq, rayon);
+    // Negative control: the comparison sees rung 0's kernel.
+    let (plain, _) = run_with(&pt, 6, 20, 2, Par::Rayon);
+    assert_ne!(plain.rungs(), seq.rungs());
+    let run = |threads, par| run_with(&pt, 5, 50, threads, par);
     let (a, acc) = run(1, Par::Seq);
     let (b, _) = run(2, Par::Rayon);
     assert_eq!(a, b);
