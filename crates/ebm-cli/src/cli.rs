@@ -1311,10 +1311,17 @@ Online log-likelihood (--loglik-every N): a trajectory-AIS estimator follows the
 model: in closed form with zero initial weights (--init-std 0), by enumerating its
 smaller discrete layer (at most 2^22 configurations), or otherwise by AIS with 100 rungs from
 the independent-site model with its fields, whose weighted chains then follow the training
-(the AIS error is part of every later error bar). Following the likelihood never changes the
-training: the same seed gives the same model with or without --loglik-every. Every N updates
-the mean log-likelihood of --data (and --test) under the current model is logged; the final
-estimate's warnings (see `ebm loglik --help`) are printed on stderr and recorded.
+(the AIS error is part of every later error bar). Its chains start at exact draws of the
+initial model when its hidden layer can be enumerated (a --pretrain rcm start included; the
+mesh log Z of a larger pretrained model is not used: the estimator then anneals by AIS).
+Following the likelihood never changes the training: the same seed gives the same model with
+or without --loglik-every. Every N updates the mean log-likelihood of --data (and --test) under
+the current model is logged, except when the log Z estimate lies below the largest -F(v) of the
+data (some sample would have a probability above 1: never a positive log-likelihood of
+discrete data); the negative phase's chains are then also checked against the estimator's
+(mean -F(v) within 6 standard errors; persistent chains stuck in modes fail it). The final
+estimate's warnings (see `ebm loglik --help`), these checks' included, are printed on stderr
+and recorded.
 
 Resume: `ebm train --data D --resume MODEL.state.json --updates N --out NEW.safetensors`
 continues the saved run up to N updates in total, bit for bit as an uninterrupted run of N

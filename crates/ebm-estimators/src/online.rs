@@ -230,6 +230,20 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
         }
     }
 
+    /// Records that an assumption of the estimator broke, found by a check outside it (e.g.
+    /// initial chains that are not exact draws, or an estimate below a bound that \\(\log Z\\)
+    /// cannot be below): every later estimate carries [`Warning::AssumptionBroken`] with the
+    /// reason (after the reasons already recorded).
+    pub fn flag(&mut self, reason: String) {
+        match &mut self.broken {
+            Some(r) => {
+                r.push_str("; then ");
+                r.push_str(&reason);
+            }
+            None => self.broken = Some(reason),
+        }
+    }
+
     /// Why the estimator's assumptions broke (first occurrence), if they did.
     pub fn broken(&self) -> Option<&str> {
         self.broken.as_deref()

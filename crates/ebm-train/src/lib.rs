@@ -76,6 +76,6 @@ pub use stats::{Centre, Gradient, Moments};
 pub use tethered::{Tmc, TmcDirection, TmcState};
 pub use trainer::{
     AUTO_EXACT_SELECTION_CONFIGURATIONS, CheckpointPolicy, LikelihoodInfo, LikelihoodPolicy,
-    MAX_EXACT_SELECTION_CONFIGURATIONS, PairBelowTarget, SelectionAcceptance, TrainInfo,
-    TrainState, Trainer, mean_log_likelihood,
+    MAX_EXACT_INITIAL_CONFIGURATIONS, MAX_EXACT_SELECTION_CONFIGURATIONS, MAX_NEGATIVE_Z,
+    PairBelowTarget, SelectionAcceptance, TrainInfo, TrainState, Trainer, mean_log_likelihood,
 };

@@ -29,7 +29,8 @@ pub struct NegativeInfo {
     /// Total chain-sweeps (sweeps x chains x rungs): the cost of the update's negative phase.
     pub chain_sweeps: u64,
     /// Tempered phases: the mean swap acceptance probability of each neighbouring pair
-    /// \\((k, k+1)\\) during this update (empty otherwise).
+    /// \\((k, k+1)\\) during this update (empty otherwise; `NaN` for a pair with no proposal,
+    /// e.g. half the pairs of an even/odd schedule in a one-round update).
     pub swap_acceptance: Vec<f64>,
     /// Tempered phases: round trips completed during this update.
     pub round_trips: u64,
@@ -103,6 +104,14 @@ pub trait NegativePhase<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>
     /// Weights of the chains in the model average (`None`: uniform).
     fn weights<'a>(&self, _state: &'a Self::State) -> Option<&'a [f64]> {
         None
+    }
+
+    /// Whether the chains (with their weights) are meant to sample the current model, so that
+    /// the trainer may check them against the online estimator's chains
+    /// ([`crate::LikelihoodInfo::negative_z`]); `false` for phases that start at the data
+    /// every update ([`Cd`]).
+    fn samples_the_model(&self) -> bool {
+        true
     }
 
     /// Called after the parameters moved from `old` to `new` (reweighting phases update their
@@ -282,6 +291,10 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
             chain_sweeps: (self.sweeps * batch.ncols()) as u64,
             ..NegativeInfo::default()
         })
+    }
+
+    fn samples_the_model(&self) -> bool {
+        false
     }
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {

@@ -10,8 +10,12 @@ fn write_failed(e: std::io::Error) -> Error {
     Error::Observer(Box::new(e))
 }
 
+/// The mean of the pairs proposed during the update: a pair with no proposal (an even/odd
+/// schedule's other half in a one-round update) has a `NaN` acceptance and is left out;
+/// `None` when no pair was proposed.
 fn mean(x: &[f64]) -> Option<f64> {
-    (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64)
+    let proposed: Vec<f64> = x.iter().copied().filter(|a| !a.is_nan()).collect();
+    (!proposed.is_empty()).then(|| proposed.iter().sum::<f64>() / proposed.len() as f64)
 }
 
 fn opt(x: Option<f64>) -> String {
@@ -139,7 +143,8 @@ impl<W: Write> Observer<TrainInfo> for CsvLog<W> {
         }
         let n = &info.negative;
         let acc = &n.swap_acceptance;
-        let min = (!acc.is_empty()).then(|| acc.iter().copied().fold(f64::INFINITY, f64::min));
+        // f64::min passes over the NaN of pairs not proposed.
+        let min = mean(acc).map(|_| acc.iter().copied().fold(f64::INFINITY, f64::min));
         let c = info.checkpoint;
         let row = [
             info.update.to_string(),
@@ -195,5 +200,35 @@ impl<W: Write> Observer<TrainInfo> for JsonLinesLog<W> {
     fn observe(&mut self, _step: u64, info: &TrainInfo) -> Result<()> {
         let line = serde_json::to_string(info).map_err(|e| Error::Observer(Box::new(e)))?;
         writeln!(self.out, "{line}").map_err(write_failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NegativeInfo;
+
+    /// A deterministic even/odd round proposes half the pairs: the log's mean and minimum are
+    /// those of the proposed pairs, never `NaN` (it was `NaN` at every update of such a run).
+    #[test]
+    fn swap_acceptance_of_pairs_not_proposed_is_left_out() {
+        let info = TrainInfo {
+            update: 1,
+            learning_rate: 0.01,
+            gradient_norm: 1.0,
+            negative: NegativeInfo {
+                swap_acceptance: vec![f64::NAN, 0.5, f64::NAN, 0.25],
+                ..NegativeInfo::default()
+            },
+            checkpoint: None,
+            likelihood: None,
+        };
+        let mut log = CsvLog::new(Vec::new());
+        log.observe(1, &info).unwrap();
+        let text = String::from_utf8(log.into_inner()).unwrap();
+        let row: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();
+        assert_eq!(row[5], "0.375");
+        assert_eq!(row[6], "0.25");
+        assert_eq!(mean(&[f64::NAN, f64::NAN]), None);
     }
 }

@@ -116,7 +116,11 @@ pub enum SelectionAcceptance {
 ///   layers' cumulant generating functions, and one Gibbs sweep, which draws exactly without
 ///   couplings);
 /// - `initial_log_z` given (its exact value, e.g. by enumeration of a small layer,
-///   `ebm_models::exact`): the chains are equilibrated by `initial_sweeps` Gibbs sweeps;
+///   `ebm_models::exact`): the chains are exact draws when the hidden layer has at most
+///   [`MAX_EXACT_INITIAL_CONFIGURATIONS`] configurations, and otherwise `initial_sweeps` Gibbs
+///   sweeps from one configuration, with [`ebm_estimators::Warning::AssumptionBroken`] on
+///   every estimate (sweeps cannot vouch for the proportions of a multimodal model's modes,
+///   and a mode the chains miss leaves no trace in the weights);
 /// - otherwise (a model with couplings too large to enumerate): forward AIS with
 ///   `initial_ais_rungs` evenly spaced rungs from the independent-site reference with the
 ///   model's own fields (zero weights, exact \\(\log Z\\) and draws) to the initial model
@@ -137,7 +141,7 @@ pub struct LikelihoodPolicy {
     /// [`Trainer::init`]; the trainer corrects it for its zero-sum gauge).
     pub initial_log_z: Option<f64>,
     /// Gibbs sweeps drawing the initial chains of a model with couplings and a given
-    /// `initial_log_z`.
+    /// `initial_log_z` whose hidden layer is too large to draw exactly.
     pub initial_sweeps: usize,
     /// Rungs of the AIS path to an initial model with couplings when `initial_log_z` is not
     /// given (at least 2).
@@ -175,6 +179,12 @@ pub struct LikelihoodInfo {
     pub train: Option<f64>,
     /// Mean log-likelihood of the test data, at the reporting interval when test data are given.
     pub test: Option<f64>,
+    /// At the reporting interval: the difference of the mean \\(-F(v)\\) of the negative
+    /// phase's chains and of the estimator's weighted chains, in combined standard errors
+    /// ([`NegativeCheck`]). Beyond [`MAX_NEGATIVE_Z`] in absolute value, one of the two
+    /// samplers does not sample the current model.
+    #[serde(default)]
+    pub negative_z: Option<f64>,
 }
 
 /// The weighted mean log-likelihood \\(\sum_j w_j(-F(v_j))/\sum_j w_j - \log Z\\) of `data`.
@@ -188,11 +198,136 @@ where
     V: Layer,
     H: Layer<Scalar = V::Scalar>,
 {
+    neg_free_energies(rbm, data, par).mean - log_z
+}
+
+/// The weighted mean and the largest value of \\(-F(v_j)\\) over `data`.
+struct NegFreeEnergies {
+    mean: f64,
+    max: f64,
+}
+
+fn neg_free_energies<V, H>(
+    rbm: &Rbm<V, H>,
+    data: &TrainingData<V::Scalar>,
+    par: Par,
+) -> NegFreeEnergies
+where
+    V: Layer,
+    H: Layer<Scalar = V::Scalar>,
+{
     let mut f = vec![0.0; data.n_samples()];
     rbm.free_energy_visible(data.samples(), 1.0, &mut f, par);
     let w = data.weights();
     let total: f64 = w.iter().sum();
-    -f.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / total - log_z
+    NegFreeEnergies {
+        mean: -f.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / total,
+        max: -f.iter().copied().fold(f64::INFINITY, f64::min),
+    }
+}
+
+/// What marks the reason recorded by [`impossible_log_z`] (recorded once per run).
+const IMPOSSIBLE_MARK: &str = "below the largest -F(v)";
+
+/// For discrete visible units, every configuration has \\(p(v) = e^{-F(v)}/Z \\le 1\\), so
+/// \\(\log Z \\ge \max_v -F(v)\\) over any data: an estimate below that bound would report a
+/// log-likelihood above 0 for some sample. Returns the reason when `log_z` breaks the bound
+/// for `data`'s largest \\(-F\\) (`None` for continuous units, whose densities may exceed 1).
+fn impossible_log_z<V: TrainableLayer>(
+    visible: &V,
+    log_z: f64,
+    stats: &NegFreeEnergies,
+    update: u64,
+    which: &str,
+) -> Option<String> {
+    (visible.discrete_configurations().is_some() && log_z < stats.max).then(|| {
+        format!(
+            "update {update}: the online log Z {log_z:.4} is {IMPOSSIBLE_MARK} on the {which} \
+             data ({:.4}), so that sample would have a probability above 1: the estimator's \
+             chains miss mass the model has (typically a mode they cannot reach), and no \
+             log-likelihood is reported while the estimate stays below the bound",
+            stats.max
+        )
+    })
+}
+
+/// [`LikelihoodInfo::negative_z`] beyond which the negative phase's chains and the online
+/// estimator's chains are taken to sample different laws.
+pub const MAX_NEGATIVE_Z: f64 = 6.0;
+
+/// What marks the reason recorded when the two samplers disagree (recorded once per run).
+const DISAGREE_MARK: &str = "the negative phase's chains and the estimator's";
+
+/// The check of the negative phase against the online estimator: both hold samples of the
+/// current model (the negative phase's chains, moved before the update, with their weights;
+/// the estimator's chains, reweighted to the new model), so their means of \\(-F(v)\\) under the
+/// current model must agree within their standard errors (each the weighted standard deviation
+/// over the square root of its Kish ESS) up to the lag of one update. A difference of many
+/// standard errors means that one of them misses mass the model has: typically persistent
+/// chains that cannot cross between modes, whose proportions then no longer follow the model,
+/// so that the gradient drives the mode weights away (a pretrained multimodal model collapses
+/// onto one mode), or estimator chains that miss a mode.
+struct NegativeCheck {
+    z: f64,
+    negative: f64,
+    estimator: f64,
+}
+
+impl NegativeCheck {
+    fn new<V, H>(
+        model: &Rbm<V, H>,
+        negative: (&RbmChains<V::Scalar>, Option<&[f64]>),
+        estimator: (&RbmChains<V::Scalar>, &[f64]),
+        par: Par,
+    ) -> Self
+    where
+        V: Layer,
+        H: Layer<Scalar = V::Scalar>,
+    {
+        let stats = |x: &RbmChains<V::Scalar>, w: Option<Vec<f64>>| {
+            let mut f = vec![0.0; x.visible.ncols()];
+            model.free_energy_visible(&x.visible, 1.0, &mut f, par);
+            let w = w.unwrap_or_else(|| vec![1.0; f.len()]);
+            let (s1, s2) = w.iter().fold((0.0, 0.0), |(a, b), x| (a + x, b + x * x));
+            let mean = -f.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>() / s1;
+            let var = f
+                .iter()
+                .zip(&w)
+                .map(|(a, b)| b * (a + mean).powi(2))
+                .sum::<f64>()
+                / s1;
+            (mean, var / (s1 * s1 / s2))
+        };
+        let (neg, neg_var) = stats(negative.0, negative.1.map(<[f64]>::to_vec));
+        let top = estimator
+            .1
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
+        let w = estimator.1.iter().map(|l| (l - top).exp()).collect();
+        let (est, est_var) = stats(estimator.0, Some(w));
+        let se = (neg_var + est_var).sqrt();
+        Self {
+            z: if se > 0.0 { (neg - est) / se } else { 0.0 },
+            negative: neg,
+            estimator: est,
+        }
+    }
+
+    fn reason(&self, update: u64) -> Option<String> {
+        (self.z.abs() > MAX_NEGATIVE_Z).then(|| {
+            format!(
+                "update {update}: {DISAGREE_MARK} chains disagree on the mean -F(v) of the \
+                 current model ({:.4} against {:.4}, {:.1} standard errors): one of them does \
+                 not sample it (persistent chains that cannot cross between modes no longer \
+                 follow the mode weights, and the gradient then drives them away; or the \
+                 estimator's chains miss a mode), so neither the training nor this estimate can \
+                 be trusted (use a negative phase that mixes between modes, e.g. parallel \
+                 tempering with more rungs, or a smaller learning rate)",
+                self.negative, self.estimator, self.z
+            )
+        })
+    }
 }
 
 /// Maximum-likelihood training of an [`Rbm<V, H>`](Rbm) of any pair of
@@ -478,6 +613,22 @@ where
     }
 }
 
+/// Hidden layers with at most this many configurations are enumerated to draw the online
+/// estimator's initial chains exactly when the initial model has couplings and a given
+/// \\(\log Z\\) (the size up to which paper 000 computes \\(\log Z\\) exactly, \\(N_h \le 20\\)).
+pub const MAX_EXACT_INITIAL_CONFIGURATIONS: u128 = 1 << 20;
+
+/// How the online estimator's initial chains are drawn when the initial \\(\log Z\\) is known.
+#[derive(Clone, Copy, Debug)]
+enum InitialDraws {
+    /// No couplings: one Gibbs sweep draws exactly.
+    Independent,
+    /// Hidden layer enumerated: exact draws.
+    Exact,
+    /// Gibbs sweeps from one configuration (an equilibrium the weights cannot vouch for).
+    Gibbs(usize),
+}
+
 /// The online estimator at the initial model (see [`LikelihoodPolicy`] for the three cases);
 /// its chains use streams of their own, derived from `aux_seed`, so following the likelihood
 /// does not change the training.
@@ -492,9 +643,21 @@ where
     V: TrainableLayer,
     H: TrainableLayer<Scalar = V::Scalar>,
 {
+    // How the chains of a given log Z are drawn: `None` for the AIS path.
     let given = match (independent_log_partition(model), policy.initial_log_z) {
-        (Some(z), _) => Some((z, 1)),
-        (None, Some(z)) if z.is_finite() => Some((z + gauge_offset, policy.initial_sweeps.max(1))),
+        (Some(z), _) => Some((z, InitialDraws::Independent)),
+        (None, Some(z)) if z.is_finite() => {
+            let exact = model
+                .hidden()
+                .discrete_configurations()
+                .is_some_and(|n| n <= MAX_EXACT_INITIAL_CONFIGURATIONS);
+            let draws = if exact {
+                InitialDraws::Exact
+            } else {
+                InitialDraws::Gibbs(policy.initial_sweeps.max(1))
+            };
+            Some((z + gauge_offset, draws))
+        }
         (None, Some(z)) => {
             return Err(Error::InvalidParameter {
                 name: "likelihood.initial_log_z".into(),
@@ -503,21 +666,41 @@ where
         }
         (None, None) => None,
     };
-    if let Some((log_z0, sweeps)) = given {
+    if let Some((log_z0, draws)) = given {
         let mut chains = ChainState::new(model.default_chains(policy.chains), aux_seed);
-        Gibbs::new(sweeps).step(
-            model,
-            1.0,
-            &mut chains.chains,
-            chains.rngs.as_mut_slice(),
-            par,
-        );
-        return OnlineTrajectoryAis::try_new(
+        let (x, rngs) = (&mut chains.chains, chains.rngs.as_mut_slice());
+        match draws {
+            InitialDraws::Independent => {
+                Gibbs::new(1).step(model, 1.0, x, rngs, par);
+            }
+            InitialDraws::Exact => {
+                H::draw_exact_as_hidden(model, x, rngs, par).ok_or_else(|| {
+                    Error::InvalidParameter {
+                        name: "likelihood".into(),
+                        reason: "exact initial draws need a discrete hidden layer".into(),
+                    }
+                })??;
+            }
+            InitialDraws::Gibbs(sweeps) => {
+                Gibbs::new(sweeps).step(model, 1.0, x, rngs, par);
+            }
+        }
+        let mut estimator = OnlineTrajectoryAis::try_new(
             chains.chains,
             aux_seed.wrapping_add(1),
             log_z0,
             policy.resample_below_ess,
-        );
+        )?;
+        if let InitialDraws::Gibbs(sweeps) = draws {
+            estimator.flag(format!(
+                "update 0: the initial chains are {sweeps} Gibbs sweeps from one configuration, \
+                 not exact draws of the initial model (its hidden layer is too large to \
+                 enumerate), so a multimodal initial model is represented in proportions that \
+                 no weight records (give no initial log Z: the estimator then anneals to the \
+                 initial model by AIS, whose weights do record them)"
+            ));
+        }
+        return Ok(estimator);
     }
     if policy.initial_ais_rungs < 2 {
         return Err(Error::InvalidParameter {
@@ -1106,15 +1289,59 @@ impl<P> Trainer<P> {
             (Some(policy), Some(estimator)) if root => {
                 let info = estimator.advance(&old, &state.model, &Gibbs::new(1), par);
                 let report = state.update.is_multiple_of(policy.every);
-                let z = info.estimate.log_z;
+                let mut log_z = info.estimate;
+                let z = log_z.log_z;
+                let mut ll = |data: &TrainingData<V::Scalar>, which: &str| {
+                    let stats = neg_free_energies(&state.model, data, par);
+                    let Some(reason) =
+                        impossible_log_z(state.model.visible(), z, &stats, state.update, which)
+                    else {
+                        return Some(stats.mean - z);
+                    };
+                    if !estimator
+                        .broken()
+                        .is_some_and(|r| r.contains(IMPOSSIBLE_MARK))
+                    {
+                        estimator.flag(reason);
+                        log_z = estimator.estimate();
+                    }
+                    None
+                };
+                let (train, test) = if report {
+                    (ll(train, "training"), test.and_then(|t| ll(t, "test")))
+                } else {
+                    (None, None)
+                };
+                let negative_z = (report && self.negative.samples_the_model()).then(|| {
+                    let p = estimator.population();
+                    let check = NegativeCheck::new(
+                        &state.model,
+                        (
+                            gathered
+                                .as_ref()
+                                .unwrap_or_else(|| self.negative.chains(&state.negative)),
+                            self.negative.weights(&state.negative),
+                        ),
+                        (&p.chains, &p.log_weights),
+                        par,
+                    );
+                    if let Some(reason) = check.reason(state.update)
+                        && !estimator
+                            .broken()
+                            .is_some_and(|r| r.contains(DISAGREE_MARK))
+                    {
+                        estimator.flag(reason);
+                        log_z = estimator.estimate();
+                    }
+                    check.z
+                });
                 Some(LikelihoodInfo {
-                    train: report.then(|| mean_log_likelihood(&state.model, train, z, par)),
-                    test: test
-                        .filter(|_| report)
-                        .map(|t| mean_log_likelihood(&state.model, t, z, par)),
+                    train,
+                    test,
+                    negative_z,
                     relative_ess: info.relative_ess,
                     resampled: info.resampled,
-                    log_z: info.estimate,
+                    log_z,
                 })
             }
             _ => None,

@@ -115,6 +115,11 @@ struct DemoResults {
     /// Last logged train / test log-likelihood.
     train_ll: Option<f64>,
     test_ll: Option<f64>,
+    /// The standard error of the online log Z at the end of training (that of both
+    /// log-likelihoods: their data terms are exact means over the files).
+    log_z_std_err: Option<f64>,
+    /// The online estimate's warnings at the end of training.
+    log_z_warnings: Vec<String>,
     /// Files written.
     report: PathBuf,
     figures: Vec<PathBuf>,
@@ -509,6 +514,12 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         samplers,
         train_ll: trained.train_ll.map(|x| x.1),
         test_ll: trained.test_ll.map(|x| x.1),
+        log_z_std_err: trained.log_z.map(|[_, se]| se),
+        log_z_warnings: trained
+            .log_z_warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
         report: report.clone(),
         figures: figures.to_vec(),
     };
@@ -699,11 +710,20 @@ fn report_text(
         rates.join(", ")
     );
     if let (Some(tr), Some(te)) = (r.train_ll, r.test_ll) {
+        let se = r.log_z_std_err.unwrap_or(f64::NAN);
         let _ = writeln!(
             s,
-            "Online log-likelihood at the end of training (trajectory AIS): train {tr:.3}, \
-             test {te:.3} per sample.\n"
+            "Online log-likelihood at the end of training (trajectory AIS): train {tr:.3} ± \
+             {se:.3}, test {te:.3} ± {se:.3} per sample (the standard error of the online \
+             log Z).\n"
         );
+    }
+    if !r.log_z_warnings.is_empty() {
+        let _ = writeln!(s, "Warnings of the online log-likelihood:\n");
+        for w in &r.log_z_warnings {
+            let _ = writeln!(s, "- {w}");
+        }
+        let _ = writeln!(s);
     }
     let _ = writeln!(s, "## Figures\n");
     for (title, f) in [

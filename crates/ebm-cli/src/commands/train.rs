@@ -215,6 +215,10 @@ where
         }
     }
 
+    fn samples_the_model(&self) -> bool {
+        !matches!(self, AnyNegative::Cd(_))
+    }
+
     fn weights<'a>(&self, state: &'a AnyNegativeState) -> Option<&'a [f64]> {
         match (self, state) {
             (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => NegativePhase::<V, H>::weights(p, s),
@@ -1215,7 +1219,7 @@ impl<'a> KindsTask for TrainTask<'a> {
                 let mut trainer = config.trainer.clone();
                 if let Some(policy) = trainer.likelihood.as_mut() {
                     if let Some(s) = &start {
-                        policy.initial_log_z = Some(s.log_z());
+                        policy.initial_log_z = s.exact_log_z();
                     } else if config.init_std > 0.0 && enumerable(model.visible(), model.hidden()) {
                         // Exact by enumeration; otherwise the trainer anneals to the initial
                         // model by AIS (the initialisation never depends on --loglik-every).
