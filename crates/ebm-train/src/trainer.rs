@@ -181,7 +181,8 @@ pub struct LikelihoodInfo {
     pub test: Option<f64>,
     /// At the reporting interval: the difference of the mean \\(-F(v)\\) of the negative
     /// phase's chains and of the estimator's weighted chains, in combined standard errors
-    /// ([`NegativeCheck`]). Beyond [`MAX_NEGATIVE_Z`] in absolute value, one of the two
+    /// (each error the weighted standard deviation over the square root of the Kish ESS).
+    /// Beyond [`MAX_NEGATIVE_Z`] in absolute value, one of the two
     /// samplers does not sample the current model.
     #[serde(default)]
     pub negative_z: Option<f64>,

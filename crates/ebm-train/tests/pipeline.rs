@@ -100,10 +100,15 @@ fn mode_plus(model: &Model) -> f64 {
         .chains
         .visible
         .column_iter()
-        .map(|c| match c.sum() {
-            s if s > 0.0 => 1.0,
-            s if s == 0.0 => 0.5,
-            _ => 0.0,
+        .map(|c| {
+            let s = c.sum();
+            if s > 0.0 {
+                1.0
+            } else if s == 0.0 {
+                0.5
+            } else {
+                0.0
+            }
         })
         .sum();
     plus / 20_000.0
