@@ -1242,8 +1242,15 @@ impl<P> Trainer<P> {
             .checkpoints
             .as_ref()
             .is_some_and(|policy| state.update.is_multiple_of(policy.every));
+        // The negative phase's chains checked against the online estimator's at a report
+        // ([`LikelihoodInfo::negative_z`]): all of them, as one process would.
+        let checked = self.negative.samples_the_model()
+            && self
+                .likelihood
+                .as_ref()
+                .is_some_and(|policy| state.update.is_multiple_of(policy.every));
         let gathered = match shard {
-            Some(shard) if offered && state.selection_draws.is_none() => {
+            Some(shard) if (offered && state.selection_draws.is_none()) || checked => {
                 shard.gather_chains(self.negative.chains(&state.negative))
             }
             _ => None,
@@ -1313,7 +1320,7 @@ impl<P> Trainer<P> {
                 } else {
                     (None, None)
                 };
-                let negative_z = (report && self.negative.samples_the_model()).then(|| {
+                let negative_z = checked.then(|| {
                     let p = estimator.population();
                     let check = NegativeCheck::new(
                         &state.model,
