@@ -24,11 +24,14 @@ chains tethered by a Gaussian tether of strength --alpha to each of --grid-point
 measure <m>_m_hat by time averages over --measure sweeps after --burn-in sweeps, on --replicas
 chains per target; Omega'(m_hat) = m_hat - <m>_m_hat is integrated (trapezoid) to Omega and
 normalised in log space to p(m_hat) ∝ exp(-alpha Omega). The barrier is ln p(mode) - ln
-p(saddle) in nats; the left weight is the mass of p(m_hat) left of the saddle, with its
-standard error propagated from the replicas' spread.
+p(saddle) in nats; the left weight is the mass of p(m_hat) left of the saddle. The replicas of
+each target start spread over the grid's range, so that a target whose tethered law has two
+components makes them disagree; R-hat (Gelman-Rubin) compares their spread with their
+fluctuations, and a point with R-hat > 1.1 is warned about. The errors of ln p and of the left
+weight are a jackknife over replicas plus the change when every second grid point is dropped.
 
 Outputs:
-  OUT (.csv)          m_hat, mean_m, std_error, omega_prime, omega, log_p, p
+  OUT (.csv)          m_hat, mean_m, std_error, omega_prime, omega, log_p, p, log_p_error, rhat
   OUT.barrier.csv     left_mode, saddle, right_mode, from_left, from_right, left_weight,
                       left_weight_se (header only when p has no interior dip)
   --plot FILE         ln p(m_hat) (SVG or PNG by the extension; default OUT with .svg)

@@ -303,7 +303,8 @@ pub(crate) struct TmcSummary {
     pub profile_chain_sweeps: u64,
     /// The deepest barrier of p(m_hat) (null if unimodal on the grid).
     pub barrier: Option<Barrier>,
-    /// Standard error of the barrier's left weight (null without a barrier or error bars).
+    /// Error of the barrier's left weight: jackknife over replicas plus discretisation (null
+    /// without a barrier or error bars).
     pub left_weight_se: Option<f64>,
     /// Sampling: TMC sweeps at each drawn target, then unconstrained Gibbs sweeps.
     pub sweeps: Option<usize>,
@@ -384,7 +385,7 @@ impl<H: TrainableLayer<Scalar = f64>> DiscreteTask<H> for SampleTask<'_> {
             ),
             sweeps_per_step: ((sweeps + gibbs_sweeps) as u64).div_ceil(a.steps),
             summary,
-            warnings: out.warnings,
+            warnings: out.warnings.iter().map(ToString::to_string).collect(),
         })
     }
 }
@@ -710,17 +711,20 @@ fn profile_command(a: &TmcProfileArgs, ctx: &Context) -> Result<()> {
     let rec = &m.reconstruction;
     let gradient = m.profile.gradient();
     let p = rec.density();
-    let mut csv = String::from("m_hat,mean_m,std_error,omega_prime,omega,log_p,p\n");
+    let mut csv =
+        String::from("m_hat,mean_m,std_error,omega_prime,omega,log_p,p,log_p_error,rhat\n");
     for j in 0..rec.grid.len() {
         csv.push_str(&format!(
-            "{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{}\n",
             rec.grid[j],
             m.profile.mean_order[j],
             m.profile.std_error[j],
             gradient[j],
             rec.omega[j],
             rec.log_density[j],
-            p[j]
+            p[j],
+            m.log_p_error[j],
+            m.profile.rhat[j]
         ));
     }
     let mut barrier_csv = String::from(
@@ -787,7 +791,7 @@ fn profile_command(a: &TmcProfileArgs, ctx: &Context) -> Result<()> {
         None => ctx.say("p(m_hat) has no interior dip on the grid (one mode)"),
     }
     for w in &m.warnings {
-        ctx.warn(w);
+        ctx.warn(w.to_string());
     }
     ctx.say(format!(
         "profile: {}; barrier: {}; plot: {}",
@@ -798,7 +802,7 @@ fn profile_command(a: &TmcProfileArgs, ctx: &Context) -> Result<()> {
     let results = ProfileResults {
         model,
         tmc: summary,
-        warnings: m.warnings.clone(),
+        warnings: m.warnings.iter().map(ToString::to_string).collect(),
     };
     ctx.finish(
         "tmc profile",

@@ -61,6 +61,14 @@ pub struct Profile {
     /// Standard error of `mean_order[j]` from the spread of the replicas' time averages (NaN
     /// with a single replica).
     pub std_error: Vec<f64>,
+    /// The replicas' time averages of \\(m\\), `replicas` per grid point (point-major): what
+    /// the jackknife of [`measure`] leaves out one replica at a time.
+    #[serde(default)]
+    pub replica_means: Vec<f64>,
+    /// The Gelman–Rubin \\(\hat R\\) of the replicas at every grid point ([`gelman_rubin`]);
+    /// NaN with a single replica or a single measured sweep.
+    #[serde(default)]
+    pub rhat: Vec<f64>,
 }
 
 impl Profile {
@@ -130,11 +138,23 @@ where
             ),
         });
     }
-    let (mean_order, std_error) = measure_targets(rbm, order, grid, settings, state, beta, par)?;
+    let reps = measure_replicas(rbm, order, grid, settings, state, beta, par)?;
+    let (mean_order, std_error) = reps.reduce();
+    let rhat = (0..grid.len())
+        .map(|j| {
+            gelman_rubin(
+                &reps.point_means(j, 0),
+                &reps.point_within(j, 0),
+                reps.sweeps,
+            )
+        })
+        .collect();
     Ok(Profile {
         grid: grid.to_vec(),
         mean_order,
         std_error,
+        replica_means: reps.means,
+        rhat,
     })
 }
 
@@ -142,7 +162,7 @@ where
 /// training: `targets` holds one `k`-dimensional target per grid point (`k = order.k()`);
 /// chain `c` of `state` is tethered to point `c / replicas` with the Gaussian tether, runs
 /// `burn_in` sweeps, then `measure` sweeps whose order parameters are averaged (paper, Eq. 19).
-/// Returns the means \(\langle m_l \rangle_{\hat{\mathbf m}}\) and their standard errors over
+/// Returns the means \\(\langle m_l \rangle_{\hat{\mathbf m}}\\) and their standard errors over
 /// replicas, `k` per grid point (point-major). `state` is left at the final configuration.
 ///
 /// # Errors
@@ -162,6 +182,75 @@ where
     V: DiscreteLayer,
     H: Layer<Scalar = V::Scalar>,
 {
+    let reps = measure_replicas(rbm, order, targets, settings, state, beta, par)?;
+    Ok(reps.reduce())
+}
+
+/// Per-chain time averages of the order parameters and their within-chain variances, as
+/// measured by [`measure_replicas`].
+pub(super) struct ReplicaStats {
+    /// Replicas per grid point.
+    replicas: usize,
+    /// Order parameters per target.
+    k: usize,
+    /// Measured sweeps per chain.
+    sweeps: usize,
+    /// \\(\bar m_{c,l}\\): the time average of chain `c`, component `l`, at `c * k + l`.
+    means: Vec<f64>,
+    /// The chains' unbiased within-chain variances of \\(m_l\\), same layout.
+    within: Vec<f64>,
+}
+
+impl ReplicaStats {
+    /// The grid points' means over replicas and their standard errors (point-major, `k` per
+    /// point).
+    fn reduce(&self) -> (Vec<f64>, Vec<f64>) {
+        let (r, k) = (self.replicas, self.k);
+        let mut mean = Vec::new();
+        let mut std_error = Vec::new();
+        for chunk in self.means.chunks(r * k) {
+            for l in 0..k {
+                let means: Vec<f64> = (0..r).map(|c| chunk[c * k + l]).collect();
+                let mu = means.iter().sum::<f64>() / r as f64;
+                let var = if r > 1 {
+                    means.iter().map(|x| (x - mu) * (x - mu)).sum::<f64>() / (r - 1) as f64
+                } else {
+                    f64::NAN
+                };
+                mean.push(mu);
+                std_error.push((var / r as f64).sqrt());
+            }
+        }
+        (mean, std_error)
+    }
+
+    /// Component `l` of the time averages of the replicas of grid point `j`.
+    fn point_means(&self, j: usize, l: usize) -> Vec<f64> {
+        let (r, k) = (self.replicas, self.k);
+        (0..r).map(|c| self.means[(j * r + c) * k + l]).collect()
+    }
+
+    /// The same for the within-chain variances.
+    fn point_within(&self, j: usize, l: usize) -> Vec<f64> {
+        let (r, k) = (self.replicas, self.k);
+        (0..r).map(|c| self.within[(j * r + c) * k + l]).collect()
+    }
+}
+
+/// [`measure_targets`] keeping every chain's time average and within-chain variance.
+fn measure_replicas<V, H>(
+    rbm: &Rbm<V, H>,
+    order: &OrderParameter,
+    targets: &[f64],
+    settings: &ProfileSettings,
+    state: &mut ChainState<RbmChains<V::Scalar>>,
+    beta: f64,
+    par: Par,
+) -> Result<ReplicaStats>
+where
+    V: DiscreteLayer,
+    H: Layer<Scalar = V::Scalar>,
+{
     let (r, k) = (settings.replicas, order.k());
     if r == 0 || settings.measure == 0 {
         return Err(Error::InvalidParameter {
@@ -172,6 +261,54 @@ where
             ),
         });
     }
+    let kernel = tether_points(order, targets, r, settings.alpha, state)?;
+    for _ in 0..settings.burn_in {
+        kernel.step(rbm, beta, &mut state.chains, state.rngs.as_mut_slice(), par);
+        state.steps += 1;
+    }
+    let n = state.chains.visible.ncols();
+    let mut sums = vec![0.0; n * k];
+    let mut squares = vec![0.0; n * k];
+    for _ in 0..settings.measure {
+        let info = kernel.step(rbm, beta, &mut state.chains, state.rngs.as_mut_slice(), par);
+        state.steps += 1;
+        for ((s, q), m) in sums.iter_mut().zip(squares.iter_mut()).zip(&info.order) {
+            *s += m;
+            *q += m * m;
+        }
+    }
+    let t = settings.measure as f64;
+    let means: Vec<f64> = sums.iter().map(|s| s / t).collect();
+    let within = squares
+        .iter()
+        .zip(&means)
+        .map(|(q, mu)| {
+            if settings.measure > 1 {
+                ((q - t * mu * mu) / (t - 1.0)).max(0.0)
+            } else {
+                f64::NAN
+            }
+        })
+        .collect();
+    Ok(ReplicaStats {
+        replicas: r,
+        k,
+        sweeps: settings.measure,
+        means,
+        within,
+    })
+}
+
+/// The Gaussian-tether kernel for `replicas` chains per target point (`order.k()` values per
+/// point in `targets`), after checking that `state` holds that many chains.
+fn tether_points<F: Scalar>(
+    order: &OrderParameter,
+    targets: &[f64],
+    replicas: usize,
+    alpha: f64,
+    state: &ChainState<RbmChains<F>>,
+) -> Result<Tethered<GaussianTether>> {
+    let k = order.k();
     if !targets.len().is_multiple_of(k) {
         return Err(Error::ShapeMismatch {
             what: "tethered targets".into(),
@@ -180,53 +317,127 @@ where
         });
     }
     let points = targets.len() / k;
-    let n = points * r;
+    let n = points * replicas;
     if state.chains.visible.ncols() != n {
         return Err(Error::ShapeMismatch {
             what: "profile chains".into(),
-            expected: format!("{points} grid points x {r} replicas = {n} chains"),
+            expected: format!("{points} grid points x {replicas} replicas = {n} chains"),
             got: format!("{} chains", state.chains.visible.ncols()),
         });
     }
     let per_chain: Vec<f64> = targets
         .chunks(k)
-        .flat_map(|t| std::iter::repeat_n(t, r).flatten().copied())
+        .flat_map(|t| std::iter::repeat_n(t, replicas).flatten().copied())
         .collect();
+    Tethered::new(order.clone(), GaussianTether::new(alpha)?, per_chain, 1)
+}
+
+/// Sweeps of [`disperse_chains`].
+pub const DISPERSAL_SWEEPS: usize = 10;
+
+/// Spreads the replicas of every grid point over the range of the order parameter before a
+/// profile is measured, so that a tethered law with two components at some \\(\hat m\\)
+/// (a barrier in the hidden or visible configurations that the tether does not remove) shows
+/// up as replicas that disagree, not as replicas that all fell into the same component and
+/// agree on a wrong mean.
+///
+/// Replica \\(r\\) of \\(R\\) at every grid point runs [`DISPERSAL_SWEEPS`] TMC sweeps
+/// tethered (with `alpha`) to \\(\hat m_{\rm lo} + (\hat m_{\rm hi} - \hat m_{\rm lo})\,
+/// r/(R-1)\\), stratified over the grid's range from its first to its last point, so that it
+/// starts its burn-in from that side: with two replicas, one from each end. Nothing is done
+/// for one replica. The sweeps are counted in `state.steps`; every chain consumes only its own
+/// stream.
+///
+/// # Errors
+/// As [`measure_profile`] for `grid`, `replicas`, `alpha` and the number of chains.
+pub fn disperse_chains<V, H>(
+    rbm: &Rbm<V, H>,
+    order: &OrderParameter,
+    grid: &[f64],
+    replicas: usize,
+    alpha: f64,
+    state: &mut ChainState<RbmChains<V::Scalar>>,
+    par: Par,
+) -> Result<()>
+where
+    V: DiscreteLayer,
+    H: Layer<Scalar = V::Scalar>,
+{
+    check_grid(grid)?;
+    if order.k() != 1 {
+        return Err(Error::InvalidParameter {
+            name: "order".into(),
+            reason: format!("{} directions; dispersal needs one", order.k()),
+        });
+    }
+    if replicas == 0 {
+        return Err(Error::InvalidParameter {
+            name: "replicas".into(),
+            reason: "0; at least one expected".into(),
+        });
+    }
+    // Checks the shape (the targets themselves are replaced below).
+    tether_points(order, grid, replicas, alpha, state)?;
+    if replicas < 2 {
+        return Ok(());
+    }
+    let (lo, hi) = (grid[0], grid[grid.len() - 1]);
+    let ends: Vec<f64> = (0..replicas)
+        .map(|r| lo + (hi - lo) * r as f64 / (replicas - 1) as f64)
+        .collect();
+    let per_chain: Vec<f64> = grid.iter().flat_map(|_| ends.iter().copied()).collect();
     let kernel = Tethered::new(
         order.clone(),
-        GaussianTether::new(settings.alpha)?,
+        GaussianTether::new(alpha)?,
         per_chain,
-        1,
+        DISPERSAL_SWEEPS,
     )?;
-    for _ in 0..settings.burn_in {
-        kernel.step(rbm, beta, &mut state.chains, state.rngs.as_mut_slice(), par);
-        state.steps += 1;
+    kernel.step(rbm, 1.0, &mut state.chains, state.rngs.as_mut_slice(), par);
+    state.steps += 1;
+    Ok(())
+}
+
+/// The Gelman–Rubin potential scale reduction of `R >= 2` chains of `n >= 2` samples each,
+/// from their means \\(\bar x_r\\) and unbiased within-chain variances \\(s_r^2\\):
+///
+/// \\[ W = \frac1R \sum_r s_r^2, \qquad B = \frac{n}{R-1} \sum_r (\bar x_r - \bar x)^2,
+///     \qquad \hat R = \sqrt{\frac{\frac{n-1}{n} W + \frac{B}{n}}{W}} . \\]
+///
+/// \\(\hat R \to 1\\) when the chains sample the same law; a tethered law with two components
+/// that the replicas sample separately gives \\(B \gg W\\) and \\(\hat R \gg 1\\). NaN for
+/// fewer than two chains or samples; \\(+\infty\\) if \\(W = 0 < B\\), 1 if both vanish.
+pub fn gelman_rubin(means: &[f64], within: &[f64], n: usize) -> f64 {
+    let r = means.len();
+    if r < 2 || n < 2 || within.len() != r {
+        return f64::NAN;
     }
-    let mut sums = vec![0.0; n * k];
-    for _ in 0..settings.measure {
-        let info = kernel.step(rbm, beta, &mut state.chains, state.rngs.as_mut_slice(), par);
-        state.steps += 1;
-        for (s, m) in sums.iter_mut().zip(&info.order) {
-            *s += m;
-        }
+    let mu = means.iter().sum::<f64>() / r as f64;
+    let b = n as f64 * means.iter().map(|x| (x - mu) * (x - mu)).sum::<f64>() / (r - 1) as f64;
+    let w = within.iter().sum::<f64>() / r as f64;
+    if w <= 0.0 {
+        return if b > 0.0 { f64::INFINITY } else { 1.0 };
     }
-    let t = settings.measure as f64;
-    let mut mean = Vec::with_capacity(points * k);
-    let mut std_error = Vec::with_capacity(points * k);
-    for chunk in sums.chunks(r * k) {
-        for l in 0..k {
-            let means: Vec<f64> = (0..r).map(|c| chunk[c * k + l] / t).collect();
-            let mu = means.iter().sum::<f64>() / r as f64;
-            let var = if r > 1 {
-                means.iter().map(|x| (x - mu) * (x - mu)).sum::<f64>() / (r - 1) as f64
-            } else {
-                f64::NAN
-            };
-            mean.push(mu);
-            std_error.push((var / r as f64).sqrt());
-        }
+    let n = n as f64;
+    (((n - 1.0) / n * w + b / n) / w).sqrt()
+}
+
+/// The delete-one jackknife standard error of a statistic from its `R` leave-one-out values
+/// \\(\theta_{(q)}\\) (the statistic recomputed without group \\(q\\)):
+///
+/// \\[ \sigma_{\rm jack} = \sqrt{\frac{R-1}{R} \sum_q \big(\theta_{(q)} - \bar\theta\big)^2},
+///     \qquad \bar\theta = \frac1R \sum_q \theta_{(q)} . \\]
+///
+/// For the mean it equals the usual standard error \\(s/\sqrt R\\); for a non-linear
+/// statistic (a log density, a mode weight) it needs no derivative. NaN for fewer than two
+/// values.
+pub fn jackknife_error(leave_one_out: &[f64]) -> f64 {
+    let r = leave_one_out.len();
+    if r < 2 {
+        return f64::NAN;
     }
-    Ok((mean, std_error))
+    let mu = leave_one_out.iter().sum::<f64>() / r as f64;
+    let ss: f64 = leave_one_out.iter().map(|x| (x - mu) * (x - mu)).sum();
+    ((r - 1) as f64 / r as f64 * ss).sqrt()
 }
 
 fn check_grid(grid: &[f64]) -> Result<()> {
@@ -565,9 +776,8 @@ pub struct ModeWeights {
     pub barrier: Barrier,
     /// \\(\int p(\hat m)\, d\hat m\\) left of the saddle (= `barrier.left_weight`).
     pub profile_left: f64,
-    /// Its standard error, propagated linearly from the standard errors of
-    /// \\(\langle m\rangle_{\hat m_j}\\) (independent replicas per grid point) through the
-    /// quadrature and the normalisation; NaN with a single replica.
+    /// Its error ([`Measured::left_weight_se`]: jackknife over replicas plus discretisation);
+    /// NaN with a single replica.
     pub profile_left_se: f64,
     /// Fraction of the generated samples whose order parameter \\(m(v)\\) lies left of the
     /// saddle.
@@ -576,30 +786,188 @@ pub struct ModeWeights {
     pub samples_left_se: f64,
 }
 
-/// What [`measure`] returns: the profile from fresh chains, its reconstruction, the deepest
-/// barrier with the standard error of the weight left of it, and why the result may not be
-/// trusted.
+/// \\(\hat R\\) above which [`measure`] warns that a grid point's replicas did not converge
+/// to one law ([`TmcWarning::NotConverged`]).
+pub const RHAT_LIMIT: f64 = 1.1;
+
+/// Shift of the left mode weight between the grid and every second grid point above which
+/// [`measure`] warns ([`TmcWarning::DiscretisationError`]), if it also exceeds three times
+/// the jackknife error (the shift holds the noise of the dropped points too).
+pub const DISCRETISATION_LIMIT: f64 = 0.02;
+
+/// Why a TMC profile, its \\(p(\hat m)\\) or its mode weights may not be trusted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TmcWarning {
+    /// \\(p(\hat m)\\) at the grid's ends is only `e^edge_log_ratio` of its maximum: the grid
+    /// may cut the distribution.
+    GridCutsDistribution {
+        /// \\(\ln p\\) at the larger end minus its maximum (nats).
+        edge_log_ratio: f64,
+    },
+    /// The grid spacing exceeds \\(1/\sqrt\alpha\\).
+    CoarseGrid {
+        /// The largest spacing.
+        spacing: f64,
+        /// \\(1/\sqrt\alpha\\).
+        limit: f64,
+    },
+    /// One replica per grid point: no error bars and no \\(\hat R\\).
+    NoErrorBars,
+    /// At `points` grid points the replicas' \\(\hat R\\) exceeds [`RHAT_LIMIT`]: the
+    /// tethered law there has components that the runs do not connect (or they are too
+    /// short), so \\(\langle m\rangle_{\hat m}\\), \\(p(\hat m)\\) and the mode weights are
+    /// biased by an amount the error bars need not cover.
+    NotConverged {
+        /// How many grid points exceed the limit.
+        points: usize,
+        /// The index of the worst one.
+        point: usize,
+        /// Its target \\(\hat m\\).
+        m_hat: f64,
+        /// Its \\(\hat R\\).
+        rhat: f64,
+    },
+    /// The left weight changes by more than [`DISCRETISATION_LIMIT`] and three jackknife
+    /// errors when the quadrature uses every second grid point.
+    DiscretisationError {
+        /// \\(|w_h - w_{2h}|\\).
+        left_weight_shift: f64,
+    },
+    /// The error of the left weight exceeds 0.05.
+    UncertainWeights {
+        /// The left weight.
+        left_weight: f64,
+        /// Its error (jackknife plus discretisation).
+        error: f64,
+    },
+    /// The generated samples' left weight disagrees with \\(p(\hat m)\\)'s by more than 4
+    /// standard errors ([`sample`]).
+    SamplesDisagree {
+        /// The samples' left weight.
+        samples_left: f64,
+        /// Its binomial standard error.
+        samples_left_se: f64,
+        /// \\(p(\hat m)\\)'s left weight.
+        profile_left: f64,
+        /// Its error.
+        profile_left_se: f64,
+    },
+}
+
+impl std::fmt::Display for TmcWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::GridCutsDistribution { edge_log_ratio } => write!(
+                f,
+                "p(m_hat) at the grid's ends is e^{edge_log_ratio:.1} of its maximum: the grid \
+                 may cut the distribution; widen it"
+            ),
+            Self::CoarseGrid { spacing, limit } => write!(
+                f,
+                "grid spacing {spacing:.3e} exceeds 1/sqrt(alpha) = {limit:.3e}: the quadrature \
+                 of Omega' is coarse; use more grid points"
+            ),
+            Self::NoErrorBars => write!(
+                f,
+                "one replica per grid point: p(m_hat) and the mode weights have no error bars"
+            ),
+            Self::NotConverged {
+                points,
+                point,
+                m_hat,
+                rhat,
+            } => write!(
+                f,
+                "the replicas disagree (R-hat > {RHAT_LIMIT}) at {points} grid point(s), worst \
+                 R-hat {rhat:.2} at m_hat = {m_hat:.4} (point {point}): the tethered law there \
+                 has components the runs do not connect, so p(m_hat) and the mode weights may be \
+                 biased beyond their error bars; use a larger alpha, longer burn-in or more \
+                 replicas"
+            ),
+            Self::DiscretisationError { left_weight_shift } => write!(
+                f,
+                "the left weight moves by {left_weight_shift:.3} when every second grid point is \
+                 dropped: the quadrature is not converged; use more grid points"
+            ),
+            Self::UncertainWeights { left_weight, error } => write!(
+                f,
+                "the mode weights of p(m_hat) are uncertain (left weight {left_weight:.3} +- \
+                 {error:.3}): use more replicas or measured sweeps"
+            ),
+            Self::SamplesDisagree {
+                samples_left,
+                samples_left_se,
+                profile_left,
+                profile_left_se,
+            } => {
+                let z = (samples_left - profile_left)
+                    / (samples_left_se.powi(2) + profile_left_se.powi(2)).sqrt();
+                write!(
+                    f,
+                    "the samples' left weight {samples_left:.3} +- {samples_left_se:.3} disagrees \
+                     with p(m_hat)'s {profile_left:.3} +- {profile_left_se:.3} ({z:.1} standard \
+                     errors): the TMC runs at fixed m_hat may be too short"
+                )
+            }
+        }
+    }
+}
+
+/// What [`measure`] returns: the profile from dispersed fresh chains, its reconstruction, the
+/// deepest barrier, the errors of \\(\ln p\\) and of the weight left of the barrier, and why
+/// the result may not be trusted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
-    /// \\(\langle m \rangle_{\hat m}\\) on the grid.
+    /// \\(\langle m \rangle_{\hat m}\\) on the grid, with every replica's mean and
+    /// \\(\hat R\\).
     pub profile: Profile,
     /// \\(\Omega\\) and \\(p(\hat m)\\).
     pub reconstruction: Reconstruction,
     /// The deepest barrier of \\(p(\hat m)\\), if it has an interior dip.
     pub barrier: Option<Barrier>,
-    /// Standard error of `barrier.left_weight`, propagated linearly from the standard errors
-    /// of \\(\langle m\rangle_{\hat m_j}\\) (independent replicas per grid point) through the
-    /// quadrature and the normalisation; NaN with a single replica or without a barrier.
+    /// Error of `barrier.left_weight`: `left_weight_jackknife + left_weight_discretisation`;
+    /// NaN with a single replica or without a barrier.
     pub left_weight_se: f64,
-    /// Conditions under which the reconstruction is not reliable (a grid cutting \\(p\\), a
-    /// coarse grid, no error bars, uncertain mode weights).
-    pub warnings: Vec<String>,
+    /// The delete-one-replica jackknife error of the left weight ([`jackknife_error`]).
+    #[serde(default)]
+    pub left_weight_jackknife: f64,
+    /// \\(|w_h - w_{2h}|\\): the change of the left weight when the quadrature uses every
+    /// second grid point (the trapezoid rule's error is \\(O(h^2)\\) where \\(\Omega'\\) is
+    /// smooth, so this bounds it by about three times; where \\(\Omega'\\) jumps it is
+    /// \\(O(h)\\) and this measures it directly).
+    #[serde(default)]
+    pub left_weight_discretisation: f64,
+    /// Error of \\(\ln p(\hat m_j)\\) at every grid point: the jackknife over replicas plus
+    /// the same grid-versus-every-second-point difference (at the points dropped, the larger
+    /// of their neighbours').
+    #[serde(default)]
+    pub log_p_error: Vec<f64>,
+    /// Conditions under which the reconstruction is not reliable.
+    pub warnings: Vec<TmcWarning>,
 }
 
-/// Measures the tethered profile of `rbm` from scratch and reconstructs \\(p(\hat m)\\):
-/// `grid.len() * settings.replicas` chains from uniformly random visible units with streams
-/// from `seed` ([`profile_chains`], [`measure_profile`], [`reconstruct`]), then the deepest
-/// barrier, the error of its mode weights and the warnings.
+impl Measured {
+    /// No warning was raised.
+    pub fn is_trusted(&self) -> bool {
+        self.warnings.is_empty()
+    }
+}
+
+/// Measures the tethered profile of `rbm` from scratch and reconstructs \\(p(\hat m)\\) with
+/// error bars that say when it cannot be trusted:
+///
+/// 1. `grid.len() * settings.replicas` chains from uniformly random visible units with streams
+///    from `seed` ([`profile_chains`]), dispersed over the grid's range ([`disperse_chains`]),
+///    so that a tethered law with two components makes the replicas disagree;
+/// 2. the profile ([`measure_profile`]) with the replicas' \\(\hat R\\) at every point, and
+///    its reconstruction ([`reconstruct`]) and deepest barrier;
+/// 3. the errors: a delete-one-replica jackknife ([`jackknife_error`]) of \\(\ln p(\hat m_j)\\)
+///    and of the left weight (the replicas of different grid points are independent, so
+///    dropping replica \\(q\\) at every point leaves \\(R\\) independent groups), plus the
+///    discretisation error \\(|I_h - I_{2h}|\\) of the same quantity reconstructed from every
+///    second grid point, added linearly (it is a bias, not noise);
+/// 4. the warnings ([`TmcWarning`]).
 ///
 /// # Errors
 /// As [`measure_profile`].
@@ -615,19 +983,53 @@ where
     V: DiscreteLayer,
     H: Layer<Scalar = V::Scalar>,
 {
+    check_grid(grid)?;
     let mut chains = profile_chains(rbm, grid.len() * settings.replicas, seed);
+    if order.k() == 1 && settings.replicas > 0 {
+        disperse_chains(
+            rbm,
+            order,
+            grid,
+            settings.replicas,
+            settings.alpha,
+            &mut chains,
+            par,
+        )?;
+    }
     let profile = measure_profile(rbm, order, grid, settings, &mut chains, 1.0, par)?;
+    assess(profile, settings)
+}
+
+/// Steps 2–4 of [`measure`] for a profile measured by other means (e.g. with persistent
+/// chains by [`measure_profile`]): its reconstruction, deepest barrier, the jackknife and
+/// discretisation errors of \\(\ln p\\) and of the left weight, and the warnings.
+/// `settings.alpha` reconstructs; `settings.replicas` only decides [`TmcWarning::NoErrorBars`]
+/// (the jackknife takes the replicas from `profile.replica_means`).
+///
+/// # Errors
+/// As [`reconstruct`].
+pub fn assess(profile: Profile, settings: &ProfileSettings) -> Result<Measured> {
     let reconstruction = profile.reconstruct(settings.alpha)?;
     let barrier = reconstruction.barrier();
-    let left_weight_se = barrier.map_or(f64::NAN, |b| {
-        left_weight_error(&profile, &reconstruction, &b, settings.alpha)
-    });
-    let warnings = profile_warnings(&reconstruction, settings, barrier, left_weight_se);
+    let e = profile_errors(&profile, &reconstruction, barrier.as_ref(), settings.alpha)?;
+    let left_weight_se = e.left_jackknife + e.left_discretisation;
+    let warnings = profile_warnings(
+        &profile,
+        &reconstruction,
+        settings,
+        barrier,
+        left_weight_se,
+        e.left_jackknife,
+        e.left_discretisation,
+    );
     Ok(Measured {
         profile,
         reconstruction,
         barrier,
         left_weight_se,
+        left_weight_jackknife: e.left_jackknife,
+        left_weight_discretisation: e.left_discretisation,
+        log_p_error: e.log_p,
         warnings,
     })
 }
@@ -645,7 +1047,7 @@ pub struct Sampled<F: Scalar> {
     pub modes: Option<ModeWeights>,
     /// The warnings of the measurement, and a disagreement between the samples' and
     /// \\(p\\)'s mode weights.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<TmcWarning>,
 }
 
 /// TMC sampling (paper §4.1, the tethered-MC paper) in one call: measures \\(p(\hat m)\\) on `grid`
@@ -728,11 +1130,12 @@ where
         let z = (m.samples_left - m.profile_left)
             / (m.samples_left_se.powi(2) + m.profile_left_se.powi(2)).sqrt();
         if z.abs() > 4.0 {
-            warnings.push(format!(
-                "the samples' left weight {:.3} +- {:.3} disagrees with p(m_hat)'s {:.3} +- {:.3} \
-                 ({z:.1} standard errors): the TMC runs at fixed m_hat may be too short",
-                m.samples_left, m.samples_left_se, m.profile_left, m.profile_left_se
-            ));
+            warnings.push(TmcWarning::SamplesDisagree {
+                samples_left: m.samples_left,
+                samples_left_se: m.samples_left_se,
+                profile_left: m.profile_left,
+                profile_left_se: m.profile_left_se,
+            });
         }
     }
     Ok(Sampled {
@@ -744,99 +1147,153 @@ where
     })
 }
 
-/// Trapezoid weights of `x[range]` (the end points get half an interval).
-fn trapezoid_weights(x: &[f64], lo: usize, hi: usize) -> Vec<f64> {
-    let mut t = vec![0.0; x.len()];
-    for j in lo..hi {
-        let h = 0.5 * (x[j + 1] - x[j]);
-        t[j] += h;
-        t[j + 1] += h;
-    }
-    t
+/// The errors computed by [`measure`].
+struct ProfileErrors {
+    /// Error of \\(\ln p\\) per grid point (jackknife plus discretisation).
+    log_p: Vec<f64>,
+    /// Jackknife error of the left weight (NaN without a barrier or with one replica).
+    left_jackknife: f64,
+    /// \\(|w_h - w_{2h}|\\) (NaN without a barrier, 0 on fewer than 3 points).
+    left_discretisation: f64,
 }
 
-/// Standard error of the left weight \\(w = W_L/(W_L + W_R)\\): with \\(x = \ln(W_L/W_R)\\),
-/// \\(\partial x/\partial \Omega'_i = -\alpha\,(E_L[\partial\Omega/\partial\Omega'_i] -
-/// E_R[\partial\Omega/\partial\Omega'_i])\\), where \\(E_{L,R}\\) average over each side of the
-/// saddle with the weights \\(p_j\\) times the trapezoid weights, and
-/// \\(\partial\Omega_j/\partial\Omega'_i\\) are the cumulative-trapezoid coefficients; the
-/// grid points' errors are independent, so \\(\sigma_x^2 = \sum_i (\partial x/\partial
-/// \Omega'_i)^2 \sigma_i^2\\) and \\(\sigma_w = w(1-w)\sigma_x\\).
-fn left_weight_error(
+/// The cumulative distribution of `rec` at `m` (linear between grid points).
+fn cdf_at(rec: &Reconstruction, m: f64) -> f64 {
+    let c = rec.cdf();
+    let g = &rec.grid;
+    let j = g.partition_point(|&x| x < m).clamp(1, g.len() - 1);
+    let t = ((m - g[j - 1]) / (g[j] - g[j - 1])).clamp(0.0, 1.0);
+    c[j - 1] + t * (c[j] - c[j - 1])
+}
+
+/// Jackknife over replicas and grid-versus-every-second-point discretisation errors of
+/// \\(\ln p\\) and of the weight left of `barrier.saddle` (see [`measure`]).
+fn profile_errors(
     profile: &Profile,
     rec: &Reconstruction,
-    barrier: &Barrier,
+    barrier: Option<&Barrier>,
     alpha: f64,
-) -> f64 {
-    let g = &rec.grid;
+) -> Result<ProfileErrors> {
+    let g = &profile.grid;
     let n = g.len();
-    let s = g.iter().position(|&x| x == barrier.saddle).unwrap_or(0);
-    let p = rec.density();
-    let side = |lo: usize, hi: usize| -> Vec<f64> {
-        let t = trapezoid_weights(g, lo, hi);
-        let w: Vec<f64> = t.iter().zip(&p).map(|(a, b)| a * b).collect();
-        let total: f64 = w.iter().sum();
-        w.iter().map(|x| x / total).collect()
-    };
-    let (wl, wr) = (side(0, s), side(s, n - 1));
-    // dOmega_j/dOmega'_i for the cumulative trapezoid: h_i/2 [1 <= i <= j] + h_{i+1}/2 [i+1 <= j].
-    let coef = |i: usize, j: usize| {
-        let mut c = 0.0;
-        if i >= 1 && i <= j {
-            c += 0.5 * (g[i] - g[i - 1]);
+    let r = profile.replica_means.len().checked_div(n).unwrap_or(0);
+    // Jackknife: drop replica q at every grid point.
+    let mut lp_loo = vec![Vec::with_capacity(r); n];
+    let mut w_loo = Vec::with_capacity(r);
+    if r >= 2 && profile.replica_means.len() == n * r {
+        for q in 0..r {
+            let gradient: Vec<f64> = (0..n)
+                .map(|j| {
+                    let reps = &profile.replica_means[j * r..(j + 1) * r];
+                    let mean = (reps.iter().sum::<f64>() - reps[q]) / (r - 1) as f64;
+                    g[j] - mean
+                })
+                .collect();
+            let rq = reconstruct(g, &gradient, alpha)?;
+            for (l, x) in lp_loo.iter_mut().zip(&rq.log_density) {
+                l.push(*x);
+            }
+            if let Some(b) = barrier {
+                w_loo.push(cdf_at(&rq, b.saddle));
+            }
         }
-        if i < j {
-            c += 0.5 * (g[i + 1] - g[i]);
-        }
-        c
-    };
-    let mut var = 0.0;
-    for i in 0..n {
-        let d: f64 = (0..n).map(|j| (wl[j] - wr[j]) * coef(i, j)).sum();
-        var += (alpha * d * profile.std_error[i]).powi(2);
     }
-    let w = barrier.left_weight;
-    w * (1.0 - w) * var.sqrt()
+    let mut log_p: Vec<f64> = lp_loo.iter().map(|l| jackknife_error(l)).collect();
+    let left_jackknife = match barrier {
+        Some(_) => jackknife_error(&w_loo),
+        None => f64::NAN,
+    };
+    // Discretisation: the same reconstruction from every second point.
+    let mut left_discretisation = barrier.map_or(f64::NAN, |_| 0.0);
+    if n >= 3 {
+        let coarse: Vec<usize> = (0..n).step_by(2).collect();
+        let cg: Vec<f64> = coarse.iter().map(|&j| g[j]).collect();
+        let gradient = profile.gradient();
+        let cgrad: Vec<f64> = coarse.iter().map(|&j| gradient[j]).collect();
+        let rc = reconstruct(&cg, &cgrad, alpha)?;
+        let even: Vec<f64> = coarse
+            .iter()
+            .zip(&rc.log_density)
+            .map(|(&j, l)| (rec.log_density[j] - l).abs())
+            .collect();
+        for (j, e) in log_p.iter_mut().enumerate() {
+            let d = if j % 2 == 0 {
+                even[j / 2]
+            } else {
+                let right = even.get(j.div_ceil(2)).copied().unwrap_or(0.0);
+                even[j / 2].max(right)
+            };
+            *e = if e.is_nan() { d } else { *e + d };
+        }
+        if let Some(b) = barrier {
+            left_discretisation = (b.left_weight - cdf_at(&rc, b.saddle)).abs();
+        }
+    }
+    if r < 2 {
+        log_p.iter_mut().for_each(|e| *e = f64::NAN);
+    }
+    Ok(ProfileErrors {
+        log_p,
+        left_jackknife,
+        left_discretisation,
+    })
 }
 
 /// The warnings of [`measure`].
 fn profile_warnings(
+    profile: &Profile,
     rec: &Reconstruction,
     settings: &ProfileSettings,
     barrier: Option<Barrier>,
     left_weight_se: f64,
-) -> Vec<String> {
+    left_jackknife: f64,
+    left_discretisation: f64,
+) -> Vec<TmcWarning> {
     let mut w = Vec::new();
     let lp = &rec.log_density;
     let max = lp.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     let edge = lp[0].max(lp[lp.len() - 1]) - max;
     if edge > -10.0 {
-        w.push(format!(
-            "p(m_hat) at the grid's ends is e^{edge:.1} of its maximum: the grid may cut the \
-             distribution; widen it"
-        ));
+        w.push(TmcWarning::GridCutsDistribution {
+            edge_log_ratio: edge,
+        });
     }
     let h = rec.grid.windows(2).map(|x| x[1] - x[0]).fold(0.0, f64::max);
-    if h > 1.0 / settings.alpha.sqrt() {
-        w.push(format!(
-            "grid spacing {h:.3e} exceeds 1/sqrt(alpha) = {:.3e}: the quadrature of Omega' is \
-             coarse; use more grid points",
-            1.0 / settings.alpha.sqrt()
-        ));
+    let limit = 1.0 / settings.alpha.sqrt();
+    if h > limit {
+        w.push(TmcWarning::CoarseGrid { spacing: h, limit });
     }
     if settings.replicas < 2 {
-        w.push(
-            "one replica per grid point: p(m_hat) and the mode weights have no error bars".into(),
-        );
+        w.push(TmcWarning::NoErrorBars);
+    }
+    let over: Vec<usize> = (0..profile.rhat.len())
+        .filter(|&j| profile.rhat[j] > RHAT_LIMIT)
+        .collect();
+    if let Some(&point) = over
+        .iter()
+        .max_by(|&&a, &&b| profile.rhat[a].total_cmp(&profile.rhat[b]))
+    {
+        w.push(TmcWarning::NotConverged {
+            points: over.len(),
+            point,
+            m_hat: profile.grid[point],
+            rhat: profile.rhat[point],
+        });
+    }
+    // |w_h - w_2h| also holds the noise of the dropped points (about one jackknife error):
+    // warn only when it is both large and well above that noise.
+    if left_discretisation > DISCRETISATION_LIMIT.max(3.0 * left_jackknife) {
+        w.push(TmcWarning::DiscretisationError {
+            left_weight_shift: left_discretisation,
+        });
     }
     if let Some(b) = barrier
         && left_weight_se > 0.05
     {
-        w.push(format!(
-            "the mode weights of p(m_hat) are uncertain (left weight {:.3} +- {left_weight_se:.3}): \
-             use more replicas or measured sweeps",
-            b.left_weight
-        ));
+        w.push(TmcWarning::UncertainWeights {
+            left_weight: b.left_weight,
+            error: left_weight_se,
+        });
     }
     w
 }
@@ -861,6 +1318,82 @@ mod tests {
         assert!((r.quantile(0.5) - 0.5).abs() < 1e-9);
         assert!(r.barrier().is_none());
         assert!((r.canonical_average(&grid) - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn gelman_rubin_exact_values() {
+        // W = 1, B = 10 * var([0, 1]) = 5, V = 0.9 * 1 + 5 / 10 = 1.4.
+        let r = gelman_rubin(&[0.0, 1.0], &[1.0, 1.0], 10);
+        assert!((r - 1.4f64.sqrt()).abs() < 1e-15, "{r}");
+        // Equal means: R = sqrt((n - 1) / n).
+        let r = gelman_rubin(&[2.0, 2.0, 2.0], &[0.5, 1.0, 1.5], 4);
+        assert!((r - 0.75f64.sqrt()).abs() < 1e-15, "{r}");
+        // W = 2, B = 100 * var([0, 2, 4]) = 400, V = 0.99 * 2 + 4 = 5.98.
+        let r = gelman_rubin(&[0.0, 2.0, 4.0], &[1.0, 2.0, 3.0], 100);
+        assert!((r - (5.98f64 / 2.0).sqrt()).abs() < 1e-14, "{r}");
+        assert!(gelman_rubin(&[1.0], &[1.0], 10).is_nan());
+        assert!(gelman_rubin(&[1.0, 2.0], &[1.0, 1.0], 1).is_nan());
+        assert_eq!(gelman_rubin(&[1.0, 2.0], &[0.0, 0.0], 5), f64::INFINITY);
+        assert_eq!(gelman_rubin(&[1.0, 1.0], &[0.0, 0.0], 5), 1.0);
+    }
+
+    #[test]
+    fn jackknife_of_the_mean_is_the_standard_error() {
+        // Leave-one-out means of [1, 2, 3, 4]: 3, 8/3, 7/3, 2; s^2 = 5/3, s / sqrt(4).
+        let loo = [3.0, 8.0 / 3.0, 7.0 / 3.0, 2.0];
+        let e = jackknife_error(&loo);
+        assert!((e - (5.0f64 / 12.0).sqrt()).abs() < 1e-15, "{e}");
+        // (R - 1) / R * sum of squares: 1/2 * (0.5^2 + 0.5^2) = 0.25.
+        assert!((jackknife_error(&[1.0, 2.0]) - 0.5).abs() < 1e-15);
+        assert!(jackknife_error(&[1.0]).is_nan());
+        assert_eq!(jackknife_error(&[0.7; 5]), 0.0);
+    }
+
+    #[test]
+    fn assess_flags_disagreeing_replicas_and_reports_errors() {
+        // A flat gradient Omega' = m - 0.5 (a Gaussian p) measured by two replicas per point,
+        // which disagree by 0.2 at point 10 only.
+        let grid = uniform_grid(0.0, 1.0, 21).unwrap();
+        let n = grid.len();
+        let mut replica_means = Vec::new();
+        let mut rhat = Vec::new();
+        for (j, &g) in grid.iter().enumerate() {
+            let m = 0.5 + 0.5 * (g - 0.5) - if j == 10 { 0.1 } else { 0.0 };
+            let d = if j == 10 { 0.1 } else { 1e-3 };
+            replica_means.extend([m - d, m + d]);
+            rhat.push(gelman_rubin(&[m - d, m + d], &[1e-4, 1e-4], 100));
+        }
+        let mean_order: Vec<f64> = replica_means
+            .chunks(2)
+            .map(|c| 0.5 * (c[0] + c[1]))
+            .collect();
+        let profile = Profile {
+            grid: grid.clone(),
+            mean_order,
+            std_error: vec![1e-3; n],
+            replica_means,
+            rhat,
+        };
+        let settings = ProfileSettings {
+            alpha: 20.0,
+            replicas: 2,
+            burn_in: 0,
+            measure: 100,
+        };
+        let m = assess(profile, &settings).unwrap();
+        assert_eq!(m.log_p_error.len(), n);
+        assert!(m.log_p_error.iter().all(|e| e.is_finite() && *e >= 0.0));
+        let nc = m
+            .warnings
+            .iter()
+            .find_map(|w| match w {
+                TmcWarning::NotConverged { points, point, .. } => Some((*points, *point)),
+                _ => None,
+            })
+            .expect("NotConverged");
+        assert_eq!(nc, (1, 10));
+        assert!(!m.is_trusted());
+        assert!(m.warnings.iter().all(|w| !w.to_string().is_empty()));
     }
 
     #[test]
