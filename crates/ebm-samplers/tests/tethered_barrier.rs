@@ -277,29 +277,3 @@ fn small_barrier_negative_controls_are_caught() {
         v.text
     );
 }
-
-/// Exploration (ignored by default, a few seconds in release): the issue's model at a larger
-/// tether strength, where the two-component band near the saddle shrinks to a dip of about
-/// one nat that the hidden unit crosses.
-#[test]
-#[ignore = "exploration: cargo test --release --test tethered_barrier -- --ignored"]
-fn high_barrier_at_larger_alpha() {
-    let model = issue_model();
-    for (alpha, points, burn_in, seed) in [(2e5, 451, 100, 13u64), (2e5, 451, 300, 14)] {
-        let grid = uniform_grid(0.0, 0.9, points).unwrap();
-        let order = OrderParameter::uniform(400).unwrap();
-        let settings = ProfileSettings {
-            alpha,
-            replicas: 4,
-            burn_in,
-            measure: 100,
-        };
-        let m = measure(&model.rbm, &order, &grid, &settings, seed, Par::Rayon).unwrap();
-        let v = verdict(&m, model.left_weight);
-        let worst = m.profile.rhat.iter().cloned().fold(0.0, f64::max);
-        println!(
-            "alpha {alpha}, {points} points, burn-in {burn_in}: {} (worst R-hat {worst:.3})",
-            v.text
-        );
-    }
-}
