@@ -1483,8 +1483,10 @@ pub(crate) struct TrainSettings {
     #[arg(long, value_name = "N", value_parser = positive_usize)]
     pub selection_draws: Option<usize>,
     /// Start from a low-rank RBM fitted by the Restricted Coulomb Machine (paper 000 §4;
-    /// binary units only) instead of random weights; the persistent chains start from its
-    /// static sampler; writes MODEL.pretrain.svg (data vs model on two directions).
+    /// binary units only) instead of random weights; PCD's persistent chains start at exact
+    /// draws of it (hidden layer of at most 2^20 configurations) or at static draws
+    /// importance-resampled to it, and the record says how well the static sampler represents
+    /// it; writes MODEL.pretrain.svg (data vs model on two directions).
     #[arg(long, value_enum)]
     pub pretrain: Option<PretrainArg>,
     /// rcm: principal directions of the low-rank model, 1..=4, plus the bias direction

@@ -70,6 +70,20 @@ fn pretrained_run_reports_and_starts_from_the_low_rank_model() {
         p["log_z_exact"].as_f64().unwrap(),
     );
     assert!((mesh - exact_z).abs() < 0.05, "{mesh} vs {exact_z}");
+    // 10 hidden units: the persistent chains are exact draws, and the static sampler's
+    // importance weights against the model give its exact log Z.
+    assert_eq!(p["chains_start"], "exact");
+    let check = &p["static_check"];
+    let (z, se) = (
+        check["log_z"].as_f64().unwrap(),
+        check["std_err"].as_f64().unwrap(),
+    );
+    assert!(
+        (z - exact_z).abs() < 3.0 * se + 0.01,
+        "{check} vs {exact_z}"
+    );
+    assert!(check["relative_ess"].as_f64().unwrap() > 0.1, "{check}");
+    assert_eq!(p["warnings"].as_array().map(Vec::len), Some(0), "{p}");
     // The trajectory's first checkpoint is the pre-trained model: its exact log Z is the one
     // reported.
     let traj = ebm_io::load_trajectory::<Bernoulli<f64>, Bernoulli<f64>>(
@@ -143,6 +157,16 @@ fn ptt_refreshes_a_large_low_rank_first_checkpoint_statically() {
          --rcm-hyperplanes 40 --hidden-units 24 --updates 5 --out m.safetensors",
     );
     assert!(ok, "{err}");
+    // 24 hidden units: too many to draw exactly, so the persistent chains are static draws
+    // importance-resampled to the model, and the record says how many count.
+    let train: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("m.json")).unwrap()).unwrap();
+    let p = &train["results"]["pretrain"];
+    assert_eq!(p["chains_start"], "resampled", "{p}");
+    assert!(
+        p["static_check"]["relative_ess"].as_f64().unwrap() > 0.1,
+        "{p}"
+    );
     let (ok, err) = ebm(
         d,
         "--quiet sample --sampler ptt --trajectory m.trajectory.safetensors --chains 50 \

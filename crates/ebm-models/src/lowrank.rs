@@ -815,4 +815,44 @@ impl Mesh {
         }
         Ok(total)
     }
+
+    /// \(\log q(v)\) of the law \(q\) of [`Mesh::sample`] at each column of `v` (\(\pm1\),
+    /// \(N\times n\)), for importance weights of static draws against a model.
+    ///
+    /// The fields are low-rank, \(x_{ik} = \sqrt N\sum_\alpha u_{\alpha i}\mu^*_{\alpha k}\), so
+    /// \(\log\prod_i P(v_i\mid m_k) = \sum_i [x_{ik}v_i - \log 2\cosh x_{ik}]
+    /// = N\,\mu^*_k\cdot m(v) - c_k\) with \(m(v) = Uv/\sqrt N\) and
+    /// \(c_k = \sum_i\log 2\cosh x_{ik}\) computed once: \(O(KN)\) once, then \(O(Kd)\) per
+    /// configuration, where [`Mesh::sample_probability`] costs \(O(KN)\) per configuration.
+    ///
+    /// # Errors
+    /// As [`Mesh::log_probabilities`] and [`LowRankBasis::project`].
+    pub fn log_sample_densities(&self, log_weights: &[f64], v: &DMatrix<f64>) -> Result<Vec<f64>> {
+        let lp = self.log_probabilities(log_weights)?;
+        let m = self.basis.project(v)?;
+        let nv = self.basis.n_visible();
+        let offsets: Vec<f64> = (0..self.len())
+            .into_par_iter()
+            .map_init(
+                || vec![0.0; nv],
+                |x, k| {
+                    self.basis.fields(self.mu.column(k).as_slice(), x);
+                    lp[k] - x.iter().map(|&xi| log_2cosh(xi)).sum::<f64>()
+                },
+            )
+            .collect();
+        let n = nv as f64;
+        Ok(m.column_iter()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|mj| {
+                let a: Vec<f64> = offsets
+                    .iter()
+                    .zip(self.mu.column_iter())
+                    .map(|(c, mu)| c + n * mu.dot(&mj))
+                    .collect();
+                log_sum_exp(&a)
+            })
+            .collect())
+    }
 }

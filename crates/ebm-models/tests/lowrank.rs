@@ -166,6 +166,16 @@ fn static_sampler_is_exact_on_enumerable_system() {
         .map(|v| mesh.sample_probability(&lw, v).unwrap())
         .collect();
     assert!((probs.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    // The low-rank log-density equals the direct sum at every configuration (negative
+    // control: other log-weights give other densities).
+    let all = DMatrix::from_fn(n, states.len(), |i, c| states[c][i]);
+    let fast = mesh.log_sample_densities(&lw, &all).unwrap();
+    for (f, p) in fast.iter().zip(&probs) {
+        assert!((f - p.ln()).abs() < 1e-10, "{f} vs {}", p.ln());
+    }
+    let other: Vec<f64> = lw.iter().map(|l| -l).collect();
+    let moved = mesh.log_sample_densities(&other, &all).unwrap();
+    assert!(moved.iter().zip(&fast).any(|(a, b)| (a - b).abs() > 0.1));
     let draws = 40_000;
     let mut rngs: Vec<Xoshiro256PlusPlus> = (0..draws)
         .map(|j| Xoshiro256PlusPlus::seed_from_u64(17 + j as u64))

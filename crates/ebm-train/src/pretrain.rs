@@ -29,6 +29,7 @@
 use ebm_core::numerics::log_sum_exp;
 use ebm_core::{Error, Par, Result, Scalar};
 use ebm_data::pca::{Centering, Pca};
+use ebm_estimators::LogMeanExp;
 use ebm_models::lowrank::{LowRankBasis, Mesh};
 use ebm_models::{BinaryLayer, Layer, Rbm, Spin};
 use nalgebra::{DMatrix, DVector};
@@ -843,6 +844,98 @@ where
         Ok(v.map(|s| if s > 0.0 { 1.0 } else { low }))
     }
 
+    /// How well the static sampler represents [`PretrainedStart::model`]: importance sampling
+    /// of \(e^{-F(v)}\) by the sampler's own law \(q\) ([`Mesh::log_sample_densities`]),
+    /// one static draw per RNG stream.
+    ///
+    /// The RCM is fitted on the mesh, and the static sampler draws the mesh's saddle-point
+    /// law, which equals the RBM's only as the mesh is refined and \(N\) grows. The weights
+    /// \(w_j = e^{-F(v_j)}/q(v_j)\) are all equal to \(Z\) when the two laws agree, so their
+    /// log-mean-exp estimates \(\log Z\) for any number of hidden units, and their relative
+    /// ESS measures the mismatch. Measured on MNIST 0/1 (784 pixels, 20 hidden units, 3
+    /// directions plus the bias on a mesh of \(17^4\) points) the two laws differ by 7.9 nats
+    /// of \(\log Z\) and put 0.55 and 0.75 on the digit 1: persistent chains started from
+    /// static draws then do not sample the model they start (book, *Low-rank pre-training*).
+    ///
+    /// # Errors
+    /// As [`Mesh::sample`].
+    pub fn check_static<R: Rng>(&self, rngs: &mut [R], par: Par) -> Result<StaticCheck> {
+        let (_, log_w) = self.weighted_draws(rngs, 1, par)?;
+        Ok(StaticCheck {
+            log_z: LogMeanExp::of(&log_w),
+        })
+    }
+
+    /// Static draws corrected to [`PretrainedStart::model`] by importance resampling: for each
+    /// RNG stream `oversample` static draws, weighed as in [`PretrainedStart::check_static`],
+    /// then one draw per stream kept by systematic resampling on the normalised weights (one
+    /// uniform from `rngs[0]`). As the pool grows the kept draws follow the model's law, the
+    /// proportions of its modes included, whatever the mesh's saddle-point error, as long as
+    /// the sampler covers the model's support; the returned check says how many draws
+    /// effectively count. Same streams, same draws.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for `oversample` 0 or no streams; otherwise as
+    /// [`Mesh::sample`].
+    pub fn draw_visible_resampled<R: Rng>(
+        &self,
+        rngs: &mut [R],
+        oversample: usize,
+        par: Par,
+    ) -> Result<(DMatrix<f64>, StaticCheck)> {
+        if oversample == 0 || rngs.is_empty() {
+            return Err(Error::InvalidParameter {
+                name: "oversample".into(),
+                reason: "importance resampling needs at least one draw per stream".into(),
+            });
+        }
+        let (pool, log_w) = self.weighted_draws(rngs, oversample, par)?;
+        let check = StaticCheck {
+            log_z: LogMeanExp::of(&log_w),
+        };
+        let n = rngs.len();
+        let top = log_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let w: Vec<f64> = log_w.iter().map(|l| (l - top).exp()).collect();
+        let total: f64 = w.iter().sum();
+        let step = total / n as f64;
+        let mut u = rngs[0].random::<f64>() * step;
+        let (mut i, mut acc) = (0, w[0]);
+        let mut out = DMatrix::zeros(pool.nrows(), n);
+        for j in 0..n {
+            while acc < u && i + 1 < w.len() {
+                i += 1;
+                acc += w[i];
+            }
+            out.set_column(j, &pool.column(i));
+            u += step;
+        }
+        Ok((out, check))
+    }
+
+    /// `oversample` static draws per stream (in `V`'s states) and their log importance
+    /// weights \(-F(v) - \log q(v)\) against the model.
+    fn weighted_draws<R: Rng>(
+        &self,
+        rngs: &mut [R],
+        oversample: usize,
+        par: Par,
+    ) -> Result<(DMatrix<f64>, Vec<f64>)> {
+        let mesh = &self.pretrained.mesh;
+        let n = rngs.len();
+        let mut spins = DMatrix::zeros(mesh.basis().n_visible(), n * oversample);
+        for r in 0..oversample {
+            let (s, _) = mesh.sample(&self.log_weights, rngs)?;
+            spins.columns_mut(r * n, n).copy_from(&s);
+        }
+        let log_q = mesh.log_sample_densities(&self.log_weights, &spins)?;
+        let low = self.low;
+        let v = spins.map(|s| if s > 0.0 { 1.0 } else { low });
+        let mut f = vec![0.0; v.ncols()];
+        self.model.free_energy_visible(&v, 1.0, &mut f, par);
+        let log_w = f.iter().zip(&log_q).map(|(f, q)| -f - q).collect();
+        Ok((v, log_w))
+    }
+
     /// The data and `n` static draws projected on the first two coupled directions (rows 1 and
     /// 2 of the basis with the bias direction, rows 0 and 1 without; row 0 and 1 when there is
     /// only one coupled direction), as \\((m_a, m_b)\\) points, with the row indices used.
@@ -867,6 +960,30 @@ where
         let model = pairs(basis.project(&spins(&self.draw_visible(rngs)?))?);
         let data = pairs(basis.project(&spins(data))?);
         Ok(ProjectedPair { rows, data, model })
+    }
+}
+
+/// Relative ESS below which [`StaticCheck::trusted`] fails: fewer than one static draw in ten
+/// counts, so the draws' proportions (of the modes, among others) are not the model's.
+pub const MIN_STATIC_RELATIVE_ESS: f64 = 0.1;
+
+/// The outcome of [`PretrainedStart::check_static`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StaticCheck {
+    /// \(\log Z\) of the model by importance sampling from the static sampler, with its
+    /// delta-method error and Kish ESS.
+    pub log_z: LogMeanExp,
+}
+
+impl StaticCheck {
+    /// ESS over the number of draws, in \([1/n, 1]\); 1 when the sampler's law is the model's.
+    pub fn relative_ess(&self) -> f64 {
+        self.log_z.ess / self.log_z.n as f64
+    }
+
+    /// Whether the static draws represent the model ([`MIN_STATIC_RELATIVE_ESS`]).
+    pub fn trusted(&self) -> bool {
+        self.relative_ess() >= MIN_STATIC_RELATIVE_ESS
     }
 }
 

@@ -20,7 +20,7 @@ use ebm_core::{ChainState, Par};
 use ebm_data::generators::ising::{IsingConfig, ising_2d};
 use ebm_estimators::Warning;
 use ebm_models::exact::{log_partition_by_hidden, sample_by_hidden};
-use ebm_models::{Bernoulli, Rbm, RbmChains, Spin};
+use ebm_models::{Bernoulli, BinaryLayer, Rbm, RbmChains, Spin};
 use ebm_train::pretrain::{PretrainConfig, PretrainedStart, RcmConfig};
 use ebm_train::{
     LearningRate, LikelihoodInfo, LikelihoodPolicy, MAX_NEGATIVE_Z, NegativeInfo, NegativePhase,
@@ -92,13 +92,16 @@ fn exact_ll(model: &Model, data: &DMatrix<f64>) -> f64 {
     common::mean_neg_free_energy(model, data) - exact_log_z(model)
 }
 
-/// The exact weight of mode + (positive magnetisation; ties count half) from 20 000 exact draws.
+/// The exact weight of mode + ([`plus_fraction`]) from 20 000 exact draws.
 fn mode_plus(model: &Model) -> f64 {
     let mut x = ChainState::new(model.default_chains(20_000), 99);
     sample_by_hidden(model, &mut x.chains, 1.0, x.rngs.as_mut_slice(), Par::Rayon).unwrap();
-    let plus: f64 = x
-        .chains
-        .visible
+    plus_fraction(&x.chains.visible)
+}
+
+/// The fraction of columns with positive magnetisation (ties count half).
+fn plus_fraction(v: &DMatrix<f64>) -> f64 {
+    let plus: f64 = v
         .column_iter()
         .map(|c| {
             let s = c.sum();
@@ -111,7 +114,7 @@ fn mode_plus(model: &Model) -> f64 {
             }
         })
         .sum();
-    plus / 20_000.0
+    plus / v.ncols() as f64
 }
 
 /// RCM pretraining on one direction plus the bias direction, as `ebm train --pretrain rcm
@@ -284,6 +287,69 @@ fn pretrained_pipeline_against_exact_values() {
         "after 400 updates with exact draws: pretrained {pretrained_ll:.4}, scratch {scratch_ll:.4}"
     );
     assert!(scratch_ll > pretrained_ll + 0.5);
+}
+
+/// The static sampler against the model it starts. Importance weights of static draws give
+/// the exact log Z within their error; against a model whose mode weights the sampler gets
+/// wrong (visible fields shifted, so the static law is the unshifted model's), the raw draws
+/// keep the wrong proportions (the negative control) and the resampled draws have the exact
+/// ones.
+#[test]
+fn static_draws_are_checked_and_resampled_to_the_model() {
+    let (data, _) = ising();
+    let start = pretrained(&data);
+    let exact = exact_log_z(&start.model);
+    let mut rngs = ebm_core::RngStreams::new(5, 4000);
+    let check = start.check_static(rngs.as_mut_slice(), Par::Rayon).unwrap();
+    eprintln!(
+        "static check: log Z {:.4} +- {:.4} (exact {exact:.4}), relative ESS {:.3}",
+        check.log_z.log_mean,
+        check.log_z.std_err,
+        check.relative_ess()
+    );
+    assert!(
+        (check.log_z.log_mean - exact).abs() < 3.0 * check.log_z.std_err + 0.01,
+        "{check:?} against {exact}"
+    );
+    assert!(check.trusted(), "{check:?}");
+
+    let mut shifted = start.clone();
+    let fields: Vec<f64> = shifted
+        .model
+        .visible()
+        .fields
+        .iter()
+        .map(|f| f + 0.02)
+        .collect();
+    shifted.model = Model::new(
+        Spin::with_fields(fields),
+        shifted.model.hidden().clone(),
+        shifted.model.weights().clone(),
+    )
+    .unwrap();
+    let target = mode_plus(&shifted.model);
+    let n = 4000;
+    let mut rngs = ebm_core::RngStreams::new(6, n);
+    let raw = plus_fraction(&shifted.draw_visible(rngs.as_mut_slice()).unwrap());
+    let mut rngs = ebm_core::RngStreams::new(6, n);
+    let (v, check) = shifted
+        .draw_visible_resampled(rngs.as_mut_slice(), 4, Par::Rayon)
+        .unwrap();
+    let resampled = plus_fraction(&v);
+    // Binomial error of the effective draws (at most n of them), plus the exact weight's.
+    let se =
+        (target * (1.0 - target) * (1.0 / check.log_z.ess.min(n as f64) + 1.0 / 20_000.0)).sqrt();
+    eprintln!(
+        "shifted fields: exact mode + {target:.4}, static draws {raw:.4}, resampled \
+         {resampled:.4} +- {se:.4} (relative ESS {:.3})",
+        check.relative_ess()
+    );
+    assert!(check.trusted(), "{check:?}");
+    assert!(
+        (resampled - target).abs() < 3.0 * se,
+        "{resampled} vs {target}"
+    );
+    assert!((raw - target).abs() > 10.0 * se, "{raw} vs {target}");
 }
 
 /// An online log Z below \\(\max_v -F(v)\\) over the data would give some sample a probability

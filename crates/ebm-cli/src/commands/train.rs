@@ -1229,7 +1229,7 @@ impl<'a> KindsTask for TrainTask<'a> {
                 }
                 let mut state = trainer.init(model, &train, config.seed, Par::Rayon)?;
                 if let Some(s) = start {
-                    pretrain = Some(s.seed_chains(&mut state.negative, config.seed)?);
+                    pretrain = Some(s.seed_chains(&mut state.negative, config.seed, ctx)?);
                 }
                 state
             }
