@@ -129,15 +129,10 @@ where
     H: Layer<Scalar = V::Scalar>,
 {
     check_grid(grid)?;
-    if order.k() != 1 {
-        return Err(Error::InvalidParameter {
-            name: "order".into(),
-            reason: format!(
-                "{} directions; a 1D profile needs one (see plane::measure_profile_2d for two)",
-                order.k()
-            ),
-        });
-    }
+    one_direction(
+        order,
+        "a 1D profile needs one (see plane::measure_profile_2d for two)",
+    )?;
     let reps = measure_replicas(rbm, order, grid, settings, state, beta, par)?;
     let (mean_order, std_error) = reps.reduce();
     let rhat = (0..grid.len())
@@ -364,12 +359,7 @@ where
     H: Layer<Scalar = V::Scalar>,
 {
     check_grid(grid)?;
-    if order.k() != 1 {
-        return Err(Error::InvalidParameter {
-            name: "order".into(),
-            reason: format!("{} directions; dispersal needs one", order.k()),
-        });
-    }
+    one_direction(order, "dispersal needs one")?;
     if replicas == 0 {
         return Err(Error::InvalidParameter {
             name: "replicas".into(),
@@ -438,6 +428,17 @@ pub fn jackknife_error(leave_one_out: &[f64]) -> f64 {
     let mu = leave_one_out.iter().sum::<f64>() / r as f64;
     let ss: f64 = leave_one_out.iter().map(|x| (x - mu) * (x - mu)).sum();
     ((r - 1) as f64 / r as f64 * ss).sqrt()
+}
+
+/// [`Error::InvalidParameter`] naming `why` unless `order` has exactly one direction.
+fn one_direction(order: &OrderParameter, why: &str) -> Result<()> {
+    if order.k() == 1 {
+        return Ok(());
+    }
+    Err(Error::InvalidParameter {
+        name: "order".into(),
+        reason: format!("{} directions; {why}", order.k()),
+    })
 }
 
 fn check_grid(grid: &[f64]) -> Result<()> {
