@@ -70,7 +70,7 @@ pub use estimate::{
 pub use exact::{Start, exact_log_partition};
 pub use likelihood::{LogLikelihood, log_likelihood};
 pub use online::{MIN_STEP_RELATIVE_ESS, OnlineAisInfo, OnlineTrajectoryAis};
-pub use population::{Population, SelectChains, systematic_resampling};
+pub use population::{Population, SelectChains, systematic_resampling, systematic_resampling_n};
 pub use pseudo::{
     PseudoLogLikelihood, pseudo_log_likelihood, pseudo_log_likelihood_estimate,
     pseudo_log_likelihoods,

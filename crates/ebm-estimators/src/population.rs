@@ -53,8 +53,18 @@ impl<F: Scalar> SelectChains for RbmChains<F> {
 /// # Panics
 /// If `log_w` is empty, holds NaN or \\(+\infty\\), every weight is zero, or \\(u \notin [0, 1)\\).
 pub fn systematic_resampling(log_w: &[f64], u: f64) -> Vec<usize> {
-    let n = log_w.len();
-    assert!(n > 0, "systematic_resampling: no weights");
+    systematic_resampling_n(log_w, log_w.len(), u)
+}
+
+/// [`systematic_resampling`] drawing `n` ancestors from any number of weights (ancestor
+/// \\(k\\) at \\((u + k)/n\\)): each index is copied \\(\lfloor n p_i \rfloor\\) or
+/// \\(\lceil n p_i \rceil\\) times, \\(n p_i\\) in expectation, e.g. to keep one draw of several
+/// per chain.
+///
+/// # Panics
+/// As [`systematic_resampling`].
+pub fn systematic_resampling_n(log_w: &[f64], n: usize, u: f64) -> Vec<usize> {
+    assert!(!log_w.is_empty(), "systematic_resampling: no weights");
     assert!(
         (0.0..1.0).contains(&u),
         "systematic_resampling: u = {u} is not in [0, 1)"
@@ -416,6 +426,27 @@ impl<S: SelectChains> Population<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn systematic_resampling_n_keeps_n_of_a_larger_pool_in_proportion() {
+        // 12 weights, 4 kept: weights 2, 1, 1 at indices 3, 7, 11 and zero elsewhere.
+        let mut log_w = vec![f64::NEG_INFINITY; 12];
+        log_w[3] = 2f64.ln();
+        log_w[7] = 0.0;
+        log_w[11] = 0.0;
+        for u in [0.0, 0.3, 0.7, 0.99] {
+            let a = systematic_resampling_n(&log_w, 4, u);
+            assert_eq!(a.len(), 4);
+            assert_eq!(a.iter().filter(|&&i| i == 3).count(), 2, "{a:?}");
+            assert_eq!(a.iter().filter(|&&i| i == 7).count(), 1, "{a:?}");
+            assert_eq!(a.iter().filter(|&&i| i == 11).count(), 1, "{a:?}");
+        }
+        // n = len is the square case.
+        assert_eq!(
+            systematic_resampling_n(&log_w, 12, 0.4),
+            systematic_resampling(&log_w, 0.4)
+        );
+    }
 
     #[test]
     fn systematic_resampling_copies_floor_or_ceil_of_n_p() {

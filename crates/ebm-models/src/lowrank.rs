@@ -816,14 +816,14 @@ impl Mesh {
         Ok(total)
     }
 
-    /// \(\log q(v)\) of the law \(q\) of [`Mesh::sample`] at each column of `v` (\(\pm1\),
-    /// \(N\times n\)), for importance weights of static draws against a model.
+    /// \\(\log q(v)\\) of the law \\(q\\) of [`Mesh::sample`] at each column of `v` (\\(\pm1\\),
+    /// \\(N\times n\\)), for importance weights of static draws against a model.
     ///
-    /// The fields are low-rank, \(x_{ik} = \sqrt N\sum_\alpha u_{\alpha i}\mu^*_{\alpha k}\), so
-    /// \(\log\prod_i P(v_i\mid m_k) = \sum_i [x_{ik}v_i - \log 2\cosh x_{ik}]
-    /// = N\,\mu^*_k\cdot m(v) - c_k\) with \(m(v) = Uv/\sqrt N\) and
-    /// \(c_k = \sum_i\log 2\cosh x_{ik}\) computed once: \(O(KN)\) once, then \(O(Kd)\) per
-    /// configuration, where [`Mesh::sample_probability`] costs \(O(KN)\) per configuration.
+    /// The fields are low-rank, \\(x_{ik} = \sqrt N\sum_\alpha u_{\alpha i}\mu^*_{\alpha k}\\), so
+    /// \\(\log\prod_i P(v_i\mid m_k) = \sum_i [x_{ik}v_i - \log 2\cosh x_{ik}]
+    /// = N\,\mu^*_k\cdot m(v) - c_k\\) with \\(m(v) = Uv/\sqrt N\\) and
+    /// \\(c_k = \sum_i\log 2\cosh x_{ik}\\) computed once: \\(O(KN)\\) once, then \\(O(Kd)\\) per
+    /// configuration, where [`Mesh::sample_probability`] costs \\(O(KN)\\) per configuration.
     ///
     /// # Errors
     /// As [`Mesh::log_probabilities`] and [`LowRankBasis::project`].

@@ -29,7 +29,7 @@
 use ebm_core::numerics::log_sum_exp;
 use ebm_core::{Error, Par, Result, Scalar};
 use ebm_data::pca::{Centering, Pca};
-use ebm_estimators::LogMeanExp;
+use ebm_estimators::{LogMeanExp, systematic_resampling_n};
 use ebm_models::lowrank::{LowRankBasis, Mesh};
 use ebm_models::{BinaryLayer, Layer, Rbm, Spin};
 use nalgebra::{DMatrix, DVector};
@@ -845,16 +845,16 @@ where
     }
 
     /// How well the static sampler represents [`PretrainedStart::model`]: importance sampling
-    /// of \(e^{-F(v)}\) by the sampler's own law \(q\) ([`Mesh::log_sample_densities`]),
+    /// of \\(e^{-F(v)}\\) by the sampler's own law \\(q\\) ([`Mesh::log_sample_densities`]),
     /// one static draw per RNG stream.
     ///
     /// The RCM is fitted on the mesh, and the static sampler draws the mesh's saddle-point
-    /// law, which equals the RBM's only as the mesh is refined and \(N\) grows. The weights
-    /// \(w_j = e^{-F(v_j)}/q(v_j)\) are all equal to \(Z\) when the two laws agree, so their
-    /// log-mean-exp estimates \(\log Z\) for any number of hidden units, and their relative
+    /// law, which equals the RBM's only as the mesh is refined and \\(N\\) grows. The weights
+    /// \\(w_j = e^{-F(v_j)}/q(v_j)\\) are all equal to \\(Z\\) when the two laws agree, so their
+    /// log-mean-exp estimates \\(\log Z\\) for any number of hidden units, and their relative
     /// ESS measures the mismatch. Measured on MNIST 0/1 (784 pixels, 20 hidden units, 3
-    /// directions plus the bias on a mesh of \(17^4\) points) the two laws differ by 7.9 nats
-    /// of \(\log Z\) and put 0.55 and 0.75 on the digit 1: persistent chains started from
+    /// directions plus the bias on a mesh of \\(17^4\\) points) the two laws differ by 7.9 nats
+    /// of \\(\log Z\\) and put 0.55 and 0.75 on the digit 1: persistent chains started from
     /// static draws then do not sample the model they start (book, *Low-rank pre-training*).
     ///
     /// # Errors
@@ -893,27 +893,14 @@ where
         let check = StaticCheck {
             log_z: LogMeanExp::of(&log_w),
         };
-        let n = rngs.len();
-        let top = log_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let w: Vec<f64> = log_w.iter().map(|l| (l - top).exp()).collect();
-        let total: f64 = w.iter().sum();
-        let step = total / n as f64;
-        let mut u = rngs[0].random::<f64>() * step;
-        let (mut i, mut acc) = (0, w[0]);
-        let mut out = DMatrix::zeros(pool.nrows(), n);
-        for j in 0..n {
-            while acc < u && i + 1 < w.len() {
-                i += 1;
-                acc += w[i];
-            }
-            out.set_column(j, &pool.column(i));
-            u += step;
-        }
+        let u = rngs[0].random::<f64>();
+        let kept = systematic_resampling_n(&log_w, rngs.len(), u);
+        let out = pool.select_columns(&kept);
         Ok((out, check))
     }
 
     /// `oversample` static draws per stream (in `V`'s states) and their log importance
-    /// weights \(-F(v) - \log q(v)\) against the model.
+    /// weights \\(-F(v) - \log q(v)\\) against the model.
     fn weighted_draws<R: Rng>(
         &self,
         rngs: &mut [R],
@@ -970,13 +957,13 @@ pub const MIN_STATIC_RELATIVE_ESS: f64 = 0.1;
 /// The outcome of [`PretrainedStart::check_static`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StaticCheck {
-    /// \(\log Z\) of the model by importance sampling from the static sampler, with its
+    /// \\(\log Z\\) of the model by importance sampling from the static sampler, with its
     /// delta-method error and Kish ESS.
     pub log_z: LogMeanExp,
 }
 
 impl StaticCheck {
-    /// ESS over the number of draws, in \([1/n, 1]\); 1 when the sampler's law is the model's.
+    /// ESS over the number of draws, in \\([1/n, 1]\\); 1 when the sampler's law is the model's.
     pub fn relative_ess(&self) -> f64 {
         self.log_z.ess / self.log_z.n as f64
     }

@@ -78,7 +78,7 @@ pub(crate) struct PretrainReport {
     /// negative phases, which keep their own initial chains.
     #[serde(default)]
     pub chains_start: Option<String>,
-    /// The static sampler against the model ([`PretrainedStart::check_static`]): \(\log Z\) by
+    /// The static sampler against the model ([`PretrainedStart::check_static`]): \\(\log Z\\) by
     /// importance sampling, its standard error and the relative ESS.
     #[serde(default)]
     pub static_check: Option<StaticCheckReport>,
@@ -90,7 +90,7 @@ pub(crate) struct PretrainReport {
 /// [`PretrainReport::static_check`].
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub(crate) struct StaticCheckReport {
-    /// \(\log Z\) of the initial model by importance sampling from the static sampler.
+    /// \\(\log Z\\) of the initial model by importance sampling from the static sampler.
     pub log_z: f64,
     /// Its standard error.
     pub std_err: f64,
