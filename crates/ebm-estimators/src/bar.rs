@@ -6,6 +6,7 @@ use crate::estimate::{
     DescribeLadder, ErrorBar, LadderKind, LogMeanExp, LogZEstimate, Method, RungLogZ,
 };
 use crate::trust::{HALVES_Z, MIN_ESS, MIN_OVERLAP, Warning};
+use ebm_core::diagnostics::jackknife_error;
 use ebm_core::numerics::sigmoid;
 use ebm_core::{Chains, EnergyModel, Error, Par};
 use ebm_samplers::tempering::{Ladder, PtState};
@@ -550,7 +551,7 @@ impl PairAccumulator {
                 };
                 let pair = PairEstimate {
                     delta_log_z: full,
-                    std_err: jackknife_std_err(&loo),
+                    std_err: jackknife_error(&loo),
                     forward_ess: LogMeanExp::of(&negated(&self.forward[k])).ess,
                     reverse_ess: LogMeanExp::of(&negated(&self.reverse[k])).ess,
                     overlap: all.overlap(full),
@@ -569,7 +570,7 @@ impl PairAccumulator {
             for (s, d) in loo_sums.iter_mut().zip(loo) {
                 *s += d;
             }
-            let se = jackknife_std_err(&loo_sums);
+            let se = jackknife_error(&loo_sums);
             profile.push(RungLogZ {
                 log_z: log_z0.log_z + sum,
                 std_err: (var0 + se * se).sqrt(),
@@ -650,13 +651,6 @@ fn all_but(v: &[Vec<f64>], skip: Option<usize>) -> Vec<&[f64]> {
         .collect()
 }
 
-/// \\(\sqrt{\frac{G-1}{G}\sum_g (\theta_{(g)} - \bar\theta)^2}\\) of the leave-one-out values.
-fn jackknife_std_err(loo: &[f64]) -> f64 {
-    let g = loo.len() as f64;
-    let mean = loo.iter().sum::<f64>() / g;
-    ((g - 1.0) / g * loo.iter().map(|x| (x - mean).powi(2)).sum::<f64>()).sqrt()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -733,6 +727,6 @@ mod tests {
         let loo: Vec<f64> = x.iter().map(|v| (total - v) / (n - 1.0)).collect();
         let mean = total / n;
         let sd = (x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-        assert!((jackknife_std_err(&loo) - sd / n.sqrt()).abs() < 1e-12);
+        assert!((jackknife_error(&loo) - sd / n.sqrt()).abs() < 1e-12);
     }
 }
