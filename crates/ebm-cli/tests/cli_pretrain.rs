@@ -95,6 +95,41 @@ fn pretrained_run_reports_and_starts_from_the_low_rank_model() {
     assert!((z0 - exact_z).abs() < 1e-9, "{z0} vs {exact_z}");
 }
 
+/// Every rung of a PT negative phase, and Jarzynski's chains, start from exact draws of the
+/// pretrained model (at each rung's own inverse temperature), as PCD's do; they used to start
+/// from one sweep of a single configuration.
+#[test]
+fn tempered_and_reweighted_chains_start_from_the_pretrained_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (ok, err) = ebm(
+        d,
+        "data generate clusters mickey --features 64 --samples 1500 --domain binary --seed 3 \
+         --out mickey.npy",
+    );
+    assert!(ok, "{err}");
+    for (name, negative) in [
+        ("pt", "--negative pt --rungs 3"),
+        ("jz", "--negative jarzynski"),
+    ] {
+        let (ok, err) = ebm(
+            d,
+            &format!(
+                "--quiet train --data mickey.npy --pretrain rcm --rcm-directions 1 \
+                 --rcm-mesh 60 --rcm-hyperplanes 40 --hidden-units 8 --updates 2 {negative} \
+                 --out {name}.safetensors"
+            ),
+        );
+        assert!(ok, "{negative}: {err}");
+        let record: Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join(format!("{name}.json"))).unwrap())
+                .unwrap();
+        let p = &record["results"]["pretrain"];
+        assert_eq!(p["chains_start"], "exact", "{negative}: {p}");
+        assert!(p["static_check"]["relative_ess"].as_f64().is_some(), "{p}");
+    }
+}
+
 #[test]
 fn bad_pretraining_input_gives_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -50,8 +50,8 @@ pub trait TrainableLayer: Layer + LinearFields {
         None
     }
 
-    /// Replaces every chain of `chains` by an independent exact draw from \(p(v, h)\) of
-    /// `rbm` at \(\beta = 1\), by enumerating this (hidden) layer
+    /// Replaces every chain of `chains` by an independent exact draw from \\(p_\beta(v, h)\\)
+    /// of `rbm` at inverse temperature `beta`, by enumerating this (hidden) layer
     /// ([`ebm_models::exact::HiddenEnumeration`]); chain `i` consumes only `rngs[i]`. `None` for
     /// real-valued units.
     ///
@@ -60,11 +60,39 @@ pub trait TrainableLayer: Layer + LinearFields {
     /// configurations.
     fn draw_exact_as_hidden<V: Layer<Scalar = Self::Scalar>>(
         _rbm: &Rbm<V, Self>,
+        _beta: f64,
         _chains: &mut RbmChains<Self::Scalar>,
         _rngs: &mut [ChainRng],
         _par: Par,
     ) -> Option<ebm_core::Result<()>> {
         None
+    }
+
+    /// The enumeration of this (hidden) layer of `rbm` at inverse temperature `beta`, kept
+    /// for repeated exact draws ([`TrainableLayer::sample_enumerated`]); `None` for
+    /// real-valued units.
+    ///
+    /// # Errors
+    /// [`ebm_core::Error::TooLarge`] beyond [`ebm_models::exact::MAX_ENUMERATION`]
+    /// configurations.
+    fn enumerate_as_hidden<V: Layer<Scalar = Self::Scalar>>(
+        _rbm: &Rbm<V, Self>,
+        _beta: f64,
+        _par: Par,
+    ) -> Option<ebm_core::Result<HiddenEnumeration>> {
+        None
+    }
+
+    /// Replaces every chain of `chains` by an independent exact draw of `rbm`, the model
+    /// `enumeration` was built from ([`TrainableLayer::enumerate_as_hidden`]); chain `i`
+    /// consumes only `rngs[i]`. Does nothing for real-valued units, which have no enumeration.
+    fn sample_enumerated<V: Layer<Scalar = Self::Scalar>, R: rand::Rng + Send>(
+        _enumeration: &HiddenEnumeration,
+        _rbm: &Rbm<V, Self>,
+        _chains: &mut RbmChains<Self::Scalar>,
+        _rngs: &mut [R],
+        _par: Par,
+    ) {
     }
 }
 
@@ -77,11 +105,30 @@ macro_rules! discrete_enumeration {
 
         fn draw_exact_as_hidden<V: Layer<Scalar = Self::Scalar>>(
             rbm: &Rbm<V, Self>,
+            beta: f64,
             chains: &mut RbmChains<Self::Scalar>,
             rngs: &mut [ChainRng],
             par: Par,
         ) -> Option<ebm_core::Result<()>> {
-            Some(HiddenEnumeration::new(rbm, 1.0, par).map(|e| e.sample(rbm, chains, rngs, par)))
+            Some(HiddenEnumeration::new(rbm, beta, par).map(|e| e.sample(rbm, chains, rngs, par)))
+        }
+
+        fn enumerate_as_hidden<V: Layer<Scalar = Self::Scalar>>(
+            rbm: &Rbm<V, Self>,
+            beta: f64,
+            par: Par,
+        ) -> Option<ebm_core::Result<HiddenEnumeration>> {
+            Some(HiddenEnumeration::new(rbm, beta, par))
+        }
+
+        fn sample_enumerated<V: Layer<Scalar = Self::Scalar>, R: rand::Rng + Send>(
+            enumeration: &HiddenEnumeration,
+            rbm: &Rbm<V, Self>,
+            chains: &mut RbmChains<Self::Scalar>,
+            rngs: &mut [R],
+            par: Par,
+        ) {
+            enumeration.sample(rbm, chains, rngs, par);
         }
     };
 }

@@ -49,6 +49,7 @@
 //! boundaries independent of the thread count: a run is bit-identical for [`ebm_core::Par::Seq`]
 //! and [`ebm_core::Par::Rayon`], and "n updates, save, load, N - n updates" equals N updates.
 
+mod bridge;
 mod data;
 pub mod decorrelation;
 mod kernel_phase;
@@ -64,6 +65,7 @@ mod stats;
 mod tethered;
 mod trainer;
 
+pub use bridge::Bridged;
 pub use data::TrainingData;
 pub use kernel_phase::PersistentKernel;
 pub use layers::TrainableLayer;

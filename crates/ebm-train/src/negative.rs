@@ -15,7 +15,7 @@ use ebm_estimators::{LogMeanExp, systematic_resampling};
 use ebm_models::{Layer, Rbm, RbmChains};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
-    ParallelTempering, PtState, SwapSchedule, TemperatureLadder, validate_betas_to_one,
+    Exchange, ParallelTempering, PtState, SwapSchedule, TemperatureLadder, validate_betas_to_one,
 };
 use nalgebra::DMatrix;
 use serde::de::DeserializeOwned;
@@ -329,7 +329,7 @@ impl Tempered {
     /// memory of a ladder given by size.
     pub const MAX_RUNGS: usize = 10_000;
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         check_count("Tempered::sweeps", self.sweeps)?;
         check_count("Tempered::rounds", self.rounds)?;
         check_count("Tempered::chains", self.chains)?;
@@ -358,36 +358,10 @@ impl Tempered {
         V: TrainableLayer,
         H: TrainableLayer<Scalar = V::Scalar>,
     {
-        let pairs = self.betas.len() - 1;
-        let blocks = state.n_chains().div_ceil(ebm_core::CHAIN_CHUNK);
-        let mut counts = Rounds {
-            round_trips: 0,
-            proposed: vec![0; pairs],
-            block_sums: vec![0.0; blocks * pairs],
-        };
-        if blocks == 0 {
-            // A shard without systems (more processes than blocks of chains) only counts
-            // the rounds.
-            state.round += self.rounds as u64;
-            return counts;
-        }
         let ladder = TemperatureLadder::new(model.clone(), self.betas.clone())
             .expect("betas validated in init");
-        // The products kept by the last update's exchanges belong to the previous
-        // parameters.
-        state.drop_kept_products();
         let pt = ParallelTempering::new(Gibbs::new(self.sweeps), self.schedule);
-        for _ in 0..self.rounds {
-            let info = pt.step(&ladder, state, par);
-            for k in 0..pairs {
-                counts.proposed[k] += info.proposed[k];
-                for (b, s) in info.acceptance_probability_block_sums[k].iter().enumerate() {
-                    counts.block_sums[b * pairs + k] += s;
-                }
-            }
-            counts.round_trips += info.round_trips;
-        }
-        counts
+        run_rounds(&pt, &ladder, state, self.rounds, par)
     }
 
     /// What the update did, from its round trips, proposals and summed acceptance
@@ -406,6 +380,47 @@ impl Tempered {
             ..NegativeInfo::default()
         }
     }
+}
+
+/// `n` rounds of `pt` on `ladder` (every system `state` holds), with their counts. The products
+/// kept by the last update's exchanges belong to the previous parameters and are dropped first.
+pub(crate) fn run_rounds<L, K, B>(
+    pt: &ParallelTempering<K, B>,
+    ladder: &L,
+    state: &mut PtState<L::State>,
+    n: usize,
+    par: Par,
+) -> Rounds
+where
+    L: Exchange,
+    K: Kernel<L::RungModel>,
+    B: Kernel<L::RungModel>,
+{
+    let pairs = ladder.n_exchange_rungs().saturating_sub(1);
+    let blocks = state.n_chains().div_ceil(ebm_core::CHAIN_CHUNK);
+    let mut counts = Rounds {
+        round_trips: 0,
+        proposed: vec![0; pairs],
+        block_sums: vec![0.0; blocks * pairs],
+    };
+    if blocks == 0 {
+        // A shard without systems (more processes than blocks of chains) only counts the
+        // rounds.
+        state.round += n as u64;
+        return counts;
+    }
+    state.drop_kept_products();
+    for _ in 0..n {
+        let info = pt.step(ladder, state, par);
+        for k in 0..pairs {
+            counts.proposed[k] += info.proposed[k];
+            for (b, s) in info.acceptance_probability_block_sums[k].iter().enumerate() {
+                counts.block_sums[b * pairs + k] += s;
+            }
+        }
+        counts.round_trips += info.round_trips;
+    }
+    counts
 }
 
 /// The counts of an update's PT rounds ([`Tempered::rounds`]) on the systems a state holds.

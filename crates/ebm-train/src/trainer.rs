@@ -675,7 +675,7 @@ where
                 Gibbs::new(1).step(model, 1.0, x, rngs, par);
             }
             InitialDraws::Exact => {
-                H::draw_exact_as_hidden(model, x, rngs, par).ok_or_else(|| {
+                H::draw_exact_as_hidden(model, 1.0, x, rngs, par).ok_or_else(|| {
                     Error::InvalidParameter {
                         name: "likelihood".into(),
                         reason: "exact initial draws need a discrete hidden layer".into(),
@@ -790,12 +790,12 @@ where
         return Ok(selector.offer(model, chains, par));
     };
     let mut exact = model.default_chains(rngs.len());
-    H::draw_exact_as_hidden(model, &mut exact, rngs.as_mut_slice(), par).ok_or_else(|| {
-        Error::InvalidParameter {
+    H::draw_exact_as_hidden(model, 1.0, &mut exact, rngs.as_mut_slice(), par).ok_or_else(
+        || Error::InvalidParameter {
             name: "selection acceptance".into(),
             reason: "exact draws need a discrete hidden layer".into(),
-        }
-    })??;
+        },
+    )??;
     Ok(selector.offer(model, &exact, par))
 }
 

@@ -4,27 +4,14 @@
 //! estimator; the unweighted chains (the negative control) are rejected by the same bound.
 //! Resampling is triggered by the ESS and resets the weights.
 
+mod common;
+
 use ebm_core::{Par, Scalar};
-use ebm_models::exact::visible_probabilities;
-use ebm_models::{Bernoulli, DiscreteLayer, Layer, Rbm};
+use ebm_models::{Bernoulli, Rbm};
 use ebm_train::{Jarzynski, NegativeInfo, NegativePhase};
 use nalgebra::DMatrix;
 
 type Model = Rbm<Bernoulli<f64>, Bernoulli<f64>>;
-
-fn exact_visible_mean(rbm: &Model) -> Vec<f64> {
-    let p = visible_probabilities(rbm, 1.0, Par::Seq).unwrap();
-    let n = rbm.visible().width();
-    let mut x = vec![0.0; n];
-    let mut m = vec![0.0; n];
-    for (k, pk) in p.iter().enumerate() {
-        rbm.visible().write_configuration(k as u128, &mut x);
-        for i in 0..n {
-            m[i] += pk * x[i];
-        }
-    }
-    m
-}
 
 /// Largest |weighted mean - exact| in units of the self-normalised estimator's standard error
 /// \sqrt{\sum_r w_r^2 (x_r - m)^2}.
@@ -73,7 +60,7 @@ fn reweighted_chains_represent_the_new_model() {
     let chains = &state.chains.chains.visible;
     let weights = &state.weights[..];
     assert!((weights.iter().sum::<f64>() - 1.0).abs() < 1e-12);
-    let exact = exact_visible_mean(&new);
+    let exact = common::exact_visible_mean(&new);
     let z = worst_z(chains, weights, &exact);
     assert!(z < 5.0, "weighted chains off by {z} standard errors");
     // Negative control: without the weights the chains still describe the old model.

@@ -12,6 +12,9 @@
 //!   weights to 0 or 1) and the trainer now says so, while the same start trained with exact
 //!   draws as the negative phase keeps both modes and its likelihood: the loss comes from the
 //!   negative phase, not from the map of the RCM to the RBM, the centring or the learning rate;
+//! - parallel tempering on the bridge from the pretrained model to the current one
+//!   ([`ebm_train::Bridged`], rung 0 refreshed by exact draws of the pretrained model) keeps
+//!   the model as exact draws do: the fix;
 //! - a log-likelihood above 0 of discrete data is never reported.
 
 mod common;
@@ -21,10 +24,11 @@ use ebm_data::generators::ising::{IsingConfig, ising_2d};
 use ebm_estimators::Warning;
 use ebm_models::exact::{log_partition_by_hidden, sample_by_hidden};
 use ebm_models::{Bernoulli, BinaryLayer, Rbm, RbmChains, Spin};
+use ebm_samplers::tempering::PtState;
 use ebm_train::pretrain::{PretrainConfig, PretrainedStart, RcmConfig};
 use ebm_train::{
-    LearningRate, LikelihoodInfo, LikelihoodPolicy, MAX_NEGATIVE_Z, NegativeInfo, NegativePhase,
-    Pcd, Trainer, TrainingData, initial_model,
+    Bridged, LearningRate, LikelihoodInfo, LikelihoodPolicy, MAX_NEGATIVE_Z, NegativeInfo,
+    NegativePhase, Pcd, Trainer, TrainingData, initial_model,
 };
 use nalgebra::DMatrix;
 
@@ -187,6 +191,12 @@ impl AsChains for ChainState<RbmChains<f64>> {
     }
 }
 
+impl AsChains for PtState<RbmChains<f64>> {
+    fn as_chains(&mut self) -> &mut RbmChains<f64> {
+        self.rungs_mut().last_mut().expect("at least one rung")
+    }
+}
+
 fn disagreement_flagged(l: &LikelihoodInfo) -> bool {
     l.log_z.warnings.iter().any(|w| {
         matches!(w, Warning::AssumptionBroken { reason } if reason.contains("disagree on the mean -F(v)"))
@@ -263,6 +273,28 @@ fn pretrained_pipeline_against_exact_values() {
         let (z, se) = (l.log_z.log_z, l.log_z.std_err);
         eprintln!(
             "exact draws, update {u}: log Z online {z:.4} +- {se:.4}, exact {exact_z:.4}; exact \
+             LL {ll:.4}; mode + {w:.3}; negative z {:?}",
+            l.negative_z
+        );
+        assert!((z - exact_z).abs() <= 3.0 * se + 0.01);
+        assert!(ll > ll0 - 0.05, "update {u}: exact LL {ll} against {ll0}");
+        assert!((0.3..0.7).contains(&w), "update {u}: mode + {w}");
+        assert!(l.negative_z.is_some_and(|z| z.abs() < MAX_NEGATIVE_Z));
+        assert!(!disagreement_flagged(l), "{:?}", l.log_z.warnings);
+    }
+
+    // The fix: parallel tempering on the bridge from the pretrained model to the current one,
+    // rung 0 refreshed by exact draws of the pretrained model, keeps both modes and the
+    // likelihood as exact draws do, with the persistent chains of a sampler (5 rungs, 1 sweep).
+    let bridged = Bridged::new(model.clone(), 5, 1, 1, 300, 1 << 20, Par::Rayon).unwrap();
+    assert!(bridged.exact_reference());
+    let bridge = run(bridged, &model, &train, None, 400);
+    assert_eq!(bridge.len(), 4);
+    for (u, l, m) in &bridge {
+        let (exact_z, ll, w) = (exact_log_z(m), exact_ll(m, &data), mode_plus(m));
+        let (z, se) = (l.log_z.log_z, l.log_z.std_err);
+        eprintln!(
+            "bridged PT, update {u}: log Z online {z:.4} +- {se:.4}, exact {exact_z:.4}; exact \
              LL {ll:.4}; mode + {w:.3}; negative z {:?}",
             l.negative_z
         );

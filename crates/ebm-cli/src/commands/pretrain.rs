@@ -14,7 +14,7 @@ use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::train::AnyNegativeState;
+use super::train::{AnyNegative, AnyNegativeState};
 use crate::cli::{PretrainArg, TrainSettings, UnitArg};
 use crate::error::{CliError, Result, bail};
 use crate::models::{CliLayer, exact_log_partition};
@@ -300,52 +300,79 @@ impl<V: CliLayer, H: CliLayer> Start<V, H> {
         self.report.log_z_exact
     }
 
-    /// Draws PCD's persistent chains from the pretrained model (other negative phases keep
-    /// their own initial chains): exactly when its hidden layer has at most
-    /// [`MAX_EXACT_HIDDEN`] configurations, otherwise static draws importance-resampled to the
-    /// model ([`PretrainedStart::draw_visible_resampled`], four per chain), then the hidden
-    /// layer given them. Raw static draws follow the mesh's saddle-point law, not the model's:
-    /// on MNIST 0/1 at 784 x 20 they put 0.55 on the digit 1 where the model puts 0.75, and
-    /// chains that cannot cross between the modes keep that error. Warns (stderr and record)
-    /// when the static draws do not represent the model. Consumes the report.
+    /// Draws the persistent chains of PCD and Jarzynski, and every rung of a PT negative phase,
+    /// from the pretrained model (CD and TMC keep their own initial chains). When its hidden
+    /// layer has at most [`MAX_EXACT_HIDDEN`] configurations, each rung gets exact draws of
+    /// \\(p_\beta\\) at its own inverse temperature. Otherwise every rung starts from static
+    /// draws importance-resampled to the model at \\(\beta = 1\\)
+    /// ([`PretrainedStart::draw_visible_resampled`], four per chain), then the hidden layer
+    /// given them at the rung's \\(\beta\\): a valid start from which the hotter rungs relax
+    /// quickly. Raw static draws follow the mesh's saddle-point law, not the model's: on MNIST
+    /// 0/1 at 784 x 20 they put 0.55 on the digit 1 where the model puts 0.75, and chains that
+    /// cannot cross between the modes keep that error. Seeding keeps the first updates right;
+    /// it does not keep the modes when the chains cannot cross between them (see
+    /// [`ebm_train::Bridged`]). Warns
+    /// (stderr and record) when the static draws do not represent the model. Consumes the
+    /// report.
     pub(super) fn seed_chains(
         self,
+        phase: &AnyNegative,
         negative: &mut AnyNegativeState,
         seed: u64,
         ctx: &Context,
     ) -> Result<PretrainReport> {
         let mut report = self.report;
-        let AnyNegativeState::Pcd(s) = negative else {
-            return Ok(report);
+        let rungs: Vec<(&mut RbmChains<f64>, f64)> = match (phase, negative) {
+            (_, AnyNegativeState::Pcd(s)) => vec![(&mut s.chains, 1.0)],
+            (_, AnyNegativeState::Jarzynski(s)) => vec![(&mut s.chains.chains, 1.0)],
+            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => s
+                .rungs_mut()
+                .iter_mut()
+                .zip(p.betas.iter().copied())
+                .collect(),
+            _ => return Ok(report),
         };
-        let chains: &mut RbmChains<f64> = &mut s.chains;
-        let n = chains.visible.ncols();
-        let mut rngs = RngStreams::new(seed ^ 0x57A7, n);
         let model = &self.start.model;
         let enumerable = model
             .hidden()
             .n_configurations()
             .is_some_and(|c| c <= MAX_EXACT_HIDDEN);
-        let check = if enumerable {
-            H::draw_exact_as_hidden(model, chains, rngs.as_mut_slice(), Par::Rayon)
-                .ok_or_else(|| CliError::new("exact draws need a discrete hidden layer"))??;
-            report.chains_start = Some("exact".into());
-            self.start.check_static(rngs.as_mut_slice(), Par::Rayon)?
-        } else {
-            let (v, check) =
-                self.start
-                    .draw_visible_resampled(rngs.as_mut_slice(), 4, Par::Rayon)?;
-            chains.visible = v;
-            ebm_core::ConditionalSampler::sample_hidden(
-                model,
-                chains,
-                1.0,
-                rngs.as_mut_slice(),
-                Par::Rayon,
-            );
-            report.chains_start = Some("resampled".into());
-            check
+        let mut check = None;
+        // Rung k's streams; k = 0 (PCD's only rung) keeps the streams of earlier versions.
+        let streams = |k: usize, n: usize| {
+            RngStreams::new(
+                (seed ^ 0x57A7).wrapping_add((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                n,
+            )
         };
+        for (k, (chains, beta)) in rungs.into_iter().enumerate() {
+            let n = chains.visible.ncols();
+            let mut rngs = streams(k, n);
+            if enumerable {
+                H::draw_exact_as_hidden(model, beta, chains, rngs.as_mut_slice(), Par::Rayon)
+                    .ok_or_else(|| CliError::new("exact draws need a discrete hidden layer"))??;
+                if check.is_none() {
+                    check = Some(self.start.check_static(rngs.as_mut_slice(), Par::Rayon)?);
+                }
+            } else {
+                let (v, c) =
+                    self.start
+                        .draw_visible_resampled(rngs.as_mut_slice(), 4, Par::Rayon)?;
+                chains.visible = v;
+                ebm_core::ConditionalSampler::sample_hidden(
+                    model,
+                    chains,
+                    beta,
+                    rngs.as_mut_slice(),
+                    Par::Rayon,
+                );
+                check.get_or_insert(c);
+            }
+        }
+        let Some(check) = check else {
+            return Ok(report);
+        };
+        report.chains_start = Some(if enumerable { "exact" } else { "resampled" }.into());
         report.static_check = Some(StaticCheckReport {
             log_z: check.log_z.log_mean,
             std_err: check.log_z.std_err,

@@ -1229,7 +1229,12 @@ impl<'a> KindsTask for TrainTask<'a> {
                 }
                 let mut state = trainer.init(model, &train, config.seed, Par::Rayon)?;
                 if let Some(s) = start {
-                    pretrain = Some(s.seed_chains(&mut state.negative, config.seed, ctx)?);
+                    pretrain = Some(s.seed_chains(
+                        &trainer.negative,
+                        &mut state.negative,
+                        config.seed,
+                        ctx,
+                    )?);
                 }
                 state
             }

@@ -327,3 +327,20 @@ pub fn bimodal(nv: usize, n_a: usize, n_b: usize) -> DMatrix<f64> {
         (proto != flip) as u8 as f64
     })
 }
+
+/// The exact mean of every visible unit of `rbm` (its visible layer enumerated).
+pub fn exact_visible_mean<V: DiscreteLayer<Scalar = f64>, H: Layer<Scalar = f64>>(
+    rbm: &Rbm<V, H>,
+) -> Vec<f64> {
+    let p = exact::visible_probabilities(rbm, 1.0, Par::Seq).unwrap();
+    let n = rbm.visible().width();
+    let mut x = vec![0.0; n];
+    let mut m = vec![0.0; n];
+    for (k, pk) in p.iter().enumerate() {
+        rbm.visible().write_configuration(k as u128, &mut x);
+        for i in 0..n {
+            m[i] += pk * x[i];
+        }
+    }
+    m
+}
