@@ -1587,6 +1587,10 @@ pub(crate) enum NegativeArg {
     Jarzynski,
     /// Tethered Monte Carlo on a grid of targets, weighted by the reconstructed p(m_hat).
     Tmc,
+    /// Parallel tempering on the bridge from the run's initial model (the pretrained model
+    /// of --pretrain rcm) to the current one, rung 0 refreshed by exact draws of it: keeps a
+    /// pretrained model's modes where persistent chains lose them (--rungs, --rounds).
+    Bridged,
 }
 
 /// Optimisers of `ebm train`.

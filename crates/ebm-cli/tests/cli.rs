@@ -1795,6 +1795,21 @@ fn demo_quick_writes_a_consistent_report() {
         let row = format!("| {name} | {plus:.3} ± {se:.3} | {z:+.1} σ");
         assert!(report.contains(&row), "report lacks {row:?}:\n{report}");
     }
+    // The training is paper 000's recipe: RCM pretraining, then the bridged negative phase;
+    // PTT over its checkpoints agrees with the exact weight.
+    assert!(
+        r["commands"].as_array().unwrap().iter().any(|c| {
+            let c = c.as_str().unwrap();
+            c.contains("--pretrain rcm") && c.contains("--negative bridged")
+        }),
+        "{}",
+        r["commands"]
+    );
+    let z = r["samplers"][1]["z_vs_exact"].as_f64().unwrap();
+    assert!(
+        z.abs() <= 3.0,
+        "PTT is {z} standard errors off the exact weight"
+    );
     // Gibbs started in one mode stays there, and says its weights cannot be trusted.
     assert!(
         r["samplers"][0]["warnings"][0]

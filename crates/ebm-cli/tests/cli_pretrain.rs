@@ -95,9 +95,9 @@ fn pretrained_run_reports_and_starts_from_the_low_rank_model() {
     assert!((z0 - exact_z).abs() < 1e-9, "{z0} vs {exact_z}");
 }
 
-/// Every rung of a PT negative phase, and Jarzynski's chains, start from exact draws of the
-/// pretrained model (at each rung's own inverse temperature), as PCD's do; they used to start
-/// from one sweep of a single configuration.
+/// Every rung of a PT or bridged negative phase, and Jarzynski's chains, start from exact draws
+/// of the pretrained model (at each rung's own inverse temperature), as PCD's do; PT's and
+/// Jarzynski's used to start from one sweep of a single configuration.
 #[test]
 fn tempered_and_reweighted_chains_start_from_the_pretrained_model() {
     let dir = tempfile::tempdir().unwrap();
@@ -111,6 +111,7 @@ fn tempered_and_reweighted_chains_start_from_the_pretrained_model() {
     for (name, negative) in [
         ("pt", "--negative pt --rungs 3"),
         ("jz", "--negative jarzynski"),
+        ("br", "--negative bridged --rungs 3"),
     ] {
         let (ok, err) = ebm(
             d,
@@ -127,6 +128,25 @@ fn tempered_and_reweighted_chains_start_from_the_pretrained_model() {
         let p = &record["results"]["pretrain"];
         assert_eq!(p["chains_start"], "exact", "{negative}: {p}");
         assert!(p["static_check"]["relative_ess"].as_f64().is_some(), "{p}");
+    }
+    // The bridge's reference (the pretrained model) lives in the state: a run stopped and
+    // resumed equals the uninterrupted one bit for bit.
+    let run = "--quiet train --data mickey.npy --pretrain rcm --rcm-directions 1 --rcm-mesh 60 \
+               --rcm-hyperplanes 40 --hidden-units 8 --updates 6 --negative bridged --rungs 3 \
+               --loglik-every 3";
+    for args in [
+        format!("{run} --out whole.safetensors"),
+        format!("{run} --stop-after 3 --out half.safetensors"),
+        "--quiet train --data mickey.npy --resume half.state.json --updates 6 --out \
+         resumed.safetensors"
+            .to_string(),
+    ] {
+        let (ok, err) = ebm(d, &args);
+        assert!(ok, "{args}: {err}");
+    }
+    for ext in ["safetensors", "log.csv", "trajectory.safetensors"] {
+        let read = |name: &str| std::fs::read(d.join(format!("{name}.{ext}"))).unwrap();
+        assert_eq!(read("whole"), read("resumed"), "{ext}");
     }
 }
 

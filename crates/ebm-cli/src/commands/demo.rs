@@ -37,7 +37,8 @@ pub(super) struct DemoPlan {
     pub(super) updates: u64,
     /// Online log-likelihood every this many updates.
     pub(super) loglik_every: u64,
-    /// Rungs of the parallel-tempering negative phase of the training.
+    /// Rungs of the tempered negative phase of the training (the bridge from the pretrained
+    /// model in the demo, the temperature ladder in `ebm reproduce`).
     pub(super) train_rungs: usize,
     /// Persistent chains (systems of replicas) of the training.
     pub(super) train_chains: usize,
@@ -223,14 +224,15 @@ impl Runner<'_> {
 }
 
 /// The demo's data and training: Ising configurations at `plan.beta` (train and test files at
-/// `@DATA` and `@TEST`), then a spin-bernoulli RBM trained with a PT negative phase, the online
-/// log-likelihood and a checkpoint trajectory (`@MODEL`, its `.trajectory.safetensors`, `.json`
+/// `@DATA` and `@TEST`), then a spin-bernoulli RBM trained ([`train_for_ptt`], pretrained
+/// when `pretrained`) with the online log-likelihood and a checkpoint trajectory (`@MODEL`, its `.trajectory.safetensors`, `.json`
 /// and `.log.csv`). The checkpoints are selected at swap acceptance 0.25, paper 000's value for
 /// PTT ladders (`ebm train`'s own default, 0.7, suits trajectory AIS). Returns the training's
 /// duration and its run record.
 pub(super) fn ising_and_training(
     plan: &DemoPlan,
     seed: u64,
+    pretrained: bool,
     model: &Path,
     runner: &mut Runner,
     ctx: &Context,
@@ -258,23 +260,29 @@ pub(super) fn ising_and_training(
             seed.wrapping_add(1000)
         ),
     )?;
-    let t_train = train_for_ptt(plan, seed, "spin", true, model, runner, ctx)?;
+    let t_train = train_for_ptt(plan, seed, "spin", true, pretrained, model, runner, ctx)?;
     let trained = read_record::<TrainResults>(&model.with_extension("json"), "train")?.results;
     Ok((t_train, trained))
 }
 
 /// The training of the demo and of `ebm reproduce ptt-mixing-*`: an RBM with `visible` units
 /// (`spin`, `bernoulli`) and `plan.hidden_units` bernoulli hidden units trained on `@DATA` (and
-/// scored on `@TEST` when `with_test`) with a PT negative phase, the online log-likelihood and a
-/// checkpoint trajectory selected at swap acceptance 0.25, estimated on exact draws of the
+/// scored on `@TEST` when `with_test`) with the online log-likelihood and a checkpoint trajectory
+/// selected at swap acceptance 0.25. From scratch the negative phase is parallel tempering on
+/// a temperature ladder; when `pretrained`, the model starts from the RCM on one direction
+/// plus the bias (paper 000's recipe) and the negative phase is parallel tempering on the
+/// bridge from it to the current model (`--negative bridged`, which keeps the pretrained
+/// modes where persistent chains lose them). The checkpoints are estimated on exact draws of the
 /// models (`--selection-acceptance`'s default for these enumerable hidden layers) (`@MODEL` and
 /// its `.trajectory.safetensors`). Fails unless at least 2 checkpoints were kept. Returns the
 /// training's duration.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn train_for_ptt(
     plan: &DemoPlan,
     seed: u64,
     visible: &str,
     with_test: bool,
+    pretrained: bool,
     model: &Path,
     runner: &mut Runner,
     ctx: &Context,
@@ -282,18 +290,30 @@ pub(super) fn train_for_ptt(
     let t_train = runner.step(
         ctx,
         &format!(
-            "training a {visible}-bernoulli RBM ({} hidden units), {} updates with a \
-             parallel-tempering negative phase ({} rungs), online log-likelihood and checkpoint \
-             trajectory",
-            plan.hidden_units, plan.updates, plan.train_rungs
+            "training a {visible}-bernoulli RBM ({} hidden units), {} updates with {} ({} \
+             rungs), online log-likelihood and checkpoint trajectory",
+            plan.hidden_units,
+            plan.updates,
+            if pretrained {
+                "RCM pretraining, then parallel tempering on the bridge from the pretrained \
+                 model as the negative phase"
+            } else {
+                "a parallel-tempering negative phase"
+            },
+            plan.train_rungs
         ),
         &format!(
             "train --data @DATA{} --visible {visible} --hidden bernoulli --hidden-units {} \
-             --negative pt --rungs {} --sweeps 1 --chains {} --learning-rate {} \
+             {} --rungs {} --sweeps 1 --chains {} --learning-rate {} \
              --batch-size 100 --updates {} --loglik-every {} --target-acceptance 0.25 \
              --seed {seed} --out @MODEL",
             if with_test { " --test @TEST" } else { "" },
             plan.hidden_units,
+            if pretrained {
+                "--pretrain rcm --rcm-directions 1 --rcm-mesh 100 --negative bridged"
+            } else {
+                "--negative pt"
+            },
             plan.train_rungs,
             plan.train_chains,
             plan.learning_rate,
@@ -411,7 +431,7 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         paths,
         commands: Vec::new(),
     };
-    let (t_train, trained) = ising_and_training(&plan, seed, &model, &mut runner, ctx)?;
+    let (t_train, trained) = ising_and_training(&plan, seed, true, &model, &mut runner, ctx)?;
     let kept = trained.checkpoint_updates.len();
     let mut step = |what: &str, line: String| runner.step(ctx, what, &line);
     let rungs = kept.min(plan.max_rungs);
@@ -595,9 +615,12 @@ fn report_text(
         "Seed {}{}. Data: {} equilibrium configurations of the {l}x{l} 2D Ising model at \
          beta = {} (below the critical point 0.4407), drawn by Swendsen–Wang: two modes, \
          most spins +1 or most spins -1. A spin-bernoulli RBM with {} hidden units was \
-         trained on them ({} updates, negative phase: parallel tempering on {} temperatures, \
-         {:.0} s) while its checkpoints were kept for parallel \
-         trajectory tempering (PTT). The final model was then sampled by plain Gibbs sampling \
+         pretrained on them as in paper 000 (a low-rank model fitted by the Restricted Coulomb \
+         Machine on the first principal direction plus the bias), then trained ({} updates; \
+         negative phase: parallel tempering on {} rungs of the bridge from the pretrained \
+         model to the current one, `--negative bridged`; {:.0} s) while its checkpoints were \
+         kept for parallel trajectory tempering (PTT), whose first rung is the pretrained \
+         model, refreshed by an exact draw every round. The final model was then sampled by plain Gibbs sampling \
          and by PTT over {} checkpoints (every neighbouring pair proposed for exchange each \
          round, from the bottom up, as in the PTT paper), both with {} chains and the same \
          budget of {} Gibbs sweeps per chain, both starting from the same configuration \

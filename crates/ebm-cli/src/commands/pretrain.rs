@@ -24,7 +24,7 @@ use crate::record::Context;
 const DEFAULT_MESH_POINTS: f64 = 1e5;
 /// Hidden layers with at most this many configurations get the exact \\(\log Z\\) next to the
 /// mesh one in the record.
-const MAX_EXACT_HIDDEN: u128 = 1 << 20;
+pub(super) const MAX_EXACT_HIDDEN: u128 = 1 << 20;
 /// Gap between the exact and the mesh \\(\log Z\\) of the pretrained model beyond which the
 /// run warns that the mesh's law is not the model's (measured on MNIST 0/1 at 784 x 20 with 3
 /// directions: 7.9 nats on \\(17^4\\) mesh points, 2.4 on \\(30^4\\), 0.007 with 1 direction).
@@ -300,8 +300,8 @@ impl<V: CliLayer, H: CliLayer> Start<V, H> {
         self.report.log_z_exact
     }
 
-    /// Draws the persistent chains of PCD and Jarzynski, and every rung of a PT negative phase,
-    /// from the pretrained model (CD and TMC keep their own initial chains). When its hidden
+    /// Draws the persistent chains of PCD and Jarzynski, and every rung of a PT or bridged
+    /// negative phase, from the pretrained model (CD and TMC keep their own initial chains). When its hidden
     /// layer has at most [`MAX_EXACT_HIDDEN`] configurations, each rung gets exact draws of
     /// \\(p_\beta\\) at its own inverse temperature. Otherwise every rung starts from static
     /// draws importance-resampled to the model at \\(\beta = 1\\)
@@ -330,6 +330,10 @@ impl<V: CliLayer, H: CliLayer> Start<V, H> {
                 .iter_mut()
                 .zip(p.betas.iter().copied())
                 .collect(),
+            // At the start every rung of the bridge is the pretrained model at beta = 1.
+            (AnyNegative::Bridged(_), AnyNegativeState::Bridged(s)) => {
+                s.pt.rungs_mut().iter_mut().map(|x| (x, 1.0)).collect()
+            }
             _ => return Ok(report),
         };
         let model = &self.start.model;

@@ -1,7 +1,9 @@
 //! `ebm train`: trains an RBM on a data file with `ebm-train`, writes the model, the
 //! checkpoint trajectory, the training state (for `--resume`), a CSV log and the run record.
 
+use std::any::Any;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ebm_core::{ChainState, Observer, Par};
 use ebm_data::{Dataset, Domain};
@@ -9,9 +11,10 @@ use ebm_models::{Bernoulli, Rbm, RbmChains};
 use ebm_samplers::tempering::PtState;
 use ebm_train::observe::CsvLog;
 use ebm_train::{
-    Cd, CheckpointPolicy, Jarzynski, JarzynskiState, LearningRate, LikelihoodPolicy, NegativeInfo,
-    NegativePhase, Optimizer, Pcd, Penalty, SelectionAcceptance, ShardedPhase, Tempered, Tmc,
-    TmcState, TrainInfo, TrainState, TrainableLayer, Trainer, TrainingData, initial_model,
+    Bridged, Cd, CheckpointPolicy, Jarzynski, JarzynskiState, LearningRate, LikelihoodPolicy,
+    NegativeInfo, NegativePhase, Optimizer, Pcd, Penalty, SelectionAcceptance, ShardedPhase,
+    Tempered, Tmc, TmcState, TrainInfo, TrainState, TrainableLayer, Trainer, TrainingData,
+    initial_model,
 };
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
@@ -66,6 +69,84 @@ pub(crate) enum AnyNegative {
     Jarzynski(Jarzynski),
     /// Tethered Monte Carlo.
     Tmc(Tmc),
+    /// Parallel tempering on the bridge from the run's initial model.
+    Bridged(BridgeSpec),
+}
+
+/// The settings of [`ebm_train::Bridged`] on the command line. Its reference, the run's
+/// initial model, lives in the state ([`BridgedState`]), so that a resumed run bridges from
+/// the same model; the phase built from it (with the enumeration of its hidden layer) is kept
+/// for the run in a cache that is neither saved nor compared.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BridgeSpec {
+    /// Rungs of the bridge, the reference and the current model included.
+    pub rungs: usize,
+    /// Gibbs sweeps per rung and round.
+    pub sweeps: usize,
+    /// PT rounds per update.
+    pub rounds: usize,
+    /// Systems (chains per rung).
+    pub chains: usize,
+    #[serde(skip)]
+    cache: BridgeCache,
+}
+
+/// A built phase (a [`Bridged`] of the run's unit types) and the reference it was built from.
+type BuiltBridge = (serde_json::Value, Arc<dyn Any + Send + Sync>);
+
+/// The phase last built by [`BridgeSpec::phase`], with the reference it was built from.
+#[derive(Clone, Debug, Default)]
+struct BridgeCache(Arc<std::sync::Mutex<Option<BuiltBridge>>>);
+
+impl PartialEq for BridgeCache {
+    /// A cache is not part of the settings.
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl BridgeSpec {
+    /// The library phase bridging from `reference` (an [`Rbm`] in its serde form), built once
+    /// per reference.
+    fn phase<V, H>(&self, reference: &serde_json::Value) -> ebm_core::Result<Arc<Bridged<V, H>>>
+    where
+        V: TrainableLayer<Scalar = f64> + 'static,
+        H: TrainableLayer<Scalar = f64> + 'static,
+    {
+        let mut cache = self.cache.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((r, phase)) = cache.as_ref()
+            && r == reference
+            && let Ok(phase) = phase.clone().downcast::<Bridged<V, H>>()
+        {
+            return Ok(phase);
+        }
+        let model: Rbm<V, H> = serde_json::from_value(reference.clone()).map_err(|e| {
+            ebm_core::Error::InvalidParameter {
+                name: "bridged reference model".into(),
+                reason: format!("not a valid {}-{} model: {e}", V::KIND, H::KIND),
+            }
+        })?;
+        let phase = Arc::new(Bridged::new(
+            model,
+            self.rungs,
+            self.sweeps,
+            self.rounds,
+            self.chains,
+            super::pretrain::MAX_EXACT_HIDDEN,
+            Par::Rayon,
+        )?);
+        *cache = Some((reference.clone(), phase.clone()));
+        Ok(phase)
+    }
+}
+
+/// The state of `--negative bridged`: the replicas and the reference model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BridgedState {
+    /// Replicas of every rung.
+    pub pt: PtState<RbmChains<f64>>,
+    /// The run's initial model, in its serde form.
+    pub reference: serde_json::Value,
 }
 
 /// The state of an [`AnyNegative`]: the state of the chosen phase.
@@ -82,6 +163,8 @@ pub(crate) enum AnyNegativeState {
     Jarzynski(JarzynskiState<f64>),
     /// Tethered chains of TMC.
     Tmc(TmcState<f64>),
+    /// Replicas of the bridge and its reference.
+    Bridged(BridgedState),
 }
 
 impl AnyNegative {
@@ -92,6 +175,7 @@ impl AnyNegative {
             AnyNegative::Pt(_) => "pt",
             AnyNegative::Jarzynski(_) => "jarzynski",
             AnyNegative::Tmc(_) => "tmc",
+            AnyNegative::Bridged(_) => "bridged",
         }
     }
 }
@@ -103,6 +187,7 @@ fn state_name(s: &AnyNegativeState) -> &'static str {
         AnyNegativeState::Pt(_) => "pt",
         AnyNegativeState::Jarzynski(_) => "jarzynski",
         AnyNegativeState::Tmc(_) => "tmc",
+        AnyNegativeState::Bridged(_) => "bridged",
     }
 }
 
@@ -141,6 +226,17 @@ where
             AnyNegative::Tmc(p) => {
                 AnyNegativeState::Tmc(super::tmc::init(p, model, batch_size, seed, par)?)
             }
+            AnyNegative::Bridged(p) => {
+                let reference =
+                    serde_json::to_value(model).map_err(|e| ebm_core::Error::InvalidParameter {
+                        name: "bridged reference model".into(),
+                        reason: e.to_string(),
+                    })?;
+                let pt = p
+                    .phase::<V, H>(&reference)?
+                    .init(model, batch_size, seed, par)?;
+                AnyNegativeState::Bridged(BridgedState { pt, reference })
+            }
         })
     }
 
@@ -161,6 +257,9 @@ where
             (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
                 super::tmc::sample_negative(p, model, s, batch, par)
             }
+            (AnyNegative::Bridged(p), AnyNegativeState::Bridged(s)) => p
+                .phase::<V, H>(&s.reference)?
+                .sample(model, &mut s.pt, batch, par),
             _ => unreachable!("{MISMATCH}"),
         }
     }
@@ -172,6 +271,7 @@ where
             AnyNegative::Pt(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
             AnyNegative::Jarzynski(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
             AnyNegative::Tmc(p) => NegativePhase::<Bernoulli<f64>, H>::chains_held(p, batch_size),
+            AnyNegative::Bridged(p) => p.chains.saturating_mul(p.rungs),
         }
     }
 
@@ -192,6 +292,9 @@ where
             (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
                 NegativePhase::<Bernoulli<f64>, H>::check_state(p, s, batch_size)
             }
+            (AnyNegative::Bridged(p), AnyNegativeState::Bridged(s)) => p
+                .phase::<V, H>(&s.reference)?
+                .check_state(&s.pt, batch_size),
             (p, s) => Err(ebm_core::Error::ShapeMismatch {
                 what: "negative phase state".into(),
                 expected: p.name().into(),
@@ -210,6 +313,9 @@ where
             }
             (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
                 NegativePhase::<Bernoulli<f64>, H>::chains(p, s)
+            }
+            (AnyNegative::Bridged(_), AnyNegativeState::Bridged(s)) => {
+                s.pt.rungs().last().expect("at least two rungs")
             }
             _ => unreachable!("{MISMATCH}"),
         }
@@ -230,6 +336,7 @@ where
             (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
                 NegativePhase::<Bernoulli<f64>, H>::weights(p, s)
             }
+            (AnyNegative::Bridged(_), AnyNegativeState::Bridged(_)) => None,
             _ => unreachable!("{MISMATCH}"),
         }
     }
@@ -251,7 +358,8 @@ where
             (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
                 p.after_update(old, new, s, info, par)
             }
-            (AnyNegative::Tmc(_), AnyNegativeState::Tmc(_)) => {}
+            (AnyNegative::Tmc(_), AnyNegativeState::Tmc(_))
+            | (AnyNegative::Bridged(_), AnyNegativeState::Bridged(_)) => {}
             _ => unreachable!("{MISMATCH}"),
         }
     }
@@ -472,18 +580,19 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
         NegativeArg::Pt => "pt",
         NegativeArg::Jarzynski => "jarzynski",
         NegativeArg::Tmc => "tmc",
+        NegativeArg::Bridged => "bridged",
     };
-    if negative_arg != NegativeArg::Pt {
-        for (set, name) in [
-            (s.ladder.rungs.is_some(), "--rungs"),
-            (s.ladder.beta_min.is_some(), "--beta-min"),
-            (s.ladder.betas.is_some(), "--betas"),
-            (s.ladder.schedule.is_some(), "--schedule"),
-            (s.ladder.rounds.is_some(), "--rounds"),
-        ] {
-            if set {
-                return Err(not_for(name, neg));
-            }
+    let pt = negative_arg == NegativeArg::Pt;
+    let bridged = negative_arg == NegativeArg::Bridged;
+    for (set, name, allowed) in [
+        (s.ladder.rungs.is_some(), "--rungs", pt || bridged),
+        (s.ladder.beta_min.is_some(), "--beta-min", pt),
+        (s.ladder.betas.is_some(), "--betas", pt),
+        (s.ladder.schedule.is_some(), "--schedule", pt),
+        (s.ladder.rounds.is_some(), "--rounds", pt || bridged),
+    ] {
+        if set && !allowed {
+            return Err(not_for(name, neg));
         }
     }
     if negative_arg != NegativeArg::Jarzynski && s.resample_below.is_some() {
@@ -495,11 +604,7 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
             "cd (its chains start at the minibatch: one per sample of --batch-size)",
         ));
     }
-    let sweeps = s.sweeps.unwrap_or(if negative_arg == NegativeArg::Pt {
-        1
-    } else {
-        10
-    });
+    let sweeps = s.sweeps.unwrap_or(if pt || bridged { 1 } else { 10 });
     let chains = s.chains.unwrap_or(500);
     let tmc = super::tmc::negative(s, neg, visible, sweeps, data)?;
     let negative = match negative_arg {
@@ -565,6 +670,26 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
             })
         }
         NegativeArg::Tmc => AnyNegative::Tmc(tmc.expect("built for --negative tmc")),
+        NegativeArg::Bridged => {
+            let (k, max) = (s.ladder.rungs.unwrap_or(5), Tempered::MAX_RUNGS);
+            if !(2..=max).contains(&k) {
+                bail!("--rungs {k}: the bridge needs 2 to {max} rungs");
+            }
+            let rounds = s.ladder.rounds.unwrap_or(1);
+            if rounds == 0 {
+                bail!("--rounds 0: at least one round per update");
+            }
+            if chains == 0 || sweeps == 0 {
+                bail!("--chains and --sweeps must be at least 1");
+            }
+            AnyNegative::Bridged(BridgeSpec {
+                rungs: k,
+                sweeps,
+                rounds,
+                chains,
+                cache: BridgeCache::default(),
+            })
+        }
     };
     let n = data.weights().iter().filter(|&&w| w > 0.0).count();
     let batch_size = s.batch_size.unwrap_or(100.min(n));

@@ -90,7 +90,7 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
         commands: Vec::new(),
     };
     let seed = a.seed;
-    let (_, trained) = ising_and_training(&plan, seed, &model, &mut runner, ctx)?;
+    let (_, trained) = ising_and_training(&plan, seed, false, &model, &mut runner, ctx)?;
     runner.step(
         ctx,
         "exact log Z (hidden layer enumerated)",

@@ -192,7 +192,7 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
     let seed = a.seed;
     let (data_description, trained) = match set {
         MixingData::Ising => {
-            let (_, trained) = ising_and_training(&plan, seed, &model, &mut runner, ctx)?;
+            let (_, trained) = ising_and_training(&plan, seed, false, &model, &mut runner, ctx)?;
             (
                 format!(
                     "{} equilibrium configurations of the {l}x{l} Ising model at beta = {} \
@@ -233,7 +233,16 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
                 "# {}: {origin}, written by this command",
                 data.display()
             ));
-            train_for_ptt(&plan, seed, set.visible(), false, &model, &mut runner, ctx)?;
+            train_for_ptt(
+                &plan,
+                seed,
+                set.visible(),
+                false,
+                false,
+                &model,
+                &mut runner,
+                ctx,
+            )?;
             (description, read_trained(&model)?)
         }
         MixingData::Clusters => {
@@ -247,7 +256,16 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
                     plan.train_samples
                 ),
             )?;
-            train_for_ptt(&plan, seed, set.visible(), false, &model, &mut runner, ctx)?;
+            train_for_ptt(
+                &plan,
+                seed,
+                set.visible(),
+                false,
+                false,
+                &model,
+                &mut runner,
+                ctx,
+            )?;
             (
                 format!(
                     "{} samples of {features} binary features in three Gaussian clusters of a \
