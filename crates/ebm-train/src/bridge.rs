@@ -68,7 +68,8 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
     /// it has at most `max_enumerated` configurations (rung 0 is then refreshed exactly).
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for fewer than 2 rungs or no sweeps, rounds or chains;
+    /// [`Error::InvalidParameter`] for fewer than 2 or more than [`Tempered::MAX_RUNGS`] rungs,
+    /// or no sweeps, rounds or chains;
     /// errors of the enumeration.
     pub fn new(
         reference: Rbm<V, H>,
@@ -79,10 +80,14 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
         max_enumerated: u128,
         par: Par,
     ) -> Result<Self> {
-        if rungs < 2 {
+        // Checked before the coefficients are allocated.
+        if !(2..=Tempered::MAX_RUNGS).contains(&rungs) {
             return Err(Error::InvalidParameter {
                 name: "Bridged::rungs".into(),
-                reason: format!("the bridge needs at least 2 rungs, got {rungs}"),
+                reason: format!(
+                    "the bridge needs 2 to {} rungs, got {rungs}",
+                    Tempered::MAX_RUNGS
+                ),
             });
         }
         let coefficients = (0..rungs)

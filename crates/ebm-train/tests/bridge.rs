@@ -94,8 +94,13 @@ fn invalid_settings_are_errors() {
         DMatrix::zeros(3, 2),
     )
     .unwrap();
-    for (rungs, sweeps, rounds, chains) in [(1, 1, 1, 1), (3, 0, 1, 1), (3, 1, 0, 1), (3, 1, 1, 0)]
-    {
+    for (rungs, sweeps, rounds, chains) in [
+        (1, 1, 1, 1),
+        (usize::MAX, 1, 1, 1),
+        (3, 0, 1, 1),
+        (3, 1, 0, 1),
+        (3, 1, 1, 0),
+    ] {
         assert!(Bridged::new(m.clone(), rungs, sweeps, rounds, chains, 1 << 20, Par::Seq).is_err());
     }
     // Beyond the enumeration limit rung 0 is explored by Gibbs sweeps instead.

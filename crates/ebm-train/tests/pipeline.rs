@@ -203,6 +203,40 @@ fn disagreement_flagged(l: &LikelihoodInfo) -> bool {
     })
 }
 
+/// Every report of a training that keeps the pretrained model (exact LL `ll0`): the online
+/// log Z within 3 of its errors of the exact one, the exact likelihood not below the start's,
+/// both modes kept, and the negative phase's chains agreeing with the estimator's.
+fn assert_keeps_the_model(
+    label: &str,
+    reports: &[(u64, LikelihoodInfo, Model)],
+    data: &DMatrix<f64>,
+    ll0: f64,
+) {
+    for (u, l, m) in reports {
+        let (exact_z, ll, w) = (exact_log_z(m), exact_ll(m, data), mode_plus(m));
+        let (z, se) = (l.log_z.log_z, l.log_z.std_err);
+        eprintln!(
+            "{label}, update {u}: log Z online {z:.4} +- {se:.4}, exact {exact_z:.4}; exact LL \
+             {ll:.4}; mode + {w:.3}; negative z {:?}",
+            l.negative_z
+        );
+        assert!(
+            (z - exact_z).abs() <= 3.0 * se + 0.01,
+            "{label}, update {u}"
+        );
+        assert!(
+            ll > ll0 - 0.05,
+            "{label}, update {u}: exact LL {ll} against {ll0}"
+        );
+        assert!((0.3..0.7).contains(&w), "{label}, update {u}: mode + {w}");
+        assert!(
+            l.negative_z.is_some_and(|z| z.abs() < MAX_NEGATIVE_Z),
+            "{label}, update {u}"
+        );
+        assert!(!disagreement_flagged(l), "{label}: {:?}", l.log_z.warnings);
+    }
+}
+
 #[test]
 fn pretrained_pipeline_against_exact_values() {
     let (data, train) = ising();
@@ -268,20 +302,7 @@ fn pretrained_pipeline_against_exact_values() {
     // The same start trained with exact draws keeps both modes and its likelihood: the loss
     // above is the negative phase's, not the start's.
     let exact = run(ExactDraws(1000), &model, &train, None, 400);
-    for (u, l, m) in &exact {
-        let (exact_z, ll, w) = (exact_log_z(m), exact_ll(m, &data), mode_plus(m));
-        let (z, se) = (l.log_z.log_z, l.log_z.std_err);
-        eprintln!(
-            "exact draws, update {u}: log Z online {z:.4} +- {se:.4}, exact {exact_z:.4}; exact \
-             LL {ll:.4}; mode + {w:.3}; negative z {:?}",
-            l.negative_z
-        );
-        assert!((z - exact_z).abs() <= 3.0 * se + 0.01);
-        assert!(ll > ll0 - 0.05, "update {u}: exact LL {ll} against {ll0}");
-        assert!((0.3..0.7).contains(&w), "update {u}: mode + {w}");
-        assert!(l.negative_z.is_some_and(|z| z.abs() < MAX_NEGATIVE_Z));
-        assert!(!disagreement_flagged(l), "{:?}", l.log_z.warnings);
-    }
+    assert_keeps_the_model("exact draws", &exact, &data, ll0);
 
     // The fix: parallel tempering on the bridge from the pretrained model to the current one,
     // rung 0 refreshed by exact draws of the pretrained model, keeps both modes and the
@@ -290,20 +311,7 @@ fn pretrained_pipeline_against_exact_values() {
     assert!(bridged.exact_reference());
     let bridge = run(bridged, &model, &train, None, 400);
     assert_eq!(bridge.len(), 4);
-    for (u, l, m) in &bridge {
-        let (exact_z, ll, w) = (exact_log_z(m), exact_ll(m, &data), mode_plus(m));
-        let (z, se) = (l.log_z.log_z, l.log_z.std_err);
-        eprintln!(
-            "bridged PT, update {u}: log Z online {z:.4} +- {se:.4}, exact {exact_z:.4}; exact \
-             LL {ll:.4}; mode + {w:.3}; negative z {:?}",
-            l.negative_z
-        );
-        assert!((z - exact_z).abs() <= 3.0 * se + 0.01);
-        assert!(ll > ll0 - 0.05, "update {u}: exact LL {ll} against {ll0}");
-        assert!((0.3..0.7).contains(&w), "update {u}: mode + {w}");
-        assert!(l.negative_z.is_some_and(|z| z.abs() < MAX_NEGATIVE_Z));
-        assert!(!disagreement_flagged(l), "{:?}", l.log_z.warnings);
-    }
+    assert_keeps_the_model("bridged PT", &bridge, &data, ll0);
 
     // Paper 000's Fig. 2 claim, pretrained above scratch at equal budget, does not hold on
     // this stand-in even with exact gradients: from scratch the same exact negative phase
