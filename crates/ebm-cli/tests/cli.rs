@@ -1763,21 +1763,37 @@ fn demo_quick_writes_a_consistent_report() {
     // The report's numbers are the records' numbers.
     let data_plus = r["data_mode_plus"].as_f64().unwrap();
     assert!((0.2..=0.8).contains(&data_plus), "{data_plus}");
-    assert!(report.contains(&format!("| data (reference only) | {data_plus:.3} |")));
+    assert!(report.contains(&format!("| data (reference only) | | | {data_plus:.3} |")));
     // The ground truth is the model's own exact weight, with a binomial error bar.
     let exact = r["exact_mode_plus"].as_f64().unwrap();
     let exact_se = r["exact_mode_plus_se"].as_f64().unwrap();
     let draws = r["plan"]["exact_draws"].as_f64().unwrap();
     assert!((exact_se - (exact * (1.0 - exact) / draws).sqrt()).abs() < 1e-12);
     assert!(report.contains(&format!(
-        "| **model, exact** | **{exact:.3} ± {exact_se:.3}** |"
+        "| **model, exact** | | | **{exact:.3} ± {exact_se:.3}** |"
     )));
-    for (k, (name, record)) in [("Gibbs", "gibbs.json"), ("PTT", "ptt.json")]
-        .into_iter()
-        .enumerate()
-    {
-        let s = &r["samplers"][k];
-        assert_eq!(s["label"], name);
+    // Gibbs, PT, PTref and PTT at equal sweeps, then Gibbs, PT and PTref at PTT's wall-clock:
+    // every row is its sample record's numbers.
+    let samplers = r["samplers"].as_array().unwrap();
+    let rows: Vec<(&str, &str, String)> = [
+        ("Gibbs", "sweeps", "gibbs"),
+        ("PT", "sweeps", "pt"),
+        ("PTref", "sweeps", "pt-ref"),
+        ("PTT", "sweeps", "ptt"),
+        ("Gibbs", "seconds", "gibbs-time"),
+        ("PT", "seconds", "pt-time"),
+        ("PTref", "seconds", "pt-ref-time"),
+    ]
+    .into_iter()
+    .map(|(l, b, stem)| (l, b, format!("{stem}.json")))
+    .collect();
+    assert_eq!(samplers.len(), rows.len(), "{samplers:?}");
+    let budget = r["budget_sweeps"].as_u64().unwrap();
+    for (s, (name, cost, record)) in samplers.iter().zip(&rows) {
+        assert_eq!(
+            (s["label"].as_str(), s["budget"].as_str()),
+            (Some(*name), Some(*cost))
+        );
         let sample = json(&demo.join(record))["results"].clone();
         let jumps = sample["mode_jumps"].clone();
         assert_eq!(s["mean_jumps"], jumps["mean_jumps"]);
@@ -1792,9 +1808,32 @@ fn demo_quick_writes_a_consistent_report() {
             assert!((z - expected).abs() < 1e-9, "{name}: z {z} vs {expected}");
         }
         assert_eq!(s["warnings"], sample["warnings"]);
-        let row = format!("| {name} | {plus:.3} ± {se:.3} | {z:+.1} σ");
+        let sweeps =
+            sample["steps"].as_u64().unwrap() * sample["gibbs_sweeps_per_step"].as_u64().unwrap();
+        assert_eq!(s["gibbs_sweeps"].as_u64().unwrap(), sweeps);
+        // Equal budgets in Gibbs sweeps per chain (each run ends on a trace record, so a
+        // run may stop a few steps short of the budget, never beyond it).
+        if *cost == "sweeps" {
+            let per_step = sample["gibbs_sweeps_per_step"].as_u64().unwrap();
+            assert!(
+                sweeps <= budget && budget - sweeps <= budget / 200 + per_step,
+                "{record}: {sweeps} of {budget}"
+            );
+        }
+        let label = if *cost == "sweeps" {
+            "equal sweeps"
+        } else {
+            "equal time"
+        };
+        let row = format!("| {name} | {label} | {sweeps} | {plus:.3} ± {se:.3} | {z:+.1} σ");
         assert!(report.contains(&row), "report lacks {row:?}:\n{report}");
     }
+    let find = |label: &str| {
+        samplers
+            .iter()
+            .find(|s| s["label"] == label && s["budget"] == "sweeps")
+            .unwrap()
+    };
     // The training is paper 000's recipe: RCM pretraining, then the bridged negative phase;
     // PTT over its checkpoints agrees with the exact weight.
     assert!(
@@ -1805,30 +1844,23 @@ fn demo_quick_writes_a_consistent_report() {
         "{}",
         r["commands"]
     );
-    let z = r["samplers"][1]["z_vs_exact"].as_f64().unwrap();
+    let z = find("PTT")["z_vs_exact"].as_f64().unwrap();
     assert!(
         z.abs() <= 3.0,
         "PTT is {z} standard errors off the exact weight"
     );
     // Gibbs started in one mode stays there, and says its weights cannot be trusted.
     assert!(
-        r["samplers"][0]["warnings"][0]
+        find("Gibbs")["warnings"][0]
             .as_str()
             .unwrap()
             .contains("mode changes per chain"),
         "{}",
-        r["samplers"][0]
+        find("Gibbs")
     );
-    assert!(report.contains("**Gibbs** does **not** give the model's weight"));
-    // Equal budgets in Gibbs sweeps per chain.
-    let budget = r["budget_sweeps"].as_u64().unwrap();
-    for record in ["gibbs.json", "ptt.json"] {
-        let s = json(&demo.join(record))["results"].clone();
-        assert_eq!(
-            s["steps"].as_u64().unwrap() * s["gibbs_sweeps_per_step"].as_u64().unwrap(),
-            budget
-        );
-    }
+    assert!(report.contains("**Gibbs (equal sweeps)** does **not** give the model's weight"));
+    // PTT's budget in seconds is its own time at equal sweeps.
+    assert_eq!(r["budget_seconds"], find("PTT")["seconds"]);
     // The commands listed are the ones run: rerunning the Gibbs one by hand gives the same
     // samples.
     let commands: Vec<String> = r["commands"]

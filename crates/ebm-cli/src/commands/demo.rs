@@ -50,6 +50,9 @@ pub(super) struct DemoPlan {
     pub(super) ptt_rounds: u64,
     /// Rungs of PTT (checkpoints kept evenly spaced along the trajectory).
     pub(super) max_rungs: usize,
+    /// Rungs of the demo's temperature (`pt`) and reference (`pt-ref`) ladders, run beside
+    /// PTT at the same cost.
+    pub(super) pt_rungs: usize,
     /// Exact draws of the trained model (hidden layer enumerated) giving its mode weights.
     pub(super) exact_draws: usize,
 }
@@ -71,6 +74,7 @@ impl DemoPlan {
                 chains: 100,
                 ptt_rounds: 400,
                 max_rungs: 8,
+                pt_rungs: 4,
                 exact_draws: 20_000,
             }
         } else {
@@ -88,6 +92,7 @@ impl DemoPlan {
                 chains: 500,
                 ptt_rounds: 4000,
                 max_rungs: 12,
+                pt_rungs: 8,
                 exact_draws: 100_000,
             }
         }
@@ -108,10 +113,13 @@ struct DemoResults {
     exact_mode_plus_se: f64,
     /// Rungs of PTT and the training updates of their checkpoints.
     ptt_checkpoints: Vec<u64>,
-    /// Gibbs sweeps per chain given to each sampler.
+    /// Gibbs sweeps per chain given to each sampler at equal sweeps.
     budget_sweeps: u64,
-    /// Per sampler: label, final fraction of chains in mode +, mean jumps per chain, its
-    /// standard error.
+    /// Seconds given to each sampler at equal wall-clock: PTT's own time at equal sweeps.
+    budget_seconds: f64,
+    /// Per sampler and budget: label, weight of mode +, its agreement with the exact weight,
+    /// mode jumps, cost and warnings. Gibbs, PT, PTref and PTT at equal sweeps, then Gibbs,
+    /// PT and PTref at equal wall-clock.
     samplers: Vec<SamplerSummary>,
     /// Last logged train / test log-likelihood.
     train_ll: Option<f64>,
@@ -126,9 +134,33 @@ struct DemoResults {
     figures: Vec<PathBuf>,
 }
 
+/// The cost at which the demo's samplers are compared.
+#[derive(Debug, Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum Budget {
+    /// The same number of Gibbs sweeps per chain (a tempering round costs one sweep per rung).
+    Sweeps,
+    /// About the same wall-clock time as PTT: the number of sweeps scaled by the speed each
+    /// sampler showed at equal sweeps (the time actually taken is reported beside it).
+    Seconds,
+}
+
+impl Budget {
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Sweeps => "equal sweeps",
+            Self::Seconds => "equal time",
+        }
+    }
+}
+
 #[derive(Debug, Serialize, Clone)]
 struct SamplerSummary {
     label: String,
+    /// The cost at which it was compared.
+    budget: Budget,
+    /// Gibbs sweeps per chain it ran.
+    gibbs_sweeps: u64,
     /// Weight of mode + averaged over the second half of the run and over chains.
     mode_plus: f64,
     /// Its standard error over independent chains.
@@ -139,6 +171,8 @@ struct SamplerSummary {
     window_jumps: f64,
     mean_jumps: f64,
     jumps_sem: f64,
+    /// Swap acceptance between neighbouring rungs (tempering samplers; empty for Gibbs).
+    acceptance: Vec<Option<f64>>,
     seconds: f64,
     /// The sampler's own warnings about its mode weights.
     warnings: Vec<String>,
@@ -164,6 +198,85 @@ impl SamplerSummary {
             (false, _) => "does not agree",
         }
     }
+
+    /// `label (equal sweeps)`.
+    fn name(&self) -> String {
+        format!("{} ({})", self.label, self.budget.describe())
+    }
+}
+
+/// A sampler of the demo's comparison: its label, its output files' stem, the `ebm sample`
+/// options that choose it and the Gibbs sweeps per chain one of its steps costs.
+struct Contender {
+    label: &'static str,
+    stem: &'static str,
+    options: String,
+    sweeps_per_step: u64,
+}
+
+/// The steps of a run of `sweeps` Gibbs sweeps per chain at `per_step` sweeps a step, and its
+/// trace interval (about 200 records): the steps are rounded down to whole steps and to a
+/// multiple of the interval, so that the last record is the end of the run.
+fn steps_and_trace(sweeps: u64, per_step: u64) -> (u64, u64) {
+    let steps = (sweeps / per_step.max(1)).max(1);
+    let trace = (steps / 200).max(1);
+    (steps - steps % trace, trace)
+}
+
+/// Runs `c` for about `sweeps` Gibbs sweeps per chain ([`steps_and_trace`]), its samples and
+/// run record in `dir/{stem}{suffix}.npy` and `.json`, and summarises its weight of mode +
+/// against the model's exact `(weight, standard error)`.
+#[allow(clippy::too_many_arguments)]
+fn run_contender(
+    runner: &mut Runner,
+    ctx: &Context,
+    c: &Contender,
+    budget: Budget,
+    sweeps: u64,
+    (chains, seed): (usize, u64),
+    (dir, suffix): (&Path, &str),
+    (exact, exact_se): (f64, f64),
+) -> Result<SamplerSummary> {
+    let (steps, trace) = steps_and_trace(sweeps, c.sweeps_per_step);
+    let out = dir.join(format!("{}{suffix}.npy", c.stem));
+    let seconds = runner.step_with(
+        ctx,
+        &format!(
+            "{} ({}): {chains} chains x {} sweeps",
+            c.label,
+            budget.describe(),
+            steps * c.sweeps_per_step
+        ),
+        &format!(
+            "sample {} --chains {chains} --steps {steps} --data @DATA --trace-every {trace} \
+             --seed {seed} --out @OUT",
+            c.options
+        ),
+        &[("@OUT", &out)],
+    )?;
+    let r = read_record::<SampleResults>(&out.with_extension("json"), "sample")?.results;
+    let jumps = r
+        .mode_jumps
+        .ok_or_else(|| CliError::new("demo: a sample record has no mode jumps"))?;
+    let (plus, se) = match (jumps.weights.get(1), jumps.weights_se.get(1)) {
+        (Some(&w), Some(&s)) => (w, s),
+        _ => bail!("demo: a sample record has no mode weights"),
+    };
+    let combined = (se * se + exact_se * exact_se).sqrt();
+    Ok(SamplerSummary {
+        label: c.label.into(),
+        budget,
+        gibbs_sweeps: r.steps * r.gibbs_sweeps_per_step,
+        mode_plus: plus,
+        mode_plus_se: se,
+        z_vs_exact: standard_score(plus - exact, combined),
+        window_jumps: jumps.window_mean_jumps,
+        mean_jumps: jumps.mean_jumps,
+        jumps_sem: jumps.sem,
+        acceptance: r.pt.map(|p| p.acceptance_rates).unwrap_or_default(),
+        seconds,
+        warnings: r.warnings,
+    })
 }
 
 /// Runs one `ebm` command line in this process (quietly), as the user would type it after
@@ -397,8 +510,9 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
     let model = p("model.safetensors");
     let trajectory = p("model.trajectory.safetensors");
     let log = p("model.log.csv");
-    let (gibbs, ptt) = (p("gibbs.npy"), p("ptt.npy"));
+    let (pt_record, ptref_record) = (p("pt.json"), p("pt-ref.json"));
     let (gibbs_record, ptt_record) = (p("gibbs.json"), p("ptt.json"));
+    let (gibbs, ptt) = (p("gibbs.npy"), p("ptt.npy"));
     let figures = [
         p("samples-gibbs.png"),
         p("samples-ptt.png"),
@@ -418,6 +532,8 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         ("@PTT", &ptt),
         ("@GREC", &gibbs_record),
         ("@PREC", &ptt_record),
+        ("@TREC", &pt_record),
+        ("@RREC", &ptref_record),
         ("@FIG_G", &figures[0]),
         ("@FIG_P", &figures[1]),
         ("@FIG_J", &figures[2]),
@@ -433,37 +549,86 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
     };
     let (t_train, trained) = ising_and_training(&plan, seed, true, &model, &mut runner, ctx)?;
     let kept = trained.checkpoint_updates.len();
-    let mut step = |what: &str, line: String| runner.step(ctx, what, &line);
     let rungs = kept.min(plan.max_rungs);
     let budget = plan.ptt_rounds * rungs as u64;
-    // Both samplers record the modes at the same costs, the last at the end of the run.
-    let ptt_trace = (plan.ptt_rounds / 200).max(1);
-    debug_assert!(plan.ptt_rounds.is_multiple_of(ptt_trace));
-    let trace = ptt_trace * rungs as u64;
-    let t_gibbs = step(
-        &format!(
-            "Gibbs sampling of the final model: {} chains x {budget} sweeps, from the same \
-             start as PTT",
-            plan.chains
-        ),
-        format!(
-            "sample --model @MODEL --sampler gibbs --chains {} --steps {budget} --data @DATA \
-             --trace-every {trace} --seed {seed} --out @GIBBS",
-            plan.chains
-        ),
-    )?;
-    let t_ptt = step(
-        &format!(
-            "trajectory tempering over {rungs} of the {kept} checkpoints: {} chains x {} rounds \
-             = {budget} sweeps",
-            plan.chains, plan.ptt_rounds
-        ),
-        format!(
-            "sample --trajectory @TRAJ --sampler ptt --rungs {rungs} --schedule sweep --chains {} \
-             --steps {} --data @DATA --trace-every {} --seed {seed} --out @PTT",
-            plan.chains, plan.ptt_rounds, ptt_trace
-        ),
-    )?;
+
+    // The ground truth: the trained model's own weight of mode +.
+    let ds = load_dataset(&data)?;
+    let data_plus = mode_plus(&ds, ds.data(), 0.0)?;
+    ctx.say(format!(
+        "demo: the trained model's exact mode weights, from {} exact draws (its {} hidden \
+         units enumerated)",
+        plan.exact_draws, plan.hidden_units
+    ));
+    let exact = exact_mode_plus::<Spin<f64>>(&model, &ds, 0.0, plan.exact_draws, seed)?;
+
+    // Every sampler starts from the same configuration (every spin -1, inside one mode).
+    let pt_rungs = plan.pt_rungs as u64;
+    let contenders = [
+        Contender {
+            label: "Gibbs",
+            stem: "gibbs",
+            options: "--model @MODEL --sampler gibbs".into(),
+            sweeps_per_step: 1,
+        },
+        Contender {
+            label: "PT",
+            stem: "pt",
+            options: format!("--model @MODEL --sampler pt --rungs {pt_rungs}"),
+            sweeps_per_step: pt_rungs,
+        },
+        Contender {
+            label: "PTref",
+            stem: "pt-ref",
+            options: format!("--model @MODEL --sampler pt-ref --rungs {pt_rungs}"),
+            sweeps_per_step: pt_rungs,
+        },
+        Contender {
+            label: "PTT",
+            stem: "ptt",
+            options: format!("--trajectory @TRAJ --sampler ptt --rungs {rungs} --schedule sweep"),
+            sweeps_per_step: rungs as u64,
+        },
+    ];
+    ctx.say(format!(
+        "demo: sampling the final model with Gibbs, PT ({pt_rungs} temperatures), PTref \
+         ({pt_rungs} rungs from an independent-site reference) and PTT ({rungs} of the {kept} \
+         checkpoints): {} chains x {budget} Gibbs sweeps each, then Gibbs, PT and PTref again \
+         for PTT's wall-clock time",
+        plan.chains
+    ));
+    let common = (plan.chains, seed);
+    let mut samplers = Vec::new();
+    for c in &contenders {
+        let s = run_contender(
+            &mut runner,
+            ctx,
+            c,
+            Budget::Sweeps,
+            budget,
+            common,
+            (dir, ""),
+            exact,
+        )?;
+        samplers.push(s);
+    }
+    let budget_seconds = samplers[3].seconds;
+    for (c, at_equal_sweeps) in contenders[..3].iter().zip(samplers.clone()) {
+        let speed = at_equal_sweeps.gibbs_sweeps as f64 / at_equal_sweeps.seconds.max(1e-9);
+        let sweeps = (speed * budget_seconds).round() as u64;
+        let s = run_contender(
+            &mut runner,
+            ctx,
+            c,
+            Budget::Seconds,
+            sweeps.max(c.sweeps_per_step),
+            common,
+            (dir, "-time"),
+            exact,
+        )?;
+        samplers.push(s);
+    }
+    let mut step = |what: &str, line: String| runner.step(ctx, what, &line);
     step(
         "figures",
         "plot samples --data @DATA --samples @GIBBS --out @FIG_G".into(),
@@ -474,51 +639,18 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
     )?;
     step(
         "",
-        "plot jumps @GREC @PREC --labels Gibbs,PTT --out @FIG_J".into(),
+        "plot jumps @GREC @TREC @RREC @PREC --labels Gibbs,PT,PTref,PTT --out @FIG_J".into(),
     )?;
     step("", "plot loglik @LOG --out @FIG_L".into())?;
-    step("", "plot swaps @PREC --labels PTT --out @FIG_S".into())?;
+    step(
+        "",
+        "plot swaps @TREC @RREC @PREC --labels PT,PTref,PTT --out @FIG_S".into(),
+    )?;
     step(
         "",
         "plot images @GIBBS @PTT --labels Gibbs,PTT --count 36 --out @FIG_I".into(),
     )?;
 
-    // Measurements.
-    let ds = load_dataset(&data)?;
-    let data_plus = mode_plus(&ds, ds.data(), 0.0)?;
-    ctx.say(format!(
-        "demo: the trained model's exact mode weights, from {} exact draws (its {} hidden \
-         units enumerated)",
-        plan.exact_draws, plan.hidden_units
-    ));
-    let (exact_plus, exact_se) =
-        exact_mode_plus::<Spin<f64>>(&model, &ds, 0.0, plan.exact_draws, seed)?;
-    let mut samplers = Vec::new();
-    for (label, record, seconds) in [
-        ("Gibbs", &gibbs_record, t_gibbs),
-        ("PTT", &ptt_record, t_ptt),
-    ] {
-        let r = read_record::<SampleResults>(record, "sample")?.results;
-        let jumps = r
-            .mode_jumps
-            .ok_or_else(|| CliError::new("demo: a sample record has no mode jumps"))?;
-        let (plus, se) = match (jumps.weights.get(1), jumps.weights_se.get(1)) {
-            (Some(&w), Some(&s)) => (w, s),
-            _ => bail!("demo: a sample record has no mode weights"),
-        };
-        let combined = (se * se + exact_se * exact_se).sqrt();
-        samplers.push(SamplerSummary {
-            label: label.into(),
-            mode_plus: plus,
-            mode_plus_se: se,
-            z_vs_exact: standard_score(plus - exact_plus, combined),
-            window_jumps: jumps.window_mean_jumps,
-            mean_jumps: jumps.mean_jumps,
-            jumps_sem: jumps.sem,
-            seconds,
-            warnings: r.warnings,
-        });
-    }
     let ptt_info = read_record::<SampleResults>(&ptt_record, "sample")?.results;
     let pt = ptt_info
         .pt
@@ -527,10 +659,11 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         plan: plan.clone(),
         commands: std::mem::take(&mut runner.commands),
         data_mode_plus: data_plus,
-        exact_mode_plus: exact_plus,
-        exact_mode_plus_se: exact_se,
+        exact_mode_plus: exact.0,
+        exact_mode_plus_se: exact.1,
         ptt_checkpoints: pt.checkpoint_updates.clone().unwrap_or_default(),
         budget_sweeps: budget,
+        budget_seconds,
         samplers,
         train_ll: trained.train_ll.map(|x| x.1),
         test_ll: trained.test_ll.map(|x| x.1),
@@ -543,33 +676,31 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         report: report.clone(),
         figures: figures.to_vec(),
     };
-    let text = report_text(a, &results, &pt.acceptance_rates, t_train, dir);
+    let text = report_text(a, &results, t_train, dir);
     ebm_io::write_atomically(&report, |w| w.write_all(text.as_bytes()))?;
 
-    let g = &results.samplers[0];
-    let t = &results.samplers[1];
     ctx.say(format!(
-        "demo: weight of mode + (PC1 >= 0): the model's exact {:.3} +- {:.3}; Gibbs {:.3} +- {:.3} \
-         ({}); PTT {:.3} +- {:.3} ({}); the data {:.3}",
-        exact_plus,
-        exact_se,
-        g.mode_plus,
-        g.mode_plus_se,
-        g.verdict(),
-        t.mode_plus,
-        t.mode_plus_se,
-        t.verdict(),
-        data_plus
+        "demo: weight of mode + (PC1 >= 0): the model's exact {:.3} +- {:.3}; the data {:.3}",
+        results.exact_mode_plus, results.exact_mode_plus_se, data_plus
     ));
-    for x in [g, t] {
+    for x in &results.samplers {
+        ctx.say(format!(
+            "demo: {:<24} {:.3} +- {:.3} ({:+.1} s.e., {}); {:.2} +- {:.2} mode jumps per \
+             chain in {} sweeps, {:.1} s",
+            format!("{}:", x.name()),
+            x.mode_plus,
+            x.mode_plus_se,
+            x.z_vs_exact,
+            x.verdict(),
+            x.mean_jumps,
+            x.jumps_sem,
+            x.gibbs_sweeps,
+            x.seconds
+        ));
         for w in &x.warnings {
-            ctx.warn(format!("{}: {w}", x.label));
+            ctx.warn(format!("{}: {w}", x.name()));
         }
     }
-    ctx.say(format!(
-        "demo: mode jumps per chain in {budget} sweeps: Gibbs {:.2} +- {:.2}, PTT {:.2} +- {:.2}",
-        g.mean_jumps, g.jumps_sem, t.mean_jumps, t.jumps_sem
-    ));
     ctx.say(format!(
         "demo: done in {:.0} s; report: {}\ndemo: figures and every intermediate file in {}",
         started.elapsed().as_secs_f64(),
@@ -591,6 +722,16 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
     )
 }
 
+/// The pair of neighbouring rungs with the lowest swap acceptance, `(k, acceptance)` for the
+/// pair (k, k + 1); `None` without any measured pair.
+fn lowest_pair(acceptance: &[Option<f64>]) -> Option<(usize, f64)> {
+    acceptance
+        .iter()
+        .enumerate()
+        .filter_map(|(k, a)| a.map(|a| (k, a)))
+        .min_by(|x, y| x.1.total_cmp(&y.1))
+}
+
 fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -598,18 +739,13 @@ fn file_name(p: &Path) -> String {
 }
 
 /// The markdown report: what was run, the measured mode weights and jumps, the figures.
-fn report_text(
-    a: &DemoArgs,
-    r: &DemoResults,
-    acceptance: &[Option<f64>],
-    train_seconds: f64,
-    dir: &Path,
-) -> String {
+fn report_text(a: &DemoArgs, r: &DemoResults, train_seconds: f64, dir: &Path) -> String {
     let plan = &r.plan;
-    let g = &r.samplers[0];
-    let t = &r.samplers[1];
     let mut s = String::new();
-    let _ = writeln!(s, "# ebm demo: Gibbs sampling vs trajectory tempering\n");
+    let _ = writeln!(
+        s,
+        "# ebm demo: Gibbs sampling, parallel tempering and trajectory tempering\n"
+    );
     let _ = writeln!(
         s,
         "Seed {}{}. Data: {} equilibrium configurations of the {l}x{l} 2D Ising model at \
@@ -620,11 +756,7 @@ fn report_text(
          negative phase: parallel tempering on {} rungs of the bridge from the pretrained \
          model to the current one, `--negative bridged`; {:.0} s) while its checkpoints were \
          kept for parallel trajectory tempering (PTT), whose first rung is the pretrained \
-         model, refreshed by an exact draw every round. The final model was then sampled by plain Gibbs sampling \
-         and by PTT over {} checkpoints (every neighbouring pair proposed for exchange each \
-         round, from the bottom up, as in the PTT paper), both with {} chains and the same \
-         budget of {} Gibbs sweeps per chain, both starting from the same configuration \
-         (every spin -1, i.e. inside one mode).\n",
+         model, refreshed by an exact draw every round.\n",
         a.seed,
         if a.quick {
             " (quick mode: a smaller run)"
@@ -637,10 +769,26 @@ fn report_text(
         plan.updates,
         plan.train_rungs,
         train_seconds,
+        l = plan.lattice,
+    );
+    let _ = writeln!(
+        s,
+        "The final model was then sampled by plain Gibbs sampling, by parallel tempering on \
+         {pt} inverse temperatures spaced geometrically from 0.1 to 1 (PT, deterministic \
+         even/odd exchanges), by parallel tempering on {pt} rungs interpolating from an \
+         independent-site reference with the data's mean fields to the model (PTref) and by \
+         PTT over {} checkpoints (every neighbouring pair proposed for exchange each round, \
+         from the bottom up, as in the PTT paper), each with {} chains starting from the same \
+         configuration (every spin -1, i.e. inside one mode). They were compared twice: at \
+         the same budget of {} Gibbs sweeps per chain (a tempering round costs one sweep per \
+         rung), and at the same wall-clock as PTT ({:.1} s; the sweeps of Gibbs, PT and \
+         PTref set from the speed each showed at equal sweeps; the time each took is in the \
+         table).\n",
         r.ptt_checkpoints.len(),
         plan.chains,
         r.budget_sweeps,
-        l = plan.lattice,
+        r.budget_seconds,
+        pt = plan.pt_rungs,
     );
     let _ = writeln!(s, "## Mode weights against the model's exact ones\n");
     let _ = writeln!(
@@ -653,24 +801,29 @@ fn report_text(
          model need not reproduce it. Each sampler's weight is averaged over the second half \
          of its run (the first half is burn-in) and over its chains; its error bar is the \
          spread over the independent chains. Jumps are changes of mode along each chain, \
-         recorded every few sweeps (± standard error over chains).\n",
+         recorded about 200 times per run (± standard error over chains; after burn-in in \
+         parentheses). ✗ marks a weight more than 3 standard errors from the exact one or \
+         warned by its own sampler.\n",
         plan.exact_draws, plan.hidden_units
     );
     let _ = writeln!(
         s,
-        "| | weight of mode + | vs exact | mode jumps per chain (after burn-in) | time |"
+        "| | budget | Gibbs sweeps per chain | weight of mode + | vs exact | mode jumps per \
+         chain | time |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     let _ = writeln!(
         s,
-        "| **model, exact** | **{:.3} ± {:.3}** | | | |",
+        "| **model, exact** | | | **{:.3} ± {:.3}** | | | |",
         r.exact_mode_plus, r.exact_mode_plus_se
     );
-    for x in [g, t] {
+    for x in &r.samplers {
         let _ = writeln!(
             s,
-            "| {} | {:.3} ± {:.3} | {:+.1} σ{} | {:.2} ± {:.2} ({:.2}) | {:.1} s |",
+            "| {} | {} | {} | {:.3} ± {:.3} | {:+.1} σ{} | {:.2} ± {:.2} ({:.2}) | {:.1} s |",
             x.label,
+            x.budget.describe(),
+            x.gibbs_sweeps,
             x.mode_plus,
             x.mode_plus_se,
             x.z_vs_exact,
@@ -683,54 +836,69 @@ fn report_text(
     }
     let _ = writeln!(
         s,
-        "| data (reference only) | {:.3} | | | |",
+        "| data (reference only) | | | {:.3} | | | |",
         r.data_mode_plus
     );
     let _ = writeln!(s);
-    for x in [g, t] {
+    for x in &r.samplers {
+        let name = x.name();
         let verdict = if x.agrees() {
             format!(
-                "**{}** agrees with the model's exact weight ({:+.1} standard errors) and its \
-                 chains changed mode {:.1} times each after burn-in.",
-                x.label, x.z_vs_exact, x.window_jumps
+                "**{name}** agrees with the model's exact weight ({:+.1} standard errors) and \
+                 its chains changed mode {:.1} times each after burn-in.",
+                x.z_vs_exact, x.window_jumps
             )
         } else if x.within_error_bars() {
             format!(
-                "**{}** is within {:+.1} combined standard errors of the model's exact weight, \
-                 but its own checks warn that the run may be too short for this to be a \
-                 guarantee: {}",
-                x.label,
+                "**{name}** is within {:+.1} combined standard errors of the model's exact \
+                 weight, but its own checks warn that the run may be too short for this to be \
+                 a guarantee: {}",
                 x.z_vs_exact,
                 x.warnings.join("; ")
             )
         } else if x.warnings.is_empty() {
             format!(
-                "**{}** does **not** agree with the model's exact weight ({:+.1} combined \
+                "**{name}** does **not** agree with the model's exact weight ({:+.1} combined \
                  standard errors) although its own checks passed: its run was too short to \
                  forget its start, or its error bar is too small.",
-                x.label, x.z_vs_exact
+                x.z_vs_exact
             )
         } else {
             format!(
-                "**{}** does **not** give the model's weight ({:+.1} combined standard errors), \
-                 and says so itself: {}",
-                x.label,
+                "**{name}** does **not** give the model's weight ({:+.1} combined standard \
+                 errors), and says so itself: {}",
                 x.z_vs_exact,
                 x.warnings.join("; ")
             )
         };
         let _ = writeln!(s, "{verdict}\n");
     }
-    let rates: Vec<String> = acceptance
-        .iter()
-        .map(|a| a.map_or("-".into(), |a| format!("{a:.2}")))
-        .collect();
     let _ = writeln!(
         s,
-        "PTT rungs: the checkpoints at training updates {:?}; swap acceptance between \
-         neighbours: [{}].\n",
-        r.ptt_checkpoints,
-        rates.join(", ")
+        "Swap acceptance between neighbouring rungs at equal sweeps (a ladder's lowest pair is \
+         where its replicas cross most rarely; the round trips between its ends, which carry \
+         the mode changes down and up, are in each sampler's warnings and run record):\n"
+    );
+    for x in r.samplers.iter().filter(|x| x.budget == Budget::Sweeps) {
+        if let Some((k, low)) = lowest_pair(&x.acceptance) {
+            let rates: Vec<String> = x
+                .acceptance
+                .iter()
+                .map(|a| a.map_or("-".into(), |a| format!("{a:.2}")))
+                .collect();
+            let _ = writeln!(
+                s,
+                "- {}: [{}]; lowest {low:.3} between rungs {k} and {}.",
+                x.label,
+                rates.join(", "),
+                k + 1
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nPTT's rungs are the checkpoints at training updates {:?}.\n",
+        r.ptt_checkpoints
     );
     if let (Some(tr), Some(te)) = (r.train_ll, r.test_ll) {
         let se = r.log_z_std_err.unwrap_or(f64::NAN);
@@ -752,9 +920,12 @@ fn report_text(
     for (title, f) in [
         ("Gibbs samples over the data, PC1–PC2", &r.figures[0]),
         ("PTT samples over the data, PC1–PC2", &r.figures[1]),
-        ("Mode jumps against cost", &r.figures[2]),
+        (
+            "Mode jumps against cost in Gibbs sweeps (equal sweeps)",
+            &r.figures[2],
+        ),
         ("Log-likelihood during training", &r.figures[3]),
-        ("PTT swap acceptance", &r.figures[4]),
+        ("Swap acceptance of PT, PTref and PTT", &r.figures[4]),
         (
             "The first 36 chains of each sampler as spin images (white -1, black +1)",
             &r.figures[5],
