@@ -230,5 +230,8 @@ fn ptt_refreshes_a_large_low_rank_first_checkpoint_statically() {
     assert!(ok, "{err}");
     let record: Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("s.json")).unwrap()).unwrap();
-    assert_eq!(record["results"]["pt"]["rung0"], "static");
+    let pt = &record["results"]["pt"];
+    assert_eq!(pt["rung0"], "static-mh", "{pt}");
+    let acceptance = pt["rung0_acceptance"].as_f64().unwrap();
+    assert!(acceptance > 0.0 && acceptance <= 1.0, "{pt}");
 }

@@ -828,10 +828,20 @@ impl Mesh {
     /// # Errors
     /// As [`Mesh::log_probabilities`] and [`LowRankBasis::project`].
     pub fn log_sample_densities(&self, log_weights: &[f64], v: &DMatrix<f64>) -> Result<Vec<f64>> {
+        let offsets = self.sample_density_offsets(log_weights)?;
+        self.log_sample_densities_from(&offsets, v)
+    }
+
+    /// The per-point constants \\(c_k = \log p_k - \sum_i \log 2\cosh x_{ik}\\) of
+    /// [`Mesh::log_sample_densities`] (\\(O(KN)\\)), to be computed once for repeated
+    /// evaluations by [`Mesh::log_sample_densities_from`].
+    ///
+    /// # Errors
+    /// As [`Mesh::log_probabilities`].
+    pub fn sample_density_offsets(&self, log_weights: &[f64]) -> Result<Vec<f64>> {
         let lp = self.log_probabilities(log_weights)?;
-        let m = self.basis.project(v)?;
         let nv = self.basis.n_visible();
-        let offsets: Vec<f64> = (0..self.len())
+        Ok((0..self.len())
             .into_par_iter()
             .map_init(
                 || vec![0.0; nv],
@@ -840,18 +850,46 @@ impl Mesh {
                     lp[k] - x.iter().map(|&xi| log_2cosh(xi)).sum::<f64>()
                 },
             )
-            .collect();
+            .collect())
+    }
+
+    /// [`Mesh::log_sample_densities`] from the constants of [`Mesh::sample_density_offsets`]:
+    /// \\(\log q(v) = \log\sum_k e^{c_k + N\mu^*_k\cdot m(v)}\\), \\(O(Kd)\\) per column, without
+    /// allocating per column (a running log-sum-exp).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] if `offsets` does not have one value per mesh
+    /// point; as [`LowRankBasis::project`].
+    pub fn log_sample_densities_from(&self, offsets: &[f64], v: &DMatrix<f64>) -> Result<Vec<f64>> {
+        if offsets.len() != self.len() {
+            return Err(Error::ShapeMismatch {
+                what: "mesh offsets".into(),
+                expected: format!("{}", self.len()),
+                got: format!("{}", offsets.len()),
+            });
+        }
+        let m = self.basis.project(v)?;
+        let nv = self.basis.n_visible();
         let n = nv as f64;
         Ok(m.column_iter()
             .collect::<Vec<_>>()
             .into_par_iter()
             .map(|mj| {
-                let a: Vec<f64> = offsets
-                    .iter()
-                    .zip(self.mu.column_iter())
-                    .map(|(c, mu)| c + n * mu.dot(&mj))
-                    .collect();
-                log_sum_exp(&a)
+                // Running log-sum-exp: (max so far, sum of exp(a - max)).
+                let (max, sum) = offsets.iter().zip(self.mu.column_iter()).fold(
+                    (f64::NEG_INFINITY, 0.0),
+                    |(max, sum), (c, mu)| {
+                        let a = c + n * mu.dot(&mj);
+                        if a == f64::NEG_INFINITY {
+                            (max, sum)
+                        } else if a <= max {
+                            (max, sum + (a - max).exp())
+                        } else {
+                            (a, sum * (max - a).exp() + 1.0)
+                        }
+                    },
+                );
+                max + sum.ln()
             })
             .collect())
     }

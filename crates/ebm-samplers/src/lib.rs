@@ -51,4 +51,4 @@ pub use metropolis::{Metropolis, MetropolisInfo};
 pub use refresh::ExactRefresh;
 pub use run::{StepInfo, run};
 pub use single_site::{LocalUpdate, Scan, SingleSiteMetropolis};
-pub use static_lowrank::LowRankRefresh;
+pub use static_lowrank::{LowRankIndependence, LowRankRefresh};

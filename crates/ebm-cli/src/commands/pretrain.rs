@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use ebm_core::{Kernel, Par, RngStreams};
 use ebm_models::{Bernoulli, BinaryLayer, Layer, Rbm, RbmChains, Spin};
-use ebm_samplers::LowRankRefresh;
+use ebm_samplers::LowRankIndependence;
 use ebm_train::pretrain::{PretrainConfig, PretrainedStart, RcmConfig};
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -415,10 +415,15 @@ where
     PretrainedStart::new(data, cfg, hidden, seed, Par::Rayon)
 }
 
-/// Rung 0 of parallel trajectory tempering refreshed by the static sampler
-/// ([`LowRankRefresh`]) when the first checkpoint is a low-rank binary RBM (a model of
-/// `--pretrain rcm`) whose hidden layer is too large to enumerate.
-pub(super) struct StaticRung0(LowRankRefresh);
+/// Rung 0 of parallel trajectory tempering explored by independence Metropolis-Hastings with
+/// the static sampler as proposal ([`LowRankIndependence`]: exact for the RBM's own law) when
+/// the first checkpoint is a low-rank binary RBM (a model of `--pretrain rcm`) whose hidden
+/// layer is too large to enumerate. It keeps the mean acceptance of its steps for the record.
+pub(super) struct StaticRung0 {
+    kernel: LowRankIndependence,
+    /// Sum of the steps' acceptance fractions, and the number of steps.
+    acceptance: std::sync::Mutex<(f64, u64)>,
+}
 
 /// Calls `$f` with `$model` downcast to each binary RBM type in turn; `$none` otherwise.
 macro_rules! with_binary {
@@ -439,18 +444,30 @@ macro_rules! with_binary {
 }
 
 impl StaticRung0 {
-    /// The static refresh of `model` at `beta`, if it is a low-rank binary RBM (mesh of at
-    /// most 10^5 points).
+    /// The kernel of `model` at `beta`, if it is a low-rank binary RBM (proposal on a mesh of
+    /// at most 10^5 points).
     pub(super) fn of<V: CliLayer, H: CliLayer>(model: &Rbm<V, H>, beta: f64) -> Option<Self> {
         let max = DEFAULT_MESH_POINTS as usize;
-        with_binary!(
+        let kernel = with_binary!(
             model,
-            |m| LowRankRefresh::new(m, beta, max, Par::Rayon).ok().map(Self),
+            |m| LowRankIndependence::new(m, beta, max, Par::Rayon).ok(),
             None
-        )
+        )?;
+        Some(Self {
+            kernel,
+            acceptance: std::sync::Mutex::new((0.0, 0)),
+        })
     }
 
-    /// One refresh of every chain (the model must be the one it was built for).
+    /// The mean fraction of chains that accepted their static proposal, over the steps so
+    /// far (`None` before the first).
+    pub(super) fn acceptance(&self) -> Option<f64> {
+        let (sum, steps) = *self.acceptance.lock().unwrap_or_else(|e| e.into_inner());
+        (steps > 0).then(|| sum / steps as f64)
+    }
+
+    /// One Metropolis-Hastings step of every chain (the model must have the size it was built
+    /// for).
     pub(super) fn step<V: CliLayer, H: CliLayer, R: Rng + Send>(
         &self,
         model: &Rbm<V, H>,
@@ -459,10 +476,13 @@ impl StaticRung0 {
         rngs: &mut [R],
         par: Par,
     ) {
-        with_binary!(
+        let accepted = with_binary!(
             model,
-            |m| self.0.step(m, beta, x, rngs, par),
+            |m| self.kernel.step(m, beta, x, rngs, par),
             unreachable!("StaticRung0 is built for binary RBMs only")
-        )
+        );
+        let mut a = self.acceptance.lock().unwrap_or_else(|e| e.into_inner());
+        a.0 += accepted;
+        a.1 += 1;
     }
 }

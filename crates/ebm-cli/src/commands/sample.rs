@@ -90,9 +90,13 @@ pub(crate) struct PtSummary {
     /// The DEO round-trip rate under perfect exploration given the acceptance rates.
     pub ideal_deo_round_trip_rate: Option<f64>,
     /// How rung 0 was explored: `gibbs`, `exact` (an independent exact draw every round,
-    /// the hidden layer of the first checkpoint enumerated: PTT as in paper 000), or `static`
-    /// (an independent draw of the static sampler of a low-rank first checkpoint).
+    /// the hidden layer of the first checkpoint enumerated: PTT as in paper 000), or
+    /// `static-mh` (a draw of the static sampler of a low-rank first checkpoint, accepted by
+    /// Metropolis-Hastings against the checkpoint's own law: exact at any size).
     pub rung0: String,
+    /// `static-mh` only: the mean fraction of rung 0's chains that accepted their proposal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rung0_acceptance: Option<f64>,
     /// Exponential and integrated autocorrelation times of the replica index process, in
     /// rounds (Béreux et al., *Fast training and sampling of RBMs*), from the first 64 systems; null when they could
     /// not be estimated.
@@ -721,8 +725,9 @@ enum Rung0 {
     Gibbs(Gibbs),
     /// An independent exact draw every round (the hidden layer enumerated).
     Exact(ebm_models::exact::HiddenEnumeration),
-    /// An independent static draw every round (a low-rank first checkpoint).
-    Static(Box<super::pretrain::StaticRung0>),
+    /// A static draw every round accepted by Metropolis-Hastings (a low-rank first
+    /// checkpoint); shared with the run, which reads its acceptance at the end.
+    Static(std::sync::Arc<super::pretrain::StaticRung0>),
 }
 
 impl<V: CliLayer, H: CliLayer> Kernel<Rbm<V, H>> for Rung0 {
@@ -750,6 +755,9 @@ impl<V: CliLayer, H: CliLayer> Kernel<Rbm<V, H>> for Rung0 {
 /// PTT exactly (\(N_h \le 20\) binary units, as in paper 000).
 const MAX_RUNG0_ENUMERATION: u128 = 1 << 20;
 
+/// Below this mean acceptance of rung 0's static proposals a PTT run warns.
+const MIN_RUNG0_ACCEPTANCE: f64 = 0.1;
+
 /// Systems whose replica index process is recorded (memory: systems x rungs x rounds).
 const INDEX_SYSTEMS: usize = 64;
 
@@ -758,9 +766,10 @@ const INDEX_SYSTEMS: usize = 64;
 ///
 /// PTT refreshes rung 0 with an exact draw every round when the first checkpoint's hidden
 /// layer can be enumerated (paper 000, SI B: "a fresh independent sample at the bottom each
-/// step"); PTT on a larger low-rank first checkpoint (a `--pretrain rcm` model) refreshes it
-/// with the static sampler of paper 000 (exact for the mesh law); other samplers, and PTT on
-/// other first checkpoints, explore rung 0 with Gibbs.
+/// step"); PTT on a larger low-rank first checkpoint (a `--pretrain rcm` model) proposes the
+/// static sampler of paper 000's draw every round and accepts it by Metropolis-Hastings
+/// (exact for the checkpoint's own law; the record keeps the acceptance, and the run warns
+/// below 0.1); other samplers, and PTT on other first checkpoints, explore rung 0 with Gibbs.
 /// The rounds and their warnings are those of [`pt_rounds`]. Under `mpirun -n K` the rungs
 /// are sharded over the K processes ([`ebm_mpi::tempering_by_rung`]) and rank 0, which holds
 /// the target, returns what one process would; the other ranks return `None`.
@@ -786,22 +795,38 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
         _ if a.sampler == SamplerArg::Ptt => {
             super::pretrain::StaticRung0::of(bottom.model, bottom.beta)
                 .map_or(Rung0::Gibbs(Gibbs::new(a.sweeps)), |s| {
-                    Rung0::Static(Box::new(s))
+                    Rung0::Static(std::sync::Arc::new(s))
                 })
         }
         _ => Rung0::Gibbs(Gibbs::new(a.sweeps)),
     };
     let rung0_name = match rung0 {
         Rung0::Exact(_) => "exact",
-        Rung0::Static(_) => "static",
+        Rung0::Static(_) => "static-mh",
         Rung0::Gibbs(_) => "gibbs",
+    };
+    let static_rung0 = match &rung0 {
+        Rung0::Static(s) => Some(std::sync::Arc::clone(s)),
+        _ => None,
     };
     let pt = ParallelTempering::new(Gibbs::new(a.sweeps), schedule).with_rung0_kernel(rung0);
     tracer.record(0, &chains.visible)?;
     let state = PtState::new(vec![chains; ladder.n_rungs()], a.seed)?;
     let names = (schedule_name, rung0_name);
     let run = tempering(a, ctx, (&pt, ladder), state, tracer, names)?;
-    Ok(run.map(|(target, summary, warnings)| (target.visible, summary, warnings)))
+    Ok(run.map(|(target, mut summary, mut warnings)| {
+        if let Some(acceptance) = static_rung0.and_then(|s| s.acceptance()) {
+            summary.rung0_acceptance = Some(acceptance);
+            if acceptance < MIN_RUNG0_ACCEPTANCE {
+                warnings.push(format!(
+                    "rung 0 accepted {acceptance:.3} of its static proposals: it samples the \
+                     first checkpoint exactly but refreshes slowly (the mesh's law is far from \
+                     the checkpoint's), so PTT's bottom rung is not a fresh draw every round"
+                ));
+            }
+        }
+        (target.visible, summary, warnings)
+    }))
 }
 
 /// Runs `--steps` rounds of `pt` on `ladder` (a ladder or a stack) from `state`, whose last
@@ -926,6 +951,7 @@ fn pt_summary(
         round_trip_rate: diagnostics.round_trip_rate(),
         ideal_deo_round_trip_rate: finite(diagnostics.ideal_deo_round_trip_rate()),
         rung0: rung0_name.into(),
+        rung0_acceptance: None,
         index_tau_exp: tau_exp,
         index_tau_int: tau_int,
     };
