@@ -95,6 +95,32 @@ impl LowRankRefresh {
     pub fn beta(&self) -> f64 {
         self.beta
     }
+
+    /// The checks of a step by `kernel`: the inverse temperature and the model's size it was
+    /// built for, one RNG per chain.
+    ///
+    /// # Panics
+    /// If one fails.
+    fn check_step(
+        &self,
+        kernel: &str,
+        beta: f64,
+        shape: (usize, usize),
+        x: &RbmChains<f64>,
+        n_rngs: usize,
+    ) {
+        assert!(
+            beta == self.beta,
+            "{kernel}: built for beta = {}, stepped at beta = {beta}",
+            self.beta
+        );
+        assert_eq!(
+            shape,
+            (self.n_visible, self.n_hidden),
+            "{kernel}: built for another model size"
+        );
+        assert_eq!(n_rngs, x.visible.ncols(), "{kernel}: one RNG per chain");
+    }
 }
 
 impl<V, H> Kernel<Rbm<V, H>> for LowRankRefresh
@@ -116,20 +142,12 @@ where
         rngs: &mut [R],
         par: Par,
     ) {
-        assert!(
-            beta == self.beta,
-            "LowRankRefresh: built for beta = {}, stepped at beta = {beta}",
-            self.beta
-        );
-        assert_eq!(
+        self.check_step(
+            "LowRankRefresh",
+            beta,
             model.weights().shape(),
-            (self.n_visible, self.n_hidden),
-            "LowRankRefresh: built for another model size"
-        );
-        assert_eq!(
+            x,
             rngs.len(),
-            x.visible.ncols(),
-            "LowRankRefresh: one RNG per chain"
         );
         let (v, _) = self
             .mesh
@@ -219,18 +237,14 @@ where
         par: Par,
     ) -> f64 {
         let r = &self.refresh;
-        assert!(
-            beta == r.beta,
-            "LowRankIndependence: built for beta = {}, stepped at beta = {beta}",
-            r.beta
-        );
-        assert_eq!(
+        r.check_step(
+            "LowRankIndependence",
+            beta,
             model.weights().shape(),
-            (r.n_visible, r.n_hidden),
-            "LowRankIndependence: built for another model size"
+            x,
+            rngs.len(),
         );
         let n = x.visible.ncols();
-        assert_eq!(rngs.len(), n, "LowRankIndependence: one RNG per chain");
         let densities = |spins: &DMatrix<f64>| {
             r.mesh
                 .log_sample_densities_from(&self.offsets, spins)

@@ -373,9 +373,26 @@ pub(super) fn ising_and_training(
             seed.wrapping_add(1000)
         ),
     )?;
-    let t_train = train_for_ptt(plan, seed, "spin", true, pretrained, model, runner, ctx)?;
+    let recipe = Recipe {
+        visible: "spin",
+        with_test: true,
+        pretrained,
+    };
+    let t_train = train_for_ptt(plan, seed, recipe, model, runner, ctx)?;
     let trained = read_record::<TrainResults>(&model.with_extension("json"), "train")?.results;
     Ok((t_train, trained))
+}
+
+/// What [`train_for_ptt`] trains.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Recipe {
+    /// The visible units: `spin` or `bernoulli`.
+    pub visible: &'static str,
+    /// Whether the log-likelihood is also scored on `@TEST`.
+    pub with_test: bool,
+    /// Whether the model starts from the RCM pretraining (trained with `--negative bridged`)
+    /// rather than from scratch (`--negative pt`).
+    pub pretrained: bool,
 }
 
 /// The training of the demo and of `ebm reproduce ptt-mixing-*`: an RBM with `visible` units
@@ -389,17 +406,19 @@ pub(super) fn ising_and_training(
 /// models (`--selection-acceptance`'s default for these enumerable hidden layers) (`@MODEL` and
 /// its `.trajectory.safetensors`). Fails unless at least 2 checkpoints were kept. Returns the
 /// training's duration.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn train_for_ptt(
     plan: &DemoPlan,
     seed: u64,
-    visible: &str,
-    with_test: bool,
-    pretrained: bool,
+    recipe: Recipe,
     model: &Path,
     runner: &mut Runner,
     ctx: &Context,
 ) -> Result<f64> {
+    let Recipe {
+        visible,
+        with_test,
+        pretrained,
+    } = recipe;
     let t_train = runner.step(
         ctx,
         &format!(

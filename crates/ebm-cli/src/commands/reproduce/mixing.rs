@@ -16,7 +16,8 @@ use ebm_data::{Centering, Dataset};
 use ebm_models::{Bernoulli, Spin};
 
 use super::super::demo::{
-    DemoPlan, Runner, exact_mode_plus, ising_and_training, mode_plus, standard_score, train_for_ptt,
+    DemoPlan, Recipe, Runner, exact_mode_plus, ising_and_training, mode_plus, standard_score,
+    train_for_ptt,
 };
 use super::super::sample::SampleResults;
 use super::super::train::TrainResults;
@@ -100,6 +101,15 @@ impl MixingData {
         match self {
             Self::Digits01 => "bernoulli",
             Self::Ising | Self::Clusters => "spin",
+        }
+    }
+
+    /// The training of this data set: from scratch, scored on the training data only.
+    fn recipe(self) -> Recipe {
+        Recipe {
+            visible: self.visible(),
+            with_test: false,
+            pretrained: false,
         }
     }
 }
@@ -233,16 +243,7 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
                 "# {}: {origin}, written by this command",
                 data.display()
             ));
-            train_for_ptt(
-                &plan,
-                seed,
-                set.visible(),
-                false,
-                false,
-                &model,
-                &mut runner,
-                ctx,
-            )?;
+            train_for_ptt(&plan, seed, set.recipe(), &model, &mut runner, ctx)?;
             (description, read_trained(&model)?)
         }
         MixingData::Clusters => {
@@ -256,16 +257,7 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
                     plan.train_samples
                 ),
             )?;
-            train_for_ptt(
-                &plan,
-                seed,
-                set.visible(),
-                false,
-                false,
-                &model,
-                &mut runner,
-                ctx,
-            )?;
+            train_for_ptt(&plan, seed, set.recipe(), &model, &mut runner, ctx)?;
             (
                 format!(
                     "{} samples of {features} binary features in three Gaussian clusters of a \
