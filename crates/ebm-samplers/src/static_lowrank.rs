@@ -5,9 +5,29 @@
 
 use ebm_core::{ConditionalSampler, Kernel, Par, Result};
 use ebm_models::lowrank::{LowRankBasis, Mesh};
-use ebm_models::{BinaryLayer, Rbm, RbmChains, Spin};
+use ebm_models::{Bernoulli, BinaryLayer, Layer, Rbm, RbmChains, Spin};
 use nalgebra::DMatrix;
 use rand::Rng;
+use std::any::Any;
+
+/// Evaluates `$f` with `$model` (an `&Rbm<V, H>`) seen as each of the four binary `f64` RBM
+/// types in turn, the first that matches; `$none` when none does.
+macro_rules! as_binary {
+    ($model:expr, |$m:ident| $f:expr, $none:expr) => {{
+        let any = $model as &dyn Any;
+        if let Some($m) = any.downcast_ref::<Rbm<Bernoulli<f64>, Bernoulli<f64>>>() {
+            $f
+        } else if let Some($m) = any.downcast_ref::<Rbm<Bernoulli<f64>, Spin<f64>>>() {
+            $f
+        } else if let Some($m) = any.downcast_ref::<Rbm<Spin<f64>, Bernoulli<f64>>>() {
+            $f
+        } else if let Some($m) = any.downcast_ref::<Rbm<Spin<f64>, Spin<f64>>>() {
+            $f
+        } else {
+            $none
+        }
+    }};
+}
 
 /// Relative singular-value threshold below which a direction is not part of the model's span.
 const SPAN_TOL: f64 = 1e-9;
@@ -208,6 +228,44 @@ impl LowRankIndependence {
     /// The proposal.
     pub fn proposal(&self) -> &LowRankRefresh {
         &self.refresh
+    }
+
+    /// [`LowRankIndependence::new`] for an RBM of any unit types: `None` unless both layers
+    /// are binary (bernoulli or spin) with `f64` parameters, for generic callers (a negative
+    /// phase or a command over every unit type) that use this kernel where it applies.
+    pub fn of_any<V, H>(
+        rbm: &Rbm<V, H>,
+        beta: f64,
+        max_points: usize,
+        par: Par,
+    ) -> Option<Result<Self>>
+    where
+        V: Layer + 'static,
+        H: Layer<Scalar = V::Scalar> + 'static,
+    {
+        as_binary!(rbm, |m| Some(Self::new(m, beta, max_points, par)), None)
+    }
+
+    /// One step ([`Kernel::step`]) on an RBM of any unit types; `None` (nothing done) unless
+    /// both layers are binary with `f64` parameters, as for [`LowRankIndependence::of_any`].
+    ///
+    /// # Panics
+    /// As [`Kernel::step`].
+    pub fn step_any<V, H, R>(
+        &self,
+        model: &Rbm<V, H>,
+        beta: f64,
+        x: &mut RbmChains<V::Scalar>,
+        rngs: &mut [R],
+        par: Par,
+    ) -> Option<f64>
+    where
+        V: Layer + 'static,
+        H: Layer<Scalar = V::Scalar> + 'static,
+        R: Rng + Send,
+    {
+        let x = (x as &mut dyn Any).downcast_mut::<RbmChains<f64>>()?;
+        as_binary!(model, |m| Some(self.step(m, beta, x, rngs, par)), None)
     }
 }
 

@@ -5,10 +5,10 @@ use crate::negative::{NegativeInfo, NegativePhase, Tempered, run_rounds};
 use ebm_core::{ChainRng, EnergyModel, Error, Kernel, Par, Result};
 use ebm_models::exact::HiddenEnumeration;
 use ebm_models::{Rbm, RbmChains};
-use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
     ParallelTempering, PtState, SwapSchedule, TrajectoryLadder, validate_betas_to_one,
 };
+use ebm_samplers::{Gibbs, LowRankIndependence};
 use nalgebra::DMatrix;
 use rand::Rng;
 
@@ -47,8 +47,11 @@ use rand::Rng;
 /// pretrained model as the reference: rung 0 can be sampled exactly, and the bridge follows
 /// the training's own path, along which the modes' weights change smoothly (the argument of
 /// parallel trajectory tempering, paper 000 §3). Rung 0 is refreshed with an independent exact
-/// draw every round when the hidden layer can be enumerated; otherwise it is explored by
-/// Gibbs sweeps like the other rungs (and then mixes no better than they do). The exchange is
+/// draw every round when the hidden layer can be enumerated; otherwise, when the reference is
+/// a low-rank binary RBM (as `pretrain` writes them), by a draw of its static sampler accepted
+/// by Metropolis–Hastings ([`LowRankIndependence`], exact at any size, on a mesh of at most
+/// [`Bridged::LOW_RANK_MESH_POINTS`] points); otherwise by Gibbs sweeps like the other rungs
+/// (and then it mixes no better than they do). The exchange is
 /// the exact Metropolis ratio of [`ebm_samplers::tempering::Exchange`] for a ladder, so the
 /// product of the rungs' laws is invariant and the last rung's chains sample the current model.
 #[derive(Clone, Debug)]
@@ -59,13 +62,22 @@ pub struct Bridged<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> {
     rounds: usize,
     chains: usize,
     enumeration: Option<HiddenEnumeration>,
+    low_rank: Option<LowRankIndependence>,
 }
 
 impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
+    /// The most mesh points of the static sampler that explores rung 0 of a low-rank reference
+    /// too large to enumerate. Each round evaluates the proposal's density at every mesh point
+    /// twice per chain (\\(O(Kd)\\)), so this is a tenth of pretraining's default mesh: a
+    /// coarser mesh only lowers the acceptance, the kernel stays exact.
+    pub const LOW_RANK_MESH_POINTS: usize = 10_000;
+
     /// The bridge from `reference` on `rungs` evenly spaced coefficients
     /// \\(t_k = k / (K - 1)\\), with `sweeps` Gibbs sweeps per rung and round, `rounds` rounds
     /// per update and `chains` systems. The hidden layer of `reference` is enumerated once when
-    /// it has at most `max_enumerated` configurations (rung 0 is then refreshed exactly).
+    /// it has at most `max_enumerated` configurations (rung 0 is then refreshed exactly);
+    /// beyond that, a low-rank binary reference gets the static sampler of
+    /// [`LowRankIndependence`] as rung 0's proposal.
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for fewer than 2 or more than [`Tempered::MAX_RUNGS`] rungs,
@@ -108,6 +120,12 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
                 })?,
             _ => None,
         };
+        // A reference that is not low-rank (or not binary) is explored by Gibbs sweeps.
+        let low_rank = match enumeration {
+            Some(_) => None,
+            None => LowRankIndependence::of_any(&reference, 1.0, Self::LOW_RANK_MESH_POINTS, par)
+                .and_then(Result::ok),
+        };
         let bridged = Self {
             reference,
             coefficients,
@@ -115,6 +133,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
             rounds,
             chains,
             enumeration,
+            low_rank,
         };
         bridged.as_tempered().validate()?;
         Ok(bridged)
@@ -143,6 +162,12 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
     /// Whether rung 0 is refreshed by exact draws (its hidden layer enumerated).
     pub fn exact_reference(&self) -> bool {
         self.enumeration.is_some()
+    }
+
+    /// Whether rung 0 is explored by Metropolis–Hastings with the static sampler of the
+    /// (low-rank) reference as proposal.
+    pub fn low_rank_reference(&self) -> bool {
+        self.low_rank.is_some()
     }
 
     /// The same shape of ladder as a [`Tempered`] phase, for the checks and counts they share.
@@ -180,9 +205,11 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
     }
 }
 
-/// What explores rung 0 of the bridge: an exact draw of the reference, or Gibbs sweeps.
+/// What explores rung 0 of the bridge: an exact draw of the reference, a Metropolis–Hastings
+/// step with its static sampler as proposal, or Gibbs sweeps.
 struct ReferenceRung<'a> {
     enumeration: Option<&'a HiddenEnumeration>,
+    low_rank: Option<&'a LowRankIndependence>,
     gibbs: Gibbs,
 }
 
@@ -199,11 +226,13 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Kernel<Rbm<V, H>>
         rngs: &mut [R],
         par: Par,
     ) {
-        match self.enumeration {
-            Some(e) => H::sample_enumerated(e, model, x, rngs, par),
-            None => {
-                self.gibbs.step(model, beta, x, rngs, par);
-            }
+        if let Some(e) = self.enumeration {
+            H::sample_enumerated(e, model, x, rngs, par);
+        } else if let Some(k) = self.low_rank {
+            k.step_any(model, beta, x, rngs, par)
+                .expect("the kernel was built for this binary model type");
+        } else {
+            self.gibbs.step(model, beta, x, rngs, par);
         }
     }
 }
@@ -254,6 +283,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         let ladder = self.ladder(model)?;
         let rung0 = ReferenceRung {
             enumeration: self.enumeration.as_ref(),
+            low_rank: self.low_rank.as_ref(),
             gibbs: Gibbs::new(self.sweeps),
         };
         let pt = ParallelTempering::new(Gibbs::new(self.sweeps), SwapSchedule::Sweep)

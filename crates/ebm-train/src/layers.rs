@@ -17,7 +17,7 @@ use ebm_models::{
 /// A layer the trainer can update: a [`Layer`] with linear fields (used by the centred
 /// gradient and the Potts zero-sum gauge), a value domain and a data-driven field
 /// initialisation.
-pub trait TrainableLayer: Layer + LinearFields {
+pub trait TrainableLayer: Layer + LinearFields + 'static {
     /// Names of the tensors (see [`Layer::tensors`]) that are precisions \\(\gamma > 0\\): after
     /// each update the trainer keeps them at or above its `min_precision`.
     const PRECISION_TENSORS: &'static [&'static str] = &[];

@@ -6,7 +6,7 @@
 use std::any::Any;
 use std::path::{Path, PathBuf};
 
-use ebm_core::{Kernel, Par, RngStreams};
+use ebm_core::{Par, RngStreams};
 use ebm_models::{Bernoulli, BinaryLayer, Layer, Rbm, RbmChains, Spin};
 use ebm_samplers::LowRankIndependence;
 use ebm_train::pretrain::{PretrainConfig, PretrainedStart, RcmConfig};
@@ -425,34 +425,12 @@ pub(super) struct StaticRung0 {
     acceptance: std::sync::Mutex<(f64, u64)>,
 }
 
-/// Calls `$f` with `$model` downcast to each binary RBM type in turn; `$none` otherwise.
-macro_rules! with_binary {
-    ($model:expr, |$m:ident| $f:expr, $none:expr) => {{
-        let any = $model as &dyn Any;
-        if let Some($m) = any.downcast_ref::<Rbm<Bernoulli, Bernoulli>>() {
-            $f
-        } else if let Some($m) = any.downcast_ref::<Rbm<Bernoulli, Spin>>() {
-            $f
-        } else if let Some($m) = any.downcast_ref::<Rbm<Spin, Bernoulli>>() {
-            $f
-        } else if let Some($m) = any.downcast_ref::<Rbm<Spin, Spin>>() {
-            $f
-        } else {
-            $none
-        }
-    }};
-}
-
 impl StaticRung0 {
     /// The kernel of `model` at `beta`, if it is a low-rank binary RBM (proposal on a mesh of
     /// at most 10^5 points).
     pub(super) fn of<V: CliLayer, H: CliLayer>(model: &Rbm<V, H>, beta: f64) -> Option<Self> {
         let max = DEFAULT_MESH_POINTS as usize;
-        let kernel = with_binary!(
-            model,
-            |m| LowRankIndependence::new(m, beta, max, Par::Rayon).ok(),
-            None
-        )?;
+        let kernel = LowRankIndependence::of_any(model, beta, max, Par::Rayon)?.ok()?;
         Some(Self {
             kernel,
             acceptance: std::sync::Mutex::new((0.0, 0)),
@@ -476,11 +454,10 @@ impl StaticRung0 {
         rngs: &mut [R],
         par: Par,
     ) {
-        let accepted = with_binary!(
-            model,
-            |m| self.kernel.step(m, beta, x, rngs, par),
-            unreachable!("StaticRung0 is built for binary RBMs only")
-        );
+        let accepted = self
+            .kernel
+            .step_any(model, beta, x, rngs, par)
+            .expect("StaticRung0 is built for binary RBMs only");
         let mut a = self.acceptance.lock().unwrap_or_else(|e| e.into_inner());
         a.0 += accepted;
         a.1 += 1;
