@@ -1309,6 +1309,16 @@ fn a_renamed_checksum_key_does_not_let_an_edit_through() {
         1,
         "renamed.state.json at checksum: no \"checksum\" field",
     );
+    // A state of format version 1 without a checksum (written before checksums) resumes.
+    let mut old = json(&d.join("pcd.state.json"));
+    old.as_object_mut().unwrap().remove("checksum");
+    assert_eq!(old["format_version"], 2);
+    old["format_version"] = 1.into();
+    std::fs::write(d.join("v1.state.json"), old.to_string()).unwrap();
+    ok(
+        d,
+        "train --data d.npy --resume v1.state.json --updates 9 --out r1.safetensors",
+    );
     // The model's metadata key misspelled, and a weight edited.
     let model = bytes(&d.join("pcd.safetensors"));
     let n = u64::from_le_bytes(model[..8].try_into().unwrap()) as usize;
