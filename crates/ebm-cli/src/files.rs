@@ -1,5 +1,8 @@
 //! Reading and writing the files of the command line: datasets and matrices (through
 //! `ebm-data`), atomic writes (through `ebm-io`), and CSV tables with a header for plots.
+//!
+//! Every input is read through [`ebm_core::input`]: only regular files (a FIFO, a device or a
+//! directory is refused before it is opened), whole-file reads capped.
 
 use std::path::{Path, PathBuf};
 
@@ -34,11 +37,22 @@ pub(crate) fn load_dataset(path: &Path) -> Result<Dataset> {
     Ok(ebm_data::load(path, &LoadOptions::default())?)
 }
 
-/// What kind of foreign file `path` is, from its first bytes, if recognised.
+/// Reads the whole text input `path` (a table, a run record, a log): a regular file of at most
+/// [`ebm_core::input::MAX_TEXT_BYTES`] ([`ebm_core::input::read_regular`]).
+pub(crate) fn read_input(path: &Path) -> Result<Vec<u8>> {
+    ebm_core::input::read_regular(path, ebm_core::input::MAX_TEXT_BYTES)
+        .map_err(|e| CliError::new(format!("cannot read {}: {e}", path.display())))
+}
+
+/// What kind of foreign file `path` is, from its first bytes, if recognised (`None` also for a
+/// file that cannot be opened or is not a regular file).
 pub(crate) fn foreign_format(path: &Path) -> Option<&'static str> {
     use std::io::Read;
     let mut magic = [0u8; 8];
-    let n = std::fs::File::open(path).ok()?.read(&mut magic).ok()?;
+    let n = ebm_core::input::open_regular(path)
+        .ok()?
+        .read(&mut magic)
+        .ok()?;
     ebm_io::foreign_format(&magic[..n])
 }
 
@@ -150,9 +164,7 @@ impl Table {
     /// Reads a comma-separated file: lines starting with `#` and blank lines are skipped, the
     /// first remaining line names the columns, every other line has one cell per column.
     pub fn read(path: &Path) -> Result<Table> {
-        let text = std::fs::read(path)
-            .map_err(|e| CliError::new(format!("cannot read {}: {e}", path.display())))?;
-        let text = String::from_utf8(text)
+        let text = String::from_utf8(read_input(path)?)
             .map_err(|_| CliError::new(format!("{}: not a UTF-8 text file", path.display())))?;
         let mut lines = text
             .lines()

@@ -232,8 +232,7 @@ pub(crate) fn read_record<R: for<'de> Deserialize<'de>>(
     path: &Path,
     command: &str,
 ) -> Result<Record<serde_json::Value, R>> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| CliError::new(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = crate::files::read_input(path)?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         CliError::new(format!(
             "{} is not an ebm run record: not valid JSON (line {}, column {}): {e}",

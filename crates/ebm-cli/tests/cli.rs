@@ -4,7 +4,7 @@
 //! line and a non-zero exit code.
 
 mod common;
-use common::{bytes, ebm, fails, json, ok};
+use common::{bytes, ebm, fails, json, ok, signed_safetensors};
 
 use std::path::Path;
 
@@ -1179,18 +1179,10 @@ fn bad_input_gives_one_clear_error_line() {
     let header: Value = serde_json::from_slice(&model[8..8 + n]).unwrap();
     let at = 8 + n + header["weights"]["data_offsets"][0].as_u64().unwrap() as usize;
     model[at..at + 8].copy_from_slice(&f64::NAN.to_le_bytes());
-    // Without its checksum (as files written before checksums), so that the loader reaches
-    // the values; an edit that keeps the checksum is caught as corruption (tests/cli_robust.rs).
-    let mut header = header;
-    header["__metadata__"]
-        .as_object_mut()
-        .unwrap()
-        .remove("checksum");
-    let header = serde_json::to_vec(&header).unwrap();
-    let mut unsummed = (header.len() as u64).to_le_bytes().to_vec();
-    unsummed.extend_from_slice(&header);
-    unsummed.extend_from_slice(&model[8 + n..]);
-    std::fs::write(d.join("nan.safetensors"), &unsummed).unwrap();
+    // With its checksum recomputed, so that the loader reaches the values; an edit that keeps
+    // the old checksum is caught as corruption (tests/cli_robust.rs).
+    let signed = signed_safetensors(&model, |_| {});
+    std::fs::write(d.join("nan.safetensors"), &signed).unwrap();
     fails(
         d,
         "sample --model nan.safetensors --out s.npy",

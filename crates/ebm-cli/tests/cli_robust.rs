@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bytes, ebm, ebm_binary, fails, json, ok};
+use common::{bytes, ebm, ebm_binary, fails, json, ok, signed_safetensors, write_signed_json};
 use ebm_data::{Dataset, Domain};
 use nalgebra::DMatrix;
 use proptest::prelude::*;
@@ -49,16 +49,15 @@ fn trained() -> tempfile::TempDir {
     dir
 }
 
-/// The state file `name` with the JSON value at `pointer` replaced by `value` and without its
-/// checksum (a file edited by hand; with the checksum, any edit is caught by it first).
+/// The state file `name` with the JSON value at `pointer` replaced by `value` and its checksum
+/// recomputed (a file edited deliberately; without, any edit is caught by the checksum first).
 fn edited(d: &Path, name: &str, pointer: &str, value: Value) -> String {
     let mut state = json(&d.join(format!("{name}.state.json")));
-    state.as_object_mut().unwrap().remove("checksum");
     *state
         .pointer_mut(pointer)
         .unwrap_or_else(|| panic!("no {pointer} in the state")) = value;
     let out = format!("bad-{name}.state.json");
-    std::fs::write(d.join(&out), state.to_string()).unwrap();
+    write_signed_json(&d.join(&out), state);
     out
 }
 
@@ -322,7 +321,7 @@ proptest! {
         state.as_object_mut().unwrap().remove("checksum");
         mutate(&mut state, pick, with);
         let file = format!("fuzz-{name}-{pick}-{with}.state.json");
-        std::fs::write(d.join(&file), state.to_string()).unwrap();
+        write_signed_json(&d.join(&file), state);
         let out = ebm()
             .current_dir(d)
             .args(format!("train --data d.npy --resume {file} --updates 8 --out fuzz-{pick}-{with}.safetensors").split_whitespace())
@@ -340,19 +339,15 @@ proptest! {
         let dir = STATES.get_or_init(trained);
         let d = dir.path();
         let raw = bytes(&d.join("pcd.safetensors"));
-        let n = u64::from_le_bytes(raw[..8].try_into().unwrap()) as usize;
-        let mut header: Value = serde_json::from_slice(&raw[8..8 + n]).unwrap();
-        let meta = header["__metadata__"].as_object_mut().unwrap();
-        meta.remove("checksum");
-        // Metadata values are strings: mutate them as numbers where they are numbers.
-        let keys: Vec<String> = meta.keys().cloned().collect();
-        let key = &keys[pick % keys.len()];
-        let hostile = ["0", "-1", "1e308", "NaN", "18446744073709551615", "4294967296", "potts", ""];
-        meta.insert(key.clone(), hostile[with % hostile.len()].into());
-        let text = header.to_string();
-        let mut file = (text.len() as u64).to_le_bytes().to_vec();
-        file.extend_from_slice(text.as_bytes());
-        file.extend_from_slice(&raw[8 + n..]);
+        let file = signed_safetensors(&raw, |header| {
+            let meta = header["__metadata__"].as_object_mut().unwrap();
+            meta.remove("checksum");
+            // Metadata values are strings: mutate them as numbers where they are numbers.
+            let keys: Vec<String> = meta.keys().cloned().collect();
+            let key = &keys[pick % keys.len()];
+            let hostile = ["0", "-1", "1e308", "NaN", "18446744073709551615", "4294967296", "potts", ""];
+            meta.insert(key.clone(), hostile[with % hostile.len()].into());
+        });
         let name = format!("fuzz-{pick}-{with}.safetensors");
         std::fs::write(d.join(&name), file).unwrap();
         for cmd in [format!("loglik exact --model {name} --data d.npy"), format!("sample --model {name} --chains 2 --steps 2 --out s-{pick}-{with}.npy")] {
@@ -1294,4 +1289,140 @@ fn sigint_and_sigterm_save_a_resumable_state_and_exit_with_their_code() {
             "{file}: resumed twice after signals, not the uninterrupted run"
         );
     }
+}
+
+#[test]
+fn a_renamed_checksum_key_does_not_let_an_edit_through() {
+    let dir = trained();
+    let d = dir.path();
+    // The state's "checksum" key misspelled by one letter, and the learning rate edited.
+    let text = std::fs::read_to_string(d.join("pcd.state.json")).unwrap();
+    let renamed = text.replacen("\"checksum\"", "\"checksun\"", 1);
+    assert_ne!(renamed, text);
+    let mut state: Value = serde_json::from_str(&renamed).unwrap();
+    *state.pointer_mut("/config/trainer/learning_rate").unwrap() =
+        serde_json::json!({"Constant": 0.5});
+    std::fs::write(d.join("renamed.state.json"), state.to_string()).unwrap();
+    fails(
+        d,
+        "train --data d.npy --resume renamed.state.json --updates 9 --out r.safetensors",
+        1,
+        "renamed.state.json at checksum: no \"checksum\" field",
+    );
+    // A state of format version 1 without a checksum (written before checksums) resumes.
+    let mut old = json(&d.join("pcd.state.json"));
+    old.as_object_mut().unwrap().remove("checksum");
+    assert_eq!(old["format_version"], 2);
+    old["format_version"] = 1.into();
+    std::fs::write(d.join("v1.state.json"), old.to_string()).unwrap();
+    ok(
+        d,
+        "train --data d.npy --resume v1.state.json --updates 9 --out r1.safetensors",
+    );
+    // The model's metadata key misspelled, and a weight edited.
+    let model = bytes(&d.join("pcd.safetensors"));
+    let n = u64::from_le_bytes(model[..8].try_into().unwrap()) as usize;
+    let mut header: Value = serde_json::from_slice(&model[8..8 + n]).unwrap();
+    let meta = header["__metadata__"].as_object_mut().unwrap();
+    let sum = meta.remove("checksum").unwrap();
+    meta.insert("checksun".into(), sum);
+    let text = header.to_string();
+    let mut file = (text.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(text.as_bytes());
+    file.extend_from_slice(&model[8 + n..]);
+    let last = file.len() - 3;
+    file[last] ^= 0x01;
+    std::fs::write(d.join("renamed.safetensors"), file).unwrap();
+    fails(
+        d,
+        "loglik exact --model renamed.safetensors --data d.npy",
+        1,
+        "renamed.safetensors at checksum: the metadata has no \"checksum\" entry",
+    );
+}
+
+/// Runs `ebm <args>` in `d` and expects it to fail within 30 s (a hang on a FIFO or an
+/// endless device fails the test instead of blocking it), as [`fails`] checks: exit code 1,
+/// one `error:` line containing every needle.
+fn fails_quickly(d: &Path, args: &str, needles: &[&str]) {
+    let mut child = StdCommand::new(ebm_binary())
+        .current_dir(d)
+        .env_remove("RUST_BACKTRACE")
+        .args(args.split_whitespace())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("ebm {args}: still running after 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "ebm {args}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "ebm {args}: {stderr}");
+    assert!(stderr.starts_with("error: "), "ebm {args}: {stderr}");
+    for needle in needles {
+        assert!(
+            stderr.contains(needle),
+            "ebm {args}: {stderr} lacks {needle:?}"
+        );
+    }
+    assert!(out.stdout.is_empty(), "ebm {args}: printed on stdout");
+}
+
+#[test]
+#[cfg(unix)]
+fn fifos_and_devices_as_inputs_are_refused_at_once() {
+    let dir = trained();
+    let d = dir.path();
+    for name in [
+        "fifo.npy",
+        "fifo.csv",
+        "fifo.safetensors",
+        "fifo.state.json",
+    ] {
+        let made = StdCommand::new("mkfifo")
+            .arg(d.join(name))
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo {name}");
+    }
+    let fifo = ["fifo", "a FIFO", "expected a regular file"];
+    for args in [
+        "train --data fifo.npy --hidden-units 3 --updates 2 --out f1.safetensors",
+        "data info fifo.csv",
+        "sample --model fifo.safetensors --chains 2 --steps 2 --out f2.npy",
+        "loglik exact --model fifo.safetensors --data d.npy",
+        "train --data d.npy --resume fifo.state.json --updates 9 --out f3.safetensors",
+    ] {
+        fails_quickly(d, args, &fifo);
+    }
+    // /dev/zero, directly and through a symbolic link with the extension of the input.
+    for name in ["zero.csv", "zero.state.json", "zero.safetensors"] {
+        std::os::unix::fs::symlink("/dev/zero", d.join(name)).unwrap();
+    }
+    let device = ["a character device", "expected a regular file"];
+    for args in [
+        "data info zero.csv",
+        "train --data zero.csv --hidden-units 3 --updates 2 --out z1.safetensors",
+        "train --data d.npy --resume zero.state.json --updates 9 --out z2.safetensors",
+        "train --data d.npy --resume /dev/zero --updates 9 --out z3.safetensors",
+        "loglik exact --model zero.safetensors --data d.npy",
+        "train --data d.npy --resume /dev/urandom --updates 9 --out z4.safetensors",
+    ] {
+        fails_quickly(d, args, &device);
+    }
+    // A directory.
+    std::fs::create_dir(d.join("dir.npy")).unwrap();
+    fails_quickly(
+        d,
+        "data info dir.npy",
+        &["dir.npy", "a directory", "expected a regular file"],
+    );
 }

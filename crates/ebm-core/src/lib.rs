@@ -15,6 +15,7 @@
 //! | [`RngStreams`] | one Xoshiro256++ stream per chain, derived from one seed by jumps |
 //! | [`Par`] | sequential or rayon execution, with results independent of the thread count |
 //! | [`diagnostics`] | autocorrelation times, ESS, mode assignment and mode jumps |
+//! | [`input`] | opening input files: regular files only, whole-file reads capped |
 //!
 //! ## Reproducibility
 //!
@@ -25,6 +26,7 @@
 mod chains;
 pub mod diagnostics;
 mod error;
+pub mod input;
 mod lanes;
 pub mod linalg;
 pub mod numerics;

@@ -16,7 +16,7 @@
 //! - [`save_trajectory`] / [`load_trajectory`] / [`read_trajectory_info`]: the checkpoints of a
 //!   training run ([`Trajectory`]) in one file of the same kind, each checkpoint's tensors
 //!   prefixed by `checkpoint.<k>.`, with the training update of every checkpoint in the
-//!   metadata (format `ebm-trajectory`, version 1). Parallel trajectory tempering loads it as a
+//!   metadata (format `ebm-trajectory`, version 2). Parallel trajectory tempering loads it as a
 //!   ladder.
 //! - [`save_stack`] / [`load_stack`] / [`read_stack_manifest`]: the RBMs of a stack for stacked
 //!   tempering, one RBM file each, listed by a JSON manifest (format `ebm-stack`, version 1;
@@ -26,7 +26,7 @@
 //!   checkpoint as a model, every checkpoint as a trajectory), mapped exactly to [`Rbm`]
 //!   (module [`rbms`], pure Rust, no HDF5 C library).
 //!
-//! # File layout (format `ebm-rbm`, version 1)
+//! # File layout (format `ebm-rbm`, version 2)
 //!
 //! Tensors, all of one dtype (`F32` or `F64`, little-endian, row-major as safetensors requires):
 //!
@@ -36,10 +36,17 @@
 //! | `visible.<name>` | per layer | every tensor of [`ebm_models::Layer::tensors`] of the visible layer |
 //! | `hidden.<name>` | per layer | the same for the hidden layer |
 //!
-//! The `__metadata__` string map holds `format` (`"ebm-rbm"`), `format_version` (`"1"`),
+//! The `__metadata__` string map holds `format` (`"ebm-rbm"`), `format_version` (`"2"`),
 //! `visible` and `hidden` ([`ebm_models::Layer::KIND`]), `visible_units` and `hidden_units`,
-//! `dtype` (`"f32"` or `"f64"`), `convention` ([`CONVENTION`]) and any free-form entries passed
-//! to [`save_rbm_with_metadata`].
+//! `dtype` (`"f32"` or `"f64"`), `convention` ([`CONVENTION`]), any free-form entries passed
+//! to [`save_rbm_with_metadata`], and `checksum`: the FNV-1a hash ([`Fnv1a`]) of the canonical
+//! header without it and of the tensor data, verified on loading.
+//!
+//! Version 2 differs from version 1 only in that the checksum is required: a version-2 file
+//! without one (the key removed or misspelled) is refused. Version-1 files are still read,
+//! with their checksum verified if they have one (those written before checksums have none).
+//! Model and trajectory files are read only from regular files (not FIFOs or devices,
+//! [`ebm_core::input`]).
 //!
 //! # Float types
 //!
@@ -86,8 +93,10 @@ pub use stack::{load_stack, read_stack_manifest, save_stack, stack_rbm_paths};
 
 /// The value of the `format` metadata key of RBM files.
 pub const RBM_FORMAT: &str = "ebm-rbm";
-/// The version of the RBM file format written by this crate (and the only one it reads).
-pub const RBM_FORMAT_VERSION: u32 = 1;
+/// The version of the RBM file format written by this crate (the newest it reads; it reads
+/// version 1 too). Version 2 is version 1 with the checksum required
+/// ([`CHECKSUMS_SINCE_VERSION`]).
+pub const RBM_FORMAT_VERSION: u32 = 2;
 /// The energy convention recorded in every file (metadata key `convention`).
 pub const CONVENTION: &str = "E(v,h) = U_V(v) + U_H(h) - v^T W h; bernoulli units in {0,1}, spin units in {-1,+1}, \
 potts units one-hot; weights[i][j] = W_ij, row-major";
@@ -331,26 +340,46 @@ fn write_tensors<F: Scalar>(
                 })
         })
         .collect::<Result<Vec<_>>>()?;
-    let serialise_error = |reason: String| Error::InvalidParameter {
-        name: "model".into(),
-        reason: format!("cannot serialise: {reason}"),
-    };
-    let serialise = |metadata: HashMap<String, String>| {
-        let bytes = safetensors::tensor::serialize(views.clone(), Some(metadata))
-            .map_err(|e| serialise_error(e.to_string()))?;
-        canonical_header(bytes).map_err(serialise_error)
-    };
-    // The checksum covers the canonical header without it, and the tensor data.
-    let unsummed = serialise(metadata.clone())?;
-    let checksum = content_checksum(&unsummed).map_err(serialise_error)?;
-    let mut metadata = metadata;
-    metadata.insert(CHECKSUM_KEY.to_string(), checksum);
-    let bytes = serialise(metadata)?;
+    let bytes = safetensors::tensor::serialize(views, Some(metadata)).map_err(|e| {
+        Error::InvalidParameter {
+            name: "model".into(),
+            reason: format!("cannot serialise: {e}"),
+        }
+    })?;
+    let bytes = sign_safetensors(&bytes)?;
     write_atomically(path, |w| w.write_all(&bytes))
 }
 
 /// The metadata key of the checksum of model and trajectory files.
 const CHECKSUM_KEY: &str = "checksum";
+
+/// The first format version of model and trajectory files in which every file carries a
+/// checksum (metadata key `checksum`): a file of this version or later without one is
+/// refused. Files of version 1 were written both before and after checksums were introduced;
+/// one without a checksum is read without this check.
+pub const CHECKSUMS_SINCE_VERSION: u32 = 2;
+
+/// The oldest format version of model and trajectory files read.
+const OLDEST_FORMAT_VERSION: u32 = 1;
+
+/// Sets the `checksum` metadata entry of the serialised safetensors file `bytes` to the
+/// checksum of the rest of its content (replacing any previous one), with the header in
+/// canonical order: what [`save_rbm`] and [`save_trajectory`] write. For programs that edit
+/// these files deliberately; the loaders refuse an edited file whose checksum was not
+/// recomputed.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] if `bytes` is not a safetensors file whose metadata values are
+/// strings.
+pub fn sign_safetensors(bytes: &[u8]) -> Result<Vec<u8>> {
+    let checksum = content_checksum(bytes);
+    checksum
+        .and_then(|c| canonical_header(bytes.to_vec(), Some(&c)))
+        .map_err(|reason| Error::InvalidParameter {
+            name: "safetensors file".into(),
+            reason: format!("cannot compute its checksum: {reason}"),
+        })
+}
 
 /// The 64-bit FNV-1a hash, fed in pieces: a cheap checksum that detects accidental
 /// corruption (flipped or truncated bytes) of the files this crate writes; it is not a
@@ -416,11 +445,31 @@ fn content_checksum(bytes: &[u8]) -> std::result::Result<String, String> {
 }
 
 /// Verifies the checksum of a model or trajectory file read whole: files written by this
-/// crate carry one ([`CHECKSUM_KEY`]); files written before checksums were introduced (same
-/// format version) have none and are read without this check.
+/// crate carry one ([`CHECKSUM_KEY`]), and every file of format version
+/// [`CHECKSUMS_SINCE_VERSION`] or later must. A file of version 1 without one (written before
+/// checksums were introduced) is read without this check; a file of a version this build does
+/// not read is left to the metadata checks, which refuse it.
 fn verify_checksum(path: &Path, header: &Metadata, bytes: &[u8]) -> Result<()> {
-    let Some(expected) = header.metadata().as_ref().and_then(|m| m.get(CHECKSUM_KEY)) else {
+    let meta = header.metadata().as_ref();
+    let version = meta
+        .and_then(|m| m.get("format_version"))
+        .and_then(|v| v.parse::<u32>().ok());
+    if version.is_some_and(|v| v > RBM_FORMAT_VERSION.max(TRAJECTORY_FORMAT_VERSION)) {
         return Ok(());
+    }
+    let Some(expected) = meta.and_then(|m| m.get(CHECKSUM_KEY)) else {
+        return match version {
+            Some(v) if v >= CHECKSUMS_SINCE_VERSION => Err(format_error(
+                path,
+                "checksum",
+                format!(
+                    "the metadata has no \"{CHECKSUM_KEY}\" entry, which every file of format \
+                     version {v} carries: the key was removed or misspelled (the file was \
+                     edited or is corrupted)"
+                ),
+            )),
+            _ => Ok(()),
+        };
     };
     let actual = content_checksum(bytes).map_err(|e| format_error(path, "header", e))?;
     if &actual != expected {
@@ -441,18 +490,31 @@ fn verify_checksum(path: &Path, header: &Metadata, bytes: &[u8]) -> Result<()> {
 /// file, byte for byte: `safetensors` writes the metadata from a `HashMap`, whose order varies
 /// from one map to the next. The data section and the offsets into it are unchanged; the
 /// header is padded with spaces to a multiple of 8 bytes, as `safetensors` does.
-fn canonical_header(bytes: Vec<u8>) -> std::result::Result<Vec<u8>, String> {
+///
+/// With `checksum`, the metadata entry [`CHECKSUM_KEY`] is set to it.
+fn canonical_header(
+    bytes: Vec<u8>,
+    checksum: Option<&str>,
+) -> std::result::Result<Vec<u8>, String> {
     let malformed = || "unexpected safetensors layout".to_string();
     let len_bytes: [u8; 8] = bytes.get(..8).ok_or_else(malformed)?.try_into().unwrap();
     let n = usize::try_from(u64::from_le_bytes(len_bytes)).map_err(|_| malformed())?;
     let header = bytes.get(8..8 + n).ok_or_else(malformed)?;
-    let entries: BTreeMap<String, serde_json::Value> =
+    let mut entries: BTreeMap<String, serde_json::Value> =
         serde_json::from_slice(header).map_err(|e| e.to_string())?;
+    if checksum.is_some() {
+        entries
+            .entry("__metadata__".into())
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    }
     let mut sorted = BTreeMap::new();
     for (key, value) in entries {
         let value = if key == "__metadata__" {
-            let map: BTreeMap<String, String> =
+            let mut map: BTreeMap<String, String> =
                 serde_json::from_value(value).map_err(|e| e.to_string())?;
+            if let Some(c) = checksum {
+                map.insert(CHECKSUM_KEY.into(), c.into());
+            }
             serde_json::to_value(map).map_err(|e| e.to_string())?
         } else {
             value
@@ -547,10 +609,10 @@ impl RbmFileInfo {
         let format_version: u32 = version
             .parse()
             .map_err(|_| bad(format!("format_version \"{version}\" is not a number")))?;
-        if format_version != supported_version {
+        if !(OLDEST_FORMAT_VERSION..=supported_version).contains(&format_version) {
             return Err(bad(format!(
-                "format_version {format_version} is not supported (this build reads version \
-                 {supported_version}{})",
+                "format_version {format_version} is not supported (this build reads versions \
+                 {OLDEST_FORMAT_VERSION} to {supported_version}{})",
                 if format_version > supported_version {
                     "; the file was written by a newer ebm"
                 } else {
@@ -732,21 +794,12 @@ fn parse_header(path: &Path, json: &[u8], file_len: u64) -> Result<Metadata> {
     Ok(header)
 }
 
-/// Reads the metadata of an RBM file without reading its tensor data: only the header
-/// (a few hundred bytes) is read, and the file length is checked against it.
-///
-/// Use it to dispatch on [`RbmFileInfo::visible`] and [`RbmFileInfo::hidden`] before calling
-/// [`load_rbm`] with the matching layer types.
-///
-/// # Errors
-/// [`Error::Io`] if the file cannot be read; [`Error::Format`] if it is not an ebm RBM file of
-/// a supported version.
-pub fn read_rbm_info(path: &Path) -> Result<RbmFileInfo> {
-    if rbms::is_hdf5(path) {
-        return rbms::read_info(path);
-    }
+/// Reads and parses the header of the safetensors file `path` (a regular file,
+/// [`ebm_core::input::open_regular`]) without its tensor data: the 8-byte length, then at most
+/// [`MAX_HEADER`] bytes of JSON; the file length is checked against the header.
+fn read_header(path: &Path) -> Result<Metadata> {
     let io = io_error(path);
-    let mut file = std::fs::File::open(path).map_err(&io)?;
+    let mut file = ebm_core::input::open_regular(path).map_err(&io)?;
     let file_len = file.metadata().map_err(&io)?.len();
     let mut prefix = Vec::with_capacity(PREFIX);
     (&mut file)
@@ -756,8 +809,29 @@ pub fn read_rbm_info(path: &Path) -> Result<RbmFileInfo> {
     let n = header_len(path, &prefix, file_len)?;
     let mut json = vec![0u8; n];
     file.read_exact(&mut json).map_err(&io)?;
-    let header = parse_header(path, &json, file_len)?;
-    RbmFileInfo::from_header(path, &header)
+    parse_header(path, &json, file_len)
+}
+
+/// Reads the metadata of an RBM file without reading its tensor data: only the header
+/// (a few hundred bytes) is read, and the file length is checked against it.
+///
+/// Use it to dispatch on [`RbmFileInfo::visible`] and [`RbmFileInfo::hidden`] before calling
+/// [`load_rbm`] with the matching layer types.
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be read or is not a regular file (a FIFO, a device, a
+/// directory); [`Error::Format`] if it is not an ebm RBM file of a supported version.
+pub fn read_rbm_info(path: &Path) -> Result<RbmFileInfo> {
+    if rbms::is_hdf5(path) {
+        return rbms::read_info(path);
+    }
+    RbmFileInfo::from_header(path, &read_header(path)?)
+}
+
+/// Reads the whole model or trajectory file `path`, a regular file of at most
+/// [`ebm_core::input::MAX_BINARY_BYTES`] ([`ebm_core::input::read_regular`]).
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    ebm_core::input::read_regular(path, ebm_core::input::MAX_BINARY_BYTES).map_err(io_error(path))
 }
 
 /// A fully read and validated safetensors file.
@@ -843,16 +917,20 @@ fn to_scalar<F: Scalar>(values: &[f64], what: &str) -> Result<Vec<F>> {
 
 /// Loads an RBM with visible layer `V` and hidden layer `H` from `path`.
 ///
-/// The file must be an `ebm-rbm` file of version [`RBM_FORMAT_VERSION`] whose unit kinds are
+/// The file must be a regular file holding an `ebm-rbm` file of version 1 or
+/// [`RBM_FORMAT_VERSION`] (whose checksum is verified, and required from
+/// [`CHECKSUMS_SINCE_VERSION`] on) whose unit kinds are
 /// exactly `V::KIND` and `H::KIND` (use [`read_rbm_info`] to find them first). A file written
 /// with the other float type is converted: `f32` to `f64` exactly, `f64` to `f32` by rounding
 /// to nearest. Every tensor the layers expect must be present with the right shape, and no
 /// other tensor may be.
 ///
 /// # Errors
-/// - [`Error::Io`]: the file cannot be read;
-/// - [`Error::Format`]: not safetensors, truncated (with the byte offset), not an ebm RBM
-///   file, unsupported version, other unit kinds than `V` and `H` (naming both), a missing,
+/// - [`Error::Io`]: the file cannot be read, is not a regular file or is larger than
+///   [`ebm_core::input::MAX_BINARY_BYTES`];
+/// - [`Error::Format`]: not safetensors, truncated (with the byte offset), a checksum that
+///   does not match or is missing (location `checksum`), not an ebm RBM file, unsupported
+///   version, other unit kinds than `V` and `H` (naming both), a missing,
 ///   unexpected or misshapen tensor (naming it), or parameters a layer rejects;
 /// - [`Error::NonFinite`]: a NaN or infinite parameter, naming the tensor and flat row-major
 ///   index;
@@ -861,7 +939,7 @@ pub fn load_rbm<V: Layer, H: Layer<Scalar = V::Scalar>>(path: &Path) -> Result<R
     if rbms::is_hdf5(path) {
         return rbms::load_last(path);
     }
-    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let bytes = read_file(path)?;
     let container = parse_container(path, &bytes)?;
     let info = RbmFileInfo::from_header(path, &container.header)?;
     if info.visible != V::KIND || info.hidden != H::KIND {
@@ -984,8 +1062,10 @@ fn decode_model<V: Layer, H: Layer<Scalar = V::Scalar>>(
 
 /// The value of the `format` metadata key of trajectory files.
 pub const TRAJECTORY_FORMAT: &str = "ebm-trajectory";
-/// The version of the trajectory file format written by this crate (and the only one it reads).
-pub const TRAJECTORY_FORMAT_VERSION: u32 = 1;
+/// The version of the trajectory file format written by this crate (the newest it reads; it
+/// reads version 1 too). Version 2 is version 1 with the checksum required
+/// ([`CHECKSUMS_SINCE_VERSION`]).
+pub const TRAJECTORY_FORMAT_VERSION: u32 = 2;
 
 /// Metadata keys written by the trajectory format itself, which
 /// [`save_trajectory_with_metadata`] refuses as free-form entries.
@@ -1254,25 +1334,13 @@ pub fn save_trajectory_with_metadata<V: Layer, H: Layer<Scalar = V::Scalar>>(
 /// Reads the metadata of a trajectory file (header only, like [`read_rbm_info`]).
 ///
 /// # Errors
-/// [`Error::Io`] if the file cannot be read; [`Error::Format`] if it is not an ebm trajectory
-/// file of a supported version.
+/// [`Error::Io`] if the file cannot be read or is not a regular file; [`Error::Format`] if it
+/// is not an ebm trajectory file of a supported version.
 pub fn read_trajectory_info(path: &Path) -> Result<TrajectoryFileInfo> {
     if rbms::is_hdf5(path) {
         return rbms::read_trajectory_info(path);
     }
-    let io = io_error(path);
-    let mut file = std::fs::File::open(path).map_err(&io)?;
-    let file_len = file.metadata().map_err(&io)?.len();
-    let mut prefix = Vec::with_capacity(PREFIX);
-    (&mut file)
-        .take(PREFIX as u64)
-        .read_to_end(&mut prefix)
-        .map_err(&io)?;
-    let n = header_len(path, &prefix, file_len)?;
-    let mut json = vec![0u8; n];
-    file.read_exact(&mut json).map_err(&io)?;
-    let header = parse_header(path, &json, file_len)?;
-    TrajectoryFileInfo::from_header(path, &header).map(|(info, _)| info)
+    TrajectoryFileInfo::from_header(path, &read_header(path)?).map(|(info, _)| info)
 }
 
 /// Loads a trajectory of `Rbm<V, H>` checkpoints written by [`save_trajectory`], validating
@@ -1289,7 +1357,7 @@ pub fn load_trajectory<V: Layer, H: Layer<Scalar = V::Scalar>>(
     if rbms::is_hdf5(path) {
         return rbms::load_trajectory(path);
     }
-    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let bytes = read_file(path)?;
     let container = parse_container(path, &bytes)?;
     let (info, model_info) = TrajectoryFileInfo::from_header(path, &container.header)?;
     if info.visible != V::KIND || info.hidden != H::KIND {

@@ -13,7 +13,8 @@
 //!   [`StagedOutputs::recover`] (called under the lock by the next run on the same outputs)
 //!   finishes. Readers never see a half-written file (each rename is atomic).
 //! - [`write_json_checked`] / [`read_json_checked`]: JSON documents carrying a `checksum` of
-//!   their content, verified on reading.
+//!   their content, verified on reading, and required in every document of a format version
+//!   that has them ([`ChecksumsSince`]).
 //!
 //! # Example
 //! ```
@@ -178,15 +179,16 @@ impl StagedOutputs {
             return Ok(false);
         }
         let manifest_path = dir.join(MANIFEST);
-        let completed = match std::fs::read(&manifest_path) {
-            Ok(bytes) => {
-                let manifest: Vec<(String, PathBuf)> = serde_json::from_slice(&bytes)
-                    .map_err(|e| format_error(&manifest_path, "manifest", e.to_string()))?;
-                finish(&dir, &manifest)?;
-                true
-            }
-            Err(_) => false,
-        };
+        let completed =
+            match ebm_core::input::read_regular(&manifest_path, ebm_core::input::MAX_TEXT_BYTES) {
+                Ok(bytes) => {
+                    let manifest: Vec<(String, PathBuf)> = serde_json::from_slice(&bytes)
+                        .map_err(|e| format_error(&manifest_path, "manifest", e.to_string()))?;
+                    finish(&dir, &manifest)?;
+                    true
+                }
+                Err(_) => false,
+            };
         if dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(io_error(&dir))?;
         }
@@ -246,15 +248,34 @@ pub fn write_json_checked(path: &Path, document: &impl serde::Serialize) -> Resu
     write_atomically(path, |w| w.write_all(&json))
 }
 
-/// Reads a JSON document from `path` and verifies its `checksum` (a document without one,
-/// written before checksums were introduced, is read as is); returns it without the
+/// Where a JSON format records its version, and the first version whose documents all carry
+/// a checksum: what [`read_json_checked`] needs to tell a document written before checksums
+/// (read as is) from one whose checksum was removed or misspelled (refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChecksumsSince {
+    /// The JSON pointer of the version number in the document (e.g. `"/format_version"`).
+    pub version_at: &'static str,
+    /// The first version in which every document carries a checksum.
+    pub version: u64,
+}
+
+/// Reads a JSON document from `path` (a regular file of at most
+/// [`ebm_core::input::MAX_TEXT_BYTES`]) and verifies its `checksum`; returns it without the
 /// checksum.
 ///
+/// A document without a checksum is read as is only when its version (at
+/// [`ChecksumsSince::version_at`]) is a number below [`ChecksumsSince::version`]: one written
+/// before checksums were introduced. A document without a version is left to the caller's
+/// checks of its format.
+///
 /// # Errors
-/// [`Error::Io`] if the file cannot be read; [`Error::Format`] if it is not JSON (with the
-/// line and column) or its content does not match its checksum.
-pub fn read_json_checked(path: &Path) -> Result<serde_json::Value> {
-    let bytes = std::fs::read(path).map_err(io_error(path))?;
+/// [`Error::Io`] if the file cannot be read, is not a regular file or is too large;
+/// [`Error::Format`] if it is not JSON (with the line and column), its content does not match
+/// its checksum, or it has no checksum although its version requires one (location
+/// `"checksum"`).
+pub fn read_json_checked(path: &Path, since: ChecksumsSince) -> Result<serde_json::Value> {
+    let bytes = ebm_core::input::read_regular(path, ebm_core::input::MAX_TEXT_BYTES)
+        .map_err(io_error(path))?;
     let mut value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         format_error(
             path,
@@ -263,18 +284,30 @@ pub fn read_json_checked(path: &Path) -> Result<serde_json::Value> {
         )
     })?;
     let recorded = value.as_object_mut().and_then(|m| m.remove(JSON_CHECKSUM));
-    if let Some(recorded) = recorded {
-        let actual = json_checksum(&value);
-        if recorded.as_str() != Some(actual.as_str()) {
-            return Err(format_error(
+    let Some(recorded) = recorded else {
+        return match value.pointer(since.version_at).and_then(|v| v.as_u64()) {
+            Some(v) if v >= since.version => Err(format_error(
                 path,
                 "checksum",
                 format!(
-                    "the content does not match its checksum (recorded {recorded}, computed \
-                     {actual}): the file is corrupted or was edited"
+                    "no \"{JSON_CHECKSUM}\" field, which every document of format version {v} \
+                     carries: the key was removed or misspelled (the file was edited or is \
+                     corrupted)"
                 ),
-            ));
-        }
+            )),
+            _ => Ok(value),
+        };
+    };
+    let actual = json_checksum(&value);
+    if recorded.as_str() != Some(actual.as_str()) {
+        return Err(format_error(
+            path,
+            "checksum",
+            format!(
+                "the content does not match its checksum (recorded {recorded}, computed \
+                 {actual}): the file is corrupted or was edited"
+            ),
+        ));
     }
     Ok(value)
 }

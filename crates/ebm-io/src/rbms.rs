@@ -54,11 +54,11 @@ pub const RBMS_FORMAT: &str = "rbms-hdf5";
 pub const RBMS_CONVENTION: &str = "rbms: E(v,h) = -a.v - b.h - v^T W h (PBRBM: v one-hot, \
 W[i,a,mu] at row i*q+a); read as ebm's convention with a = visible bias/fields, b = hidden bias";
 
-/// Whether `path` starts with the HDF5 signature (`false` if it cannot be read: the caller's
-/// own read then reports the I/O error).
+/// Whether `path` is a regular file that starts with the HDF5 signature (`false` if it cannot
+/// be read or is not a regular file: the caller's own read then reports the error).
 pub fn is_hdf5(path: &Path) -> bool {
     let mut magic = [0u8; 8];
-    std::fs::File::open(path)
+    ebm_core::input::open_regular(path)
         .and_then(|f| f.take(8).read_exact(&mut magic))
         .is_ok_and(|()| &magic == HDF5_SIGNATURE)
 }

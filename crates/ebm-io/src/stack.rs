@@ -97,12 +97,14 @@ pub fn save_stack<V: Layer, H: Layer<Scalar = V::Scalar>>(
 /// against the manifest's directory (the files themselves are not read).
 ///
 /// # Errors
-/// [`Error::Io`] if `path` cannot be read; [`Error::Format`] naming `path` if it is not JSON
+/// [`Error::Io`] if `path` cannot be read, is not a regular file or is larger than
+/// [`ebm_core::input::MAX_TEXT_BYTES`]; [`Error::Format`] naming `path` if it is not JSON
 /// of the manifest's shape (the location is the line and column), has another format or
 /// version, lists no RBM, or names a file outside its directory (an absolute path or one with
 /// directory components).
 pub fn read_stack_manifest(path: &Path) -> Result<Vec<PathBuf>> {
-    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let bytes = ebm_core::input::read_regular(path, ebm_core::input::MAX_TEXT_BYTES)
+        .map_err(io_error(path))?;
     let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
         format_error(
             path,

@@ -161,7 +161,7 @@ fn weights_are_stored_row_major_with_the_documented_metadata() {
     let meta = header.metadata().as_ref().unwrap();
     for (k, v) in [
         ("format", "ebm-rbm"),
-        ("format_version", "1"),
+        ("format_version", "2"),
         ("visible", "bernoulli"),
         ("hidden", "spin"),
         ("visible_units", "4"),
@@ -472,7 +472,7 @@ fn wrong_metadata_is_rejected_with_what_was_found() {
             "pytorch",
             "format is \"pytorch\", expected \"ebm-rbm\"",
         ),
-        ("format_version", "2", "format_version 2 is not supported"),
+        ("format_version", "3", "format_version 3 is not supported"),
         ("format_version", "0", "format_version 0 is not supported"),
         ("format_version", "x", "not a number"),
         ("dtype", "bf16", "dtype \"bf16\""),
@@ -484,10 +484,16 @@ fn wrong_metadata_is_rejected_with_what_was_found() {
         expect_format(load_bs(&p), &["metadata", needle]);
         expect_format(read_rbm_info(&p), &[needle]);
     }
-    let m = with_meta("format_version", "2");
+    let m = with_meta("format_version", "3");
     let m: Vec<(&str, &str)> = m.iter().map(|(k, v)| (*k, v.as_str())).collect();
     write_raw(&p, &good_tensors(), &m);
     expect_format(load_bs(&p), &["written by a newer ebm"]);
+    // Version 1 files without a checksum (`META`, written before checksums) load; a version-2
+    // file must have one.
+    let m = with_meta("format_version", "2");
+    let m: Vec<(&str, &str)> = m.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    write_raw(&p, &good_tensors(), &m);
+    expect_format(load_bs(&p), &["checksum", "format version 2"]);
     // A plain safetensors file (no metadata) and one missing a key.
     write_raw(&p, &good_tensors(), &[]);
     expect_format(load_bs(&p), &["no __metadata__"]);

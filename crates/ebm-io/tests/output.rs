@@ -2,8 +2,10 @@
 //! documents (a flipped byte fails to load), the output lock, and committed output sets.
 
 use ebm_core::Error;
-use ebm_io::output::{OutputLock, StagedOutputs, read_json_checked, write_json_checked};
-use ebm_io::{Trajectory, load_rbm, load_trajectory, save_rbm, save_trajectory};
+use ebm_io::output::{
+    ChecksumsSince, OutputLock, StagedOutputs, read_json_checked, write_json_checked,
+};
+use ebm_io::{Trajectory, load_rbm, load_trajectory, save_rbm, save_trajectory, sign_safetensors};
 use ebm_models::{Bernoulli, Rbm, Spin};
 use nalgebra::DMatrix;
 use std::path::Path;
@@ -38,6 +40,31 @@ fn assert_checksum_error<T: std::fmt::Debug>(r: Result<T, Error>) {
     }
 }
 
+/// The JSON documents of these tests record their version at `/v`; checksums are required
+/// from version 2 on.
+const SINCE: ChecksumsSince = ChecksumsSince {
+    version_at: "/v",
+    version: 2,
+};
+
+/// The header of a safetensors file as JSON, and the offset of its data section.
+fn header_of(bytes: &[u8]) -> (serde_json::Value, usize) {
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    (serde_json::from_slice(&bytes[8..8 + n]).unwrap(), 8 + n)
+}
+
+/// A safetensors file with `header` and the data section of `bytes` (from `data`).
+fn with_header(header: &serde_json::Value, bytes: &[u8], data: usize) -> Vec<u8> {
+    let mut json = serde_json::to_vec(header).unwrap();
+    while !json.len().is_multiple_of(8) {
+        json.push(b' ');
+    }
+    let mut out = (json.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&json);
+    out.extend_from_slice(&bytes[data..]);
+    out
+}
+
 #[test]
 fn flipped_bytes_in_model_and_trajectory_tensors_fail_to_load() {
     let dir = tempfile::tempdir().unwrap();
@@ -69,22 +96,21 @@ fn edited_metadata_fails_the_checksum_and_old_files_without_one_still_load() {
     std::fs::write(&p, &bytes).unwrap();
     assert_checksum_error(load_rbm::<Bernoulli<f64>, Spin<f64>>(&p));
 
-    // A file of the same format version written without a checksum (before checksums
-    // existed) is read as before: rewrite the header without the key, same length.
+    // A file of format version 1 written without a checksum (before checksums existed) is
+    // read as before; the same file as version 2 (the current one) is refused.
     save_rbm(&model(0.0), &p).unwrap();
     let bytes = std::fs::read(&p).unwrap();
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header = std::str::from_utf8(&bytes[8..8 + n]).unwrap();
-    let start = header.find("\"checksum\":\"").unwrap();
-    let end = start + header[start..].find(',').unwrap() + 1;
-    let stripped = format!("{}{}", &header[..start], &header[end..]);
-    let padded = format!("{stripped:<n$}");
-    let mut old = bytes[..8].to_vec();
-    old.extend_from_slice(padded.as_bytes());
-    old.extend_from_slice(&bytes[8 + n..]);
-    std::fs::write(&p, &old).unwrap();
+    let (mut header, data) = header_of(&bytes);
+    let meta = header["__metadata__"].as_object_mut().unwrap();
+    meta.remove("checksum");
+    assert_eq!(meta["format_version"], "2");
+    std::fs::write(&p, with_header(&header, &bytes, data)).unwrap();
+    assert_checksum_error(load_rbm::<Bernoulli<f64>, Spin<f64>>(&p));
+    header["__metadata__"]["format_version"] = "1".into();
+    std::fs::write(&p, with_header(&header, &bytes, data)).unwrap();
     let back: Rbm<Bernoulli<f64>, Spin<f64>> = load_rbm(&p).unwrap();
     assert_eq!(back, model(0.0));
+    assert_eq!(ebm_io::read_rbm_info(&p).unwrap().format_version, 1);
 }
 
 #[test]
@@ -93,16 +119,90 @@ fn json_documents_carry_a_verified_checksum() {
     let p = dir.path().join("s.json");
     let doc = serde_json::json!({"a": [1.5, 0.1, 3], "b": {"c": "x", "d": 1e-300}});
     write_json_checked(&p, &doc).unwrap();
-    assert_eq!(read_json_checked(&p).unwrap(), doc);
+    assert_eq!(read_json_checked(&p, SINCE).unwrap(), doc);
     let text = std::fs::read_to_string(&p).unwrap();
     std::fs::write(&p, text.replace("1.5", "2.5")).unwrap();
-    assert_checksum_error(read_json_checked(&p));
-    // Without a checksum (an older file) the document is read as is.
+    assert_checksum_error(read_json_checked(&p, SINCE));
+    // Without a checksum, a document of a version before checksums (or without a version)
+    // is read as is.
     std::fs::write(&p, doc.to_string()).unwrap();
-    assert_eq!(read_json_checked(&p).unwrap(), doc);
+    assert_eq!(read_json_checked(&p, SINCE).unwrap(), doc);
+    let old = serde_json::json!({"v": 1, "a": 2});
+    std::fs::write(&p, old.to_string()).unwrap();
+    assert_eq!(read_json_checked(&p, SINCE).unwrap(), old);
     // Not JSON: a format error with the line.
     std::fs::write(&p, "{\n nope").unwrap();
-    assert!(matches!(read_json_checked(&p), Err(Error::Format { .. })));
+    assert!(matches!(
+        read_json_checked(&p, SINCE),
+        Err(Error::Format { .. })
+    ));
+}
+
+#[test]
+fn a_misspelled_or_removed_checksum_key_is_refused_in_current_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.json");
+    let doc = serde_json::json!({"v": 2, "rate": 0.1});
+    write_json_checked(&p, &doc).unwrap();
+    // "checksum" renamed by one letter, and the content edited: refused, naming the field.
+    let text = std::fs::read_to_string(&p).unwrap();
+    let renamed = text.replace("\"checksum\"", "\"checksun\"");
+    assert_ne!(renamed, text);
+    std::fs::write(&p, renamed.replace("0.1", "0.9")).unwrap();
+    assert_checksum_error(read_json_checked(&p, SINCE));
+    let e = read_json_checked(&p, SINCE).unwrap_err().to_string();
+    assert!(e.contains("s.json") && e.contains("\"checksum\""), "{e}");
+    // Removed: the same.
+    std::fs::write(&p, doc.to_string()).unwrap();
+    assert_checksum_error(read_json_checked(&p, SINCE));
+
+    // Model and trajectory files: the metadata key renamed, then a weight edited.
+    let m = dir.path().join("m.safetensors");
+    save_rbm(&model(0.0), &m).unwrap();
+    let t = dir.path().join("t.safetensors");
+    let traj = Trajectory::from_checkpoints([(0, model(0.0)), (5, model(0.5))]).unwrap();
+    save_trajectory(&traj, &t).unwrap();
+    for p in [&m, &t] {
+        let bytes = std::fs::read(p).unwrap();
+        let (mut header, data) = header_of(&bytes);
+        let meta = header["__metadata__"].as_object_mut().unwrap();
+        let sum = meta.remove("checksum").unwrap();
+        meta.insert("checksun".into(), sum);
+        let mut edited = with_header(&header, &bytes, data);
+        let n = edited.len();
+        edited[n - 3] ^= 0x01;
+        std::fs::write(p, edited).unwrap();
+    }
+    assert_checksum_error(load_rbm::<Bernoulli<f64>, Spin<f64>>(&m));
+    let e = load_rbm::<Bernoulli<f64>, Spin<f64>>(&m)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("m.safetensors") && e.contains("\"checksum\""),
+        "{e}"
+    );
+    assert_checksum_error(load_trajectory::<Bernoulli<f64>, Spin<f64>>(&t));
+}
+
+#[test]
+fn signing_an_edited_file_makes_it_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.safetensors");
+    save_rbm(&model(0.0), &p).unwrap();
+    let written = std::fs::read(&p).unwrap();
+    // Signing a file as written changes nothing.
+    assert_eq!(sign_safetensors(&written).unwrap(), written);
+    let (mut header, data) = header_of(&written);
+    header["__metadata__"]["note"] = "edited".into();
+    let edited = with_header(&header, &written, data);
+    std::fs::write(&p, &edited).unwrap();
+    assert_checksum_error(load_rbm::<Bernoulli<f64>, Spin<f64>>(&p));
+    std::fs::write(&p, sign_safetensors(&edited).unwrap()).unwrap();
+    assert_eq!(
+        load_rbm::<Bernoulli<f64>, Spin<f64>>(&p).unwrap(),
+        model(0.0)
+    );
+    assert!(sign_safetensors(b"not safetensors").is_err());
 }
 
 #[test]

@@ -599,13 +599,16 @@ where
     /// phase.
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read; [`Error::Format`] with the line and column if
-    /// it is not such a state (including a model whose unit kinds differ from `V` and `H`).
+    /// [`Error::Io`] if the file cannot be read, is not a regular file or is larger than
+    /// [`ebm_core::input::MAX_TEXT_BYTES`]; [`Error::Format`] with the line and column if it
+    /// is not such a state (including a model whose unit kinds differ from `V` and `H`).
     pub fn load(path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes = ebm_core::input::read_regular(path, ebm_core::input::MAX_TEXT_BYTES).map_err(
+            |source| Error::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+        )?;
         serde_json::from_slice(&bytes).map_err(|e| Error::Format {
             path: path.to_path_buf(),
             location: format!("line {} column {}", e.line(), e.column()),

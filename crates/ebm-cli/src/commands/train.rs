@@ -34,8 +34,17 @@ use crate::record::{Context, RecordText, write_record};
 
 /// The `format` value of training state files.
 const STATE_FORMAT: &str = "ebm-train-state";
-/// The version of the state file layout.
-const STATE_FORMAT_VERSION: u32 = 1;
+/// The version of the state file layout written. Version 2 is version 1 with the checksum
+/// required (version-1 files are still read: those written before checksums have none).
+const STATE_FORMAT_VERSION: u32 = 2;
+/// The oldest version of the state file layout read.
+const OLDEST_STATE_FORMAT_VERSION: u32 = 1;
+/// Where state files record their version, and the version from which every state file
+/// carries a checksum.
+const STATE_CHECKSUMS: ebm_io::output::ChecksumsSince = ebm_io::output::ChecksumsSince {
+    version_at: "/format_version",
+    version: 2,
+};
 /// Largest number of configurations enumerated for the exact \\(\log Z\\) of an initial model
 /// with couplings (the start of the online log-likelihood).
 const MAX_INITIAL_ENUMERATION: u128 = 1 << 22;
@@ -913,10 +922,11 @@ struct StateHeader {
     update: u64,
 }
 
-/// Reads a state file, verifies its checksum, format and version; returns its content and
+/// Reads a state file (a regular file, see [`ebm_io::output::read_json_checked`]), verifies
+/// its checksum (required from version 2 on), format and version; returns its content and
 /// header.
 fn read_state_header(path: &Path) -> Result<(serde_json::Value, StateFile<StateHeader>)> {
-    let value = ebm_io::output::read_json_checked(path)?;
+    let value = ebm_io::output::read_json_checked(path, STATE_CHECKSUMS)?;
     if value.get("format").and_then(|f| f.as_str()) != Some(STATE_FORMAT) {
         bail!(
             "{} is not a training state file (no \"format\": \"{STATE_FORMAT}\"); it is \
@@ -930,10 +940,10 @@ fn read_state_header(path: &Path) -> Result<(serde_json::Value, StateFile<StateH
             path.display()
         ))
     })?;
-    if header.format_version != STATE_FORMAT_VERSION {
+    if !(OLDEST_STATE_FORMAT_VERSION..=STATE_FORMAT_VERSION).contains(&header.format_version) {
         bail!(
             "{}: training state format version {} is not supported (this program reads \
-             version {STATE_FORMAT_VERSION})",
+             versions {OLDEST_STATE_FORMAT_VERSION} to {STATE_FORMAT_VERSION})",
             path.display(),
             header.format_version
         );
@@ -1620,11 +1630,17 @@ fn enumerable<V: CliLayer, H: CliLayer>(v: &V, h: &H) -> bool {
 }
 
 /// The rows of the log next to a resumed state (`<model>.state.json` -> `<model>.log.csv`)
-/// up to update `upto`, header included (empty if there is none), and the number of rows that
+/// up to update `upto`, header included (empty if there is none, or it is not a regular UTF-8
+/// file of at most [`ebm_core::input::MAX_TEXT_BYTES`]), and the number of rows that
 /// do not start with an update number (dropped; the caller warns). Rows after `upto` belong to
 /// the interrupted run past its last saved state and are dropped silently.
 fn previous_log(state: &Path, upto: u64) -> (String, usize) {
-    let Some(Ok(text)) = log_of_state(state).map(std::fs::read_to_string) else {
+    let read = |p: PathBuf| {
+        ebm_core::input::read_regular(&p, ebm_core::input::MAX_TEXT_BYTES)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+    };
+    let Some(text) = log_of_state(state).and_then(read) else {
         return (String::new(), 0);
     };
     let mut lines = text.lines();

@@ -117,6 +117,28 @@ pub fn bytes(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
 
+/// Writes a JSON document read with [`json`] from a file with a checksum (a state file) and
+/// edited, with its checksum recomputed, as a deliberate edit would: the program then reaches
+/// the edited content (without, any edit is caught by the checksum first).
+pub fn write_signed_json(path: &Path, mut document: Value) {
+    document.as_object_mut().unwrap().remove("checksum");
+    ebm_io::output::write_json_checked(path, &document).unwrap();
+}
+
+/// Rewrites the model or trajectory file `raw` (its bytes) with its JSON header edited by
+/// `edit` and its checksum recomputed ([`ebm_io::sign_safetensors`]); the data section is
+/// kept.
+pub fn signed_safetensors(raw: &[u8], edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let n = u64::from_le_bytes(raw[..8].try_into().unwrap()) as usize;
+    let mut header: Value = serde_json::from_slice(&raw[8..8 + n]).unwrap();
+    edit(&mut header);
+    let text = header.to_string();
+    let mut file = (text.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(text.as_bytes());
+    file.extend_from_slice(&raw[8 + n..]);
+    ebm_io::sign_safetensors(&file).unwrap()
+}
+
 /// The rows of a numeric CSV file with a header line, by column name.
 pub fn csv_columns(path: &Path) -> std::collections::BTreeMap<String, Vec<f64>> {
     let text = std::fs::read_to_string(path).unwrap();

@@ -248,10 +248,11 @@ pub fn parse_fasta(bytes: &[u8], file: &str, alphabet: &Alphabet) -> Result<Msa>
 /// Reads a FASTA alignment file (see [`parse_fasta`]).
 ///
 /// # Errors
-/// [`Error::Io`] if the file cannot be read, otherwise as [`parse_fasta`].
+/// [`Error::Io`] if the file cannot be read, is not a regular file (a FIFO,
+/// a device, a directory) or is larger than [`ebm_core::input::MAX_TEXT_BYTES`]; otherwise as [`parse_fasta`].
 pub fn load_fasta(path: impl AsRef<std::path::Path>, alphabet: &Alphabet) -> Result<Msa> {
     let path = path.as_ref();
-    let bytes = super::read_file(path)?;
+    let bytes = super::read_file(path, ebm_core::input::MAX_TEXT_BYTES)?;
     parse_fasta(&bytes, &path.display().to_string(), alphabet)
 }
 

@@ -181,15 +181,18 @@ pub fn parse_mnist(
 /// Reads an IDX image file and an optional IDX label file (see [`parse_mnist`]).
 ///
 /// # Errors
-/// [`Error::Io`] if a file cannot be read, otherwise as [`parse_mnist`].
+/// [`Error::Io`] if a file cannot be read, is not a regular file (a FIFO, a device, a
+/// directory) or is larger than [`ebm_core::input::MAX_BINARY_BYTES`]; otherwise as
+/// [`parse_mnist`].
 pub fn load_mnist(
     images: impl AsRef<std::path::Path>,
     labels: Option<&std::path::Path>,
     opts: &MnistOptions,
 ) -> Result<Dataset> {
     let ip = images.as_ref();
-    let ib = super::read_file(ip)?;
-    let lb = labels.map(super::read_file).transpose()?;
+    let read = |p: &std::path::Path| super::read_file(p, ebm_core::input::MAX_BINARY_BYTES);
+    let ib = read(ip)?;
+    let lb = labels.map(read).transpose()?;
     let lname = labels.map(|p| p.display().to_string());
     parse_mnist(
         &ib,

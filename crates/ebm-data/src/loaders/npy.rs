@@ -480,10 +480,11 @@ pub fn parse_npy(bytes: &[u8], file: &str) -> Result<Dataset> {
 /// Reads an `.npy` file (see [`parse_npy`]).
 ///
 /// # Errors
-/// [`Error::Io`] if the file cannot be read, otherwise as [`parse_npy`].
+/// [`Error::Io`] if the file cannot be read, is not a regular file (a FIFO,
+/// a device, a directory) or is larger than [`ebm_core::input::MAX_BINARY_BYTES`]; otherwise as [`parse_npy`].
 pub fn load_npy(path: impl AsRef<std::path::Path>) -> Result<Dataset> {
     let path = path.as_ref();
-    let bytes = super::read_file(path)?;
+    let bytes = super::read_file(path, ebm_core::input::MAX_BINARY_BYTES)?;
     parse_npy(&bytes, &path.display().to_string())
 }
 

@@ -209,10 +209,11 @@ pub fn parse_text_matrix(text: &[u8], file: &str, opts: &TextOptions) -> Result<
 /// Reads a text matrix file (see [`parse_text_matrix`]).
 ///
 /// # Errors
-/// [`Error::Io`](crate::Error::Io) if the file cannot be read, otherwise as [`parse_text_matrix`].
+/// [`Error::Io`](crate::Error::Io) if the file cannot be read, is not a regular file (a FIFO,
+/// a device, a directory) or is larger than [`ebm_core::input::MAX_TEXT_BYTES`]; otherwise as [`parse_text_matrix`].
 pub fn load_text_matrix(path: impl AsRef<std::path::Path>, opts: &TextOptions) -> Result<Dataset> {
     let path = path.as_ref();
-    let bytes = super::read_file(path)?;
+    let bytes = super::read_file(path, ebm_core::input::MAX_TEXT_BYTES)?;
     parse_text_matrix(&bytes, &path.display().to_string(), opts)
 }
 

@@ -349,8 +349,12 @@ pub(super) fn lifted_training_digits(a: &ReproduceArgs, ctx: &Context) -> Result
 
 /// The rows of a `<model>.pll.csv` written by `ebm train --pll-every`.
 fn read_pll_log(path: &Path) -> Result<Vec<PllRow>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::new(format!("reproduce: cannot read {}: {e}", path.display())))?;
+    let text = String::from_utf8(crate::files::read_input(path)?).map_err(|_| {
+        CliError::new(format!(
+            "reproduce: {}: not a UTF-8 text file",
+            path.display()
+        ))
+    })?;
     let bad = |l: &str| CliError::new(format!("reproduce: {}: bad row '{l}'", path.display()));
     let mut rows = Vec::new();
     for l in text.lines().skip(1) {
