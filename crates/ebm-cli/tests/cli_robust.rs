@@ -194,6 +194,51 @@ fn every_listed_state_corruption_is_a_typed_error_naming_file_and_field() {
             0.into(),
             "sweeps",
         ),
+        // Issue 39: fields the command line would reject, and fields that used to panic.
+        (
+            "pcd",
+            "/config/trainer/checkpoints/target_acceptance",
+            3.into(),
+            "target_acceptance",
+        ),
+        (
+            "pcd",
+            "/config/trainer/checkpoints/target_acceptance",
+            (-1).into(),
+            "target_acceptance",
+        ),
+        (
+            "pcd",
+            "/state/kept",
+            Value::Array(vec![]),
+            "kept checkpoints",
+        ),
+        ("pcd", "/config/visible_states", 0.into(), "visible_states"),
+        ("pcd", "/config/hidden_units", 0.into(), "hidden_units"),
+        (
+            "pcd",
+            "/state/selection_draws",
+            Value::Null,
+            "selection_draws",
+        ),
+        (
+            "pcd",
+            "/state/negative/pcd/chains/visible/0/0",
+            2.into(),
+            "not a bernoulli value",
+        ),
+        (
+            "pt",
+            "/state/negative/pt/first_rung",
+            1.into(),
+            "first_rung",
+        ),
+        (
+            "pt",
+            "/state/negative/pt/rungs/0/visible/0/0",
+            (-1).into(),
+            "not a bernoulli value",
+        ),
     ];
     for (name, pointer, value, needle) in cases {
         let file = edited(d, name, pointer, value.clone());

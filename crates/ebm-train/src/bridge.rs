@@ -297,4 +297,8 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
         state.rungs().last().expect("at least one rung")
     }
+
+    fn every_chain<'a>(&self, state: &'a Self::State) -> Vec<&'a RbmChains<V::Scalar>> {
+        state.rungs().iter().collect()
+    }
 }

@@ -116,6 +116,10 @@ pub trait NegativePhase<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>
 
     /// Called after the parameters moved from `old` to `new` (reweighting phases update their
     /// weights here and record it in `info`). The default does nothing.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] when the reweighting overflows (the energies of `new` are not
+    /// finite on the chains: a step too large); the state is then not fit for a resume.
     fn after_update(
         &self,
         _old: &Rbm<V, H>,
@@ -123,8 +127,40 @@ pub trait NegativePhase<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>
         _state: &mut Self::State,
         _info: &mut NegativeInfo,
         _par: Par,
-    ) {
+    ) -> Result<()> {
+        Ok(())
     }
+
+    /// Every set of chains the state holds (every rung of a tempered phase), for the checks
+    /// of a state read from a file; the default is [`NegativePhase::chains`].
+    fn every_chain<'a>(&self, state: &'a Self::State) -> Vec<&'a RbmChains<V::Scalar>> {
+        vec![self.chains(state)]
+    }
+}
+
+/// Checks the weights of a weighted population: finite, non-negative, of positive sum, and
+/// summing to 1 when they are stored `normalised`.
+pub(crate) fn check_weights(what: &str, w: &[f64], normalised: bool) -> Result<()> {
+    Error::check_finite(what, w)?;
+    if let Some(index) = w.iter().position(|&x| x < 0.0) {
+        return Err(Error::InvalidParameter {
+            name: what.into(),
+            reason: format!("must be >= 0, got {} at index {index}", w[index]),
+        });
+    }
+    let sum: f64 = w.iter().sum();
+    if !(sum > 0.0 && sum.is_finite()) || (normalised && (sum - 1.0).abs() > 1e-9) {
+        let expected = if normalised {
+            "1 (they are normalised)"
+        } else {
+            "a finite positive value"
+        };
+        return Err(Error::InvalidParameter {
+            name: what.into(),
+            reason: format!("must sum to {expected}, got {sum}"),
+        });
+    }
+    Ok(())
 }
 
 pub(crate) fn check_count(name: &str, n: usize) -> Result<()> {
@@ -487,6 +523,15 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
 
     fn check_state(&self, state: &Self::State, _batch: usize) -> Result<()> {
         self.validate()?;
+        if state.first_rung != 0 {
+            return Err(Error::InvalidParameter {
+                name: "Tempered first_rung".into(),
+                reason: format!(
+                    "a training state holds the whole ladder, from rung 0; got {}",
+                    state.first_rung
+                ),
+            });
+        }
         Error::check_len("Tempered rungs", self.betas.len(), state.rungs().len())?;
         let n = self.chains * self.betas.len();
         Error::check_len("Tempered streams (rungs x chains)", n, state.rngs.len())?;
@@ -563,6 +608,10 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
 
     fn chains<'a>(&self, state: &'a Self::State) -> &'a RbmChains<V::Scalar> {
         state.rungs().last().expect("at least one rung")
+    }
+
+    fn every_chain<'a>(&self, state: &'a Self::State) -> Vec<&'a RbmChains<V::Scalar>> {
+        state.rungs().iter().collect()
     }
 }
 
@@ -660,7 +709,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         )?;
         Error::check_len("Jarzynski weights", self.chains, state.weights.len())?;
         Error::check_finite("Jarzynski log-weights", &state.log_weights)?;
-        Error::check_finite("Jarzynski weights", &state.weights)
+        check_weights("Jarzynski weights", &state.weights, true)
     }
 
     fn sample(
@@ -695,7 +744,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         state: &mut Self::State,
         info: &mut NegativeInfo,
         par: Par,
-    ) {
+    ) -> Result<()> {
         let n = self.chains;
         let (mut e_old, mut e_new) = (vec![0.0; n], vec![0.0; n]);
         let x = &state.chains.chains;
@@ -703,6 +752,22 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         new.energies(x, 1.0, &mut e_new, par);
         for ((l, a), b) in state.log_weights.iter_mut().zip(&e_old).zip(&e_new) {
             *l += a - b;
+        }
+        // A log-weight of -inf (a chain the new model makes impossible) is a weight of 0;
+        // NaN or +inf means the energies overflowed, and all -inf leaves no weight at all.
+        let none_left = state.log_weights.iter().all(|l| *l == f64::NEG_INFINITY);
+        if let Some(index) = state
+            .log_weights
+            .iter()
+            .position(|l| l.is_nan() || *l == f64::INFINITY || none_left)
+        {
+            return Err(Error::NonFinite {
+                what: "Jarzynski log-weights after the update (the new model's energies \
+                       overflow: a step too large)"
+                    .into(),
+                index,
+                value: state.log_weights[index],
+            });
         }
         let ess = LogMeanExp::of(&state.log_weights).relative_ess();
         info.ess = Some(ess);
@@ -723,5 +788,6 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
             info.resampled = true;
         }
         state.weights = normalised(&state.log_weights);
+        Ok(())
     }
 }

@@ -346,7 +346,7 @@ where
         Error::check_len("Tmc chains (hidden layer)", n, c.chains.hidden.ncols())?;
         Error::check_len("Tmc chains (streams)", n, c.rngs.len())?;
         Error::check_len("Tmc weights", n, state.weights.len())?;
-        Error::check_finite("Tmc weights", &state.weights)
+        crate::negative::check_weights("Tmc weights", &state.weights, false)
     }
 
     /// # Errors

@@ -424,13 +424,19 @@ impl<P> Trainer<P> {
                 reason: format!("must be finite and > 0, got {}", self.min_precision),
             });
         }
-        if let Some(c) = &self.checkpoints
-            && c.every == 0
-        {
-            return Err(Error::InvalidParameter {
-                name: "checkpoints.every".into(),
-                reason: "must be at least 1".into(),
-            });
+        if let Some(c) = &self.checkpoints {
+            if c.every == 0 {
+                return Err(Error::InvalidParameter {
+                    name: "checkpoints.every".into(),
+                    reason: "must be at least 1".into(),
+                });
+            }
+            if !(c.target_acceptance > 0.0 && c.target_acceptance < 1.0) {
+                return Err(Error::InvalidParameter {
+                    name: "checkpoints.target_acceptance".into(),
+                    reason: format!("must lie in (0, 1), got {}", c.target_acceptance),
+                });
+            }
         }
         if let Some(l) = &self.likelihood
             && (l.every == 0 || l.chains < 2)
@@ -744,6 +750,34 @@ where
 /// # Errors
 /// [`Error::InvalidParameter`] for `Exact` on a hidden layer that cannot be enumerated, or
 /// fewer than 2 exact draws.
+/// Checks that every chain of `x` holds a valid configuration of `model`'s layers (a state
+/// read from a file may hold a 2 in a Bernoulli unit).
+fn check_chain_values<V, H>(what: &str, model: &Rbm<V, H>, x: &RbmChains<V::Scalar>) -> Result<()>
+where
+    V: TrainableLayer,
+    H: TrainableLayer<Scalar = V::Scalar>,
+{
+    let invalid = |layer: &str, j: usize, reason: String| Error::InvalidParameter {
+        name: format!("{what}, {layer} layer of chain {j}"),
+        reason,
+    };
+    for (j, col) in x.visible.column_iter().enumerate() {
+        let c: Vec<V::Scalar> = col.iter().copied().collect();
+        model
+            .visible()
+            .check_configuration(&c)
+            .map_err(|r| invalid("visible", j, r))?;
+    }
+    for (j, col) in x.hidden.column_iter().enumerate() {
+        let c: Vec<V::Scalar> = col.iter().copied().collect();
+        model
+            .hidden()
+            .check_configuration(&c)
+            .map_err(|r| invalid("hidden", j, r))?;
+    }
+    Ok(())
+}
+
 fn exact_selection<H: TrainableLayer>(policy: &CheckpointPolicy, hidden: &H) -> Result<bool> {
     let configurations = hidden.discrete_configurations();
     let enumerable = configurations.is_some_and(|n| n <= MAX_EXACT_SELECTION_CONFIGURATIONS);
@@ -975,7 +1009,15 @@ impl<P> Trainer<P> {
                 })
             }
         };
-        shape("negative chains", self.negative.chains(&state.negative))?;
+        for (k, x) in self
+            .negative
+            .every_chain(&state.negative)
+            .into_iter()
+            .enumerate()
+        {
+            shape("negative chains", x)?;
+            check_chain_values(&format!("negative chains (set {k})"), &state.model, x)?;
+        }
         let n_params = state.model.weights().len()
             + state.model.visible().n_parameters()
             + state.model.hidden().n_parameters();
@@ -1003,18 +1045,37 @@ impl<P> Trainer<P> {
             (Some(policy), Some(selector)) => {
                 selector.check(|m, chains| {
                     same_model("checkpoint selector model", m)?;
-                    shape("checkpoint selector chains", chains)
+                    shape("checkpoint selector chains", chains)?;
+                    check_chain_values("checkpoint selector chains", &state.model, chains)
                 })?;
-                if let Some(draws) = &state.selection_draws {
-                    exact_selection(policy, state.model.hidden())?;
-                    Error::check_len(
+                let exact = exact_selection(policy, state.model.hidden())?;
+                match &state.selection_draws {
+                    Some(draws) if exact => Error::check_len(
                         "checkpoint selection's exact-draw streams (--exact-draws)",
                         policy.exact_draws,
                         draws.len(),
-                    )?;
+                    )?,
+                    None if !exact => {}
+                    _ => {
+                        return Err(Error::InvalidParameter {
+                            name: "selection_draws".into(),
+                            reason: format!(
+                                "the exact-draw streams of checkpoint selection must be present \
+                                 exactly when it draws exactly ({:?} on this hidden layer: {})",
+                                policy.acceptance,
+                                if exact { "exact" } else { "on the chains" }
+                            ),
+                        });
+                    }
+                }
+                if state.kept.first().map(|(u, _)| *u) != Some(0) {
+                    return Err(Error::InvalidParameter {
+                        name: "kept checkpoints".into(),
+                        reason: "must start with the initial model, at update 0".into(),
+                    });
                 }
             }
-            (None, None) => {}
+            (None, None) if state.kept.is_empty() && state.previous_offer.is_none() => {}
             _ => {
                 return Err(Error::InvalidParameter {
                     name: "selector".into(),
@@ -1025,7 +1086,9 @@ impl<P> Trainer<P> {
         match (&self.likelihood, &state.likelihood) {
             (Some(_), Some(estimator)) => {
                 estimator.check()?;
-                shape("online estimator chains", &estimator.population().chains)
+                let chains = &estimator.population().chains;
+                shape("online estimator chains", chains)?;
+                check_chain_values("online estimator chains", &state.model, chains)
             }
             (None, None) => Ok(()),
             _ => Err(Error::InvalidParameter {
@@ -1234,7 +1297,7 @@ impl<P> Trainer<P> {
             &mut state.negative,
             &mut negative_info,
             par,
-        );
+        )?;
         state.update += 1;
 
         let root = shard.is_none_or(Shard::is_root);

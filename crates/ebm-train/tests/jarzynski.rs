@@ -54,7 +54,9 @@ fn reweighted_chains_represent_the_new_model() {
     };
     let mut state = phase.init(&old, 1, 7, Par::Rayon).unwrap();
     let mut info = NegativeInfo::default();
-    phase.after_update(&old, &new, &mut state, &mut info, Par::Rayon);
+    phase
+        .after_update(&old, &new, &mut state, &mut info, Par::Rayon)
+        .unwrap();
     let ess = info.ess.unwrap();
     assert!(!info.resampled && ess > 0.05 && ess < 0.99, "ess {ess}");
     let chains = &state.chains.chains.visible;
@@ -75,7 +77,9 @@ fn reweighted_chains_represent_the_new_model() {
     };
     let mut state = strict.init(&old, 1, 7, Par::Rayon).unwrap();
     let mut info = NegativeInfo::default();
-    strict.after_update(&old, &new, &mut state, &mut info, Par::Rayon);
+    strict
+        .after_update(&old, &new, &mut state, &mut info, Par::Rayon)
+        .unwrap();
     assert!(info.resampled && state.resamplings == 1);
     assert!(state.log_weights.iter().all(|&w| w == 0.0));
     let z = worst_z(&state.chains.chains.visible, &state.weights, &exact);
@@ -86,4 +90,54 @@ fn reweighted_chains_represent_the_new_model() {
         "resampled chains off by {z} standard errors"
     );
     let _ = f64::NAME;
+}
+
+/// A state read from a file is checked: negative weights, or weights that do not sum to 1,
+/// are an error (they used to panic in the model average), and an update whose energies
+/// overflow is an error instead of NaN weights (they used to panic in the ESS).
+#[test]
+fn bad_weights_and_overflowing_updates_are_errors() {
+    let model: Model = Rbm::new(
+        Bernoulli::new(vec![0.2, -0.3, 0.1]),
+        Bernoulli::new(vec![0.1, -0.1]),
+        DMatrix::from_element(3, 2, 0.3),
+    )
+    .unwrap();
+    let phase = Jarzynski {
+        sweeps: 1,
+        chains: 4,
+        resample_below_ess: 0.5,
+    };
+    let state = phase.init(&model, 1, 7, Par::Seq).unwrap();
+    let check = |s: &ebm_train::JarzynskiState<f64>| {
+        NegativePhase::<Bernoulli<f64>, Bernoulli<f64>>::check_state(&phase, s, 1)
+    };
+    check(&state).unwrap();
+    let mut negative = state.clone();
+    negative.weights = vec![-0.25, 0.5, 0.5, 0.25];
+    let e = check(&negative).unwrap_err().to_string();
+    assert!(e.contains("Jarzynski weights") && e.contains(">= 0"), "{e}");
+    let mut unnormalised = state.clone();
+    unnormalised.weights = vec![0.5; 4];
+    let e = check(&unnormalised).unwrap_err().to_string();
+    assert!(e.contains("sum to 1"), "{e}");
+    // A model whose energies overflow on the chains (finite parameters of 1.5e308: two units
+    // on give an infinite energy; 64 chains of 5 units hold such a configuration).
+    let huge: Model = Rbm::new(
+        Bernoulli::new(vec![1.5e308; 3]),
+        Bernoulli::new(vec![1.5e308; 2]),
+        DMatrix::from_element(3, 2, 1.5e308),
+    )
+    .unwrap();
+    let many = Jarzynski {
+        chains: 64,
+        ..phase
+    };
+    let mut s = many.init(&model, 1, 7, Par::Seq).unwrap();
+    let mut info = NegativeInfo::default();
+    let e = many
+        .after_update(&model, &huge, &mut s, &mut info, Par::Seq)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("overflow"), "{e}");
 }

@@ -330,6 +330,16 @@ where
         }
     }
 
+    fn every_chain<'a>(&self, state: &'a AnyNegativeState) -> Vec<&'a RbmChains<f64>> {
+        match (self, state) {
+            (AnyNegative::Pt(_), AnyNegativeState::Pt(s)) => s.rungs().iter().collect(),
+            (AnyNegative::Bridged(_), AnyNegativeState::Bridged(s)) => {
+                s.pt.rungs().iter().collect()
+            }
+            _ => vec![NegativePhase::<V, H>::chains(self, state)],
+        }
+    }
+
     fn samples_the_model(&self) -> bool {
         !matches!(self, AnyNegative::Cd(_))
     }
@@ -357,7 +367,7 @@ where
         state: &mut AnyNegativeState,
         info: &mut NegativeInfo,
         par: Par,
-    ) {
+    ) -> ebm_core::Result<()> {
         match (self, state) {
             (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
                 p.after_update(old, new, s, info, par)
@@ -368,7 +378,7 @@ where
                 p.after_update(old, new, s, info, par)
             }
             (AnyNegative::Tmc(_), AnyNegativeState::Tmc(_))
-            | (AnyNegative::Bridged(_), AnyNegativeState::Bridged(_)) => {}
+            | (AnyNegative::Bridged(_), AnyNegativeState::Bridged(_)) => Ok(()),
             _ => unreachable!("{MISMATCH}"),
         }
     }
@@ -500,6 +510,65 @@ pub(crate) struct TrainConfig {
     /// on, the constant `rate`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub learning_rate_changes: Vec<LearningRateChange>,
+}
+
+impl TrainConfig {
+    /// Checks the settings read from a state file against what the command line accepts
+    /// (the trainer's and the negative phase's own settings are checked by
+    /// [`Trainer::check_state`]); returns an error naming the field.
+    fn check(&self) -> ebm_core::Result<()> {
+        let invalid = |name: &str, reason: String| ebm_core::Error::InvalidParameter {
+            name: format!("config.{name}"),
+            reason,
+        };
+        for (name, kind, states) in [
+            ("visible_states", &self.visible, self.visible_states),
+            ("hidden_states", &self.hidden, self.hidden_states),
+        ] {
+            match (kind.as_str() == "potts", states) {
+                (true, Some(q)) if q >= 1 => {}
+                (true, _) => {
+                    return Err(invalid(
+                        name,
+                        format!("potts units need a number of states >= 1, got {states:?}"),
+                    ));
+                }
+                (false, None) => {}
+                (false, Some(_)) => {
+                    return Err(invalid(
+                        name,
+                        format!("applies to potts units only, the layer is {kind}"),
+                    ));
+                }
+            }
+        }
+        if self.hidden_units == 0 {
+            return Err(invalid("hidden_units", "must be at least 1".into()));
+        }
+        if !(self.init_std >= 0.0 && self.init_std.is_finite()) {
+            return Err(invalid(
+                "init_std",
+                format!("must be finite and >= 0, got {}", self.init_std),
+            ));
+        }
+        if self.schedule_updates == Some(0) {
+            return Err(invalid("schedule_updates", "must be at least 1".into()));
+        }
+        let mut last = 0;
+        for c in &self.learning_rate_changes {
+            if !(c.rate > 0.0 && c.rate.is_finite()) || c.update < last {
+                return Err(invalid(
+                    "learning_rate_changes",
+                    format!(
+                        "rates must be finite and > 0, at non-decreasing updates; got {} at update {} after update {last}",
+                        c.rate, c.update
+                    ),
+                ));
+            }
+            last = c.update;
+        }
+        Ok(())
+    }
 }
 
 /// A learning rate set on resume.
@@ -1093,6 +1162,10 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
             }
             world.broadcast(&[]);
             let (value, header) = read_state_header(path)?;
+            header
+                .config
+                .check()
+                .map_err(|e| CliError::from(e.in_file(path)))?;
             let mut config = header.config;
             resume_learning_rate(&mut config, header.state.update, a, path)?;
             Some((path.as_path(), value, config, header.data))
