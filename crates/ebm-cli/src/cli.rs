@@ -1378,6 +1378,12 @@ pub(crate) struct TrainArgs {
     /// the end: the state resumes towards --updates (a long run in slices).
     #[arg(long, value_name = "N", value_parser = positive_u64)]
     pub stop_after: Option<u64>,
+    /// Stop after the first update that ends SECONDS or more after the start, writing every
+    /// output as at the end (exit code 0): the state resumes towards --updates. For a job
+    /// under a scheduler's or `timeout`'s limit, leave a margin of one update and one save
+    /// (one process only).
+    #[arg(long, value_name = "SECONDS", value_parser = positive_u64)]
+    pub time_limit: Option<u64>,
     /// The training settings (not with --resume: they come from the state file).
     #[command(flatten)]
     pub settings: TrainSettings,

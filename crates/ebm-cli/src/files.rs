@@ -98,31 +98,47 @@ pub(crate) fn write_samples(path: &Path, m: &DMatrix<f64>) -> Result<()> {
     Ok(())
 }
 
-/// Checks, before any work is done, that every output's directory exists and that no output
-/// (nor the run record) would overwrite an input file or another output.
+/// What every command does with its files before any work:
+/// - finishes the commit of any output set an input belongs to, left unfinished by a run killed
+///   during it ([`ebm_io::output::committed_sets_writing`]; skipped while a run holds that
+///   set's lock), so that no command reads a set half at one update and half at another;
+/// - checks that every output's directory exists and is writable (a file is created and
+///   removed in it), so that a command never computes for nothing;
+/// - refuses an output that would overwrite an input file, another output (the run record is
+///   the output's name with `.json`), or a file of another run's output set
+///   ([`owner_record`]).
 pub(crate) fn check_outputs(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
+    for input in inputs {
+        for anchor in ebm_io::output::committed_sets_writing(input) {
+            if let Ok(_lock) = ebm_io::output::OutputLock::acquire(&anchor) {
+                ebm_io::output::StagedOutputs::recover(&anchor)?;
+            }
+        }
+    }
+    let mut probed = Vec::new();
     for o in outputs {
-        if let Some(dir) = o.parent().filter(|d| !d.as_os_str().is_empty())
-            && !dir.is_dir()
-        {
+        let dir = o
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.is_dir() {
             bail!(
                 "cannot write {}: the directory {} does not exist",
                 o.display(),
                 dir.display()
             );
         }
+        if !probed.contains(&dir) {
+            writable(dir).map_err(|e| {
+                CliError::new(format!(
+                    "cannot write {}: the directory {} is not writable ({e})",
+                    o.display(),
+                    dir.display()
+                ))
+            })?;
+            probed.push(dir);
+        }
     }
-    let canonical = |p: &Path| -> PathBuf {
-        std::fs::canonicalize(p).unwrap_or_else(|_| {
-            // Not there yet: resolve the directory, keep the name.
-            let dir = p
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-            p.file_name().map_or(dir.clone(), |n| dir.join(n))
-        })
-    };
     for o in outputs {
         let co = canonical(o);
         for i in inputs {
@@ -147,7 +163,98 @@ pub(crate) fn check_outputs(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
             );
         }
     }
+    let ours: Vec<PathBuf> = outputs.iter().map(|o| canonical(o)).collect();
+    for o in outputs {
+        if let Some((record, command)) = owner_record(o, &ours) {
+            bail!(
+                "output {} would overwrite a file of another run's outputs ({command}, recorded \
+                 in {}); choose another output name",
+                o.display(),
+                record.display()
+            );
+        }
+    }
     Ok(())
+}
+
+/// `p` canonicalised; for a file not there yet, its directory canonicalised and its name kept.
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| {
+        let dir = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        p.file_name().map_or(dir.clone(), |n| dir.join(n))
+    })
+}
+
+/// Whether files can be created in `dir`: creates and removes an empty file.
+fn writable(dir: &Path) -> std::io::Result<()> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let probe = dir.join(format!(".ebm-write-check-{}-{nanos}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
+/// The run record, and its command, of another run's output set that the existing file
+/// `output` belongs to, if any: `output` is itself a run record (`X.json`, with the fields
+/// `command` and `outputs`) that lists none of `ours` (this run's outputs, canonical), or a file
+/// listed in the `outputs` of a record beside it named after a prefix of its name (`k.json`
+/// for `k.trajectory.safetensors`) that is not among `ours`. Rewriting one's own outputs (the
+/// same command again, or a resume into them) is allowed.
+fn owner_record(output: &Path, ours: &[PathBuf]) -> Option<(PathBuf, String)> {
+    if !output.is_file() {
+        return None;
+    }
+    let output = canonical(output);
+    let name = output.file_name()?.to_str()?;
+    let dir = output.parent()?;
+    let read = |record: &Path| -> Option<(String, Vec<String>)> {
+        let bytes = ebm_core::input::read_regular(record, ebm_core::input::MAX_TEXT_BYTES).ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        let command = v.get("command")?.as_str()?.to_string();
+        let names = v
+            .get("outputs")?
+            .as_array()?
+            .iter()
+            .filter_map(|o| Some(Path::new(o.as_str()?).file_name()?.to_str()?.to_string()))
+            .collect();
+        Some((command, names))
+    };
+    let listed_ours = |names: &[String]| {
+        ours.iter().any(|o| {
+            o.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| names.iter().any(|m| m == n))
+        })
+    };
+    if name.ends_with(".json")
+        && let Some((command, names)) = read(&output)
+        && !names.is_empty()
+        && !listed_ours(&names)
+    {
+        return Some((output.clone(), format!("ebm {command}")));
+    }
+    let mut prefix = name;
+    while let Some((head, _)) = prefix.rsplit_once('.') {
+        prefix = head;
+        let record = dir.join(format!("{prefix}.json"));
+        if record == output || ours.contains(&record) {
+            continue;
+        }
+        if let Some((command, names)) = read(&record)
+            && names.iter().any(|n| n == name)
+        {
+            return Some((record, format!("ebm {command}")));
+        }
+    }
+    None
 }
 
 /// A CSV table with a header row, read as text cells.

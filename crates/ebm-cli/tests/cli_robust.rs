@@ -58,6 +58,13 @@ fn edited(d: &Path, name: &str, pointer: &str, value: Value) -> String {
         .unwrap_or_else(|| panic!("no {pointer} in the state")) = value;
     let out = format!("bad-{name}.state.json");
     write_signed_json(&d.join(&out), state);
+    // The log written with the state, beside it (without, the resume warns that its log
+    // starts afresh).
+    std::fs::copy(
+        d.join(format!("{name}.log.csv")),
+        d.join(format!("bad-{name}.log.csv")),
+    )
+    .unwrap();
     out
 }
 
@@ -367,6 +374,11 @@ proptest! {
         mutate(&mut state, pick, with);
         let file = format!("fuzz-{name}-{pick}-{with}.state.json");
         write_signed_json(&d.join(&file), state);
+        std::fs::copy(
+            d.join(format!("{name}.log.csv")),
+            d.join(format!("fuzz-{name}-{pick}-{with}.log.csv")),
+        )
+        .unwrap();
         let out = ebm()
             .current_dir(d)
             .args(format!("train --data d.npy --resume {file} --updates 8 --out fuzz-{pick}-{with}.safetensors").split_whitespace())
@@ -1052,40 +1064,111 @@ fn a_schedule_resumes_bit_for_bit_and_a_new_rate_is_recorded() {
 /// A resumed run carries the previous log's rows up to its state; a malformed row of that log
 /// is dropped with a warning naming the file (it used to vanish silently). Control: an intact
 /// log resumes without the warning.
+/// Issue 39, point 5: a resume carries the log written with the state, and no other: a log
+/// missing, truncated, with a row inserted or prepended, or from another run, is refused
+/// before any work (it used to be merged, dropped or prepended silently).
 #[test]
-fn malformed_rows_of_a_resumed_log_are_dropped_with_a_warning() {
+fn a_resumed_log_must_be_the_one_written_with_the_state() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     save_npy(&d.join("d.npy"), clusters(8, 40));
-    let train = "train --data d.npy --hidden-units 3 --chains 20 --batch-size 10 --seed 5";
+    let train = "train --data d.npy --hidden-units 3 --chains 20 --batch-size 10";
     ok(
         d,
-        &format!("{train} --updates 6 --stop-after 3 --out h.safetensors"),
+        &format!("{train} --seed 5 --updates 6 --stop-after 3 --out h.safetensors"),
     );
-    let resume = |state: &str| {
-        ebm()
+    ok(
+        d,
+        &format!("{train} --seed 6 --updates 6 --stop-after 3 --out other.safetensors"),
+    );
+    ok(
+        d,
+        &format!("{train} --seed 5 --updates 6 --out whole.safetensors"),
+    );
+    let log = std::fs::read_to_string(d.join("h.log.csv")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 1 + 3, "{log}");
+    let resume = "train --data d.npy --resume h.state.json --updates 6 --out r.safetensors";
+    // Control: the intact log resumes into the uninterrupted run's log, bit for bit.
+    ok(d, resume);
+    assert_eq!(
+        std::fs::read(d.join("r.log.csv")).unwrap(),
+        std::fs::read(d.join("whole.log.csv")).unwrap()
+    );
+    let with_rows = |rows: &[&str]| rows.join("\n") + "\n";
+    let mut garbage = lines.clone();
+    garbage.insert(2, "garbage,row");
+    let mut prepended = lines.clone();
+    prepended.insert(1, lines[1]);
+    let foreign = std::fs::read_to_string(d.join("other.log.csv")).unwrap();
+    assert_ne!(foreign, log);
+    for (what, text) in [
+        ("a garbage row", with_rows(&garbage)),
+        ("truncated", with_rows(&lines[..3])),
+        ("a row prepended", with_rows(&prepended)),
+        ("another run's", foreign),
+    ] {
+        std::fs::write(d.join("h.log.csv"), text).unwrap();
+        let out = ebm()
             .current_dir(d)
             .args(
-                format!("train --data d.npy --resume {state} --updates 6 --out r.safetensors")
+                resume
+                    .replace("r.safetensors", "x.safetensors")
                     .split_whitespace(),
             )
             .output()
-            .unwrap()
-    };
-    let intact = resume("h.state.json");
-    assert!(intact.status.success());
-    assert!(!String::from_utf8_lossy(&intact.stderr).contains("malformed"));
-    let log = std::fs::read_to_string(d.join("h.log.csv")).unwrap();
-    let mut lines: Vec<&str> = log.lines().collect();
-    lines.insert(2, "garbage,row");
-    std::fs::write(d.join("h.log.csv"), lines.join("\n") + "\n").unwrap();
-    let out = resume("h.state.json");
-    assert!(out.status.success());
+            .unwrap();
+        assert_clean_failure(&out, what);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("h.log.csv") && stderr.contains("written with h.state.json"),
+            "{what}: {stderr}"
+        );
+        assert!(!d.join("x.safetensors").exists(), "{what}: it ran");
+    }
+    // No log at all (a state copied alone): the resumed log starts afresh, said on stderr.
+    std::fs::remove_file(d.join("h.log.csv")).unwrap();
+    let out = ebm()
+        .current_dir(d)
+        .args(
+            resume
+                .replace("r.safetensors", "y.safetensors")
+                .split_whitespace(),
+        )
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("h.log.csv: 1 malformed row(s)"), "{stderr}");
-    let merged = std::fs::read_to_string(d.join("r.log.csv")).unwrap();
-    assert!(!merged.contains("garbage"), "{merged}");
-    assert_eq!(merged.lines().count(), 1 + 6, "{merged}");
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: no log beside h.state.json (h.log.csv): the log of the resumed run starts at update 4"),
+        "{stderr}"
+    );
+    let fresh = std::fs::read_to_string(d.join("y.log.csv")).unwrap();
+    assert_eq!(fresh.lines().count(), 1 + 3, "{fresh}");
+    // A state written before the log was recorded (format version 1, no checksum, no
+    // digest): the log must number its rows by increasing updates ending at the state's.
+    let mut old = json(&d.join("h.state.json"));
+    let obj = old.as_object_mut().unwrap();
+    obj.remove("checksum");
+    assert!(obj.remove("log").is_some());
+    obj.insert("format_version".into(), 1.into());
+    std::fs::write(d.join("v1.state.json"), old.to_string()).unwrap();
+    std::fs::write(d.join("v1.log.csv"), with_rows(&lines[..3])).unwrap();
+    fails(
+        d,
+        "train --data d.npy --resume v1.state.json --updates 6 --out v.safetensors",
+        1,
+        "its last row is update 2, the state is at update 3",
+    );
+    std::fs::write(d.join("v1.log.csv"), &log).unwrap();
+    ok(
+        d,
+        "train --data d.npy --resume v1.state.json --updates 6 --out v.safetensors",
+    );
+    assert_eq!(
+        std::fs::read(d.join("v.log.csv")).unwrap(),
+        std::fs::read(d.join("whole.log.csv")).unwrap()
+    );
 }
 
 #[test]
@@ -1469,5 +1552,208 @@ fn fifos_and_devices_as_inputs_are_refused_at_once() {
         d,
         "data info dir.npy",
         &["dir.npy", "a directory", "expected a regular file"],
+    );
+}
+
+/// Issue 39, point 5: an output that would overwrite a file of another run's output set is
+/// refused before any work (`sample --out k.npy` wrote its record over the training record
+/// `k.json`; `train --out k.trajectory.safetensors` overwrote run k's trajectory); writing
+/// one's own outputs again is not.
+#[test]
+fn an_output_name_that_would_overwrite_another_runs_file_is_refused() {
+    let dir = trained();
+    let d = dir.path();
+    let before = (
+        bytes(&d.join("pcd.json")),
+        bytes(&d.join("pcd.trajectory.safetensors")),
+    );
+    fails(
+        d,
+        "sample --model pcd.safetensors --chains 2 --steps 2 --out pcd.npy",
+        1,
+        "output pcd.json would overwrite a file of another run's outputs (ebm train, recorded in",
+    );
+    fails(
+        d,
+        "train --data d.npy --hidden-units 3 --updates 2 --batch-size 10 \
+         --out pcd.trajectory.safetensors",
+        1,
+        "output pcd.trajectory.safetensors would overwrite a file of another run's outputs",
+    );
+    assert!(!d.join("pcd.npy").exists());
+    assert_eq!(
+        before,
+        (
+            bytes(&d.join("pcd.json")),
+            bytes(&d.join("pcd.trajectory.safetensors"))
+        )
+    );
+    // Controls: the same commands under other names, each twice (its own outputs rewritten).
+    for _ in 0..2 {
+        ok(
+            d,
+            "sample --model pcd.safetensors --chains 2 --steps 2 --out s.npy",
+        );
+        ok(
+            d,
+            "train --data d.npy --hidden-units 3 --updates 2 --batch-size 10 --out t.safetensors",
+        );
+    }
+}
+
+/// Issue 39, point 4: an output directory where no file can be created fails before any work
+/// (`/proc` refuses new files even to root, for whom permissions do not hold), where `sample`,
+/// `loglik`, `tmc` and `data generate` used to fail only after computing.
+#[test]
+#[cfg(target_os = "linux")]
+fn an_unwritable_output_directory_fails_before_any_work() {
+    let dir = trained();
+    let d = dir.path();
+    for args in [
+        "sample --model pcd.safetensors --chains 2 --steps 1000000000 --out /proc/s.npy",
+        "loglik ais --model pcd.safetensors --data d.npy --chains 100000 --rungs 1000000 \
+         --out /proc/l.json",
+        "tmc profile --model pcd.safetensors --grid-points 3 --replicas 2 --burn-in 1000000000 \
+         --measure 2 --out /proc/t.csv",
+        "data generate clusters mickey --features 8 --samples 10 --out /proc/g.npy",
+    ] {
+        fails_quickly(d, args, &["cannot write /proc/", "is not writable"]);
+    }
+}
+
+/// Issue 39, point 5: a run killed after the commit point of its outputs, before the renames,
+/// leaves a committed staging directory; the next command that reads any file of that set
+/// (here `sample` reading the model) finishes the commit first, so that it never reads a set
+/// half at one update and half at another.
+#[test]
+fn a_command_reading_a_set_finishes_its_interrupted_commit_first() {
+    let dir = trained();
+    let d = dir.path();
+    let staging = d.join(".pcd.safetensors.staging");
+    std::fs::create_dir(&staging).unwrap();
+    let mut record = json(&d.join("pcd.json"));
+    record["marker"] = "committed, not yet renamed".into();
+    std::fs::write(staging.join("0-pcd.json"), record.to_string()).unwrap();
+    std::fs::copy(d.join("pcd.safetensors"), staging.join("1-pcd.safetensors")).unwrap();
+    let here = std::fs::canonicalize(d).unwrap();
+    let manifest = [
+        ("0-pcd.json", here.join("pcd.json")),
+        ("1-pcd.safetensors", here.join("pcd.safetensors")),
+    ];
+    std::fs::write(
+        staging.join("COMMITTED"),
+        serde_json::to_vec(&manifest).unwrap(),
+    )
+    .unwrap();
+    ok(
+        d,
+        "sample --model pcd.safetensors --chains 2 --steps 2 --out s.npy",
+    );
+    assert!(!staging.exists());
+    assert_eq!(
+        json(&d.join("pcd.json"))["marker"],
+        "committed, not yet renamed"
+    );
+}
+
+/// Issue 39, point 4: the replica index process of a tempering run (and BAR's works in `loglik
+/// ptt`) grows with every round; the memory check counts it, so that a run whose records would
+/// not fit is a typed error before any work, where it used to grow without bound.
+#[test]
+fn tempering_records_that_would_outgrow_memory_are_refused_before_the_run() {
+    let dir = trained();
+    let d = dir.path();
+    for args in [
+        "sample --model pcd.safetensors --sampler pt --chains 64 --rungs 1000 \
+         --steps 100000000 --out s1.npy",
+        "sample --sampler ptt --trajectory pcd.trajectory.safetensors --chains 64 \
+         --steps 1000000000000 --out s2.npy",
+        "loglik ptt --trajectory pcd.trajectory.safetensors --data d.npy --chains 64 \
+         --steps 1000000000000",
+    ] {
+        fails_quickly(d, args, &["needs about", "MiB of memory"]);
+    }
+    // Control: the same runs at a reasonable length work.
+    ok(
+        d,
+        "sample --model pcd.safetensors --sampler pt --chains 64 --rungs 10 --steps 20 --out s3.npy",
+    );
+}
+
+/// Issue 39, point 6: a model whose free energies overflow f64 (one weight of 1e308) gives no
+/// log-likelihood: `inf +- inf` with exit code 0 used to be printed; now it is an error naming
+/// the data and the cause. The same model with a weight of 1 is the control.
+#[test]
+fn an_overflowing_log_likelihood_is_an_error_not_a_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_npy(&d.join("d.npy"), clusters(8, 40));
+    for (name, w) in [("huge", 1e308), ("fine", 1.0)] {
+        let mut weights = DMatrix::zeros(8, 3);
+        weights[(0, 0)] = w;
+        let rbm = ebm_models::Rbm::new(
+            ebm_models::Bernoulli::<f64>::zeros(8),
+            ebm_models::Bernoulli::<f64>::zeros(3),
+            weights,
+        )
+        .unwrap();
+        ebm_io::save_rbm(&rbm, &d.join(format!("{name}.safetensors"))).unwrap();
+    }
+    for command in ["loglik exact", "loglik ais --chains 50 --rungs 20"] {
+        fails(
+            d,
+            &format!("{command} --model huge.safetensors --data d.npy"),
+            1,
+            "not finite",
+        );
+        ok(
+            d,
+            &format!("{command} --model fine.safetensors --data d.npy"),
+        );
+    }
+}
+
+/// Issue 39, point 6: `--time-limit` stops a run after the first update past the limit, every
+/// output written and a warning saying how to continue (exit code 0); the state resumes to the
+/// uninterrupted run bit for bit.
+#[test]
+fn a_time_limit_stops_a_run_with_a_resumable_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_npy(&d.join("d.npy"), clusters(8, 40));
+    let train = "train --data d.npy --hidden-units 3 --chains 20 --batch-size 10 --seed 5";
+    let started = Instant::now();
+    let out = ebm()
+        .current_dir(d)
+        .args(
+            format!("{train} --updates 100000000 --time-limit 1 --out t.safetensors")
+                .split_whitespace(),
+        )
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("stopped by --time-limit after update")
+            && stderr.contains("--resume t.state.json --updates 100000000"),
+        "{stderr}"
+    );
+    let stopped = json(&d.join("t.state.json"))["state"]["update"]
+        .as_u64()
+        .unwrap();
+    assert!(stopped > 0 && stopped < 100_000_000, "{stopped}");
+    let end = stopped + 5;
+    ok(
+        d,
+        &format!("train --data d.npy --resume t.state.json --updates {end} --out r.safetensors"),
+    );
+    ok(
+        d,
+        &format!("{train} --updates {end} --out whole.safetensors"),
+    );
+    assert_eq!(
+        bytes(&d.join("r.safetensors")),
+        bytes(&d.join("whole.safetensors"))
     );
 }

@@ -241,6 +241,11 @@ fn every_field_of_every_negative_phase_state_edited_resumes_or_fails_cleanly() {
                     *edited.pointer_mut(pointer).unwrap() = value.clone();
                     let file = format!("in{k}.state.json");
                     write_signed_json(&d.join(&file), edited);
+                    std::fs::copy(
+                        d.join(format!("{name}.log.csv")),
+                        d.join(format!("in{k}.log.csv")),
+                    )
+                    .unwrap();
                     if let Some(f) = resume_bounded(d, data, &file, 6, &format!("e{k}.safetensors"))
                     {
                         failures

@@ -196,6 +196,54 @@ impl StagedOutputs {
     }
 }
 
+/// A set that was never committed (an error, e.g. a full disk, or a panic before
+/// [`StagedOutputs::commit`]) removes its staging directory; one whose manifest was written is
+/// left for [`StagedOutputs::recover`] to finish.
+impl Drop for StagedOutputs {
+    fn drop(&mut self) {
+        if self.dir.exists() && !self.dir.join(MANIFEST).exists() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// The anchors of the committed but unfinished output sets (a staging directory with its
+/// manifest, left by a run killed during its commit) among whose targets is `file`: the sets
+/// to finish ([`StagedOutputs::recover`], under their [`OutputLock`]) before `file` is read, so
+/// that a command never reads one file of a set at the new update and another at the old.
+/// Unreadable directories and manifests count as none.
+pub fn committed_sets_writing(file: &Path) -> Vec<PathBuf> {
+    let Ok(target) = std::path::absolute(file) else {
+        return Vec::new();
+    };
+    let dir = target.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut anchors = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(anchor) = name
+            .strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".staging"))
+        else {
+            continue;
+        };
+        let manifest = entry.path().join(MANIFEST);
+        let Ok(bytes) = ebm_core::input::read_regular(&manifest, ebm_core::input::MAX_TEXT_BYTES)
+        else {
+            continue;
+        };
+        let Ok(files) = serde_json::from_slice::<Vec<(String, PathBuf)>>(&bytes) else {
+            continue;
+        };
+        if files.iter().any(|(_, t)| *t == target) {
+            anchors.push(dir.join(anchor));
+        }
+    }
+    anchors
+}
+
 /// Renames the staged files of `manifest` into place (those already moved are skipped) and
 /// removes the staging directory.
 fn finish(dir: &Path, manifest: &[(String, PathBuf)]) -> Result<()> {

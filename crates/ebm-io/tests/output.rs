@@ -3,7 +3,8 @@
 
 use ebm_core::Error;
 use ebm_io::output::{
-    ChecksumsSince, OutputLock, StagedOutputs, read_json_checked, write_json_checked,
+    ChecksumsSince, OutputLock, StagedOutputs, committed_sets_writing, read_json_checked,
+    write_json_checked,
 };
 use ebm_io::{Trajectory, load_rbm, load_trajectory, save_rbm, save_trajectory, sign_safetensors};
 use ebm_models::{Bernoulli, Rbm, Spin};
@@ -254,9 +255,11 @@ fn output_sets_are_committed_as_a_unit() {
     let read = || targets.clone().map(|t| std::fs::read_to_string(t).unwrap());
     write_set("one", true);
     assert_eq!(read(), ["one", "one"]);
-    // A run killed while staging: the old set stays, the next run discards the staging.
+    // A run that fails while staging (an error, e.g. a full disk, drops the set): the old
+    // set stays and the staging directory is removed at once.
     write_set("two", false);
     assert_eq!(read(), ["one", "one"]);
+    assert!(!d.join(".m.safetensors.staging").exists());
     assert!(!StagedOutputs::recover(&anchor).unwrap());
     assert_eq!(read(), ["one", "one"]);
     // A run killed after the commit point, with one file moved: recovery finishes it.
@@ -278,6 +281,12 @@ fn output_sets_are_committed_as_a_unit() {
     .unwrap();
     std::fs::rename(&staged[0], &targets[0]).unwrap();
     assert_eq!(read(), ["three", "one"]);
+    // A reader of any file of the set finds the set to finish first; of another file, none.
+    assert_eq!(committed_sets_writing(&targets[1]), vec![anchor.clone()]);
+    assert!(committed_sets_writing(&d.join("m.c")).is_empty());
+    // Dropping the set whose manifest is written keeps its staging for the recovery.
+    drop(set);
+    assert!(staging.exists());
     assert!(StagedOutputs::recover(&anchor).unwrap());
     assert_eq!(read(), ["three", "three"]);
     assert!(!staging.exists());

@@ -140,21 +140,29 @@ impl RbmTask for ExactTask<'_> {
                     .display()
             ))
         })?;
+        if !log_z.is_finite() {
+            bail!(
+                "{}: log Z is {log_z}, not finite: the model's energies overflow f64 (a \
+                 parameter too large)",
+                self.a.model.display()
+            );
+        }
         let datasets = checked
             .into_iter()
             .map(|(ds, path)| {
                 let f = free_energies(&rbm, ds.data(), 1.0);
                 let neg: Vec<f64> = f.iter().map(|x| -x).collect();
                 let (mean_neg_f, se) = weighted_mean_and_error(&neg, ds.weights());
-                DatasetLikelihood {
+                let mean_log_likelihood = finite_likelihood(path, mean_neg_f - log_z)?;
+                Ok(DatasetLikelihood {
                     path: path.clone(),
                     n_samples: ds.n_samples(),
-                    mean_log_likelihood: mean_neg_f - log_z,
+                    mean_log_likelihood,
                     standard_error: se,
                     mean_free_energy: -mean_neg_f,
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok((
             describe(&rbm),
             ExactResults {
@@ -337,6 +345,19 @@ struct RungLikelihood {
     standard_error: f64,
 }
 
+/// `ll`, the mean log-likelihood of the data file `path`, if it is finite; an error
+/// otherwise (free energies that overflow f64 give \\(\pm\infty\\) or NaN, never a result).
+fn finite_likelihood(path: &Path, ll: f64) -> Result<f64> {
+    if !ll.is_finite() {
+        bail!(
+            "{}: the mean log-likelihood is {ll}, not finite: the model's free energies of \
+             these data overflow f64 (a parameter too large)",
+            path.display()
+        );
+    }
+    Ok(ll)
+}
+
 /// The mean log-likelihood of `ds` under `rbm` given \\(\log \hat Z \pm\\) `log_z_se`.
 fn likelihood<V: CliLayer, H: CliLayer>(
     rbm: &Rbm<V, H>,
@@ -344,20 +365,20 @@ fn likelihood<V: CliLayer, H: CliLayer>(
     path: &Path,
     log_z: f64,
     log_z_se: f64,
-) -> EstimatedLikelihood {
+) -> Result<EstimatedLikelihood> {
     let f = free_energies(rbm, ds.data(), 1.0);
     let neg: Vec<f64> = f.iter().map(|x| -x).collect();
     let (mean_neg_f, se) = weighted_mean_and_error(&neg, ds.weights());
-    EstimatedLikelihood {
+    Ok(EstimatedLikelihood {
         path: path.to_path_buf(),
         n_samples: ds.n_samples(),
-        mean_log_likelihood: mean_neg_f - log_z,
+        mean_log_likelihood: finite_likelihood(path, mean_neg_f - log_z)?,
         standard_error: (se * se + log_z_se * log_z_se).sqrt(),
         data_standard_error: se,
         log_z_standard_error: log_z_se,
         mean_free_energy: -mean_neg_f,
         along_trajectory: None,
-    }
+    })
 }
 
 /// Checks every data file against the model's visible units.
@@ -1002,7 +1023,7 @@ impl RbmTask for AnnealingTask<'_> {
         let datasets = data
             .iter()
             .map(|(ds, path)| likelihood(&rbm, ds, path, estimate.log_z, estimate.std_err))
-            .collect();
+            .collect::<Result<_>>()?;
         // Kernel steps of the path do --sweeps sweeps each; the burn-in ran single sweeps.
         // (The forward run of the sandwich records its own cost in its estimate.)
         let gibbs_sweeps =
@@ -1188,6 +1209,33 @@ impl PttPlan {
         Ok(plan)
     }
 
+    /// The memory, in bytes, that the run's records can grow to on `k` rungs of `n_chains`
+    /// systems: the replica index process (a `u32` per recorded system and rung each round,
+    /// copied to `f64` for its autocorrelation) over the longest burn-in and recording the plan
+    /// allows, and BAR's works (an `f64` per pair of rungs, chain and direction each recorded
+    /// round, and a copy of them for the estimate).
+    fn record_bytes(&self, k: usize, n_chains: usize) -> u128 {
+        let longest = |adaptive: bool, n: u64| {
+            u128::from(n).saturating_mul(if adaptive { MAX_EXTENSION.into() } else { 1 })
+        };
+        let burn_in = longest(self.adaptive_burn_in, self.burn_in);
+        let recorded = longest(self.adaptive, self.recorded);
+        let index = crate::models::index_process_bytes(
+            burn_in.saturating_add(recorded),
+            k,
+            n_chains.min(INDEX_SYSTEMS),
+        );
+        let works = [
+            recorded,
+            k.saturating_sub(1) as u128,
+            n_chains as u128,
+            2 * 2 * 8,
+        ]
+        .into_iter()
+        .fold(1u128, u128::saturating_mul);
+        index.saturating_add(works)
+    }
+
     /// The burn-in: the plan's, extended (when adaptive) to [`trust::BURN_IN_TAU_EXP`]
     /// exponential times `tau_exp` of the index process measured during it.
     fn burn_in_for(&self, tau_exp: Option<f64>) -> u64 {
@@ -1278,9 +1326,22 @@ impl KindsTask for TrajectoryTask<'_> {
             (1, _) => vec![0],
             _ => kept_checkpoints(n, t.rungs, file)?,
         };
-        // ptt holds a replica per kept checkpoint; trajectory AIS walks one set of chains.
-        let copies = if ptt.is_some() { keep.len() } else { 1 };
-        check_chain_memory("the trajectory's chains", &all[0], n_chains, copies, 0)?;
+        // ptt holds a replica per kept checkpoint and records its index process and BAR's
+        // works every round; trajectory AIS walks one set of chains.
+        let (copies, records) = match ptt {
+            Some(a) => (
+                keep.len(),
+                PttPlan::new(a, keep.len(), n_chains)?.record_bytes(keep.len(), n_chains),
+            ),
+            None => (1, 0),
+        };
+        check_chain_memory(
+            "the trajectory's chains and records",
+            &all[0],
+            n_chains,
+            copies,
+            records,
+        )?;
         let mut updates: Vec<Option<u64>> = keep.iter().map(|&i| Some(file_updates[i])).collect();
         let mut models: Vec<Rbm<V, H>> = keep.iter().map(|&i| all[i].clone()).collect();
         drop(all);
@@ -1411,7 +1472,7 @@ impl KindsTask for TrajectoryTask<'_> {
         let datasets = data
             .iter()
             .map(|(ds, path)| {
-                let mut d = likelihood(target, ds, path, estimate.log_z, estimate.std_err);
+                let mut d = likelihood(target, ds, path, estimate.log_z, estimate.std_err)?;
                 d.along_trajectory = Some(
                     ladder
                         .models()
@@ -1419,18 +1480,18 @@ impl KindsTask for TrajectoryTask<'_> {
                         .zip(&profile)
                         .zip(&updates)
                         .map(|((m, z), &update)| {
-                            let l = likelihood(m, ds, path, z.log_z, z.std_err);
-                            RungLikelihood {
+                            let l = likelihood(m, ds, path, z.log_z, z.std_err)?;
+                            Ok(RungLikelihood {
                                 update,
                                 mean_log_likelihood: l.mean_log_likelihood,
                                 standard_error: l.standard_error,
-                            }
+                            })
                         })
-                        .collect(),
+                        .collect::<Result<_>>()?,
                 );
-                d
+                Ok(d)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(Some((
             describe(target),
             EstimateResults {

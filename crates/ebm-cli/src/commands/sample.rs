@@ -493,11 +493,18 @@ impl KindsTask for SampleTask<'_> {
             SamplerArg::Ptt => checkpoints.as_ref().map_or(1, |(_, m)| m.len()),
             _ => 1,
         };
-        // The modes of every chain and the configuration of chain 0, at every record.
+        // The modes of every chain and the configuration of chain 0, at every record; the
+        // replica index process of a ladder, every round.
         let records = a.trace_every.map_or(0, |n| a.steps / n.max(1) + 1) as u128;
+        let index = if copies > 1 {
+            crate::models::index_process_bytes(a.steps.into(), copies, a.chains.min(INDEX_SYSTEMS))
+        } else {
+            0
+        };
         let traced = records
             .saturating_mul(a.chains as u128 + rbm.visible().width() as u128)
-            .saturating_mul(8);
+            .saturating_mul(8)
+            .saturating_add(index);
         check_chain_memory(
             "sampling (chains and traces)",
             &rbm,

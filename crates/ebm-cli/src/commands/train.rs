@@ -969,6 +969,30 @@ struct StateFile<S> {
     config: TrainConfig,
     data: DataFingerprint,
     state: S,
+    /// The log written with the state (`None` in states written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    log: Option<LogDigest>,
+}
+
+/// What a state records of the log written with it, so that a resume carries that log, and
+/// no other, into the resumed one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct LogDigest {
+    /// Its length in bytes.
+    bytes: u64,
+    /// The FNV-1a hash of its bytes ([`ebm_io::Fnv1a`]), in hexadecimal.
+    checksum: String,
+}
+
+impl LogDigest {
+    fn of(text: &str) -> Self {
+        let mut h = ebm_io::Fnv1a::new();
+        h.update(text.as_bytes());
+        Self {
+            bytes: text.len() as u64,
+            checksum: h.hex(),
+        }
+    }
 }
 
 /// Completes an interrupted commit of the output set a state file belongs to
@@ -989,6 +1013,63 @@ fn recover_set_of(state: &Path) -> Result<()> {
 #[derive(Deserialize)]
 struct StateHeader {
     update: u64,
+}
+
+/// The log of the resumed run, read from beside its state (`<model>.state.json` ->
+/// `<model>.log.csv`; `None` when there is none, which the caller reports) and checked against
+/// it: the log the state was written with (its length and checksum), or, for a state that
+/// predates the record, a log whose rows are numbered by increasing updates ending at the
+/// state's. Anything else — truncated, edited, another run's, a row that is not an update — is
+/// refused: a resumed log is the uninterrupted run's, bit for bit, or starts afresh.
+fn previous_log(state: &Path, digest: Option<&LogDigest>, update: u64) -> Result<Option<String>> {
+    let Some(path) = log_of_state(state) else {
+        return Ok(None);
+    };
+    let refuse = |what: String| -> CliError {
+        CliError::new(format!(
+            "{}: {what}; the log of the resumed run must be the one written with {} (restore \
+             it, or move it away to start the resumed log afresh)",
+            path.display(),
+            state.display()
+        ))
+    };
+    let text = match ebm_core::input::read_regular(&path, ebm_core::input::MAX_TEXT_BYTES) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| refuse("not UTF-8 text".into()))?,
+        Err(_) if !path.exists() => return Ok(None),
+        Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
+    };
+    match digest {
+        Some(d) => {
+            let found = LogDigest::of(&text);
+            if &found != d {
+                return Err(refuse(format!(
+                    "{} bytes with checksum {}, the state was written with {} bytes with \
+                     checksum {} (truncated, edited or another run's)",
+                    found.bytes, found.checksum, d.bytes, d.checksum
+                )));
+            }
+        }
+        None => {
+            let mut last = 0;
+            for (k, l) in text.lines().enumerate().skip(1) {
+                match l.split(',').next().and_then(|u| u.parse::<u64>().ok()) {
+                    Some(u) if u > last => last = u,
+                    _ => {
+                        return Err(refuse(format!(
+                            "row {} is not the row of an update after {last}: {l:?}",
+                            k + 1
+                        )));
+                    }
+                }
+            }
+            if last != update && !text.is_empty() {
+                return Err(refuse(format!(
+                    "its last row is update {last}, the state is at update {update}"
+                )));
+            }
+        }
+    }
+    Ok(Some(text))
 }
 
 /// Reads a state file (a regular file, see [`ebm_io::output::read_json_checked`]), verifies
@@ -1113,6 +1194,9 @@ pub(crate) struct TrainResults {
 }
 
 pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResults>> {
+    let deadline = a
+        .time_limit
+        .map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s));
     let ext = a.out.extension().and_then(|e| e.to_str());
     if ext != Some("safetensors") {
         bail!(
@@ -1168,14 +1252,14 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
                 .map_err(|e| CliError::from(e.in_file(path)))?;
             let mut config = header.config;
             resume_learning_rate(&mut config, header.state.update, a, path)?;
-            Some((path.as_path(), value, config, header.data))
+            Some((path.as_path(), value, config, header.data, header.log))
         }
         None => None,
     };
     let data = load_dataset(&a.data)?;
     let test = a.test.as_deref().map(load_dataset).transpose()?;
     let config = match &resume {
-        Some((_, _, config, _)) => config.clone(),
+        Some((_, _, config, _, _)) => config.clone(),
         None => resolve(&a.settings, a.updates, &data)?,
     };
     if world.size() > 1 {
@@ -1184,6 +1268,9 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
         }
         if config.pretrain.is_some() {
             ctx.one_process("--pretrain")?;
+        }
+        if a.time_limit.is_some() {
+            ctx.one_process("--time-limit")?;
         }
     }
     let (visible, hidden) = (config.visible.clone(), config.hidden.clone());
@@ -1194,8 +1281,9 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
         config,
         data,
         test,
-        resume: resume.map(|(p, b, _, d)| (p, b, d)),
+        resume: resume.map(|(p, b, _, d, log)| (p, b, d, log)),
         out: &out,
+        deadline,
     };
     crate::signals::install();
     let Some(outcome) = with_kinds(&visible, &hidden, &a.data, task)? else {
@@ -1245,6 +1333,16 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
     ));
     // The record was committed with the outputs it describes.
     ctx.report_record(Some(&out.record), &outcome.record)?;
+    if outcome.timed_out {
+        ctx.warn(format!(
+            "stopped by --time-limit after update {} of {}: every output is written; continue \
+             with --resume {} --updates {}",
+            r.updates,
+            a.updates,
+            out.state.display(),
+            a.updates
+        ));
+    }
     if let Some(signal) = outcome.interrupted {
         return Err(CliError::with_exit_code(
             format!(
@@ -1279,7 +1377,16 @@ struct TrainTask<'a> {
     config: TrainConfig,
     data: Dataset,
     test: Option<Dataset>,
-    resume: Option<(&'a Path, serde_json::Value, DataFingerprint)>,
+    /// `--resume`: the state file, its content, the data it was trained on and what it
+    /// records of the log written with it ([`previous_log`]).
+    resume: Option<(
+        &'a Path,
+        serde_json::Value,
+        DataFingerprint,
+        Option<LogDigest>,
+    )>,
+    /// `--time-limit`: the run stops after the first update that ends past it.
+    deadline: Option<std::time::Instant>,
     out: &'a TrainOutputs,
 }
 
@@ -1290,6 +1397,8 @@ struct TrainOutcome {
     record: RecordText,
     /// The signal that stopped the run early.
     interrupted: Option<i32>,
+    /// Whether `--time-limit` stopped the run.
+    timed_out: bool,
 }
 
 /// What checkpoint selection estimated the swap acceptance on, for the log and the trajectory
@@ -1336,6 +1445,7 @@ impl<'a> KindsTask for TrainTask<'a> {
             test,
             resume,
             out,
+            deadline,
         } = self;
         // The visible layer's shape from the data.
         let q = config.visible_states;
@@ -1381,7 +1491,7 @@ impl<'a> KindsTask for TrainTask<'a> {
 
         let mut pretrain = None;
         let mut state: TrainState<V, H, AnyNegativeState> = match &resume {
-            Some((path, value, expected)) => {
+            Some((path, value, expected, _)) => {
                 if *expected != fingerprint {
                     bail!(
                         "{}: these are not the training data of the state {} ({} samples x {} \
@@ -1465,17 +1575,21 @@ impl<'a> KindsTask for TrainTask<'a> {
         let mut log = CsvLog::new(Vec::new());
         let exact_ll = enumerable(state.model.visible(), state.model.hidden());
         let mut pll = a.pll_every.map(|_| PllLog::new(config.seed, exact_ll));
+        // The resumed log, checked against the state (after the state's own checks).
         let previous = match resume.as_ref() {
-            Some((p, _, _)) => {
-                let (rows, malformed) = previous_log(p, first);
-                if let (true, Some(log)) = (malformed > 0, log_of_state(p)) {
+            Some((p, _, _, digest)) => {
+                previous_log(p, digest.as_ref(), first)?.unwrap_or_else(|| {
                     ctx.warn(format!(
-                        "{}: {malformed} malformed row(s) (not starting with an update number) \
-                         are not carried into the resumed log",
-                        log.display()
+                        "no log beside {} ({}): the log of the resumed run starts at update {}, \
+                     without the rows of updates 1 to {first}",
+                        p.display(),
+                        log_of_state(p).map_or("no <model>.log.csv name".into(), |l| l
+                            .display()
+                            .to_string()),
+                        first + 1
                     ));
-                }
-                rows
+                    String::new()
+                })
             }
             None => String::new(),
         };
@@ -1490,7 +1604,7 @@ impl<'a> KindsTask for TrainTask<'a> {
             pretrain: pretrain.as_ref(),
         };
         let mut interrupted = None;
-        let mut interrupt = Interrupt::new();
+        let mut interrupt = Interrupt::new(deadline);
         {
             let mut progress = ProgressObserver(ctx.progress(todo, "train"));
             // In stretches ending at the multiples of --pll-every (each followed by a PLL row)
@@ -1520,6 +1634,7 @@ impl<'a> KindsTask for TrainTask<'a> {
                         interrupted = Some(signal);
                         break;
                     }
+                    (Err(ebm_core::Error::Observer(_)), None) if interrupt.timed_out => break,
                     (done, _) => done?,
                 }
                 if let Some(p) = pll.as_mut()
@@ -1545,6 +1660,7 @@ impl<'a> KindsTask for TrainTask<'a> {
             results,
             record,
             interrupted,
+            timed_out: interrupt.timed_out,
         }))
     }
 }
@@ -1554,12 +1670,18 @@ impl<'a> KindsTask for TrainTask<'a> {
 /// [`crate::signals::READY_ENV`], if set.
 struct Interrupt {
     ready: Option<PathBuf>,
+    /// `--time-limit`: when the run stops after the current update.
+    deadline: Option<std::time::Instant>,
+    /// Whether the deadline stopped the run.
+    timed_out: bool,
 }
 
 impl Interrupt {
-    fn new() -> Self {
+    fn new(deadline: Option<std::time::Instant>) -> Self {
         Self {
             ready: std::env::var_os(crate::signals::READY_ENV).map(PathBuf::from),
+            deadline,
+            timed_out: false,
         }
     }
 }
@@ -1569,12 +1691,19 @@ impl Observer<TrainInfo> for Interrupt {
         if let Some(path) = self.ready.take() {
             crate::signals::announce_ready(&path)?;
         }
-        match crate::signals::received() {
-            None => Ok(()),
-            Some(signal) => Err(ebm_core::Error::Observer(
+        if let Some(signal) = crate::signals::received() {
+            return Err(ebm_core::Error::Observer(
                 format!("interrupted by {}", crate::signals::name(signal)).into(),
-            )),
+            ));
         }
+        if self
+            .deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            self.timed_out = true;
+            return Err(ebm_core::Error::Observer("--time-limit reached".into()));
+        }
+        Ok(())
     }
 }
 
@@ -1626,16 +1755,17 @@ impl Outputs<'_> {
             &set.stage(&out.trajectory),
             &trajectory_meta,
         )?;
+        let rows = std::str::from_utf8(rows).expect("the CSV log is UTF-8");
+        let text = merge_logs(self.previous_log, rows);
         let file = StateFile {
             format: STATE_FORMAT.into(),
             format_version: STATE_FORMAT_VERSION,
             config: self.config.clone(),
             data: self.fingerprint.clone(),
             state,
+            log: Some(LogDigest::of(&text)),
         };
         ebm_io::output::write_json_checked(&set.stage(&out.state), &file)?;
-        let rows = std::str::from_utf8(rows).expect("the CSV log is UTF-8");
-        let text = merge_logs(self.previous_log, rows);
         ebm_io::write_atomically(&set.stage(&out.log), |w| w.write_all(text.as_bytes()))?;
         if let Some(p) = pll {
             ebm_io::write_atomically(&set.stage(&out.pll), |w| w.write_all(p.text.as_bytes()))?;
@@ -1700,39 +1830,6 @@ fn enumerable<V: CliLayer, H: CliLayer>(v: &V, h: &H) -> bool {
         .flatten()
         .min()
         .is_some_and(|n| n <= MAX_INITIAL_ENUMERATION)
-}
-
-/// The rows of the log next to a resumed state (`<model>.state.json` -> `<model>.log.csv`)
-/// up to update `upto`, header included (empty if there is none, or it is not a regular UTF-8
-/// file of at most [`ebm_core::input::MAX_TEXT_BYTES`]), and the number of rows that
-/// do not start with an update number (dropped; the caller warns). Rows after `upto` belong to
-/// the interrupted run past its last saved state and are dropped silently.
-fn previous_log(state: &Path, upto: u64) -> (String, usize) {
-    let read = |p: PathBuf| {
-        ebm_core::input::read_regular(&p, ebm_core::input::MAX_TEXT_BYTES)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-    };
-    let Some(text) = log_of_state(state).and_then(read) else {
-        return (String::new(), 0);
-    };
-    let mut lines = text.lines();
-    let Some(header) = lines.next() else {
-        return (String::new(), 0);
-    };
-    let mut out = format!("{header}\n");
-    let mut malformed = 0;
-    for l in lines {
-        match l.split(',').next().and_then(|u| u.parse::<u64>().ok()) {
-            Some(u) if u <= upto => {
-                out.push_str(l);
-                out.push('\n');
-            }
-            Some(_) => {}
-            None => malformed += 1,
-        }
-    }
-    (out, malformed)
 }
 
 /// The log written next to a state file: `<model>.state.json` -> `<model>.log.csv`.
