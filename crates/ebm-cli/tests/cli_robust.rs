@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bytes, ebm, ebm_binary, fails, json, ok, signed_safetensors, write_signed_json};
+use common::{
+    bytes, ebm, ebm_binary, fails, json, ok, run_within, signed_safetensors, write_signed_json,
+};
 use ebm_data::{Dataset, Domain};
 use nalgebra::DMatrix;
 use proptest::prelude::*;
@@ -704,27 +706,9 @@ fn with_option(base: &str, option: &str, value: &str) -> String {
 /// Runs `ebm <args>` for at most a few seconds: a run that has not ended by then has passed
 /// validation and is working (e.g. on 10^12 steps); one that ended must have ended cleanly.
 fn run_bounded(d: &Path, args: &str) {
-    let mut child = StdCommand::new(ebm_binary())
-        .current_dir(d)
-        .args(args.split_whitespace())
-        .env_remove("RUST_BACKTRACE")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if started.elapsed() > Duration::from_secs(3) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let out = child.wait_with_output().unwrap();
+    let Some(out) = run_within(d, args, Duration::from_secs(3), false) else {
+        return;
+    };
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !stderr.contains("panicked") && !stderr.contains("internal error"),
@@ -1473,24 +1457,8 @@ fn a_renamed_checksum_key_does_not_let_an_edit_through() {
 /// endless device fails the test instead of blocking it), as [`fails`] checks: exit code 1,
 /// one `error:` line containing every needle.
 fn fails_quickly(d: &Path, args: &str, needles: &[&str]) {
-    let mut child = StdCommand::new(ebm_binary())
-        .current_dir(d)
-        .env_remove("RUST_BACKTRACE")
-        .args(args.split_whitespace())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(30) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("ebm {args}: still running after 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = run_within(d, args, Duration::from_secs(30), true)
+        .unwrap_or_else(|| panic!("ebm {args}: still running after 30 s"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "ebm {args}: {stderr}");
     assert_eq!(stderr.lines().count(), 1, "ebm {args}: {stderr}");

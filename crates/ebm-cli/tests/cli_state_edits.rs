@@ -6,10 +6,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command as StdCommand, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{ebm_binary, json, ok, write_signed_json};
+use common::{json, ok, run_within, write_signed_json};
 use ebm_data::{Dataset, Domain};
 use nalgebra::DMatrix;
 use serde_json::Value;
@@ -140,24 +139,7 @@ fn own_field(name: &str, pointer: &str) -> bool {
 /// must have ended cleanly. Returns the failure, if any.
 fn resume_bounded(d: &Path, data: &str, state: &str, updates: u64, out: &str) -> Option<String> {
     let args = format!("train --data {data} --resume {state} --updates {updates} --out {out}");
-    let mut child = StdCommand::new(ebm_binary())
-        .current_dir(d)
-        .args(args.split_whitespace())
-        .env_remove("RUST_BACKTRACE")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(2) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let done = child.wait_with_output().unwrap();
+    let done = run_within(d, &args, Duration::from_secs(2), false)?;
     let stderr = String::from_utf8_lossy(&done.stderr);
     let code = done.status.code();
     let clean = !stderr.contains("panicked")

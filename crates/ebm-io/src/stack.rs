@@ -1,10 +1,14 @@
-//! Stack files (format `ebm-stack`, version 1): the RBMs of a [`Stack`] for stacked tempering,
-//! one ordinary `ebm-rbm` file per RBM, listed bottom first by a small JSON manifest.
+//! Stack files (format `ebm-stack`, version 2): the RBMs of a [`Stack`] for stacked tempering,
+//! one ordinary `ebm-rbm` file per RBM, listed bottom first by a small JSON manifest carrying a
+//! checksum of its content ([`crate::output::write_json_checked`]):
 //!
 //! ```json
-//! { "format": "ebm-stack", "format_version": 1,
-//!   "rbms": ["stack.rbm1.safetensors", "stack.rbm2.safetensors"] }
+//! { "format": "ebm-stack", "format_version": 2,
+//!   "rbms": ["stack.rbm1.safetensors", "stack.rbm2.safetensors"], "checksum": "..." }
 //! ```
+//!
+//! Version 1 manifests (without a checksum, written before it) are read as before; a version-2
+//! manifest without its `checksum` is refused.
 //!
 //! The RBM file names are relative to the manifest's directory. [`save_stack`] writes every
 //! file atomically ([`crate::write_atomically`]), the RBM files first and the manifest last, so
@@ -13,7 +17,7 @@
 //! and the nesting of the layers ([`Stack::new`]); every failure is a typed error naming the
 //! file.
 
-use crate::{format_error, io_error, load_rbm, save_rbm, write_atomically};
+use crate::{format_error, load_rbm, save_rbm};
 use ebm_core::{Error, Result};
 use ebm_models::{Layer, Stack};
 use serde::{Deserialize, Serialize};
@@ -21,8 +25,15 @@ use std::path::{Path, PathBuf};
 
 /// The value of the `format` key of stack manifests.
 pub const STACK_FORMAT: &str = "ebm-stack";
-/// The version of the stack manifest written by this crate (and the only one it reads).
-pub const STACK_FORMAT_VERSION: u32 = 1;
+/// The version of the stack manifest written by this crate: 2, with a checksum (it reads 1
+/// and 2).
+pub const STACK_FORMAT_VERSION: u32 = 2;
+
+/// Manifests carry a checksum from version 2 on.
+const STACK_CHECKSUMS: crate::output::ChecksumsSince = crate::output::ChecksumsSince {
+    version_at: "/format_version",
+    version: 2,
+};
 
 /// The manifest as stored.
 #[derive(Serialize, Deserialize, Debug)]
@@ -85,11 +96,7 @@ pub fn save_stack<V: Layer, H: Layer<Scalar = V::Scalar>>(
             })
             .collect(),
     };
-    let text = serde_json::to_string_pretty(&manifest).expect("a manifest encodes");
-    write_atomically(path, |w| {
-        w.write_all(text.as_bytes())?;
-        w.write_all(b"\n")
-    })?;
+    crate::output::write_json_checked(path, &manifest)?;
     Ok(files)
 }
 
@@ -99,25 +106,32 @@ pub fn save_stack<V: Layer, H: Layer<Scalar = V::Scalar>>(
 /// # Errors
 /// [`Error::Io`] if `path` cannot be read, is not a regular file or is larger than
 /// [`ebm_core::input::MAX_TEXT_BYTES`]; [`Error::Format`] naming `path` if it is not JSON
-/// of the manifest's shape (the location is the line and column), has another format or
-/// version, lists no RBM, or names a file outside its directory (an absolute path or one with
-/// directory components).
+/// (the location is the line and column), does not match its checksum or lacks one in
+/// version 2 ([`crate::output::read_json_checked`]), is not of the manifest's shape, has
+/// another format or version, lists no RBM, or names a file outside its directory (an
+/// absolute path or one with directory components).
 pub fn read_stack_manifest(path: &Path) -> Result<Vec<PathBuf>> {
-    let bytes = ebm_core::input::read_regular(path, ebm_core::input::MAX_TEXT_BYTES)
-        .map_err(io_error(path))?;
-    let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
-        format_error(
+    let value = crate::output::read_json_checked(path, STACK_CHECKSUMS).map_err(|e| match e {
+        Error::Format {
             path,
-            format!("line {} column {}", e.line(), e.column()),
-            format!("not a stack manifest: {e}"),
-        )
+            location,
+            reason,
+        } if reason.starts_with("not valid JSON") => Error::Format {
+            path,
+            location,
+            reason: format!("not a stack manifest: {reason}"),
+        },
+        e => e,
     })?;
-    if m.format != STACK_FORMAT || m.format_version != STACK_FORMAT_VERSION {
+    let m: Manifest = serde_json::from_value(value)
+        .map_err(|e| format_error(path, "manifest", format!("not a stack manifest: {e}")))?;
+    if m.format != STACK_FORMAT || !(1..=STACK_FORMAT_VERSION).contains(&m.format_version) {
         return Err(format_error(
             path,
             "format",
             format!(
-                "format {:?} version {}, expected {STACK_FORMAT:?} version {STACK_FORMAT_VERSION}",
+                "format {:?} version {}, expected {STACK_FORMAT:?} version 1 to \
+                 {STACK_FORMAT_VERSION}",
                 m.format, m.format_version
             ),
         ));

@@ -72,7 +72,17 @@ fn corrupted_manifests_are_typed_errors_naming_the_file() {
     let path = dir.path().join("s.json");
     save_stack(&stack(), &path).unwrap();
     let good = std::fs::read_to_string(&path).unwrap();
-    let cases: [(&str, &str); 7] = [
+    // A saved manifest carries a checksum: an edit (the RBMs swapped) without recomputing it
+    // is refused, and so is a current-version manifest whose checksum key is gone.
+    let swapped = good
+        .replacen("s.rbm1", "s.rbmX", 1)
+        .replacen("s.rbm2", "s.rbm1", 1);
+    let swapped = swapped.replacen("s.rbmX", "s.rbm2", 1);
+    assert_ne!(swapped, good);
+    let unsigned = good.replacen("\"checksum\"", "\"checksun\"", 1);
+    let cases: [(&str, &str); 9] = [
+        (&swapped, "checksum"),
+        (&unsigned, "no \"checksum\" field"),
         (&good[..good.len() / 2], "line"),
         ("[1, 2]", "not a stack manifest"),
         (
@@ -80,8 +90,8 @@ fn corrupted_manifests_are_typed_errors_naming_the_file() {
             "expected \"ebm-stack\"",
         ),
         (
-            r#"{"format": "ebm-stack", "format_version": 2, "rbms": ["a"]}"#,
-            "version 2",
+            r#"{"format": "ebm-stack", "format_version": "two", "rbms": ["a"]}"#,
+            "not a stack manifest",
         ),
         (
             r#"{"format": "ebm-stack", "format_version": 1, "rbms": []}"#,
@@ -104,12 +114,23 @@ fn corrupted_manifests_are_typed_errors_naming_the_file() {
             needle,
         );
     }
+    // A signed manifest of a version from the future.
+    ebm_io::output::write_json_checked(
+        &path,
+        &serde_json::json!({"format": "ebm-stack", "format_version": 3, "rbms": ["a"]}),
+    )
+    .unwrap();
+    format_error_at(
+        &load_stack::<Bernoulli, Spin>(&path).unwrap_err(),
+        &path,
+        "version 3, expected \"ebm-stack\" version 1 to 2",
+    );
     // Binary bytes (e.g. an RBM file given as the stack).
     std::fs::write(&path, [0x93u8, b'N', b'U', b'M', 0xff, 0x00]).unwrap();
     format_error_at(
         &load_stack::<Bernoulli, Spin>(&path).unwrap_err(),
         &path,
-        "not a stack manifest",
+        "not a stack manifest: not valid JSON",
     );
     // RBMs that do not nest: RBM 3 directly above RBM 1.
     std::fs::write(

@@ -757,23 +757,27 @@ where
     V: TrainableLayer,
     H: TrainableLayer<Scalar = V::Scalar>,
 {
-    let invalid = |layer: &str, j: usize, reason: String| Error::InvalidParameter {
-        name: format!("{what}, {layer} layer of chain {j}"),
-        reason,
-    };
-    for (j, col) in x.visible.column_iter().enumerate() {
-        let c: Vec<V::Scalar> = col.iter().copied().collect();
-        model
-            .visible()
-            .check_configuration(&c)
-            .map_err(|r| invalid("visible", j, r))?;
+    check_columns(what, "visible", model.visible(), &x.visible)?;
+    check_columns(what, "hidden", model.hidden(), &x.hidden)
+}
+
+/// Checks every column of `x` (one chain's slot each, column-major) against `layer`.
+fn check_columns<L: TrainableLayer>(
+    what: &str,
+    name: &str,
+    layer: &L,
+    x: &DMatrix<L::Scalar>,
+) -> Result<()> {
+    if x.nrows() == 0 {
+        return Ok(());
     }
-    for (j, col) in x.hidden.column_iter().enumerate() {
-        let c: Vec<V::Scalar> = col.iter().copied().collect();
-        model
-            .hidden()
-            .check_configuration(&c)
-            .map_err(|r| invalid("hidden", j, r))?;
+    for (j, c) in x.as_slice().chunks(x.nrows()).enumerate() {
+        layer
+            .check_configuration(c)
+            .map_err(|reason| Error::InvalidParameter {
+                name: format!("{what}, {name} layer of chain {j}"),
+                reason,
+            })?;
     }
     Ok(())
 }

@@ -64,6 +64,41 @@ pub fn ebm() -> Command {
     c
 }
 
+/// Runs `ebm <args>` in `dir` (arguments split at whitespace, no backtrace variable) for at
+/// most `limit`: its output (stderr, and stdout when `stdout` is set; discarded otherwise), or
+/// `None` if it was still running then (it is killed: for a test of hostile input, a run still
+/// going has passed validation and is working).
+pub fn run_within(
+    dir: &Path,
+    args: &str,
+    limit: std::time::Duration,
+    stdout: bool,
+) -> Option<std::process::Output> {
+    use std::process::Stdio;
+    let mut child = StdCommand::new(ebm_binary())
+        .current_dir(dir)
+        .env_remove("RUST_BACKTRACE")
+        .args(args.split_whitespace())
+        .stdout(if stdout {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
 /// Runs `ebm <args>` in `dir` (arguments split at whitespace), expecting success; returns
 /// stdout.
 pub fn ok(dir: &Path, args: &str) -> String {
