@@ -105,8 +105,9 @@ pub(crate) fn write_samples(path: &Path, m: &DMatrix<f64>) -> Result<()> {
 /// - checks that every output's directory exists and is writable (a file is created and
 ///   removed in it), so that a command never computes for nothing;
 /// - refuses an output that would overwrite an input file, another output (the run record is
-///   the output's name with `.json`), or a file of another run's output set
-///   ([`owner_record`]).
+///   the output's name with `.json`), a file of another run's output set ([`owner_record`]),
+///   or a file a run in progress is writing and has not committed yet
+///   ([`ebm_io::output::written_by_another_run`]).
 pub(crate) fn check_outputs(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
     for input in inputs {
         for anchor in ebm_io::output::committed_sets_writing(input) {
@@ -160,6 +161,19 @@ pub(crate) fn check_outputs(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
                 "{} would be written twice (the run record is the output's name with .json); \
                  choose another output name",
                 a.display()
+            );
+        }
+    }
+    for o in outputs {
+        if let Some(lock) = ebm_io::output::written_by_another_run(o) {
+            bail!(
+                "cannot write {}: another run is writing the outputs named after it, {} among \
+                 them (it holds the lock {}); wait for it to finish or choose another output \
+                 name",
+                o.display(),
+                o.file_name()
+                    .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+                lock.display()
             );
         }
     }

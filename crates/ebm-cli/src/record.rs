@@ -13,8 +13,15 @@ use crate::error::{CliError, Result};
 
 /// The `format` value of run records.
 pub(crate) const RECORD_FORMAT: &str = "ebm-run-record";
-/// The version of the record layout.
-pub(crate) const RECORD_FORMAT_VERSION: u32 = 1;
+/// The version of the record layout. Version 2 added the `checksum` of the record's content
+/// (required from it on); version-1 records, written before, are read without one.
+pub(crate) const RECORD_FORMAT_VERSION: u32 = 2;
+
+/// Where records say their version, and the first version that carries a checksum.
+const RECORD_CHECKSUMS: ebm_io::output::ChecksumsSince = ebm_io::output::ChecksumsSince {
+    version_at: "/versions/record_format",
+    version: 2,
+};
 
 /// Versions of what produced a record.
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -187,12 +194,13 @@ impl Context {
             results,
             elapsed_seconds: self.started.elapsed().as_secs_f64(),
         };
-        let encode = |r: serde_json::Result<String>| {
-            r.map_err(|e| CliError::new(format!("cannot encode the run record: {e}")))
-        };
+        let encode =
+            |e: serde_json::Error| CliError::new(format!("cannot encode the run record: {e}"));
+        let mut value = serde_json::to_value(&record).map_err(encode)?;
+        ebm_io::output::sign_json(&mut value)?;
         Ok(RecordText {
-            file: encode(serde_json::to_string_pretty(&record))? + "\n",
-            line: encode(serde_json::to_string(&record))?,
+            file: serde_json::to_string_pretty(&value).map_err(encode)? + "\n",
+            line: serde_json::to_string(&value).map_err(encode)?,
         })
     }
 
@@ -227,13 +235,15 @@ pub(crate) fn record_path_for(output: &Path) -> PathBuf {
 }
 
 /// Reads a run record of `command` from `path`, with the settings left untyped and the
-/// results decoded as `R`.
+/// results decoded as `R`. Its checksum is verified first (required from record format
+/// version 2 on): a record edited by hand is refused, so a figure or a reproduction draws only
+/// what a command computed.
 pub(crate) fn read_record<R: for<'de> Deserialize<'de>>(
     path: &Path,
     command: &str,
 ) -> Result<Record<serde_json::Value, R>> {
     let bytes = crate::files::read_input(path)?;
-    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+    let mut value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         CliError::new(format!(
             "{} is not an ebm run record: not valid JSON (line {}, column {}): {e}",
             path.display(),
@@ -248,6 +258,7 @@ pub(crate) fn read_record<R: for<'de> Deserialize<'de>>(
             path.display()
         )));
     }
+    ebm_io::output::verify_json_checksum(path, &mut value, RECORD_CHECKSUMS)?;
     let found = value.get("command").and_then(|c| c.as_str()).unwrap_or("?");
     if found != command {
         return Err(CliError::new(format!(

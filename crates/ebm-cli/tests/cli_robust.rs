@@ -893,6 +893,35 @@ fn records_used_as_inputs_are_checked_field_by_field() {
         ok(d, &command);
     }
     let record = json(&d.join("s.json"));
+    // An edit without its checksum recomputed is caught first: a figure draws only what
+    // `ebm sample` computed. The first ladder's inverse temperature, still in range:
+    let mut edited = record.clone();
+    *edited.pointer_mut("/results/pt/betas/0").unwrap() = 0.5.into();
+    std::fs::write(d.join("unsigned.json"), edited.to_string()).unwrap();
+    fails(
+        d,
+        "plot swaps unsigned.json --out u.svg",
+        1,
+        "unsigned.json at checksum: the content does not match its checksum",
+    );
+    // The checksum key misspelled, in a record of format version 2, is refused ...
+    let mut renamed = record.clone();
+    assert_eq!(renamed["versions"]["record_format"], 2);
+    let sum = renamed.as_object_mut().unwrap().remove("checksum").unwrap();
+    renamed["checksun"] = sum;
+    std::fs::write(d.join("renamed.json"), renamed.to_string()).unwrap();
+    fails(
+        d,
+        "plot swaps renamed.json --out u.svg",
+        1,
+        "renamed.json at checksum: no \"checksum\" field",
+    );
+    // ... while a record of version 1, written before records carried one, is drawn.
+    let mut old = record.clone();
+    old.as_object_mut().unwrap().remove("checksum");
+    old["versions"]["record_format"] = 1.into();
+    std::fs::write(d.join("v1.json"), old.to_string()).unwrap();
+    ok(d, "plot swaps v1.json --out v1.svg");
     let reversed = |pointer: &str| {
         let mut v = record.pointer(pointer).unwrap().as_array().unwrap().clone();
         v.reverse();
@@ -937,7 +966,8 @@ fn records_used_as_inputs_are_checked_field_by_field() {
     ] {
         let mut edited = record.clone();
         *edited.pointer_mut(pointer).unwrap() = value;
-        std::fs::write(d.join("bad.json"), edited.to_string()).unwrap();
+        // Signed, as a deliberate edit would be: the field checks are reached.
+        write_signed_json(&d.join("bad.json"), edited);
         let figure = match field.split('.').nth(1) {
             Some("pt") => 0,
             Some("mode_jumps") => 1,
@@ -1201,6 +1231,60 @@ fn a_second_run_on_the_same_outputs_fails_fast() {
         1,
         "missing",
     );
+}
+
+/// Issue 39, point 5: a training run in progress has committed nothing yet, so no record
+/// says which files are its; its lock lists them, and another command that would write one of
+/// them (`sample --out k.npy` writes `k.json`) is refused before any work.
+#[test]
+fn a_command_does_not_write_over_the_files_of_a_run_in_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    save_npy(&d.join("d.npy"), clusters(8, 40));
+    ok(d, "train --data d.npy --updates 3 --out m.safetensors");
+    // The lock a training run leaves lists every output it writes.
+    let listed = std::fs::read_to_string(d.join("m.lock")).unwrap();
+    for name in [
+        "m.safetensors",
+        "m.trajectory.safetensors",
+        "m.state.json",
+        "m.log.csv",
+        "m.json",
+    ] {
+        assert!(
+            listed.lines().any(|l| l == name),
+            "{name} not in {listed:?}"
+        );
+    }
+    // Run k in progress (here this test process holds its lock, as `ebm train` does).
+    let k = d.join("k.safetensors");
+    let written = [
+        k.clone(),
+        d.join("k.trajectory.safetensors"),
+        d.join("k.state.json"),
+        d.join("k.log.csv"),
+        d.join("k.json"),
+    ];
+    let refs: Vec<&Path> = written.iter().map(|p| p.as_path()).collect();
+    let lock = ebm_io::output::OutputLock::acquire_for(&k, &refs).unwrap();
+    let sample = "sample --model m.safetensors --chains 2 --steps 2";
+    fails(
+        d,
+        &format!("{sample} --out k.npy"),
+        1,
+        "cannot write k.json: another run is writing the outputs named after it",
+    );
+    assert!(!d.join("k.npy").exists());
+    fails(
+        d,
+        "train --data d.npy --updates 3 --out k.trajectory.safetensors",
+        1,
+        "another run is writing",
+    );
+    // Files the run does not write are not refused.
+    ok(d, &format!("{sample} --out k.samples.npy"));
+    drop(lock);
+    ok(d, &format!("{sample} --out k.npy"));
 }
 
 /// A run long enough to be killed in the middle: about a second or two in release mode.

@@ -794,22 +794,30 @@ fn parse_header(path: &Path, json: &[u8], file_len: u64) -> Result<Metadata> {
     Ok(header)
 }
 
-/// Reads and parses the header of the safetensors file `path` (a regular file,
-/// [`ebm_core::input::open_regular`]) without its tensor data: the 8-byte length, then at most
-/// [`MAX_HEADER`] bytes of JSON; the file length is checked against the header.
-fn read_header(path: &Path) -> Result<Metadata> {
+/// Opens the safetensors file `path` (a regular file, [`ebm_core::input::open_regular`]) and
+/// reads its header: the 8-byte length, then at most [`MAX_HEADER`] bytes of JSON, whose
+/// tensor-data length is checked against the file length ([`parse_header`]). Returns the
+/// file, positioned after the header, the bytes read (length and JSON) and the parsed header.
+fn open_header(path: &Path) -> Result<(std::fs::File, Vec<u8>, Metadata)> {
     let io = io_error(path);
     let mut file = ebm_core::input::open_regular(path).map_err(&io)?;
     let file_len = file.metadata().map_err(&io)?.len();
-    let mut prefix = Vec::with_capacity(PREFIX);
+    let mut head = Vec::with_capacity(PREFIX);
     (&mut file)
         .take(PREFIX as u64)
-        .read_to_end(&mut prefix)
+        .read_to_end(&mut head)
         .map_err(&io)?;
-    let n = header_len(path, &prefix, file_len)?;
-    let mut json = vec![0u8; n];
-    file.read_exact(&mut json).map_err(&io)?;
-    parse_header(path, &json, file_len)
+    let n = header_len(path, &head, file_len)?;
+    head.resize(PREFIX + n, 0);
+    file.read_exact(&mut head[PREFIX..]).map_err(&io)?;
+    let header = parse_header(path, &head[PREFIX..], file_len)?;
+    Ok((file, head, header))
+}
+
+/// Reads and parses the header of the safetensors file `path` without its tensor data
+/// ([`open_header`]).
+fn read_header(path: &Path) -> Result<Metadata> {
+    open_header(path).map(|(_, _, header)| header)
 }
 
 /// Reads the metadata of an RBM file without reading its tensor data: only the header
@@ -828,10 +836,17 @@ pub fn read_rbm_info(path: &Path) -> Result<RbmFileInfo> {
     RbmFileInfo::from_header(path, &read_header(path)?)
 }
 
-/// Reads the whole model or trajectory file `path`, a regular file of at most
-/// [`ebm_core::input::MAX_BINARY_BYTES`] ([`ebm_core::input::read_regular`]).
-fn read_file(path: &Path) -> Result<Vec<u8>> {
-    ebm_core::input::read_regular(path, ebm_core::input::MAX_BINARY_BYTES).map_err(io_error(path))
+/// Reads the whole model or trajectory file `path`: its header first ([`open_header`], which
+/// checks the file length against the tensor-data length the header declares), then exactly
+/// the declared tensor data ([`ebm_core::input::read_rest`]: a file that yields more or
+/// fewer bytes is refused), the whole being at most [`ebm_core::input::MAX_BINARY_BYTES`].
+/// Returns the parsed header and the file's bytes.
+fn read_file(path: &Path) -> Result<(Metadata, Vec<u8>)> {
+    let (file, head, header) = open_header(path)?;
+    let total = head.len() as u64 + header.data_len() as u64;
+    let bytes = ebm_core::input::read_rest(file, head, total, ebm_core::input::MAX_BINARY_BYTES)
+        .map_err(io_error(path))?;
+    Ok((header, bytes))
 }
 
 /// A fully read and validated safetensors file.
@@ -840,14 +855,12 @@ struct Container<'a> {
     data: &'a [u8],
 }
 
-fn parse_container<'a>(path: &Path, bytes: &'a [u8]) -> Result<Container<'a>> {
-    let file_len = bytes.len() as u64;
-    let n = header_len(path, bytes, file_len)?;
-    let header = parse_header(path, &bytes[PREFIX..PREFIX + n], file_len)?;
+/// Checks the checksum of the file `bytes` whose parsed header is `header` ([`read_file`]).
+fn parse_container<'a>(path: &Path, header: Metadata, bytes: &'a [u8]) -> Result<Container<'a>> {
     verify_checksum(path, &header, bytes)?;
     Ok(Container {
+        data: &bytes[bytes.len() - header.data_len()..],
         header,
-        data: &bytes[PREFIX + n..],
     })
 }
 
@@ -926,12 +939,14 @@ fn to_scalar<F: Scalar>(values: &[f64], what: &str) -> Result<Vec<F>> {
 /// other tensor may be.
 ///
 /// # Errors
-/// - [`Error::Io`]: the file cannot be read, is not a regular file or is larger than
-///   [`ebm_core::input::MAX_BINARY_BYTES`];
-/// - [`Error::Format`]: not safetensors, truncated (with the byte offset), a checksum that
-///   does not match or is missing (location `checksum`), not an ebm RBM file, unsupported
-///   version, other unit kinds than `V` and `H` (naming both), a missing,
-///   unexpected or misshapen tensor (naming it), or parameters a layer rejects;
+/// - [`Error::Io`]: the file cannot be read, is not a regular file, is larger than
+///   [`ebm_core::input::MAX_BINARY_BYTES`], or yields more or fewer bytes than its header
+///   declares (it changed while read);
+/// - [`Error::Format`]: not safetensors, truncated or longer than its header declares (with
+///   the byte offset; the header is read first, and such a file is refused before its tensor
+///   data is read), a checksum that does not match or is missing (location `checksum`), not
+///   an ebm RBM file, unsupported version, other unit kinds than `V` and `H` (naming both), a
+///   missing, unexpected or misshapen tensor (naming it), or parameters a layer rejects;
 /// - [`Error::NonFinite`]: a NaN or infinite parameter, naming the tensor and flat row-major
 ///   index;
 /// - [`Error::InvalidParameter`]: an `f64` value too large for the requested `f32`.
@@ -939,8 +954,8 @@ pub fn load_rbm<V: Layer, H: Layer<Scalar = V::Scalar>>(path: &Path) -> Result<R
     if rbms::is_hdf5(path) {
         return rbms::load_last(path);
     }
-    let bytes = read_file(path)?;
-    let container = parse_container(path, &bytes)?;
+    let (header, bytes) = read_file(path)?;
+    let container = parse_container(path, header, &bytes)?;
     let info = RbmFileInfo::from_header(path, &container.header)?;
     if info.visible != V::KIND || info.hidden != H::KIND {
         return Err(format_error(
@@ -1357,8 +1372,8 @@ pub fn load_trajectory<V: Layer, H: Layer<Scalar = V::Scalar>>(
     if rbms::is_hdf5(path) {
         return rbms::load_trajectory(path);
     }
-    let bytes = read_file(path)?;
-    let container = parse_container(path, &bytes)?;
+    let (header, bytes) = read_file(path)?;
+    let container = parse_container(path, header, &bytes)?;
     let (info, model_info) = TrajectoryFileInfo::from_header(path, &container.header)?;
     if info.visible != V::KIND || info.hidden != H::KIND {
         return Err(format_error(
@@ -1439,5 +1454,58 @@ mod tests {
         let e = header_len(p, &u64::MAX.to_le_bytes(), 8).unwrap_err();
         assert!(e.to_string().contains("exceeds the limit"), "{e}");
         assert_eq!(header_len(p, &bytes[..8], 1008).unwrap(), 1000);
+    }
+
+    #[test]
+    fn model_and_trajectory_files_are_refused_by_their_header_before_the_data_is_read() {
+        use ebm_core::input::MAX_BINARY_BYTES;
+        use ebm_models::{Bernoulli, BinaryLayer};
+        type B = Bernoulli<f64>;
+        let dir = tempfile::tempdir().unwrap();
+        let (m, t) = (dir.path().join("m"), dir.path().join("t"));
+        let rbm = Rbm::<B, B>::new(
+            B::with_fields(vec![0.1, -0.2]),
+            B::with_fields(vec![0.3]),
+            DMatrix::from_element(2, 1, 0.5),
+        )
+        .unwrap();
+        let mut trajectory = Trajectory::new();
+        trajectory.push(0, rbm.clone()).unwrap();
+        trajectory.push(5, rbm.clone()).unwrap();
+        save_rbm(&rbm, &m).unwrap();
+        save_trajectory(&trajectory, &t).unwrap();
+        assert!(load_rbm::<B, B>(&m).is_ok());
+        assert!(load_trajectory::<B, B>(&t).is_ok());
+        let declared = |p: &Path| {
+            let data = read_header(p).unwrap().data_len() as u64;
+            (data, std::fs::metadata(p).unwrap().len() - data)
+        };
+        let (m_data, m_start) = declared(&m);
+        let (t_data, t_start) = declared(&t);
+        assert_eq!(m_data, 40);
+        // Extended (sparsely) beyond MAX_BINARY_BYTES (a whole-file read refuses it by its size
+        // alone, with another message), then to 8 GiB: the header's length counts.
+        for len in [MAX_BINARY_BYTES + (1 << 30), 8 << 30] {
+            for (p, data, start) in [(&m, m_data, m_start), (&t, t_data, t_start)] {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(p)
+                    .and_then(|f| f.set_len(len))
+                    .unwrap();
+                let e = if p == &m {
+                    load_rbm::<B, B>(p).map(drop)
+                } else {
+                    load_trajectory::<B, B>(p).map(drop)
+                }
+                .unwrap_err();
+                assert!(matches!(e, Error::Format { .. }), "{e}");
+                let want = format!(
+                    "byte {start} (tensor data): not a valid safetensors file: the header \
+                     declares {data} bytes of tensor data, the file has {}",
+                    len - start
+                );
+                assert!(e.to_string().ends_with(&want), "{e}");
+            }
+        }
     }
 }

@@ -6,6 +6,9 @@
 //!   clear message instead of mixing its files with the first run's. The lock is released when
 //!   the value is dropped or the process ends (even when killed); the lock file itself stays.
 //!   Creating it is also the check, before any work, that the output directory is writable.
+//!   [`OutputLock::acquire_for`] also lists the run's outputs in the lock file, so that
+//!   [`written_by_another_run`] tells any other command that it would write over a file of a
+//!   run in progress, before that run has committed anything.
 //! - [`StagedOutputs`]: every file of the set is first written to a staging directory next to
 //!   the outputs; [`StagedOutputs::commit`] then writes a manifest (the commit point) and
 //!   renames each file into place. A run killed before the manifest leaves the previous set
@@ -65,7 +68,12 @@ impl OutputLock {
             .open(&path)
             .map_err(io_error(&path))?;
         match file.try_lock() {
-            Ok(()) => Ok(Self { path, _file: file }),
+            // Held: the list of outputs a previous holder left ([`OutputLock::acquire_for`])
+            // is no longer true.
+            Ok(()) => match file.set_len(0) {
+                Ok(()) => Ok(Self { path, _file: file }),
+                Err(e) => Err(io_error(&path)(e)),
+            },
             Err(std::fs::TryLockError::WouldBlock) => Err(Error::Io {
                 path: path.clone(),
                 source: std::io::Error::new(
@@ -81,10 +89,62 @@ impl OutputLock {
         }
     }
 
+    /// [`OutputLock::acquire`], then writes the file names of `outputs` (one per line) into
+    /// the lock file, for [`written_by_another_run`] to tell other commands which files this
+    /// run is writing.
+    ///
+    /// # Errors
+    /// As [`OutputLock::acquire`]; [`Error::Io`] if the names cannot be written.
+    pub fn acquire_for(anchor: &Path, outputs: &[&Path]) -> Result<Self> {
+        use std::io::Write;
+        let lock = Self::acquire(anchor)?;
+        let names: String = outputs
+            .iter()
+            .filter_map(|o| o.file_name()?.to_str())
+            .map(|n| format!("{n}\n"))
+            .collect();
+        let mut file = &lock._file;
+        file.set_len(0)
+            .and_then(|()| file.write_all(names.as_bytes()))
+            .map_err(io_error(&lock.path))?;
+        Ok(lock)
+    }
+
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// The lock file of a run in progress, in another process, that writes `output`, if any: a
+/// lock `P.lock` beside `output`, for a prefix `P` of its name (`k.lock` for `k.json` or
+/// `k.trajectory.safetensors`), that another process holds ([`OutputLock`]) and whose list
+/// of outputs ([`OutputLock::acquire_for`]) names `output`, or is empty (a lock taken without
+/// a list). A lock file left by a finished run is not held, and ignored.
+///
+/// A run's first outputs appear only when it commits them, so this is how a command tells,
+/// before any work, that it would write over the files of a run still in progress. Call it
+/// before taking one's own lock: a lock this process holds reads as held.
+pub fn written_by_another_run(output: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let name = output.file_name()?.to_str()?;
+    let mut prefix = name;
+    while let Some((head, _)) = prefix.rsplit_once('.') {
+        prefix = head;
+        let lock = output.with_file_name(format!("{prefix}.lock"));
+        let Ok(mut file) = ebm_core::input::open_regular(&lock) else {
+            continue;
+        };
+        if !matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)) {
+            continue;
+        }
+        let mut names = String::new();
+        let listed = (&mut file).take(1 << 20).read_to_string(&mut names).is_ok();
+        if !listed || names.trim().is_empty() || names.lines().any(|n| n == name) {
+            return Some(lock);
+        }
+    }
+    None
 }
 
 /// The name of the manifest that marks a staging directory as committed.
@@ -274,8 +334,27 @@ fn json_checksum(value: &serde_json::Value) -> String {
     h.hex()
 }
 
+/// Adds to the JSON object `value` (which must not have a `checksum` key) a `checksum` of the
+/// rest of its content, as [`write_json_checked`] writes and [`verify_json_checksum`] checks;
+/// for documents written in another layout (indented, or printed).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] if `value` is not such an object.
+pub fn sign_json(value: &mut serde_json::Value) -> Result<()> {
+    let checksum = json_checksum(value);
+    let map = value
+        .as_object_mut()
+        .filter(|m| !m.contains_key(JSON_CHECKSUM))
+        .ok_or_else(|| Error::InvalidParameter {
+            name: "JSON document".into(),
+            reason: "must be an object without a \"checksum\" key".into(),
+        })?;
+    map.insert(JSON_CHECKSUM.into(), checksum.into());
+    Ok(())
+}
+
 /// Writes `document` (which must serialise to a JSON object without a `checksum` key) to
-/// `path` atomically, adding a `checksum` of the rest of its content.
+/// `path` atomically, adding a `checksum` of the rest of its content ([`sign_json`]).
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] if the document is not such an object; [`Error::Io`] if the
@@ -286,12 +365,7 @@ pub fn write_json_checked(path: &Path, document: &impl serde::Serialize) -> Resu
         reason,
     };
     let mut value = serde_json::to_value(document).map_err(|e| bad(e.to_string()))?;
-    let checksum = json_checksum(&value);
-    let map = value
-        .as_object_mut()
-        .filter(|m| !m.contains_key(JSON_CHECKSUM))
-        .ok_or_else(|| bad("must be an object without a \"checksum\" key".into()))?;
-    map.insert(JSON_CHECKSUM.into(), checksum.into());
+    sign_json(&mut value)?;
     let json = serde_json::to_vec(&value).map_err(|e| bad(e.to_string()))?;
     write_atomically(path, |w| w.write_all(&json))
 }
@@ -331,6 +405,23 @@ pub fn read_json_checked(path: &Path, since: ChecksumsSince) -> Result<serde_jso
             format!("not valid JSON: {e}"),
         )
     })?;
+    verify_json_checksum(path, &mut value, since)?;
+    Ok(value)
+}
+
+/// Verifies and removes the `checksum` of the JSON document `value` read from `path` (see
+/// [`read_json_checked`], which reads and parses the file first): a document without a
+/// checksum passes only when its version (at [`ChecksumsSince::version_at`]) is a number below
+/// [`ChecksumsSince::version`], or it has no version (left to the caller's format checks).
+///
+/// # Errors
+/// [`Error::Format`] (location `"checksum"`) if the content does not match the checksum, or
+/// there is none although the version requires one.
+pub fn verify_json_checksum(
+    path: &Path,
+    value: &mut serde_json::Value,
+    since: ChecksumsSince,
+) -> Result<()> {
     let recorded = value.as_object_mut().and_then(|m| m.remove(JSON_CHECKSUM));
     let Some(recorded) = recorded else {
         return match value.pointer(since.version_at).and_then(|v| v.as_u64()) {
@@ -343,10 +434,10 @@ pub fn read_json_checked(path: &Path, since: ChecksumsSince) -> Result<serde_jso
                      corrupted)"
                 ),
             )),
-            _ => Ok(value),
+            _ => Ok(()),
         };
     };
-    let actual = json_checksum(&value);
+    let actual = json_checksum(value);
     if recorded.as_str() != Some(actual.as_str()) {
         return Err(format_error(
             path,
@@ -357,5 +448,5 @@ pub fn read_json_checked(path: &Path, since: ChecksumsSince) -> Result<serde_jso
             ),
         ));
     }
-    Ok(value)
+    Ok(())
 }

@@ -4,7 +4,7 @@
 use ebm_core::Error;
 use ebm_io::output::{
     ChecksumsSince, OutputLock, StagedOutputs, committed_sets_writing, read_json_checked,
-    write_json_checked,
+    write_json_checked, written_by_another_run,
 };
 use ebm_io::{Trajectory, load_rbm, load_trajectory, save_rbm, save_trajectory, sign_safetensors};
 use ebm_models::{Bernoulli, Rbm, Spin};
@@ -334,4 +334,33 @@ fn headers_claiming_huge_tensors_are_refused_before_allocating() {
         load_trajectory::<Bernoulli<f64>, Spin<f64>>(&q),
         Err(Error::Format { .. })
     ));
+}
+
+#[test]
+fn a_run_in_progress_tells_which_files_it_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let model = d.join("k.safetensors");
+    let (record, trajectory) = (d.join("k.json"), d.join("k.trajectory.safetensors"));
+    let elsewhere = d.join("k.samples.npy");
+    // No lock file, then a lock file left by a finished run: nothing in progress.
+    assert_eq!(written_by_another_run(&record), None);
+    drop(OutputLock::acquire_for(&model, &[&model, &record, &trajectory]).unwrap());
+    assert_eq!(written_by_another_run(&record), None);
+    // A run holding the lock and listing its outputs: those are refused, others are not.
+    // (Another open of the lock file conflicts with it, as another process's would.)
+    let lock = OutputLock::acquire_for(&model, &[&model, &record, &trajectory]).unwrap();
+    let held = Some(d.join("k.lock"));
+    assert_eq!(written_by_another_run(&record), held);
+    assert_eq!(written_by_another_run(&trajectory), held);
+    assert_eq!(written_by_another_run(&elsewhere), None);
+    assert_eq!(written_by_another_run(&d.join("j.json")), None);
+    // Asking does not take the lock from its holder.
+    assert!(OutputLock::acquire(&model).is_err());
+    drop(lock);
+    // A lock held without a list covers every file named after it.
+    let bare = OutputLock::acquire(&model).unwrap();
+    assert_eq!(written_by_another_run(&elsewhere), held);
+    drop(bare);
+    assert_eq!(written_by_another_run(&elsewhere), None);
 }

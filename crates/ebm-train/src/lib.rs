@@ -79,5 +79,6 @@ pub use tethered::{Tmc, TmcDirection, TmcState};
 pub use trainer::{
     AUTO_EXACT_SELECTION_CONFIGURATIONS, CheckpointPolicy, LikelihoodInfo, LikelihoodPolicy,
     MAX_EXACT_INITIAL_CONFIGURATIONS, MAX_EXACT_SELECTION_CONFIGURATIONS, MAX_NEGATIVE_Z,
-    PairBelowTarget, SelectionAcceptance, TrainInfo, TrainState, Trainer, mean_log_likelihood,
+    PairBelowTarget, SelectionAcceptance, TRAIN_STATE_FORMAT, TRAIN_STATE_FORMAT_VERSION,
+    TrainInfo, TrainState, Trainer, mean_log_likelihood,
 };

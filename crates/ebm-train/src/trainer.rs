@@ -589,39 +589,85 @@ where
     S: Serialize + DeserializeOwned,
 {
     /// Writes the state to `path` as JSON (every float with its shortest round-trip
-    /// representation, so loading restores it bit for bit), atomically.
+    /// representation, so loading restores it bit for bit), atomically, with the keys
+    /// `format` ([`TRAIN_STATE_FORMAT`]), `format_version` ([`TRAIN_STATE_FORMAT_VERSION`])
+    /// and a `checksum` of the content ([`ebm_io::output::write_json_checked`]).
     ///
     /// # Errors
     /// [`Error::Io`] if the file cannot be written (a previous file is then untouched).
     pub fn save(&self, path: &Path) -> Result<()> {
-        let json = serde_json::to_vec(self).map_err(|e| Error::InvalidParameter {
+        let mut value = serde_json::to_value(self).map_err(|e| Error::InvalidParameter {
             name: "training state".into(),
             reason: format!("cannot serialise: {e}"),
         })?;
-        ebm_io::write_atomically(path, |w| w.write_all(&json))
+        let map = value
+            .as_object_mut()
+            .expect("a training state serialises to a JSON object");
+        map.insert("format".into(), TRAIN_STATE_FORMAT.into());
+        map.insert("format_version".into(), TRAIN_STATE_FORMAT_VERSION.into());
+        ebm_io::output::write_json_checked(path, &value)
     }
 
     /// Reads a state written by [`TrainState::save`] for the same layer types and negative
-    /// phase.
+    /// phase, verifying its checksum. States of format version 1 (written before states
+    /// carried a format, a version and a checksum) are read as they are.
     ///
     /// # Errors
     /// [`Error::Io`] if the file cannot be read, is not a regular file or is larger than
-    /// [`ebm_core::input::MAX_TEXT_BYTES`]; [`Error::Format`] with the line and column if it
-    /// is not such a state (including a model whose unit kinds differ from `V` and `H`).
+    /// [`ebm_core::input::MAX_TEXT_BYTES`]; [`Error::Format`] if it is not JSON (with the line
+    /// and column), its content does not match its checksum or a version-2 state has none
+    /// (location `"checksum"`: the file was edited or is corrupted), its format or version is
+    /// not one this build writes, or it is not a state of this model and negative phase
+    /// (including a model whose unit kinds differ from `V` and `H`).
     pub fn load(path: &Path) -> Result<Self> {
-        let bytes = ebm_core::input::read_regular(path, ebm_core::input::MAX_TEXT_BYTES).map_err(
-            |source| Error::Io {
-                path: path.to_path_buf(),
-                source,
+        let mut value = ebm_io::output::read_json_checked(
+            path,
+            ebm_io::output::ChecksumsSince {
+                version_at: "/format_version",
+                version: 2,
             },
         )?;
-        serde_json::from_slice(&bytes).map_err(|e| Error::Format {
+        let bad = |location: &str, reason: String| Error::Format {
             path: path.to_path_buf(),
-            location: format!("line {} column {}", e.line(), e.column()),
-            reason: format!("not a training state of this model and negative phase: {e}"),
+            location: location.into(),
+            reason,
+        };
+        if let Some(map) = value.as_object_mut() {
+            if let Some(format) = map.remove("format")
+                && format != TRAIN_STATE_FORMAT
+            {
+                return Err(bad(
+                    "format",
+                    format!("{format}, expected \"{TRAIN_STATE_FORMAT}\""),
+                ));
+            }
+            if let Some(version) = map.remove("format_version")
+                && !(version.as_u64()).is_some_and(|v| (1..=2).contains(&v))
+            {
+                return Err(bad(
+                    "format_version",
+                    format!(
+                        "{version} is not supported (this build reads versions 1 to \
+                         {TRAIN_STATE_FORMAT_VERSION})"
+                    ),
+                ));
+            }
+        }
+        serde_json::from_value(value).map_err(|e| {
+            bad(
+                "content",
+                format!("not a training state of this model and negative phase: {e}"),
+            )
         })
     }
 }
+
+/// The `format` of the files [`TrainState::save`] writes.
+pub const TRAIN_STATE_FORMAT: &str = "ebm-train-state";
+
+/// The version of the files [`TrainState::save`] writes: 2 carries a `checksum` (required);
+/// version 1 (no `format` or version key) had none.
+pub const TRAIN_STATE_FORMAT_VERSION: u32 = 2;
 
 /// Hidden layers with at most this many configurations are enumerated to draw the online
 /// estimator's initial chains exactly when the initial model has couplings and a given

@@ -493,6 +493,46 @@ fn bad_input_is_a_typed_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.json");
     state.save(&path).unwrap();
+    type Same = ebm_train::TrainState<
+        Bernoulli<f64>,
+        Bernoulli<f64>,
+        <Pcd as NegativePhase<Bernoulli<f64>, Bernoulli<f64>>>::State,
+    >;
+    // The file carries its format, version and checksum; an edit without the checksum
+    // recomputed, or with its key misspelled, is refused; a version-1 state (before
+    // checksums: none of the three keys) loads as it is.
+    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(saved["format"], ebm_train::TRAIN_STATE_FORMAT);
+    assert_eq!(saved["format_version"], 2);
+    assert!(saved["checksum"].is_string());
+    let edited_path = dir.path().join("edited.json");
+    let mut edited = saved.clone();
+    edited["update"] = (state.update + 1).into();
+    std::fs::write(&edited_path, edited.to_string()).unwrap();
+    let e = Same::load(&edited_path).unwrap_err();
+    assert!(
+        matches!(&e, Error::Format { location, .. } if location == "checksum"),
+        "{e}"
+    );
+    let sum = edited.as_object_mut().unwrap().remove("checksum").unwrap();
+    edited["checksun"] = sum;
+    std::fs::write(&edited_path, edited.to_string()).unwrap();
+    let e = Same::load(&edited_path).unwrap_err();
+    assert!(e.to_string().contains("no \"checksum\" field"), "{e}");
+    let mut v1 = saved.clone();
+    for key in ["format", "format_version", "checksum"] {
+        v1.as_object_mut().unwrap().remove(key);
+    }
+    std::fs::write(&edited_path, v1.to_string()).unwrap();
+    let loaded = Same::load(&edited_path).unwrap();
+    assert_eq!(
+        serde_json::to_value(&loaded).unwrap(),
+        serde_json::to_value(&state).unwrap()
+    );
+    assert_eq!(
+        serde_json::to_value(Same::load(&path).unwrap()).unwrap(),
+        serde_json::to_value(&state).unwrap()
+    );
     type Wrong = ebm_train::TrainState<
         Spin<f64>,
         Bernoulli<f64>,

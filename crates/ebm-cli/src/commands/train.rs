@@ -1206,24 +1206,25 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
     }
     let out = TrainOutputs::of(&a.out);
     let inputs = TrainOutputs::inputs(a);
-    check_outputs(
-        &[
-            &out.model,
-            &out.trajectory,
-            &out.state,
-            &out.log,
-            &out.record,
-            &out.pll,
-        ],
-        &inputs,
-    )?;
-    // Before any work: the lock (whose creation also proves the directory writable), and
-    // the completion of a commit an earlier run on these outputs was killed in.
-    // Under mpirun, rank 0 alone locks, recovers and writes; the others wait for it.
+    let written: [&Path; 6] = [
+        &out.model,
+        &out.trajectory,
+        &out.state,
+        &out.log,
+        &out.record,
+        &out.pll,
+    ];
+    check_outputs(&written, &inputs)?;
+    // Before any work: the lock, listing the outputs for other commands to see (see
+    // `ebm_io::output::written_by_another_run`), and the completion of a commit an earlier
+    // run on these outputs was killed in. Under mpirun, rank 0 alone locks, recovers and
+    // writes, once every rank has checked the outputs (to which its lock would look like
+    // another run's); the others wait for it.
     let world = ctx.world();
+    world.gather(&[]);
     let _lock = world
         .is_root()
-        .then(|| ebm_io::output::OutputLock::acquire(&out.model))
+        .then(|| ebm_io::output::OutputLock::acquire_for(&out.model, &written))
         .transpose()?;
     if world.is_root() && ebm_io::output::StagedOutputs::recover(&out.model)? {
         ctx.warn(format!(

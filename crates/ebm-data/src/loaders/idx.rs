@@ -20,13 +20,27 @@ pub struct IdxArray {
     pub values: Vec<f64>,
 }
 
-/// Decodes an IDX buffer. `file` names the source in errors.
-///
-/// # Errors
-/// [`Error::Parse`] with the byte offset for a bad magic number, an unknown type code, zero
-/// dimensions, a truncated header, or a data section whose length differs from
-/// `product(dims) * itemsize`.
-pub fn parse_idx(bytes: &[u8], file: &str) -> Result<IdxArray> {
+/// The largest IDX header: the magic number and 255 dimension sizes.
+const MAX_HEADER_BYTES: u64 = 4 + 4 * 255;
+
+/// The header of an IDX file.
+struct IdxHeader {
+    /// The type byte (`0x08` to `0x0E`).
+    type_code: u8,
+    /// Bytes per value.
+    size: usize,
+    /// Dimension sizes.
+    dims: Vec<usize>,
+    /// Byte offset of the data section (the end of the header).
+    data_start: usize,
+    /// Length of the data section, `product(dims) * size`.
+    data_len: usize,
+}
+
+/// Parses the IDX header at the start of `bytes`, the first bytes (at least the first
+/// [`MAX_HEADER_BYTES`], or all) of a file of `file_len` bytes, and checks that the data
+/// section it declares is the rest of the file. `file` names the source in errors.
+fn parse_header(bytes: &[u8], file_len: u64, file: &str) -> Result<IdxHeader> {
     if bytes.len() < 4 {
         return Err(at_offset(
             file,
@@ -77,19 +91,41 @@ pub fn parse_idx(bytes: &[u8], file: &str) -> Result<IdxArray> {
         .try_fold(1usize, |a, &d| a.checked_mul(d))
         .and_then(|c| c.checked_mul(size))
         .ok_or_else(|| at_offset(file, 4, "dimension product overflows"))?;
-    let data = &bytes[hdr..];
-    if data.len() != count {
+    let data_len = file_len.saturating_sub(hdr as u64);
+    if data_len != count as u64 {
         return Err(at_offset(
             file,
             hdr,
             format!(
-                "data section has {} bytes, expected {count} (dims {dims:?}, {size} bytes per value)",
-                data.len()
+                "data section has {data_len} bytes, expected {count} (dims {dims:?}, {size} bytes \
+                 per value)"
             ),
         ));
     }
-    let t = bytes[2];
-    let values = data
+    Ok(IdxHeader {
+        type_code: bytes[2],
+        size,
+        dims,
+        data_start: hdr,
+        data_len: count,
+    })
+}
+
+/// Decodes an IDX buffer. `file` names the source in errors.
+///
+/// # Errors
+/// [`Error::Parse`] with the byte offset for a bad magic number, an unknown type code, zero
+/// dimensions, a truncated header, or a data section whose length differs from
+/// `product(dims) * itemsize`.
+pub fn parse_idx(bytes: &[u8], file: &str) -> Result<IdxArray> {
+    let IdxHeader {
+        type_code: t,
+        size,
+        dims,
+        data_start,
+        data_len,
+    } = parse_header(bytes, bytes.len() as u64, file)?;
+    let values = bytes[data_start..data_start + data_len]
         .chunks_exact(size)
         .map(|c| match t {
             0x08 => c[0] as f64,
@@ -178,26 +214,35 @@ pub fn parse_mnist(
     Ok(ds)
 }
 
-/// Reads an IDX image file and an optional IDX label file (see [`parse_mnist`]).
+/// Reads an IDX image file and an optional IDX label file (see [`parse_mnist`]). Each file is
+/// read in two steps: first its header (at most 1024 bytes: the magic number and up to 255
+/// dimension sizes); then, if the file's length is the header's plus the
+/// `product(dims) * itemsize` bytes of data it declares, exactly the rest. A file of another
+/// length is refused without its data being read.
 ///
 /// # Errors
 /// [`Error::Io`] if a file cannot be read, is not a regular file (a FIFO, a device, a
-/// directory) or is larger than [`ebm_core::input::MAX_BINARY_BYTES`]; otherwise as
-/// [`parse_mnist`].
+/// directory), is larger than [`ebm_core::input::MAX_BINARY_BYTES`], or yields more or fewer
+/// bytes than its length said (it changed while read); otherwise as [`parse_mnist`].
 pub fn load_mnist(
     images: impl AsRef<std::path::Path>,
     labels: Option<&std::path::Path>,
     opts: &MnistOptions,
 ) -> Result<Dataset> {
-    let ip = images.as_ref();
-    let read = |p: &std::path::Path| super::read_file(p, ebm_core::input::MAX_BINARY_BYTES);
-    let ib = read(ip)?;
+    let read = |p: &std::path::Path| {
+        let name = p.display().to_string();
+        let bytes = super::read_declared(p, MAX_HEADER_BYTES, |head, len| {
+            let h = parse_header(head, len, &name)?;
+            Ok((h.data_start + h.data_len) as u64)
+        })?;
+        Ok::<_, Error>((bytes, name))
+    };
+    let (ib, iname) = read(images.as_ref())?;
     let lb = labels.map(read).transpose()?;
-    let lname = labels.map(|p| p.display().to_string());
     parse_mnist(
         &ib,
-        &ip.display().to_string(),
-        lb.as_deref().zip(lname.as_deref()),
+        &iname,
+        lb.as_ref().map(|(b, n)| (b.as_slice(), n.as_str())),
         opts,
     )
 }
@@ -276,6 +321,64 @@ pub(crate) mod tests {
             binarize_threshold: None,
         };
         assert!(parse_mnist(&img, "i", None, &keep).is_err());
+    }
+
+    #[test]
+    fn load_mnist_refuses_data_sections_longer_than_declared_reading_only_the_headers() {
+        use crate::loaders::npy::tests::sparse_file;
+        use ebm_core::input::MAX_BINARY_BYTES;
+        let dir = tempfile::tempdir().unwrap();
+        let (ip, lp) = (dir.path().join("images"), dir.path().join("labels"));
+        let (iname, lname) = (ip.display().to_string(), lp.display().to_string());
+        let images = encode_u8(&[2, 2, 2], &[0, 1, 2, 3, 4, 5, 6, 7]);
+        let labels = encode_u8(&[2], &[3, 4]);
+        let opts = MnistOptions::default();
+        // Beyond MAX_BINARY_BYTES (a whole-file read refuses it by its size alone, with another
+        // message), then 8 GiB: each header declares 8 or 2 bytes of data.
+        for len in [MAX_BINARY_BYTES + (1 << 30), 8 << 30] {
+            sparse_file(&ip, &images[..16], len);
+            std::fs::write(&lp, &labels).unwrap();
+            let e = load_mnist(&ip, Some(&lp), &opts).unwrap_err();
+            assert!(matches!(e, Error::Parse { .. }), "{e}");
+            let want = format!(
+                "{iname}: byte offset 16: data section has {} bytes, expected 8 (dims [2, 2, 2], 1 \
+                 bytes per value)",
+                len - 16
+            );
+            assert_eq!(e.to_string(), want);
+            std::fs::write(&ip, &images).unwrap();
+            sparse_file(&lp, &labels[..8], len);
+            let e = load_mnist(&ip, Some(&lp), &opts).unwrap_err().to_string();
+            let want = format!(
+                "{lname}: byte offset 8: data section has {} bytes, expected 2 (dims [2], 1 bytes \
+                 per value)",
+                len - 8
+            );
+            assert_eq!(e, want);
+        }
+        // The same message as the parser's on the same bytes, for a longer and a shorter file.
+        for b in [[&images[..], &[9]].concat(), images[..23].to_vec()] {
+            std::fs::write(&ip, &b).unwrap();
+            let e = load_mnist(&ip, None, &opts).unwrap_err().to_string();
+            assert_eq!(e, parse_idx(&b, &iname).unwrap_err().to_string());
+            assert!(e.contains("data section has"), "{e}");
+        }
+    }
+
+    #[test]
+    fn load_mnist_reads_files_larger_than_the_header_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ip, lp) = (dir.path().join("images"), dir.path().join("labels"));
+        // three 20x20 images (1200 bytes of data, more than the 1024-byte header read)
+        let pixels: Vec<u8> = (0..1200u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&ip, encode_u8(&[3, 20, 20], &pixels)).unwrap();
+        std::fs::write(&lp, encode_u8(&[3], &[5, 0, 9])).unwrap();
+        let d = load_mnist(&ip, Some(&lp), &MnistOptions::default()).unwrap();
+        assert_eq!((d.n_samples(), d.n_features()), (3, 400));
+        assert_eq!(d.labels().unwrap(), &[5, 0, 9]);
+        assert_eq!(d.sample(2)[399], f64::from(pixels[1199]));
+        let e = load_mnist("/dev/zero", None, &MnistOptions::default()).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }), "{e}");
     }
 
     proptest! {

@@ -264,13 +264,28 @@ fn read_f64(b: &[u8], t: NpyType, big: bool) -> f64 {
     }
 }
 
-/// Decodes an `.npy` byte buffer. `file` names the source in errors.
-///
-/// # Errors
-/// [`Error::Parse`] with the byte offset for a bad magic string, an unsupported version, a
-/// truncated or malformed header, a missing key, an unsupported dtype, a bool that is not 0/1, or a
-/// data section whose length is not `product(shape) * itemsize`.
-pub fn parse_npy_array(bytes: &[u8], file: &str) -> Result<NpyArray> {
+/// The most bytes [`load_npy`] reads before the end of an `.npy` header (magic string,
+/// version, header length and dict): 1 MiB. NumPy writes headers of a few hundred bytes, and
+/// its own `np.load` refuses headers over 10 000 bytes by default; a file whose header ends
+/// later is refused before its data is read.
+pub const MAX_HEADER_BYTES: u64 = 1 << 20;
+
+/// The header of an `.npy` file.
+struct NpyHeader {
+    shape: Vec<usize>,
+    fortran_order: bool,
+    dtype: NpyType,
+    big_endian: bool,
+    /// Byte offset of the data section (the end of the header).
+    data_start: usize,
+    /// Length of the data section, `product(shape) * itemsize`.
+    data_len: usize,
+}
+
+/// Parses the `.npy` header at the start of `bytes`, the first bytes (or all) of a file of
+/// `file_len` bytes, and checks that the data section it declares is the rest of the file.
+/// `file` names the source in errors.
+fn parse_header(bytes: &[u8], file_len: u64, file: &str) -> Result<NpyHeader> {
     if bytes.len() < 8 || &bytes[..6] != MAGIC {
         return Err(at_offset(file, 0, "expected the magic string \\x93NUMPY"));
     }
@@ -309,17 +324,25 @@ pub fn parse_npy_array(bytes: &[u8], file: &str) -> Result<NpyArray> {
     };
     let hend = hstart
         .checked_add(hlen)
-        .filter(|&e| e <= bytes.len())
+        .filter(|&e| e as u64 <= file_len)
         .ok_or_else(|| {
             at_offset(
                 file,
                 hstart,
-                format!(
-                    "header of {hlen} bytes runs past the end of the file ({} bytes)",
-                    bytes.len()
-                ),
+                format!("header of {hlen} bytes runs past the end of the file ({file_len} bytes)"),
             )
         })?;
+    if hend > bytes.len() {
+        return Err(at_offset(
+            file,
+            hstart,
+            format!(
+                "header of {hlen} bytes ends at byte {hend}, past the first {} bytes, the most \
+                 read for an .npy header",
+                bytes.len()
+            ),
+        ));
+    }
     let mut p = HeaderParser {
         s: &bytes[hstart..hend],
         pos: 0,
@@ -389,18 +412,45 @@ pub fn parse_npy_array(bytes: &[u8], file: &str) -> Result<NpyArray> {
     let nbytes = count
         .checked_mul(dtype.size())
         .ok_or_else(|| at_offset(file, hstart, "data size overflows"))?;
-    let data = &bytes[hend..];
-    if data.len() != nbytes {
+    let data_len = file_len - hend as u64;
+    if data_len != nbytes as u64 {
         return Err(at_offset(
             file,
             hend,
             format!(
-                "data section has {} bytes, expected {nbytes} (shape {shape:?}, {} bytes per element)",
-                data.len(),
+                "data section has {data_len} bytes, expected {nbytes} (shape {shape:?}, {} bytes \
+                 per element)",
                 dtype.size()
             ),
         ));
     }
+    Ok(NpyHeader {
+        shape,
+        fortran_order,
+        dtype,
+        big_endian,
+        data_start: hend,
+        data_len: nbytes,
+    })
+}
+
+/// Decodes an `.npy` byte buffer. `file` names the source in errors.
+///
+/// # Errors
+/// [`Error::Parse`] with the byte offset for a bad magic string, an unsupported version, a
+/// truncated or malformed header, a missing key, an unsupported dtype, a bool that is not 0/1, or a
+/// data section whose length is not `product(shape) * itemsize`.
+pub fn parse_npy_array(bytes: &[u8], file: &str) -> Result<NpyArray> {
+    let NpyHeader {
+        shape,
+        fortran_order,
+        dtype,
+        big_endian,
+        data_start: hend,
+        data_len,
+    } = parse_header(bytes, bytes.len() as u64, file)?;
+    let count = shape.iter().product();
+    let data = &bytes[hend..hend + data_len];
     let raw: Vec<f64> = data
         .chunks_exact(dtype.size())
         .map(|c| read_f64(c, dtype, big_endian))
@@ -477,15 +527,25 @@ pub fn parse_npy(bytes: &[u8], file: &str) -> Result<Dataset> {
     Dataset::new(data, Domain::Real)
 }
 
-/// Reads an `.npy` file (see [`parse_npy`]).
+/// Reads an `.npy` file (see [`parse_npy`]): first its header, at most the first
+/// [`MAX_HEADER_BYTES`] bytes; then, if the file's length is the header's plus the
+/// `product(shape) * itemsize` bytes of data it declares, exactly the rest. A file of
+/// another length (50 GB of data after a header declaring 10 values, say) is refused without
+/// its data being read.
 ///
 /// # Errors
-/// [`Error::Io`] if the file cannot be read, is not a regular file (a FIFO,
-/// a device, a directory) or is larger than [`ebm_core::input::MAX_BINARY_BYTES`]; otherwise as [`parse_npy`].
+/// [`Error::Io`] if the file cannot be read, is not a regular file (a FIFO, a device, a
+/// directory), is larger than [`ebm_core::input::MAX_BINARY_BYTES`], or yields more or fewer
+/// bytes than its length said (it changed while read); [`Error::Parse`] for a header that
+/// ends past [`MAX_HEADER_BYTES`]; otherwise as [`parse_npy`].
 pub fn load_npy(path: impl AsRef<std::path::Path>) -> Result<Dataset> {
     let path = path.as_ref();
-    let bytes = super::read_file(path, ebm_core::input::MAX_BINARY_BYTES)?;
-    parse_npy(&bytes, &path.display().to_string())
+    let name = path.display().to_string();
+    let bytes = super::read_declared(path, MAX_HEADER_BYTES, |head, len| {
+        let h = parse_header(head, len, &name)?;
+        Ok((h.data_start + h.data_len) as u64)
+    })?;
+    parse_npy(&bytes, &name)
 }
 
 /// Encodes a data matrix (`n_features x n_samples`) as a version-1 `.npy` buffer of shape
@@ -722,6 +782,112 @@ pub(crate) mod tests {
                 .to_string()
                 .contains("expected 0 or 1")
         );
+    }
+
+    /// A version-1 `.npy` header with the dict `dict`, without data.
+    fn header_v1(dict: &str) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&[1, 0]);
+        out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        out.extend_from_slice(dict.as_bytes());
+        out
+    }
+
+    /// Writes `bytes` to `path` and extends the file to `len` bytes without writing them (a
+    /// sparse file: it takes no room, and reading it whole would take seconds and `len` bytes
+    /// of memory).
+    pub(crate) fn sparse_file(path: &std::path::Path, bytes: &[u8], len: u64) {
+        let mut f = std::fs::File::create(path).unwrap();
+        std::io::Write::write_all(&mut f, bytes).unwrap();
+        f.set_len(len).unwrap();
+    }
+
+    #[test]
+    fn load_npy_refuses_a_data_section_longer_than_declared_reading_only_the_header() {
+        use ebm_core::input::MAX_BINARY_BYTES;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big.npy");
+        let name = p.display().to_string();
+        let head = header_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }\n");
+        let hend = head.len() as u64;
+        // Beyond MAX_BINARY_BYTES (a whole-file read refuses it by its size alone, with another
+        // message), then 8 GiB: the header declares 4 values, which is all that counts.
+        for len in [MAX_BINARY_BYTES + (1 << 30), 8 << 30] {
+            sparse_file(&p, &head, len);
+            let e = load_npy(&p).unwrap_err();
+            assert!(matches!(e, Error::Parse { .. }), "{e}");
+            let want = format!(
+                "{name}: byte offset {hend}: data section has {} bytes, expected 32 (shape [4], 8 \
+                 bytes per element)",
+                len - hend
+            );
+            assert_eq!(e.to_string(), want);
+        }
+        // The same message as the parser's on the same bytes, for a longer and a shorter file.
+        for data_len in [40, 24] {
+            let mut b = head.clone();
+            b.resize(head.len() + data_len, 0);
+            std::fs::write(&p, &b).unwrap();
+            let e = load_npy(&p).unwrap_err().to_string();
+            assert_eq!(e, parse_npy(&b, &name).unwrap_err().to_string());
+            assert!(
+                e.contains(&format!("data section has {data_len} bytes")),
+                "{e}"
+            );
+        }
+        // A header declaring more than MAX_BINARY_BYTES, matching the file's length: refused by
+        // the cap, still without reading the data.
+        let n = MAX_BINARY_BYTES / 8 + 1;
+        let head = header_v1(&format!(
+            "{{'descr': '<f8', 'fortran_order': False, 'shape': ({n},), }}\n"
+        ));
+        sparse_file(&p, &head, head.len() as u64 + 8 * n);
+        let e = load_npy(&p).unwrap_err();
+        assert!(
+            matches!(&e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::FileTooLarge),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn load_npy_refuses_a_header_larger_than_its_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("h.npy");
+        let dict = format!(
+            "{{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }}{}\n",
+            " ".repeat(2 << 20)
+        );
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(&[2, 0]);
+        b.extend_from_slice(&(dict.len() as u32).to_le_bytes());
+        b.extend_from_slice(dict.as_bytes());
+        b.extend_from_slice(&[1, 0]);
+        std::fs::write(&p, &b).unwrap();
+        // In memory it is a valid array; from a file its header is past the cap.
+        assert_eq!(parse_npy(&b, "m").unwrap().n_samples(), 2);
+        let e = load_npy(&p).unwrap_err().to_string();
+        let want = format!(
+            "byte offset 12: header of {} bytes ends at byte {}, past the first {MAX_HEADER_BYTES} \
+             bytes, the most read for an .npy header",
+            dict.len(),
+            12 + dict.len()
+        );
+        assert!(e.ends_with(&want), "{e}");
+    }
+
+    #[test]
+    fn load_npy_reads_small_and_large_files_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.npy");
+        // 2 x 3 values, and 2 x 70 000 (1.1 MB, more than the header read).
+        for n in [3, 70_000] {
+            let m = DMatrix::from_fn(2, n, |i, j| i as f64 - 0.25 * j as f64);
+            let ds = Dataset::new(m.clone(), Domain::Real).unwrap();
+            save_npy(&p, &ds).unwrap();
+            assert_eq!(load_npy(&p).unwrap().data(), &m);
+        }
+        let e = load_npy("/dev/zero").unwrap_err();
+        assert!(matches!(e, Error::Io { .. }), "{e}");
     }
 
     fn arb_array() -> impl Strategy<Value = (Vec<usize>, Vec<f64>, usize, bool, bool, u8)> {
