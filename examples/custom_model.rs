@@ -20,7 +20,7 @@ mod ising_chain;
 use ebm::estimators::{Ais, PairAccumulator, Start, ais};
 use ebm::prelude::*;
 use ebm::samplers::tempering::{ParallelTempering, PtState, SwapSchedule, TemperatureLadder};
-use ebm::testkit::{goodness_of_fit, invariance};
+use ebm::testkit::{AtBeta, goodness_of_fit, invariance};
 use ising_chain::{HeatBath, IsingChain};
 
 /// Draws per exact test, and the p-value below which a test rejects.
@@ -47,6 +47,12 @@ fn main() -> Result<(), Error> {
     );
     assert!(good.p_value > ALPHA && metropolis.p_value > ALPHA);
     assert!(broken.p_value < ALPHA, "the broken kernel must be rejected");
+    // The library's heat bath needs only each site's alphabet (`FiniteAlphabet`); `AtBeta`
+    // runs any kernel at a fixed other temperature: a ready-made negative control.
+    let library = invariance(&model, &SingleSiteHeatBath::new(1), beta, DRAWS, 4);
+    let at_half = AtBeta(SingleSiteHeatBath::new(1), 0.5 * beta);
+    let elsewhere = invariance(&model, &at_half, beta, DRAWS, 5);
+    assert!(library.p_value > ALPHA && elsewhere.p_value < ALPHA);
     // ANCHOR_END: test
 
     // ANCHOR: compose

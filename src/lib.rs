@@ -8,7 +8,7 @@
 //! |---|---|
 //! | [`core`] (`ebm-core`) | traits ([`EnergyModel`](core::EnergyModel), [`ConditionalSampler`](core::ConditionalSampler), [`Kernel`](core::Kernel), [`Enumerable`](core::Enumerable), [`ExactLogPartition`](core::ExactLogPartition), [`ExactSampling`](core::ExactSampling), [`Tractable`](core::Tractable), [`Observer`](core::Observer)), RNG streams, [`Par`](core::Par), errors, numerics |
 //! | [`models`] (`ebm-models`) | unit layers and the generic [`Rbm<V, H>`](models::Rbm), exact enumeration |
-//! | [`samplers`] (`ebm-samplers`) | alternating Gibbs, single-site Metropolis (RBM and generic), kernel combinators, the sampling driver, parallel tempering (ladders, swap schedules, diagnostics, ladder construction) |
+//! | [`samplers`] (`ebm-samplers`) | alternating Gibbs, single-site Metropolis (RBM and generic) and heat bath (finite alphabets), kernel combinators, the sampling driver, parallel tempering (ladders, swap schedules, diagnostics, ladder construction) |
 //! | [`estimators`] (`ebm-estimators`) | exact log Z, AIS, reverse AIS, trajectory AIS (offline and online), BAR from PT samples, log-likelihood with error bars |
 //! | [`train`] (`ebm-train`) | PCD/CD/PT/Jarzynski training, optimisers, online log-likelihood, checkpoint trajectories, resume |
 //! | [`io`] (`ebm-io`) | RBM files: safetensors + JSON metadata, atomic writes, validated loading |
@@ -59,7 +59,7 @@ pub mod prelude {
     pub use ebm_core::{
         ChainState, Chains, ConditionalSampler, EnergyModel, Enumerable, Error, Every,
         ExactLogPartition, ExactSampling, FnObserver, Kernel, Observer, Par, RngStreams, Scalar,
-        Tractable,
+        Tractable, exact_by_enumeration, sites::SiteProduct,
     };
     pub use ebm_io::{load_rbm, read_rbm_info, save_rbm};
     pub use ebm_models::exact::Enumerated;
@@ -68,8 +68,8 @@ pub mod prelude {
         Rbm, RbmChains, ReLU, Spin,
     };
     pub use ebm_samplers::{
-        Cycle, Gibbs, GibbsInfo, LocalUpdate, Metropolis, Mixture, Repeat, Scan,
-        SingleSiteMetropolis, StepInfo, run,
+        Cycle, FiniteAlphabet, Gibbs, GibbsInfo, HeatBathInfo, LocalUpdate, Metropolis, Mixture,
+        Repeat, Scan, SingleSiteHeatBath, SingleSiteMetropolis, StepInfo, run,
     };
 }
 

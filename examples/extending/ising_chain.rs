@@ -68,18 +68,8 @@ impl Enumerable for IsingChain {
     }
 }
 
-/// Small enough to list: exact log Z and exact draws come with the listing.
-impl ExactLogPartition for IsingChain {
-    fn log_partition(&self, beta: f64) -> f64 {
-        self.enumerated_log_partition(beta, Par::Rayon)
-    }
-}
-
-impl ExactSampling for IsingChain {
-    fn sample_exact<R: Rng + Send>(&self, x: &mut DMatrix<f64>, beta: f64, r: &mut [R], p: Par) {
-        self.sample_enumerated(x, beta, r, p);
-    }
-}
+// Small enough to list: exact log Z and exact draws come with the listing.
+exact_by_enumeration!(IsingChain);
 // ANCHOR_END: enumerable
 
 // ANCHOR: local
@@ -96,6 +86,14 @@ impl LocalUpdate for IsingChain {
 
     fn energy_change(&self, s: &[f64], i: usize, value: f64, beta: f64) -> f64 {
         -beta * (value - s[i]) * self.local_field(s, i)
+    }
+}
+
+/// The values of a site: all the library's single-site heat bath needs besides the energy
+/// change.
+impl FiniteAlphabet for IsingChain {
+    fn alphabet(&self, _site: usize) -> &[f64] {
+        &[-1.0, 1.0]
     }
 }
 // ANCHOR_END: local

@@ -11,6 +11,7 @@
 //! | [`Kernel`] | a Markov transition that leaves \\(p_\beta\\) invariant |
 //! | [`ExactLogPartition`], [`ExactSampling`], [`Tractable`] | exact \\(\log Z\\), exact sampling, both |
 //! | [`Enumerable`] | a model whose states can be listed: the reference of exact tests |
+//! | [`sites`] | listing the configurations of finite-alphabet sites ([`sites::SiteProduct`]); [`exact_by_enumeration!`] |
 //! | [`Observer`] | receives typed step information; `()` is the no-op observer |
 //! | [`RngStreams`] | one Xoshiro256++ stream per chain, derived from one seed by jumps |
 //! | [`Par`] | sequential or rayon execution, with results independent of the thread count |
@@ -35,6 +36,7 @@ mod par;
 mod rng;
 mod scalar;
 pub mod simd;
+pub mod sites;
 pub mod special;
 mod traits;
 
@@ -43,6 +45,9 @@ pub use error::{Error, Result};
 pub use num_traits;
 pub use observe::{Every, FnObserver, Observer};
 pub use par::{CHAIN_CHUNK, Par, for_each_chain_chunk, for_each_chain_chunk2};
+/// The `rand` this crate uses (for macros such as [`exact_by_enumeration!`]).
+#[doc(hidden)]
+pub use rand;
 pub use rng::{ChainRng, RngStreams, as_chain_rngs};
 pub use scalar::Scalar;
 pub use traits::{

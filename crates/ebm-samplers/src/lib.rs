@@ -34,6 +34,7 @@
 mod combinators;
 mod escape;
 mod gibbs;
+mod heat_bath;
 pub mod latent;
 mod metropolis;
 mod refresh;
@@ -46,6 +47,7 @@ pub mod tethered;
 pub use combinators::{Cycle, Mixture, MixtureInfo, Repeat};
 pub use escape::{EscapeSummary, EscapeTimes, Occupation};
 pub use gibbs::{Gibbs, GibbsInfo};
+pub use heat_bath::{FiniteAlphabet, HeatBathInfo, SingleSiteHeatBath};
 pub use latent::{Alternate, Block, Grid, LatentGibbs, LatentInfo, LatentUnits};
 pub use metropolis::{Metropolis, MetropolisInfo};
 pub use refresh::ExactRefresh;
