@@ -157,12 +157,15 @@ impl<F: Scalar> SiteProduct<F> {
 #[macro_export]
 macro_rules! exact_by_enumeration {
     (impl<$($p:ident $(: $b:path)?),+> $t:ty) => {
-        impl<$($p $(: $b)?),+> $crate::ExactLogPartition for $t {
+        $crate::exact_by_enumeration!(@impl [$($p $(: $b)?),+] $t);
+    };
+    (@impl [$($g:tt)*] $t:ty) => {
+        impl<$($g)*> $crate::ExactLogPartition for $t {
             fn log_partition(&self, beta: f64) -> f64 {
                 $crate::Enumerable::enumerated_log_partition(self, beta, $crate::Par::Rayon)
             }
         }
-        impl<$($p $(: $b)?),+> $crate::ExactSampling for $t {
+        impl<$($g)*> $crate::ExactSampling for $t {
             fn sample_exact<R: $crate::rand::Rng + Send>(
                 &self,
                 x: &mut <Self as $crate::EnergyModel>::State,
@@ -175,22 +178,7 @@ macro_rules! exact_by_enumeration {
         }
     };
     ($t:ty) => {
-        impl $crate::ExactLogPartition for $t {
-            fn log_partition(&self, beta: f64) -> f64 {
-                $crate::Enumerable::enumerated_log_partition(self, beta, $crate::Par::Rayon)
-            }
-        }
-        impl $crate::ExactSampling for $t {
-            fn sample_exact<R: $crate::rand::Rng + Send>(
-                &self,
-                x: &mut <Self as $crate::EnergyModel>::State,
-                beta: f64,
-                rngs: &mut [R],
-                par: $crate::Par,
-            ) {
-                $crate::Enumerable::sample_enumerated(self, x, beta, rngs, par);
-            }
-        }
+        $crate::exact_by_enumeration!(@impl [] $t);
     };
 }
 
@@ -224,6 +212,50 @@ mod tests {
     #[should_panic(expected = "twice")]
     fn a_repeated_value_is_refused() {
         SiteProduct::uniform(&[1.0, 1.0], 2);
+    }
+
+    /// One site of three values with energy `-h x`, generic over the scalar: the generic
+    /// form of `exact_by_enumeration!`.
+    struct Three<F>(F);
+
+    impl<F: Scalar> crate::EnergyModel for Three<F> {
+        type Scalar = F;
+        type State = nalgebra::DMatrix<F>;
+        fn energies(&self, x: &nalgebra::DMatrix<F>, beta: f64, out: &mut [f64], _: crate::Par) {
+            for (o, c) in out.iter_mut().zip(x.column_iter()) {
+                *o = -beta * num_traits::ToPrimitive::to_f64(&(self.0 * c[0])).unwrap();
+            }
+        }
+        fn new_state(&self, n: usize) -> nalgebra::DMatrix<F> {
+            nalgebra::DMatrix::zeros(1, n)
+        }
+    }
+
+    impl<F: Scalar> crate::Enumerable for Three<F> {
+        fn n_states(&self) -> usize {
+            3
+        }
+        fn write_state(&self, k: usize, x: &mut nalgebra::DMatrix<F>, c: usize) {
+            x[(0, c)] = <F as num_traits::NumCast>::from(k).unwrap();
+        }
+        fn state_index(&self, x: &nalgebra::DMatrix<F>, c: usize) -> usize {
+            num_traits::ToPrimitive::to_usize(&x[(0, c)]).unwrap()
+        }
+    }
+
+    crate::exact_by_enumeration!(impl<F: Scalar> Three<F>);
+
+    #[test]
+    fn the_generic_form_lists_the_states() {
+        use crate::{EnergyModel, ExactLogPartition, ExactSampling};
+        let m = Three(0.5f32);
+        let exact = (1.0f64 + 0.5f64.exp() + 1.0f64.exp()).ln();
+        assert!((m.log_partition(1.0) - exact).abs() < 1e-6);
+        let mut x = m.new_state(3000);
+        let mut rngs = crate::RngStreams::new(1, 3000);
+        m.sample_exact(&mut x, 1.0, rngs.as_mut_slice(), crate::Par::Seq);
+        let twos = x.iter().filter(|&&v| v == 2.0).count() as f64 / 3000.0;
+        assert!((twos - 1.0f64.exp() / exact.exp()).abs() < 0.03, "{twos}");
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! Single-site heat bath for models whose sites take values in a finite alphabet.
 
+use crate::single_site::site_updates;
 use crate::{LocalUpdate, Scan};
-use ebm_core::{Kernel, Par, Scalar, for_each_chain_chunk};
+use ebm_core::{Kernel, Par, Scalar};
 use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What [`SingleSiteHeatBath`] needs beyond [`LocalUpdate`]: the finite set of values each
 /// site takes (spins \\(\pm 1\\), the three states of a spin-1 site, the colours of a Potts
@@ -113,34 +113,19 @@ impl<M: FiniteAlphabet> Kernel<M> for SingleSiteHeatBath {
         rngs: &mut [R],
         par: Par,
     ) -> HeatBathInfo {
-        let rows = x.nrows();
-        let n = model.n_sites();
-        assert!(
-            n <= rows,
-            "SingleSiteHeatBath: {n} sites, chains of {rows} values"
+        let (updates, changed) = site_updates(
+            model,
+            self.sweeps,
+            self.scan,
+            x,
+            rngs,
+            par,
+            |col, site, rng| {
+                let value = draw(model, col, site, beta, rng);
+                (value != col[site]).then_some(value)
+            },
         );
-        let changed = AtomicU64::new(0);
-        for_each_chain_chunk(par, rows, x.as_mut_slice(), rngs, |_, chunk, r| {
-            let mut moved = 0u64;
-            for (col, rng) in chunk.chunks_mut(rows.max(1)).zip(r.iter_mut()) {
-                for k in 0..self.sweeps * n {
-                    let site = match self.scan {
-                        Scan::Systematic => k % n,
-                        Scan::Random => rng.random_range(0..n),
-                    };
-                    let value = draw(model, col, site, beta, rng);
-                    if value != col[site] {
-                        col[site] = value;
-                        moved += 1;
-                    }
-                }
-            }
-            changed.fetch_add(moved, Ordering::Relaxed);
-        });
-        HeatBathInfo {
-            updates: (self.sweeps * n * x.ncols()) as u64,
-            changed: changed.into_inner(),
-        }
+        HeatBathInfo { updates, changed }
     }
 }
 

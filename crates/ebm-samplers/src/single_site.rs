@@ -76,36 +76,68 @@ impl<M: LocalUpdate> Kernel<M> for SingleSiteMetropolis {
         rngs: &mut [R],
         par: Par,
     ) -> MetropolisInfo {
-        let rows = x.nrows();
-        let n = model.n_sites();
-        assert!(
-            n <= rows,
-            "SingleSiteMetropolis: {n} sites, chains of {rows} values"
+        let (proposals, accepted) = site_updates(
+            model,
+            self.sweeps,
+            self.scan,
+            x,
+            rngs,
+            par,
+            |col, site, rng| {
+                let value = model.propose(col, site, rng);
+                let delta = model.energy_change(col, site, value, beta);
+                let accept = delta <= 0.0 || f64::uniform(rng) < (-delta).exp();
+                accept.then_some(value)
+            },
         );
-        let accepted = AtomicU64::new(0);
-        for_each_chain_chunk(par, rows, x.as_mut_slice(), rngs, |_, chunk, r| {
-            let mut acc = 0u64;
-            for (col, rng) in chunk.chunks_mut(rows.max(1)).zip(r.iter_mut()) {
-                for k in 0..self.sweeps * n {
-                    let site = match self.scan {
-                        Scan::Systematic => k % n,
-                        Scan::Random => rng.random_range(0..n),
-                    };
-                    let value = model.propose(col, site, rng);
-                    let delta = model.energy_change(col, site, value, beta);
-                    if delta <= 0.0 || f64::uniform(rng) < (-delta).exp() {
-                        col[site] = value;
-                        acc += 1;
-                    }
-                }
-            }
-            accepted.fetch_add(acc, Ordering::Relaxed);
-        });
         MetropolisInfo {
-            proposals: (self.sweeps * n * x.ncols()) as u64,
-            accepted: accepted.into_inner(),
+            proposals,
+            accepted,
         }
     }
+}
+
+/// Runs `sweeps` sweeps of single-site updates over every chain of `x` (a column per chain,
+/// sites visited in the order of `scan`): `update(chain, site, rng)` returns the new value of
+/// the site, or `None` to leave it. Chain `j` consumes only `rngs[j]`, in chunks whose
+/// boundaries do not depend on the thread count. Returns the updates made and the number that
+/// set a value (`Some`).
+///
+/// # Panics
+/// If a chain holds fewer values than the model has sites.
+pub(crate) fn site_updates<M: LocalUpdate, R: Rng + Send>(
+    model: &M,
+    sweeps: usize,
+    scan: Scan,
+    x: &mut DMatrix<M::Scalar>,
+    rngs: &mut [R],
+    par: Par,
+    update: impl Fn(&[M::Scalar], usize, &mut R) -> Option<M::Scalar> + Sync,
+) -> (u64, u64) {
+    let rows = x.nrows();
+    let n = model.n_sites();
+    assert!(
+        n <= rows,
+        "single-site updates: {n} sites, chains of {rows} values"
+    );
+    let set = AtomicU64::new(0);
+    for_each_chain_chunk(par, rows, x.as_mut_slice(), rngs, |_, chunk, r| {
+        let mut k_set = 0u64;
+        for (col, rng) in chunk.chunks_mut(rows.max(1)).zip(r.iter_mut()) {
+            for k in 0..sweeps * n {
+                let site = match scan {
+                    Scan::Systematic => k % n,
+                    Scan::Random => rng.random_range(0..n),
+                };
+                if let Some(value) = update(col, site, rng) {
+                    col[site] = value;
+                    k_set += 1;
+                }
+            }
+        }
+        set.fetch_add(k_set, Ordering::Relaxed);
+    });
+    ((sweeps * n * x.ncols()) as u64, set.into_inner())
 }
 
 /// Spin flips of the Curie–Weiss model: flipping \\(v_i\\) changes the magnetisation sum
