@@ -89,8 +89,8 @@ fn mpirun(dir: &Path, ranks: usize, args: &str) -> std::process::Output {
         .expect("mpirun runs (install MPICH: apt-get install mpich libmpich-dev)")
 }
 
-/// A run record without its `ranks` (checked to be `ranks`) and its wall-clock time: what
-/// must not depend on the number of processes.
+/// A run record without its `ranks` (checked to be `ranks`), its wall-clock time and its
+/// checksum (which covers both): what must not depend on the number of processes.
 #[cfg(feature = "mpi")]
 fn record_without_ranks(path: &Path, ranks: u64) -> serde_json::Value {
     let mut record = json(path);
@@ -102,12 +102,17 @@ fn record_without_ranks(path: &Path, ranks: u64) -> serde_json::Value {
         path.display()
     );
     fields.remove("elapsed_seconds").expect("a wall-clock time");
+    assert!(
+        fields.remove("checksum").is_some_and(|c| c.is_string()),
+        "{}: no checksum",
+        path.display()
+    );
     record
 }
 
 /// The files `files` that `ebm args` wrote in `one` (one process) and in `sharded` (`ranks`
-/// processes) are the same: sample files byte for byte, run records apart from `ranks` and
-/// the elapsed time.
+/// processes) are the same: sample files byte for byte, run records apart from `ranks`, the
+/// elapsed time and the checksum.
 #[cfg(feature = "mpi")]
 fn assert_same_files(one: &Path, sharded: &Path, ranks: usize, args: &str, files: &[&str]) {
     for file in files {
@@ -222,7 +227,7 @@ fn commands_not_sharded_yet_refuse_to_run_on_several_processes() {
     assert!(!d.join("s.npy").exists() && !d.join("r.json").exists());
 }
 
-// --- data-parallel training (issue #24, item 4) ---
+// --- data-parallel training ---
 
 /// The files the resumed `ebm train --out m.safetensors` writes, the record last.
 #[cfg(feature = "mpi")]
@@ -236,8 +241,8 @@ const TRAIN_FILES: [&str; 5] = [
 
 /// `first` (writing `a.safetensors` and its state, with `--threads 1`) then a resume from
 /// `a.state.json` to update 8 with a save at update 6, in one process and under `mpirun -n`
-/// 1, 2 and 3: every file of the resumed run is the same (the record apart from `ranks` and
-/// the elapsed time). Negative control: the comparison sees a change of seed.
+/// 1, 2 and 3: every file of the resumed run is the same (the record apart from `ranks`, the
+/// elapsed time and the checksum). Negative control: the comparison sees a change of seed.
 #[cfg(feature = "mpi")]
 fn train_identity(first: &str) {
     let dir = tempfile::tempdir().unwrap();

@@ -124,7 +124,9 @@ impl OutputLock {
 ///
 /// A run's first outputs appear only when it commits them, so this is how a command tells,
 /// before any work, that it would write over the files of a run still in progress. Call it
-/// before taking one's own lock: a lock this process holds reads as held.
+/// before taking one's own lock: a lock this process holds reads as held. Asking takes a
+/// shared lock for an instant, so a run that tries to take the lock at that very instant is
+/// told that another run holds it.
 pub fn written_by_another_run(output: &Path) -> Option<PathBuf> {
     use std::io::Read;
     let name = output.file_name()?.to_str()?;
@@ -135,7 +137,12 @@ pub fn written_by_another_run(output: &Path) -> Option<PathBuf> {
         let Ok(mut file) = ebm_core::input::open_regular(&lock) else {
             continue;
         };
-        if !matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)) {
+        // A shared lock: two commands asking at once (the ranks of one mpirun) do not see
+        // each other's question as a run in progress; only an exclusive holder blocks it.
+        if !matches!(
+            file.try_lock_shared(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ) {
             continue;
         }
         let mut names = String::new();

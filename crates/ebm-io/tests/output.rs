@@ -358,6 +358,14 @@ fn a_run_in_progress_tells_which_files_it_writes() {
     // Asking does not take the lock from its holder.
     assert!(OutputLock::acquire(&model).is_err());
     drop(lock);
+    // Two commands asking at once (the ranks of one mpirun) do not see each other's question
+    // as a run in progress: asking takes a shared lock, which only an exclusive holder blocks.
+    let asking = std::fs::File::open(d.join("k.lock")).unwrap();
+    asking.try_lock_shared().unwrap();
+    assert_eq!(written_by_another_run(&record), None);
+    drop(asking);
+    let lock = OutputLock::acquire_for(&model, &[&model, &record, &trajectory]).unwrap();
+    drop(lock);
     // A lock held without a list covers every file named after it.
     let bare = OutputLock::acquire(&model).unwrap();
     assert_eq!(written_by_another_run(&elsewhere), held);
