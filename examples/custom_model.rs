@@ -17,7 +17,7 @@
 #[path = "extending/ising_chain.rs"]
 mod ising_chain;
 
-use ebm::estimators::{Ais, PairAccumulator, Start, ais};
+use ebm::estimators::{Ais, LogZEstimate, PairAccumulator, Start, ais};
 use ebm::prelude::*;
 use ebm::samplers::tempering::{ParallelTempering, PtState, SwapSchedule, TemperatureLadder};
 use ebm::testkit::{AtBeta, goodness_of_fit, invariance};
@@ -112,7 +112,7 @@ fn main() -> Result<(), Error> {
         Par::Rayon,
     );
     // BAR on the PT samples, chained from the exact log Z of the lowest rung.
-    let log_z0 = Start::tractable(model, ladder.betas()[0], 2, 0, Par::Rayon)?.log_z;
+    let log_z0 = LogZEstimate::of_model(model, ladder.betas()[0]);
     let bar = pairs.bar(&log_z0)?.estimate;
     println!(
         "log Z: exact {exact:.4}, AIS {:.4} +- {:.4}, BAR {:.4} +- {:.4}",

@@ -120,7 +120,7 @@ fn a_too_short_ais_path_is_flagged_in_the_record() {
     assert!(f > 0.1, "{f}");
 }
 
-/// `--loglik-every` does not change the training (issue 18): a 24 x 24 model, too large to
+/// `--loglik-every` does not change the training: a 24 x 24 model, too large to
 /// enumerate, is trained with and without the online log-likelihood and the two model files
 /// are identical byte for byte; its initial log Z then comes from AIS (recorded with an error
 /// bar). The comparison can fail: another seed gives another model.
@@ -164,7 +164,7 @@ fn the_online_log_likelihood_does_not_change_the_training() {
     );
 }
 
-/// `ptt` runs long enough for its ladder (issue 18): by default the burn-in and the recorded
+/// `ptt` runs long enough for its ladder: by default the burn-in and the recorded
 /// rounds grow with the number of checkpoints and meet 20 tau_exp and 100 tau_int of the
 /// replica index process (no run_too_short warning, both times recorded); a run given too
 /// few rounds is flagged.
@@ -228,7 +228,7 @@ fn interpolated_trajectory(target: &Rbm<Bernoulli<f64>, Bernoulli<f64>>, k: usiz
     .unwrap();
 }
 
-/// PTT + BAR on a run too short to measure its replica index process (issue 23: at its
+/// PTT + BAR on a run too short to measure its replica index process (at its
 /// shortest budget on paper 000 Fig. 3, 3 recorded rounds gave log Z 36.6 standard errors off
 /// with no warning) is flagged, in the record and on stderr; the negative control, a long
 /// default run on the same easy ladder, raises no warning and its error bar covers the exact

@@ -1,4 +1,4 @@
-//! The command line a researcher lives in (issue 20): image grids and chain strips, the
+//! The command line a researcher lives in: image grids and chain strips, the
 //! labels of the figures (read from the SVG text), user-defined modes whose weights are checked
 //! against the model's exact weights under the same rule, data preparation commands, shell
 //! completions and man pages, and the error messages written for a command-line user.

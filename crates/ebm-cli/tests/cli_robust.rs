@@ -1,4 +1,4 @@
-//! Long training runs that survive (issue 19): the state file of `--resume` is checked field by
+//! Long training runs that survive, and hostile files: the state file of `--resume` is checked field by
 //! field (and by checksum) against the run, resume equals the uninterrupted run (schedules
 //! included), outputs are locked and committed as a unit, runs save periodically and on
 //! SIGINT/SIGTERM, and no input — file or argument — makes the program panic.
@@ -203,7 +203,7 @@ fn every_listed_state_corruption_is_a_typed_error_naming_file_and_field() {
             0.into(),
             "sweeps",
         ),
-        // Issue 39: fields the command line would reject, and fields that used to panic.
+        // Fields the command line would reject, and fields that used to panic.
         (
             "pcd",
             "/config/trainer/checkpoints/target_acceptance",
@@ -1078,7 +1078,7 @@ fn a_schedule_resumes_bit_for_bit_and_a_new_rate_is_recorded() {
 /// A resumed run carries the previous log's rows up to its state; a malformed row of that log
 /// is dropped with a warning naming the file (it used to vanish silently). Control: an intact
 /// log resumes without the warning.
-/// Issue 39, point 5: a resume carries the log written with the state, and no other: a log
+/// A resume carries the log written with the state, and no other: a log
 /// missing, truncated, with a row inserted or prepended, or from another run, is refused
 /// before any work (it used to be merged, dropped or prepended silently).
 #[test]
@@ -1233,7 +1233,7 @@ fn a_second_run_on_the_same_outputs_fails_fast() {
     );
 }
 
-/// Issue 39, point 5: a training run in progress has committed nothing yet, so no record
+/// A training run in progress has committed nothing yet, so no record
 /// says which files are its; its lock lists them, and another command that would write one of
 /// them (`sample --out k.npy` writes `k.json`) is refused before any work.
 #[test]
@@ -1607,7 +1607,7 @@ fn fifos_and_devices_as_inputs_are_refused_at_once() {
     );
 }
 
-/// Issue 39, point 5: an output that would overwrite a file of another run's output set is
+/// An output that would overwrite a file of another run's output set is
 /// refused before any work (`sample --out k.npy` wrote its record over the training record
 /// `k.json`; `train --out k.trajectory.safetensors` overwrote run k's trajectory); writing
 /// one's own outputs again is not.
@@ -1653,7 +1653,7 @@ fn an_output_name_that_would_overwrite_another_runs_file_is_refused() {
     }
 }
 
-/// Issue 39, point 4: an output directory where no file can be created fails before any work
+/// An output directory where no file can be created fails before any work
 /// (`/proc` refuses new files even to root, for whom permissions do not hold), where `sample`,
 /// `loglik`, `tmc` and `data generate` used to fail only after computing.
 #[test]
@@ -1673,7 +1673,7 @@ fn an_unwritable_output_directory_fails_before_any_work() {
     }
 }
 
-/// Issue 39, point 5: a run killed after the commit point of its outputs, before the renames,
+/// A run killed after the commit point of its outputs, before the renames,
 /// leaves a committed staging directory; the next command that reads any file of that set
 /// (here `sample` reading the model) finishes the commit first, so that it never reads a set
 /// half at one update and half at another.
@@ -1708,7 +1708,7 @@ fn a_command_reading_a_set_finishes_its_interrupted_commit_first() {
     );
 }
 
-/// Issue 39, point 4: the replica index process of a tempering run (and BAR's works in `loglik
+/// The replica index process of a tempering run (and BAR's works in `loglik
 /// ptt`) grows with every round; the memory check counts it, so that a run whose records would
 /// not fit is a typed error before any work, where it used to grow without bound.
 #[test]
@@ -1732,7 +1732,7 @@ fn tempering_records_that_would_outgrow_memory_are_refused_before_the_run() {
     );
 }
 
-/// Issue 39, point 6: a model whose free energies overflow f64 (one weight of 1e308) gives no
+/// A model whose free energies overflow f64 (one weight of 1e308) gives no
 /// log-likelihood: `inf +- inf` with exit code 0 used to be printed; now it is an error naming
 /// the data and the cause. The same model with a weight of 1 is the control.
 #[test]
@@ -1765,7 +1765,7 @@ fn an_overflowing_log_likelihood_is_an_error_not_a_number() {
     }
 }
 
-/// Issue 39, point 6: `--time-limit` stops a run after the first update past the limit, every
+/// `--time-limit` stops a run after the first update past the limit, every
 /// output written and a warning saying how to continue (exit code 0); the state resumes to the
 /// uninterrupted run bit for bit.
 #[test]

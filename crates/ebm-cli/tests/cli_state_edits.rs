@@ -1,4 +1,4 @@
-//! Issue 39, point 1: every field of the state file of every negative phase, edited to every
+//! Every field of the state file of every negative phase, edited to every
 //! hostile value with a valid checksum (a deliberate edit), resumes or fails cleanly: exit
 //! code at most 2, no panic, one `error:` line. A state is checked against what the command
 //! line would accept and against the run, field by field.

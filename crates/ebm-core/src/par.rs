@@ -30,7 +30,7 @@ impl Par {
     /// on the caller's thread while they fall asleep again. On a worker, the serial work runs
     /// where the pool is, and the other workers, still looking for work between the loops,
     /// take the next loop's chunks at once. Same work, same chunks, so the same results; only
-    /// the time between the loops changes (issue 22: with the PT round's rungs explored at
+    /// the time between the loops changes (with the PT round's rungs explored at
     /// once, a tempered training update's scaling from one thread to two went from a median
     /// 1.78x to 1.88x; `benches/README.md`).
     pub fn run<R: Send>(self, f: impl FnOnce() -> R + Send) -> R {

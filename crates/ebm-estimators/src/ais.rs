@@ -454,8 +454,8 @@ where
 /// (e.g. [`Start::enumerated`] on the target), so \\(\log\hat Z_K\\) is then a stochastic
 /// **upper** bound; with forward [`ais`] it sandwiches \\(\log Z_K\\). From equilibrium (PT,
 /// long Gibbs) draws the bound holds only as far as the draws are in equilibrium, and draws
-/// confined to some of the modes bias the estimate without any sign in the weights (reported
-/// in issue 18 on a bimodal 16 x 20 RBM from 1000 Gibbs sweeps in one mode: \\(-1.0\\) nat with
+/// confined to some of the modes bias the estimate without any sign in the weights (measured
+/// on a bimodal 16 x 20 RBM from 1000 Gibbs sweeps in one mode: \\(-1.0\\) nat with
 /// an error bar of 0.008). This function cannot know where `target` came from: a caller that did not
 /// draw it exactly must add [`Warning::StartNotAtEquilibrium`](crate::Warning::StartNotAtEquilibrium)
 /// to the estimate ([`LogZEstimate::warn`]), as the CLI does. Same transitions, same error

@@ -40,6 +40,13 @@ pub struct LogZEstimate {
 }
 
 impl LogZEstimate {
+    /// The exact \\(\log Z_\beta\\) of a model that has one
+    /// ([`ebm_core::ExactLogPartition`]), as an estimate ([`Method::Tractable`]): e.g. the
+    /// reference at the bottom rung of a ladder that BAR chains its ratios from.
+    pub fn of_model<M: ebm_core::ExactLogPartition + ?Sized>(model: &M, beta: f64) -> Self {
+        Self::exact(model.log_partition(beta), Method::Tractable)
+    }
+
     /// An exact value (zero standard error, infinite ESS).
     pub fn exact(log_z: f64, method: Method) -> Self {
         Self {

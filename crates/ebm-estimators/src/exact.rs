@@ -118,7 +118,7 @@ impl<S: ebm_core::Chains> Start<S> {
         );
         Ok(Self {
             population,
-            log_z: LogZEstimate::exact(model.log_partition(beta), Method::Tractable),
+            log_z: LogZEstimate::of_model(model, beta),
         })
     }
 }

@@ -23,7 +23,7 @@
 //! Why these thresholds: the delta-method error of \\(\log\frac1n\sum_i e^{w_i}\\) is a
 //! first-order expansion that needs many comparable weights; with a Kish ESS of a few, the
 //! estimate is dominated by a handful of chains and both the estimate and its error bar are
-//! unreliable (reported in issue 18, not re-measured here: AIS with ESS \\(\approx 2\\) had a true error of 1.35 nats for a
+//! unreliable (measured once, not re-measured here: AIS with ESS \\(\approx 2\\) had a true error of 1.35 nats for a
 //! reported 0.02). At ESS \\(\ge 30\\) with no chain above 10% of the weight, the calibration
 //! suite (`crates/ebm-estimators/tests/calibration.rs`) finds the error bars calibrated on the
 //! enumerable models it tests. A trusted estimate is not a guarantee: a mode that *no* chain

@@ -23,7 +23,7 @@ pub trait Collective: fmt::Debug {
     /// first); the other ranks receive `None`. Messages may differ in length.
     fn gather(&self, local: &[u64]) -> Option<Vec<Vec<u64>>>;
 
-    // --- data-parallel training (issue #24, item 4) ---
+    // --- data-parallel training ---
     /// Rank 0's `message`, returned on every rank (the other ranks' `message` is ignored).
     fn broadcast(&self, message: &[u64]) -> Vec<u64>;
     // --- end data-parallel training ---

@@ -77,7 +77,7 @@ mod drivers;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod shard;
-// --- data-parallel training (issue #24, item 4) ---
+// --- data-parallel training ---
 mod train;
 pub use train::{TrainShard, train};
 // --- end data-parallel training ---

@@ -226,8 +226,9 @@ fn checkpoint_selector_keeps_neighbours_at_or_above_the_target() {
     assert!(CheckpointSelector::<Rbm<Bernoulli, Bernoulli>>::new(1.0, 0).is_err());
 }
 
-/// A first update that jumps far (issue 18: acceptance 0.045 for a target of 0.25) cannot be
-/// split by any selection: both models are kept and the pair is reported below the target.
+/// A first update that jumps far (the reference code's rule gave acceptance 0.045 for a
+/// target of 0.25) cannot be split by any selection: both models are kept and the pair is
+/// reported below the target.
 #[test]
 fn a_jump_between_consecutive_offers_is_reported() {
     let far = model();

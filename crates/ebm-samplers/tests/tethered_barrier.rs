@@ -1,4 +1,4 @@
-//! Issue 36, point 1: the TMC profile across a high barrier must never report a confidently
+//! The TMC profile across a high barrier must never report a confidently
 //! wrong mode weight. The models are rank-1 Bernoulli RBMs with one hidden unit and uniform
 //! couplings, whose visible law depends only on \\(S = \sum_i v_i\\):
 //! \\(p(S) \propto \binom{N}{S} e^{bS} (1 + e^{c + wS})\\), so the exact mode weights are 1D

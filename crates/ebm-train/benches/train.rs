@@ -4,7 +4,7 @@
 //! Also: the parts of an update (the sweeps alone, the two moment computations), the bare
 //! GEMM pair of one sweep (the unit of the updates' floors, stated below), and one update
 //! with a 10-rung tempered negative phase; the updates and the sweeps also on one thread (the
-//! thread scaling of issue 22).
+//! thread scaling of a tempered update).
 
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
 
@@ -75,7 +75,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("pcd-10 update", |b| {
         b.iter(|| trainer.step(&mut state, &data, None, Par::Rayon).unwrap())
     });
-    // The same update on one thread: the thread scaling of issue 22 (at least 1.85x on 2).
+    // The same update on one thread: the thread scaling (at least 1.85x on 2).
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()

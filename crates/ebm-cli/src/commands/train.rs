@@ -384,7 +384,7 @@ where
     }
 }
 
-// --- data-parallel training (issue #24, item 4) ---
+// --- data-parallel training ---
 /// `mpirun -n K ebm train` shards the chains of `--negative pcd` and `cd` and the systems of
 /// `--negative pt`; the other phases refuse to run on several processes before any work
 /// ([`execute`]).

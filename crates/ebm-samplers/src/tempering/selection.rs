@@ -125,8 +125,8 @@ pub struct Selection {
 /// even that pair is below the target. So every kept neighbouring pair has an estimated
 /// acceptance at least the target, except a pair of consecutive offers, which no selection can
 /// split: it is reported ([`Selection::below_target`]). (The reference code keeps the first
-/// model below the target instead, so its kept pairs are all below the target; issue 18
-/// reported 0.045 for a target of 0.25.) The first offer is always kept;
+/// model below the target instead, so its kept pairs are all below the target: 0.045 was
+/// measured for a target of 0.25.) The first offer is always kept;
 /// the caller also keeps the final model of a run.
 ///
 /// The selector holds a copy of the last kept model and of the previous offer, each with the
