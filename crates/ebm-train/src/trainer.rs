@@ -624,6 +624,7 @@ where
             path,
             ebm_io::output::ChecksumsSince {
                 version_at: "/format_version",
+                // The first version that carries a checksum.
                 version: 2,
             },
         )?;
@@ -642,7 +643,8 @@ where
                 ));
             }
             if let Some(version) = map.remove("format_version")
-                && !(version.as_u64()).is_some_and(|v| (1..=2).contains(&v))
+                && !(version.as_u64())
+                    .is_some_and(|v| (1..=u64::from(TRAIN_STATE_FORMAT_VERSION)).contains(&v))
             {
                 return Err(bad(
                     "format_version",
