@@ -124,6 +124,10 @@ macro_rules! binary_layer {
                 self.fields.len()
             }
 
+            fn unit_statistic_range(&self, i: usize, c: &[f64]) -> Option<(f64, f64)> {
+                Some(crate::layer::discrete_statistic_range(self, i, c))
+            }
+
             fn fill_default(&self, x: &mut [F]) {
                 x.fill(F::from_f64($lo));
             }

@@ -47,6 +47,21 @@ pub trait Layer: Clone + std::fmt::Debug + Send + Sync {
         self.n_units() * self.unit_width()
     }
 
+    /// The smallest and largest value of the linear statistic \\(c \cdot x_i\\) over the
+    /// states \\(x_i\\) of unit `i` (`c` has one coefficient per value of a unit,
+    /// [`Layer::unit_width`]), for units with finitely many states; `None` (the default) for
+    /// real-valued units. By Popoviciu's inequality the conditional variance of the statistic
+    /// is then at most \\((\max - \min)^2 / 4\\) whatever the unit's input: what tethered Monte
+    /// Carlo needs to bound how sharply a hidden unit can bend the free energy
+    /// (`ebm_samplers::tethered::tether_curvature_bound`).
+    ///
+    /// # Panics
+    /// If `i >= n_units()` or `c.len() != unit_width()` (discrete layers).
+    fn unit_statistic_range(&self, i: usize, c: &[f64]) -> Option<(f64, f64)> {
+        let _ = (i, c);
+        None
+    }
+
     /// Writes a valid default configuration into one chain's slot (zero for real and
     /// \\(\{0,1\}\\) units, \\(-1\\) for spins, state 0 for Potts).
     fn fill_default(&self, x: &mut [Self::Scalar]) {
@@ -220,5 +235,56 @@ pub(crate) fn sample_each_column<L: Layer, R: Rng>(
     let width = layer.width().max(1);
     for (col, rng) in columns.chunks_mut(width).zip(rngs.iter_mut()) {
         layer.sample_in_place(col, beta, rng);
+    }
+}
+
+/// [`Layer::unit_statistic_range`] of a discrete layer, by enumerating the states of unit `i`.
+///
+/// # Panics
+/// If `i >= layer.n_units()` or `c.len() != layer.unit_width()`.
+pub fn discrete_statistic_range<L: DiscreteLayer>(layer: &L, i: usize, c: &[f64]) -> (f64, f64) {
+    assert!(i < layer.n_units(), "unit {i} of {}", layer.n_units());
+    assert_eq!(
+        c.len(),
+        layer.unit_width(),
+        "one coefficient per value of a unit"
+    );
+    let mut slot = vec![L::Scalar::from_f64(0.0); layer.unit_width()];
+    (0..layer.unit_states()).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| {
+        layer.write_unit_state(s, &mut slot);
+        let t: f64 = slot.iter().zip(c).map(|(x, c)| x.as_f64() * c).sum();
+        (lo.min(t), hi.max(t))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Bernoulli, Gaussian, Layer, Potts, Spin};
+
+    /// The range of a linear statistic of one unit: {0, c} for {0,1} units, {-c, c} for
+    /// spins, the smallest and largest coefficient for one-hot Potts units, none for
+    /// real-valued units.
+    #[test]
+    fn unit_statistic_ranges() {
+        assert_eq!(
+            Bernoulli::<f64>::zeros(2).unit_statistic_range(1, &[3.0]),
+            Some((0.0, 3.0))
+        );
+        assert_eq!(
+            Bernoulli::<f32>::zeros(1).unit_statistic_range(0, &[-2.0]),
+            Some((-2.0, 0.0))
+        );
+        assert_eq!(
+            Spin::<f64>::zeros(1).unit_statistic_range(0, &[3.0]),
+            Some((-3.0, 3.0))
+        );
+        assert_eq!(
+            Potts::<f64>::zeros(2, 3).unit_statistic_range(1, &[1.0, -2.0, 0.5]),
+            Some((-2.0, 1.0))
+        );
+        assert_eq!(
+            Gaussian::<f64>::standard(1).unit_statistic_range(0, &[1.0]),
+            None
+        );
     }
 }

@@ -46,7 +46,10 @@ pub mod structured;
 pub use analytic::{CurieWeiss, Hopfield};
 pub use binary::{Bernoulli, Spin};
 pub use continuous::{DReLU, Gaussian, ReLU};
-pub use layer::{BinaryLayer, DiscreteLayer, Layer, LinearFields, NamedTensor, TensorLookup};
+pub use layer::{
+    BinaryLayer, DiscreteLayer, Layer, LinearFields, NamedTensor, TensorLookup,
+    discrete_statistic_range,
+};
 pub use lowrank::{LowRankBasis, Mesh, PriorWeight};
 pub use potts::Potts;
 pub use rbm::{Rbm, RbmChains, Reparametrised};

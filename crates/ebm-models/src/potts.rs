@@ -126,6 +126,10 @@ impl<F: Scalar> Layer for Potts<F> {
     type Scalar = F;
     const KIND: &'static str = "potts";
 
+    fn unit_statistic_range(&self, i: usize, c: &[f64]) -> Option<(f64, f64)> {
+        Some(crate::layer::discrete_statistic_range(self, i, c))
+    }
+
     fn n_units(&self) -> usize {
         self.fields.len() / self.q
     }

@@ -36,4 +36,4 @@ pub mod profile;
 
 pub use hidden::HiddenTethered;
 pub use kernel::{Tethered, TetheredInfo, randomize_visible};
-pub use order::{GaussianTether, OrderParameter, Tether};
+pub use order::{GaussianTether, OrderParameter, Tether, tether_curvature_bound};

@@ -228,6 +228,69 @@ fn orientation_flips(d: &[f64]) -> bool {
     }
 }
 
+/// The largest downward curvature that the hidden units can give the free energy along the
+/// order parameters, \\(K = \max_l \sum_a \tfrac14 (\max_{x_a} c_{la} \cdot x_a - \min_{x_a}
+/// c_{la} \cdot x_a)^2\\) with \\(c_{la}\\) the columns of \\(W^\top u_l\\) for unit \\(a\\) and
+/// \\(u_l = \sigma_l / \lVert\sigma_l\rVert^2\\) (\\(\sigma_l = \omega_l/\sqrt{N_v}\\), so that
+/// moving \\(v\\) by \\(t\,u_l\\) moves \\(m_l\\) by \\(t\\)); `None` when a hidden unit takes
+/// real values ([`Layer::unit_statistic_range`]).
+///
+/// Why it matters: summing out \\(h\\) gives the free energy \\(F(v) = U(v) - \sum_a
+/// \log \sum_{h_a} e^{h_a \cdot (W^\top v)_a + \dots}\\), whose second derivative along
+/// \\(u_l\\) is \\(-\sum_a \operatorname{Var}(c_{la} \cdot h_a \mid v) \ge -K\\) (the visible
+/// potential is linear in the layer's values; Popoviciu's inequality bounds each variance).
+/// The Gaussian tether adds \\(+\alpha\\). With \\(\alpha > K\\) the tethered law is log-concave
+/// along the order parameter at every target; with \\(\alpha < K\\) it can have two components
+/// at some targets (a hidden unit on or off),
+/// separated by more than the tether's width, between which the chains need not move: the
+/// measured \\(\langle m\rangle_{\hat m}\\) is then that of one component and \\(p(\hat m)\\) can be
+/// wrong by many nats, which replicas alone need not reveal. For a rank-1 Bernoulli RBM with
+/// couplings \\(w\\) along the uniform direction, \\(K = N_v^2 w^2 / 4\\) (\\(3.6 \cdot 10^5\\) for
+/// \\(N_v = 400\\), \\(w = 3\\), against the paper's \\(\alpha = 2\cdot10^4\\)).
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] if the visible width differs from [`OrderParameter::width`].
+pub fn tether_curvature_bound<V: Layer, H: Layer<Scalar = V::Scalar>>(
+    rbm: &Rbm<V, H>,
+    order: &OrderParameter,
+) -> Result<Option<f64>> {
+    let w = rbm.weights();
+    Error::check_len(
+        "order-parameter width (visible values)",
+        order.width(),
+        w.nrows(),
+    )?;
+    let hidden = rbm.hidden();
+    let uw = hidden.unit_width();
+    let mut worst: f64 = 0.0;
+    for l in 0..order.k() {
+        let sigma = order.scaled_direction(l);
+        let norm2: f64 = sigma.iter().map(|x| x * x).sum();
+        if norm2 == 0.0 {
+            continue;
+        }
+        let c: Vec<f64> = w
+            .column_iter()
+            .map(|col| {
+                col.iter()
+                    .zip(sigma)
+                    .map(|(x, s)| x.as_f64() * s)
+                    .sum::<f64>()
+                    / norm2
+            })
+            .collect();
+        let mut k = 0.0;
+        for (a, ca) in c.chunks(uw.max(1)).enumerate() {
+            let Some((lo, hi)) = hidden.unit_statistic_range(a, ca) else {
+                return Ok(None);
+            };
+            k += 0.25 * (hi - lo) * (hi - lo);
+        }
+        worst = worst.max(k);
+    }
+    Ok(Some(worst))
+}
+
 /// A bias \\(B(m; \hat m)\\) on the order parameters, added to the (untempered) energy of the
 /// tethered ensemble: \\(p_{\hat m}(v, h) \propto e^{-\beta E(v,h) - B(m(v); \hat m)}\\).
 ///

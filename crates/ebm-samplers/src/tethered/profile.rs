@@ -800,6 +800,16 @@ pub enum TmcWarning {
         /// Its error (jackknife plus discretisation).
         error: f64,
     },
+    /// The tether is weaker than the hidden units can bend the free energy along the order
+    /// parameter ([`super::tether_curvature_bound`]): the tethered law can have two
+    /// components at some targets, and \\(p(\hat m)\\) and the mode weights can be wrong by
+    /// many nats whatever the replicas say.
+    TetherBelowCurvature {
+        /// The tether strength \\(\alpha\\).
+        alpha: f64,
+        /// The bound \\(K\\) that \\(\alpha\\) should exceed.
+        bound: f64,
+    },
     /// The generated samples' left weight disagrees with \\(p(\hat m)\\)'s by more than 4
     /// standard errors ([`sample`]).
     SamplesDisagree {
@@ -853,6 +863,15 @@ impl std::fmt::Display for TmcWarning {
                 f,
                 "the mode weights of p(m_hat) are uncertain (left weight {left_weight:.3} +- \
                  {error:.3}): use more replicas or measured sweeps"
+            ),
+            Self::TetherBelowCurvature { alpha, bound } => write!(
+                f,
+                "alpha = {alpha:.3e} is below K = {bound:.3e}, the largest downward curvature the \
+                 hidden units can give the free energy along the direction: the tethered law can \
+                 have two components (a hidden unit on or off) that the chains do not connect, \
+                 so p(m_hat) and the mode weights can be wrong by many nats whatever R-hat says; \
+                 use alpha above K (e.g. {:.2e}) with a grid spacing below 1/sqrt(alpha)",
+                1.25 * bound
             ),
             Self::SamplesDisagree {
                 samples_left,
@@ -926,7 +945,9 @@ impl Measured {
 ///    dropping replica \\(q\\) at every point leaves \\(R\\) independent groups), plus the
 ///    discretisation error \\(|I_h - I_{2h}|\\) of the same quantity reconstructed from every
 ///    second grid point, added linearly (it is a bias, not noise);
-/// 4. the warnings ([`TmcWarning`]).
+/// 4. the warnings ([`TmcWarning`]), among them [`TmcWarning::TetherBelowCurvature`] when the
+///    hidden units are discrete and `settings.alpha` does not exceed
+///    [`super::tether_curvature_bound`].
 ///
 /// # Errors
 /// As [`measure_profile`].
@@ -956,7 +977,16 @@ where
         )?;
     }
     let profile = measure_profile(rbm, order, grid, settings, &mut chains, 1.0, par)?;
-    assess(profile, settings)
+    let mut measured = assess(profile, settings)?;
+    if let Some(bound) = super::tether_curvature_bound(rbm, order)?
+        && settings.alpha <= bound
+    {
+        measured.warnings.push(TmcWarning::TetherBelowCurvature {
+            alpha: settings.alpha,
+            bound,
+        });
+    }
+    Ok(measured)
 }
 
 /// Steps 2–4 of [`measure`] for a profile measured by other means (e.g. with persistent
