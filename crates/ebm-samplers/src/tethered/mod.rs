@@ -35,5 +35,5 @@ pub mod plane;
 pub mod profile;
 
 pub use hidden::HiddenTethered;
-pub use kernel::{Tethered, TetheredInfo, randomize_visible};
+pub use kernel::{Tethered, TetheredInfo, randomize_visible, tilted_visible};
 pub use order::{GaussianTether, OrderParameter, Tether, tether_curvature_bound};

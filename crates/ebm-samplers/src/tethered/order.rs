@@ -195,6 +195,19 @@ impl OrderParameter {
         }
     }
 
+    /// The order parameters of every column of `x` (one configuration per column), `k` per
+    /// configuration: configuration `c` at `c * k..(c + 1) * k`.
+    ///
+    /// # Panics
+    /// If `x.nrows() != width()`.
+    pub fn project_columns<F: Scalar>(&self, x: &DMatrix<F>) -> Vec<f64> {
+        let mut out = vec![0.0; x.ncols() * self.k];
+        for (col, m) in x.column_iter().zip(out.chunks_mut(self.k.max(1))) {
+            self.project(col.as_slice(), m);
+        }
+        out
+    }
+
     /// Writes into `out` the order parameters `m` plus their change when the values at
     /// offsets `first..first + old.len()` of a configuration go from `old` to `new`.
     #[inline(always)]

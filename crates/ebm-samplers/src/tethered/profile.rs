@@ -8,7 +8,7 @@
 //! Paper: "Learning a Restricted Boltzmann Machine using biased Monte Carlo sampling"
 //! (Béreux, Decelle, Furtlehner, Seoane, 2023).
 
-use super::kernel::{Tethered, randomize_visible};
+use super::kernel::{Tethered, randomize_visible, tilted_visible};
 use super::order::{GaussianTether, OrderParameter};
 use ebm_core::diagnostics::{gelman_rubin, jackknife_error};
 use ebm_core::{ChainState, Error, Kernel, Par, Result, RngStreams, Scalar};
@@ -331,18 +331,25 @@ fn tether_points<F: Scalar>(
 /// Sweeps of [`disperse_chains`].
 pub const DISPERSAL_SWEEPS: usize = 10;
 
-/// Spreads the replicas of every grid point over the range of the order parameter before a
-/// profile is measured, so that a tethered law with two components at some \\(\hat m\\)
-/// (a barrier in the hidden or visible configurations that the tether does not remove) shows
-/// up as replicas that disagree, not as replicas that all fell into the same component and
-/// agree on a wrong mean.
+/// Half-width of the dispersal of [`disperse_chains`], in tether widths \\(1/\sqrt\alpha\\).
+pub const DISPERSAL_WIDTHS: f64 = 5.0;
+
+/// Starts the replicas of every grid point spread around it, so that a tethered law with two
+/// components at some \\(\hat m\\) (a barrier in the hidden or visible configurations that
+/// the tether does not remove) shows up as replicas that disagree, not as replicas that all
+/// fell into the same component and agree on a wrong mean.
 ///
-/// Replica \\(r\\) of \\(R\\) at every grid point runs [`DISPERSAL_SWEEPS`] TMC sweeps
-/// tethered (with `alpha`) to \\(\hat m_{\rm lo} + (\hat m_{\rm hi} - \hat m_{\rm lo})\,
-/// r/(R-1)\\), stratified over the grid's range from its first to its last point, so that it
-/// starts its burn-in from that side: with two replicas, one from each end. Nothing is done
-/// for one replica. The sweeps are counted in `state.steps`; every chain consumes only its own
-/// stream.
+/// Replica \\(r\\) of \\(R\\) at \\(\hat m_j\\) starts at \\(d_{jr} = \hat m_j + w\,(2r/(R-1) - 1)\\),
+/// \\(w = \\) [`DISPERSAL_WIDTHS`]\\(/\sqrt\alpha\\), stratified from one side of the target to the
+/// other (components of a tethered law lie a few tether widths apart): its visible units are
+/// drawn from the product law tilted to \\(d_{jr}\\) ([`tilted_visible`]), then it runs
+/// [`DISPERSAL_SWEEPS`] TMC sweeps tethered (with `alpha`) to \\(d_{jr}\\), from where its
+/// burn-in reaches the target after a short way. With one replica, its start is drawn tilted to
+/// the target itself and nothing else is done. The sweeps are counted in `state.steps`; every
+/// chain consumes only its own stream.
+///
+/// Why short ways: a chain that crosses most of the range to its target under a strong tether
+/// is biased towards where it came from for hundreds of sweeps ([`tilted_visible`]).
 ///
 /// # Errors
 /// As [`measure_profile`] for `grid`, `replicas`, `alpha` and the number of chains.
@@ -369,18 +376,31 @@ where
     }
     // Checks the shape (the targets themselves are replaced below).
     tether_points(order, grid, replicas, alpha, state)?;
+    let width = DISPERSAL_WIDTHS / alpha.sqrt();
+    let offsets: Vec<f64> = match replicas {
+        1 => vec![0.0],
+        _ => (0..replicas)
+            .map(|r| width * (2.0 * r as f64 / (replicas - 1) as f64 - 1.0))
+            .collect(),
+    };
+    let starts: Vec<f64> = grid
+        .iter()
+        .flat_map(|g| offsets.iter().map(move |o| g + o))
+        .collect();
+    tilted_visible(
+        rbm,
+        order,
+        &starts,
+        &mut state.chains,
+        state.rngs.as_mut_slice(),
+    );
     if replicas < 2 {
         return Ok(());
     }
-    let (lo, hi) = (grid[0], grid[grid.len() - 1]);
-    let ends: Vec<f64> = (0..replicas)
-        .map(|r| lo + (hi - lo) * r as f64 / (replicas - 1) as f64)
-        .collect();
-    let per_chain: Vec<f64> = grid.iter().flat_map(|_| ends.iter().copied()).collect();
     let kernel = Tethered::new(
         order.clone(),
         GaussianTether::new(alpha)?,
-        per_chain,
+        starts,
         DISPERSAL_SWEEPS,
     )?;
     kernel.step(rbm, 1.0, &mut state.chains, state.rngs.as_mut_slice(), par);
@@ -870,7 +890,8 @@ impl std::fmt::Display for TmcWarning {
                  hidden units can give the free energy along the direction: the tethered law can \
                  have two components (a hidden unit on or off) that the chains do not connect, \
                  so p(m_hat) and the mode weights can be wrong by many nats whatever R-hat says; \
-                 use alpha above K (e.g. {:.2e}) with a grid spacing below 1/sqrt(alpha)",
+                 use alpha above K (e.g. {:.2e}) with a grid spacing below 1/sqrt(alpha) and a \
+                 burn-in of thousands of sweeps (strong tethers accept few moves)",
                 1.25 * bound
             ),
             Self::SamplesDisagree {
@@ -935,9 +956,10 @@ impl Measured {
 /// Measures the tethered profile of `rbm` from scratch and reconstructs \\(p(\hat m)\\) with
 /// error bars that say when it cannot be trusted:
 ///
-/// 1. `grid.len() * settings.replicas` chains from uniformly random visible units with streams
-///    from `seed` ([`profile_chains`]), dispersed over the grid's range ([`disperse_chains`]),
-///    so that a tethered law with two components makes the replicas disagree;
+/// 1. `grid.len() * settings.replicas` chains with streams from `seed` ([`profile_chains`]),
+///    each started a few tether widths to one side or the other of its target
+///    ([`disperse_chains`]), so that a tethered law with two components makes the replicas
+///    disagree, while no chain has far to travel;
 /// 2. the profile ([`measure_profile`]) with the replicas' \\(\hat R\\) at every point, and
 ///    its reconstruction ([`reconstruct`]) and deepest barrier;
 /// 3. the errors: a delete-one-replica jackknife ([`jackknife_error`]) of \\(\ln p(\hat m_j)\\)
@@ -1093,17 +1115,7 @@ where
         );
         s.steps += 1;
     }
-    let mut m = [0.0];
-    let values: Vec<f64> = generated
-        .state
-        .chains
-        .visible
-        .column_iter()
-        .map(|c| {
-            order.project(c.as_slice(), &mut m);
-            m[0]
-        })
-        .collect();
+    let values = order.project_columns(&generated.state.chains.visible);
     let modes = measured.barrier.map(|barrier| {
         let left = values.iter().filter(|&&x| x < barrier.saddle).count() as f64 / n as f64;
         ModeWeights {
