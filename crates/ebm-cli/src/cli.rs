@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 
+pub(crate) use crate::models::Precision;
+
 const MAIN_ABOUT: &str = "Markov-chain Monte Carlo for energy-based models (RBMs): \
 datasets, training, sampling, log-likelihood and figures";
 
@@ -555,6 +557,11 @@ pub(crate) struct SampleArgs {
     /// The sampler.
     #[arg(long, value_enum, default_value_t = SamplerArg::Gibbs)]
     pub sampler: SamplerArg,
+    /// Floating-point precision of the chains and the model: f64, or f32 (faster sweeps; an
+    /// f64 model file is rounded to f32, which the record and stderr say). Samples are written
+    /// as with f64. Not with --sampler tmc or stacked.
+    #[arg(long, value_enum, default_value_t = Precision::F64)]
+    pub precision: Precision,
     /// Number of chains (for pt, pt-ref and ptt: independent systems of replicas).
     #[arg(long, default_value_t = 1000, value_parser = positive_usize)]
     pub chains: usize,
@@ -1325,8 +1332,9 @@ and recorded.
 
 Resume: `ebm train --data D --resume MODEL.state.json --updates N --out NEW.safetensors`
 continues the saved run up to N updates in total, bit for bit as an uninterrupted run of N
-updates. The settings come from the state file (training options may not be repeated); the
-training data must be the same file contents. A learning-rate schedule spans the first run's
+updates. The settings come from the state file (training options may not be repeated), its
+precision included (--precision, if given, must be the state's); the training data must be the
+same file contents. A learning-rate schedule spans the first run's
 --updates: resume it with the same --updates, or give --learning-rate R to continue at the
 constant rate R (recorded in the state and the run record). The state file is checked field by
 field against the run (and its checksum verified) before any work.
@@ -1384,6 +1392,11 @@ pub(crate) struct TrainArgs {
     /// (one process only).
     #[arg(long, value_name = "SECONDS", value_parser = positive_u64)]
     pub time_limit: Option<u64>,
+    /// Floating-point precision of the model, chains, gradient and optimiser: f64, or f32
+    /// (half the memory, faster sweeps; the model, trajectory and state are written in f32)
+    /// [default: f64; with --resume: the state's, which must not differ].
+    #[arg(long, value_enum, value_name = "PRECISION")]
+    pub precision: Option<Precision>,
     /// The training settings (not with --resume: they come from the state file).
     #[command(flatten)]
     pub settings: TrainSettings,

@@ -1,6 +1,7 @@
 //! Model files and unit kinds: the kinds are read from the file's header, and one generic task
 //! is run on the `Rbm<V, H>` of those kinds (every visible x hidden combination of the six unit
-//! types, in `f64`), so each command is written once.
+//! types, in `f64`, or in the precision a command chooses with `--precision`), so each command
+//! is written once.
 
 use std::path::Path;
 
@@ -15,9 +16,11 @@ use crate::error::{CliError, Result, bail};
 /// What the command line needs to know about a unit type beyond [`Layer`] and
 /// [`ebm_train::TrainableLayer`] (which says whether its units are real-valued, i.e. whose
 /// conditionals exist only at \\(\beta > 0\\)).
-pub(crate) trait CliLayer:
-    Layer<Scalar = f64> + ebm_train::TrainableLayer + NewLayer + 'static
-{
+///
+/// Implemented for every unit type in both precisions (`f32` and `f64`, [`Layer::Scalar`]):
+/// data are loaded in `f64` and checked there ([`CliLayer::check_values`]); everything on the
+/// model is in its own scalar.
+pub(crate) trait CliLayer: ebm_train::TrainableLayer + NewLayer + 'static {
     /// The value domain of this layer's configurations, as data must be given.
     fn data_domain(&self) -> Domain;
 
@@ -30,7 +33,7 @@ pub(crate) trait CliLayer:
     fn n_configurations(&self) -> Option<u128>;
 
     /// \\(\log Z_\beta\\) of `rbm` by enumerating this (visible) layer, for discrete layers.
-    fn log_partition_as_visible<H: Layer<Scalar = f64>>(
+    fn log_partition_as_visible<H: Layer<Scalar = Self::Scalar>>(
         rbm: &Rbm<Self, H>,
         beta: f64,
         par: Par,
@@ -42,9 +45,9 @@ pub(crate) trait CliLayer:
 
     /// Replaces every chain by an exact draw of `rbm` at `beta`, enumerating this (visible)
     /// layer ([`exact::Enumerated`]), for discrete layers.
-    fn sample_exact_as_visible<H: Layer<Scalar = f64>>(
+    fn sample_exact_as_visible<H: Layer<Scalar = Self::Scalar>>(
         rbm: &Rbm<Self, H>,
-        chains: &mut RbmChains<f64>,
+        chains: &mut RbmChains<Self::Scalar>,
         beta: f64,
         rngs: &mut [ChainRng],
         par: Par,
@@ -52,7 +55,7 @@ pub(crate) trait CliLayer:
 
     /// The exact sampler of `rbm` at `beta` that enumerates this (hidden) layer once
     /// ([`exact::HiddenEnumeration`]), for discrete layers.
-    fn hidden_enumeration<V: Layer<Scalar = f64>>(
+    fn hidden_enumeration<V: Layer<Scalar = Self::Scalar>>(
         rbm: &Rbm<V, Self>,
         beta: f64,
         par: Par,
@@ -63,10 +66,10 @@ pub(crate) trait CliLayer:
     ///
     /// # Panics
     /// For real-valued layers (which have no such sampler).
-    fn sample_hidden_enumerated<V: Layer<Scalar = f64>, R: rand::Rng + Send>(
+    fn sample_hidden_enumerated<V: Layer<Scalar = Self::Scalar>, R: rand::Rng + Send>(
         sampler: &exact::HiddenEnumeration,
         rbm: &Rbm<V, Self>,
-        chains: &mut RbmChains<f64>,
+        chains: &mut RbmChains<Self::Scalar>,
         rngs: &mut [R],
         par: Par,
     );
@@ -75,17 +78,17 @@ pub(crate) trait CliLayer:
     /// exact without `rngs`, the one-coordinate estimate with one RNG stream per sample
     /// ([`ebm_estimators::pseudo_log_likelihood`] and
     /// [`ebm_estimators::pseudo_log_likelihood_estimate`]).
-    fn pseudo_log_likelihood_as_visible<H: Layer<Scalar = f64>>(
+    fn pseudo_log_likelihood_as_visible<H: Layer<Scalar = Self::Scalar>>(
         rbm: &Rbm<Self, H>,
-        data: &DMatrix<f64>,
+        data: &DMatrix<Self::Scalar>,
         rngs: Option<&mut [ChainRng]>,
         par: Par,
     ) -> Option<ebm_core::Result<PseudoLogLikelihood>>;
 }
 
 macro_rules! discrete_layer {
-    ($ty:ty, $domain:expr, $from_means:expr) => {
-        impl CliLayer for $ty {
+    ($ty:ident, $domain:expr, $from_means:expr) => {
+        impl<F: Scalar> CliLayer for $ty<F> {
             fn data_domain(&self) -> Domain {
                 #[allow(clippy::redundant_closure_call)]
                 ($domain)(self)
@@ -95,7 +98,7 @@ macro_rules! discrete_layer {
                 Some(ebm_models::DiscreteLayer::n_configurations(self))
             }
 
-            fn log_partition_as_visible<H: Layer<Scalar = f64>>(
+            fn log_partition_as_visible<H: Layer<Scalar = Self::Scalar>>(
                 rbm: &Rbm<Self, H>,
                 beta: f64,
                 par: Par,
@@ -108,9 +111,9 @@ macro_rules! discrete_layer {
                 ($from_means)(means)
             }
 
-            fn sample_exact_as_visible<H: Layer<Scalar = f64>>(
+            fn sample_exact_as_visible<H: Layer<Scalar = Self::Scalar>>(
                 rbm: &Rbm<Self, H>,
-                chains: &mut RbmChains<f64>,
+                chains: &mut RbmChains<Self::Scalar>,
                 beta: f64,
                 rngs: &mut [ChainRng],
                 par: Par,
@@ -121,7 +124,7 @@ macro_rules! discrete_layer {
                 )
             }
 
-            fn hidden_enumeration<V: Layer<Scalar = f64>>(
+            fn hidden_enumeration<V: Layer<Scalar = Self::Scalar>>(
                 rbm: &Rbm<V, Self>,
                 beta: f64,
                 par: Par,
@@ -129,19 +132,19 @@ macro_rules! discrete_layer {
                 Some(exact::HiddenEnumeration::new(rbm, beta, par))
             }
 
-            fn sample_hidden_enumerated<V: Layer<Scalar = f64>, R: rand::Rng + Send>(
+            fn sample_hidden_enumerated<V: Layer<Scalar = Self::Scalar>, R: rand::Rng + Send>(
                 sampler: &exact::HiddenEnumeration,
                 rbm: &Rbm<V, Self>,
-                chains: &mut RbmChains<f64>,
+                chains: &mut RbmChains<Self::Scalar>,
                 rngs: &mut [R],
                 par: Par,
             ) {
                 sampler.sample(rbm, chains, rngs, par);
             }
 
-            fn pseudo_log_likelihood_as_visible<H: Layer<Scalar = f64>>(
+            fn pseudo_log_likelihood_as_visible<H: Layer<Scalar = Self::Scalar>>(
                 rbm: &Rbm<Self, H>,
-                data: &DMatrix<f64>,
+                data: &DMatrix<Self::Scalar>,
                 rngs: Option<&mut [ChainRng]>,
                 par: Par,
             ) -> Option<ebm_core::Result<PseudoLogLikelihood>> {
@@ -154,23 +157,21 @@ macro_rules! discrete_layer {
     };
 }
 
-discrete_layer!(
-    Bernoulli<f64>,
-    |_: &Bernoulli<f64>| Domain::Binary01,
-    |m: &[f64]| Some(Bernoulli::from_means(m))
-);
-discrete_layer!(Spin<f64>, |_: &Spin<f64>| Domain::Spin, |m: &[f64]| Some(
+discrete_layer!(Bernoulli, |_: &Self| Domain::Binary01, |m: &[f64]| Some(
+    Bernoulli::from_means(m)
+));
+discrete_layer!(Spin, |_: &Self| Domain::Spin, |m: &[f64]| Some(
     Spin::from_means(m)
 ));
 discrete_layer!(
-    Potts<f64>,
-    |p: &Potts<f64>| Domain::OneHot { q: p.q() },
+    Potts,
+    |p: &Self| Domain::OneHot { q: p.q() },
     |_: &[f64]| None
 );
 
 macro_rules! real_layer {
-    ($ty:ty, $check:expr) => {
-        impl CliLayer for $ty {
+    ($ty:ident, $check:expr) => {
+        impl<F: Scalar> CliLayer for $ty<F> {
             fn data_domain(&self) -> Domain {
                 Domain::Real
             }
@@ -184,7 +185,7 @@ macro_rules! real_layer {
                 None
             }
 
-            fn log_partition_as_visible<H: Layer<Scalar = f64>>(
+            fn log_partition_as_visible<H: Layer<Scalar = Self::Scalar>>(
                 _rbm: &Rbm<Self, H>,
                 _beta: f64,
                 _par: Par,
@@ -196,9 +197,9 @@ macro_rules! real_layer {
                 None
             }
 
-            fn sample_exact_as_visible<H: Layer<Scalar = f64>>(
+            fn sample_exact_as_visible<H: Layer<Scalar = Self::Scalar>>(
                 _rbm: &Rbm<Self, H>,
-                _chains: &mut RbmChains<f64>,
+                _chains: &mut RbmChains<Self::Scalar>,
                 _beta: f64,
                 _rngs: &mut [ChainRng],
                 _par: Par,
@@ -206,7 +207,7 @@ macro_rules! real_layer {
                 None
             }
 
-            fn hidden_enumeration<V: Layer<Scalar = f64>>(
+            fn hidden_enumeration<V: Layer<Scalar = Self::Scalar>>(
                 _rbm: &Rbm<V, Self>,
                 _beta: f64,
                 _par: Par,
@@ -214,19 +215,19 @@ macro_rules! real_layer {
                 None
             }
 
-            fn sample_hidden_enumerated<V: Layer<Scalar = f64>, R: rand::Rng + Send>(
+            fn sample_hidden_enumerated<V: Layer<Scalar = Self::Scalar>, R: rand::Rng + Send>(
                 _sampler: &exact::HiddenEnumeration,
                 _rbm: &Rbm<V, Self>,
-                _chains: &mut RbmChains<f64>,
+                _chains: &mut RbmChains<Self::Scalar>,
                 _rngs: &mut [R],
                 _par: Par,
             ) {
                 unreachable!("a real-valued layer has no hidden-enumeration sampler")
             }
 
-            fn pseudo_log_likelihood_as_visible<H: Layer<Scalar = f64>>(
+            fn pseudo_log_likelihood_as_visible<H: Layer<Scalar = Self::Scalar>>(
                 _rbm: &Rbm<Self, H>,
-                _data: &DMatrix<f64>,
+                _data: &DMatrix<Self::Scalar>,
                 _rngs: Option<&mut [ChainRng]>,
                 _par: Par,
             ) -> Option<ebm_core::Result<PseudoLogLikelihood>> {
@@ -255,9 +256,9 @@ fn non_negative(data: &DMatrix<f64>) -> std::result::Result<(), String> {
     }
 }
 
-real_layer!(Gaussian<f64>, any_real);
-real_layer!(ReLU<f64>, non_negative);
-real_layer!(DReLU<f64>, any_real);
+real_layer!(Gaussian, any_real);
+real_layer!(ReLU, non_negative);
+real_layer!(DReLU, any_real);
 
 /// A fresh layer of a unit type, for training a new model.
 pub(crate) trait NewLayer: Sized {
@@ -275,19 +276,19 @@ fn no_states(kind: &str, q: Option<usize>) -> std::result::Result<(), String> {
     }
 }
 
-impl NewLayer for Bernoulli<f64> {
+impl<F: Scalar> NewLayer for Bernoulli<F> {
     fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
         no_states("bernoulli", q).map(|()| Bernoulli::zeros(n))
     }
 }
 
-impl NewLayer for Spin<f64> {
+impl<F: Scalar> NewLayer for Spin<F> {
     fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
         no_states("spin", q).map(|()| Spin::zeros(n))
     }
 }
 
-impl NewLayer for Potts<f64> {
+impl<F: Scalar> NewLayer for Potts<F> {
     fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
         match q {
             Some(q) if q >= 2 => Ok(Potts::zeros(n, q)),
@@ -297,115 +298,202 @@ impl NewLayer for Potts<f64> {
     }
 }
 
-impl NewLayer for Gaussian<f64> {
+impl<F: Scalar> NewLayer for Gaussian<F> {
     fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
         no_states("gaussian", q).map(|()| Gaussian::standard(n))
     }
 }
 
-impl NewLayer for ReLU<f64> {
+impl<F: Scalar> NewLayer for ReLU<F> {
     fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
         no_states("relu", q).map(|()| ReLU::standard(n))
     }
 }
 
-impl NewLayer for DReLU<f64> {
+impl<F: Scalar> NewLayer for DReLU<F> {
     fn with_units(n: usize, q: Option<usize>) -> std::result::Result<Self, String> {
         no_states("drelu", q).map(|()| DReLU::standard(n))
     }
 }
 
-/// A computation generic over the unit types, which are known only at run time.
-pub(crate) trait KindsTask {
+/// The floating-point precision a command runs a model in (`--precision`).
+#[derive(
+    clap::ValueEnum,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Precision {
+    /// Single precision: parameters, chains, gradients and optimiser state in `f32`.
+    F32,
+    /// Double precision (the default).
+    #[default]
+    F64,
+}
+
+impl Precision {
+    /// The name of the scalar type, as in model file headers (`"f32"` or `"f64"`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => f32::NAME,
+            Precision::F64 => f64::NAME,
+        }
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A computation generic over the unit types, which are known only at run time, in the
+/// scalar `F` (`f64` unless the command chooses, see [`with_kinds_in`]).
+pub(crate) trait KindsTask<F: Scalar = f64> {
     /// What the task returns.
     type Output;
     /// Runs the task with the layer types `V` and `H`.
-    fn run<V: CliLayer, H: CliLayer>(self) -> Result<Self::Output>;
+    fn run<V: CliLayer<Scalar = F>, H: CliLayer<Scalar = F>>(self) -> Result<Self::Output>;
 }
 
-/// A computation on an RBM whose unit types are known only at run time.
-pub(crate) trait RbmTask {
+/// A computation on an RBM whose unit types are known only at run time, in the scalar `F`.
+pub(crate) trait RbmTask<F: Scalar = f64> {
     /// What the task returns.
     type Output;
     /// Runs the task on the loaded model.
-    fn run<V: CliLayer, H: CliLayer>(self, rbm: Rbm<V, H>, file: &Path) -> Result<Self::Output>;
-}
-
-/// Maps a unit-kind name to its layer type `$L` in `f64` and evaluates `$body`, or `$other`
-/// for an unknown kind.
-macro_rules! with_layer_type {
-    ($kind:expr, $L:ident => $body:expr, $other:expr) => {
-        match $kind {
-            "bernoulli" => {
-                type $L = Bernoulli<f64>;
-                $body
-            }
-            "spin" => {
-                type $L = Spin<f64>;
-                $body
-            }
-            "potts" => {
-                type $L = Potts<f64>;
-                $body
-            }
-            "gaussian" => {
-                type $L = Gaussian<f64>;
-                $body
-            }
-            "relu" => {
-                type $L = ReLU<f64>;
-                $body
-            }
-            "drelu" => {
-                type $L = DReLU<f64>;
-                $body
-            }
-            _ => $other,
-        }
-    };
+    fn run<V: CliLayer<Scalar = F>, H: CliLayer<Scalar = F>>(
+        self,
+        rbm: Rbm<V, H>,
+        file: &Path,
+    ) -> Result<Self::Output>;
 }
 
 /// The unit kinds this program handles.
 pub(crate) const KINDS: [&str; 6] = ["bernoulli", "spin", "potts", "gaussian", "relu", "drelu"];
 
 /// Runs `task` with the layer types named `visible` and `hidden` (as written in the header of
-/// `file`), every combination of the six unit types in `f64`.
-pub(crate) fn with_kinds<T: KindsTask>(
+/// `file`), every combination of the six unit types, in the scalar `F`.
+pub(crate) fn with_kinds<F: Scalar, T: KindsTask<F>>(
     visible: &str,
     hidden: &str,
     file: &Path,
     task: T,
 ) -> Result<T::Output> {
-    let unknown = |kind: &str| {
-        CliError::new(format!(
-            "{}: unit kind \"{kind}\" is not supported by this program (supported: {})",
-            file.display(),
-            KINDS.join(", ")
-        ))
-    };
-    with_layer_type!(
-        visible,
-        V => with_layer_type!(hidden, H => task.run::<V, H>(), Err(unknown(hidden))),
-        Err(unknown(visible))
-    )
+    match visible {
+        "bernoulli" => with_hidden::<Bernoulli<F>, _>(hidden, file, task),
+        "spin" => with_hidden::<Spin<F>, _>(hidden, file, task),
+        "potts" => with_hidden::<Potts<F>, _>(hidden, file, task),
+        "gaussian" => with_hidden::<Gaussian<F>, _>(hidden, file, task),
+        "relu" => with_hidden::<ReLU<F>, _>(hidden, file, task),
+        "drelu" => with_hidden::<DReLU<F>, _>(hidden, file, task),
+        _ => Err(unknown_kind(visible, file)),
+    }
 }
 
-/// Loads the RBM in `path` with the unit types its header names (parameters in `f64`,
-/// converted exactly from an `f32` file) and runs `task` on it.
-pub(crate) fn with_model<T: RbmTask>(path: &Path, task: T) -> Result<T::Output> {
+/// [`with_kinds`] once the visible layer type `V` is known.
+fn with_hidden<V: CliLayer, T: KindsTask<V::Scalar>>(
+    hidden: &str,
+    file: &Path,
+    task: T,
+) -> Result<T::Output> {
+    match hidden {
+        "bernoulli" => task.run::<V, Bernoulli<V::Scalar>>(),
+        "spin" => task.run::<V, Spin<V::Scalar>>(),
+        "potts" => task.run::<V, Potts<V::Scalar>>(),
+        "gaussian" => task.run::<V, Gaussian<V::Scalar>>(),
+        "relu" => task.run::<V, ReLU<V::Scalar>>(),
+        "drelu" => task.run::<V, DReLU<V::Scalar>>(),
+        _ => Err(unknown_kind(hidden, file)),
+    }
+}
+
+fn unknown_kind(kind: &str, file: &Path) -> CliError {
+    CliError::new(format!(
+        "{}: unit kind \"{kind}\" is not supported by this program (supported: {})",
+        file.display(),
+        KINDS.join(", ")
+    ))
+}
+
+/// [`with_kinds`] in the chosen `precision`: `task` is instantiated in both scalars (only the
+/// commands with `--precision` pay for the second copy).
+pub(crate) fn with_kinds_in<T, O>(
+    precision: Precision,
+    visible: &str,
+    hidden: &str,
+    file: &Path,
+    task: T,
+) -> Result<O>
+where
+    T: KindsTask<f32, Output = O> + KindsTask<f64, Output = O>,
+{
+    match precision {
+        Precision::F32 => with_kinds::<f32, T>(visible, hidden, file, task),
+        Precision::F64 => with_kinds::<f64, T>(visible, hidden, file, task),
+    }
+}
+
+/// Loads the RBM in `path` with the unit types its header names (parameters in `F`: an
+/// `f32` file is widened exactly to `f64`, an `f64` file rounded to `f32`) and runs `task` on
+/// it.
+pub(crate) fn with_model<F: Scalar, T: RbmTask<F>>(path: &Path, task: T) -> Result<T::Output> {
     struct Load<'a, T> {
         path: &'a Path,
         task: T,
     }
-    impl<T: RbmTask> KindsTask for Load<'_, T> {
+    impl<F: Scalar, T: RbmTask<F>> KindsTask<F> for Load<'_, T> {
         type Output = T::Output;
-        fn run<V: CliLayer, H: CliLayer>(self) -> Result<T::Output> {
+        fn run<V: CliLayer<Scalar = F>, H: CliLayer<Scalar = F>>(self) -> Result<T::Output> {
             let rbm = ebm_io::load_rbm::<V, H>(self.path)?;
             self.task.run(rbm, self.path)
         }
     }
     let info = ebm_io::read_rbm_info(path)?;
     with_kinds(&info.visible, &info.hidden, path, Load { path, task })
+}
+
+/// Work on a model in `f64` only: a feature whose library code is `f64`-only, reached from a
+/// command generic over the scalar ([`in_f64`]).
+pub(crate) trait F64Task {
+    /// What the task returns.
+    type Output;
+    /// Runs the task on `rbm`.
+    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+        self,
+        rbm: &Rbm<V, H>,
+    ) -> Result<Self::Output>;
+}
+
+/// Runs `task` on `rbm` if its scalar is `f64`; `None` (nothing run) for an `f32` model.
+pub(crate) fn in_f64<V, H, T>(rbm: &Rbm<V, H>, task: T) -> Result<Option<T::Output>>
+where
+    V: CliLayer,
+    H: CliLayer<Scalar = V::Scalar>,
+    T: F64Task,
+{
+    struct Go<'a, T> {
+        rbm: &'a dyn std::any::Any,
+        task: T,
+    }
+    impl<T: F64Task> KindsTask<f64> for Go<'_, T> {
+        type Output = Option<T::Output>;
+        fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+            self,
+        ) -> Result<Option<T::Output>> {
+            let rbm = self.rbm.downcast_ref::<Rbm<V, H>>();
+            rbm.map(|r| self.task.run(r)).transpose()
+        }
+    }
+    if V::Scalar::NAME != f64::NAME {
+        return Ok(None);
+    }
+    with_kinds::<f64, _>(V::KIND, H::KIND, Path::new(V::KIND), Go { rbm, task })
 }
 
 /// A one-line description of a model: `bernoulli-spin RBM, 10 x 6 units`.
@@ -508,7 +596,7 @@ pub(crate) struct Enumeration {
 
 /// Exact \\(\log Z_\beta\\) of `rbm`, enumerating its smaller discrete layer (the hidden layer
 /// through the transposed model, whose joint energy is the same).
-pub(crate) fn exact_log_partition<V: CliLayer, H: CliLayer>(
+pub(crate) fn exact_log_partition<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     rbm: &Rbm<V, H>,
     beta: f64,
     par: Par,
@@ -548,7 +636,7 @@ pub(crate) fn exact_log_partition<V: CliLayer, H: CliLayer>(
 /// transposed model, whose draws are transposed back): the start of reverse AIS from exact
 /// samples, or the first checkpoint of a trajectory with non-zero weights. Chain `i` consumes
 /// stream `i` of `seed`.
-pub(crate) fn exact_start<V: CliLayer, H: CliLayer>(
+pub(crate) fn exact_start<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
     rbm: &Rbm<V, H>,
     beta: f64,
     n_chains: usize,
@@ -594,7 +682,7 @@ pub(crate) fn exact_start<V: CliLayer, H: CliLayer>(
 /// temperature path. One Gibbs sweep at \\(\beta = 0\\) is an exact draw there, since neither
 /// conditional depends on the other layer (as `ebm_estimators::Start::uniform`, whose bounds
 /// the run-time unit kinds cannot name).
-pub(crate) fn uniform_start<V: CliLayer, H: CliLayer>(
+pub(crate) fn uniform_start<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
     rbm: &Rbm<V, H>,
     n_chains: usize,
     seed: u64,
@@ -632,9 +720,9 @@ pub(crate) fn uniform_start<V: CliLayer, H: CliLayer>(
 }
 
 /// The visible free energies \\(F_\beta(v_j)\\) of every column of `data`.
-pub(crate) fn free_energies<V: CliLayer, H: CliLayer>(
+pub(crate) fn free_energies<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     rbm: &Rbm<V, H>,
-    data: &DMatrix<f64>,
+    data: &DMatrix<V::Scalar>,
     beta: f64,
 ) -> Vec<f64> {
     let mut out = vec![0.0; data.ncols()];
@@ -728,7 +816,7 @@ mod tests {
         assert!((z - by_v).abs() < 1e-12, "{z} vs {by_v}");
 
         let g = Rbm::new(
-            Gaussian::standard(2),
+            Gaussian::<f64>::standard(2),
             Gaussian::standard(1),
             DMatrix::zeros(2, 1),
         )

@@ -5,7 +5,7 @@
 
 use std::any::Any;
 
-use ebm_core::{ChainState, Observer, Par};
+use ebm_core::{ChainState, Observer, Par, Scalar};
 use ebm_models::{Bernoulli, Gaussian, Rbm, RbmChains, ReLU, Spin};
 use ebm_samplers::latent::LatentUnits;
 use ebm_samplers::{Alternate, Gibbs, LatentGibbs, LatentInfo, StepInfo, run};
@@ -17,10 +17,10 @@ use crate::models::CliLayer;
 use crate::progress::ProgressObserver;
 use crate::record::Context;
 
-/// What a latent run hands back to `ebm sample`.
-pub(super) struct LatentRun {
+/// What a latent run in the scalar `F` hands back to `ebm sample`.
+pub(super) struct LatentRun<F: Scalar> {
     /// Final visible configurations (one column per chain).
-    pub samples: DMatrix<f64>,
+    pub samples: DMatrix<F>,
     /// Inverse temperature.
     pub beta: f64,
     /// Sweeps per step (AGS sweeps plus latent sweeps, a latent sweep counted as one).
@@ -32,12 +32,10 @@ pub(super) struct LatentRun {
 /// Forwards the chains of every step to an observer of chains (the mode tracer).
 struct Chains<O>(O);
 
-impl<I, O: Observer<RbmChains<f64>>> Observer<StepInfo<'_, I, RbmChains<f64>>> for Chains<O> {
-    fn observe(
-        &mut self,
-        step: u64,
-        info: &StepInfo<'_, I, RbmChains<f64>>,
-    ) -> ebm_core::Result<()> {
+impl<I, F: Scalar, O: Observer<RbmChains<F>>> Observer<StepInfo<'_, I, RbmChains<F>>>
+    for Chains<O>
+{
+    fn observe(&mut self, step: u64, info: &StepInfo<'_, I, RbmChains<F>>) -> ebm_core::Result<()> {
         self.0.observe(step, info.chains)
     }
 }
@@ -47,21 +45,26 @@ impl<I, O: Observer<RbmChains<f64>>> Observer<StepInfo<'_, I, RbmChains<f64>>> f
 ///
 /// # Errors
 /// For hidden layers without latent moves (Potts, dReLU), and errors of the run.
-pub(super) fn run_latent<V: CliLayer, H: CliLayer, O: Observer<RbmChains<f64>>>(
+pub(super) fn run_latent<V, H, O>(
     rbm: &Rbm<V, H>,
     a: &SampleArgs,
     ctx: &Context,
-    chains: RbmChains<f64>,
+    chains: RbmChains<V::Scalar>,
     tracer: O,
-) -> Result<LatentRun> {
+) -> Result<LatentRun<V::Scalar>>
+where
+    V: CliLayer,
+    H: CliLayer<Scalar = V::Scalar>,
+    O: Observer<RbmChains<V::Scalar>>,
+{
     let any: &dyn Any = rbm;
-    if let Some(r) = any.downcast_ref::<Rbm<V, Bernoulli<f64>>>() {
+    if let Some(r) = any.downcast_ref::<Rbm<V, Bernoulli<V::Scalar>>>() {
         go(r, a, ctx, chains, tracer)
-    } else if let Some(r) = any.downcast_ref::<Rbm<V, Spin<f64>>>() {
+    } else if let Some(r) = any.downcast_ref::<Rbm<V, Spin<V::Scalar>>>() {
         go(r, a, ctx, chains, tracer)
-    } else if let Some(r) = any.downcast_ref::<Rbm<V, Gaussian<f64>>>() {
+    } else if let Some(r) = any.downcast_ref::<Rbm<V, Gaussian<V::Scalar>>>() {
         go(r, a, ctx, chains, tracer)
-    } else if let Some(r) = any.downcast_ref::<Rbm<V, ReLU<f64>>>() {
+    } else if let Some(r) = any.downcast_ref::<Rbm<V, ReLU<V::Scalar>>>() {
         go(r, a, ctx, chains, tracer)
     } else {
         bail!(
@@ -71,13 +74,18 @@ pub(super) fn run_latent<V: CliLayer, H: CliLayer, O: Observer<RbmChains<f64>>>(
     }
 }
 
-fn go<V: CliLayer, H: CliLayer + LatentUnits, O: Observer<RbmChains<f64>>>(
+fn go<V, H, O>(
     rbm: &Rbm<V, H>,
     a: &SampleArgs,
     ctx: &Context,
-    chains: RbmChains<f64>,
+    chains: RbmChains<V::Scalar>,
     tracer: O,
-) -> Result<LatentRun> {
+) -> Result<LatentRun<V::Scalar>>
+where
+    V: CliLayer,
+    H: CliLayer<Scalar = V::Scalar> + LatentUnits,
+    O: Observer<RbmChains<V::Scalar>>,
+{
     let beta = a.beta.unwrap_or(1.0);
     let latent = LatentGibbs {
         sweeps: a.sweeps,
@@ -93,7 +101,7 @@ fn go<V: CliLayer, H: CliLayer + LatentUnits, O: Observer<RbmChains<f64>>>(
     let mut state = ChainState::new(chains, a.seed);
     let mut totals = LatentInfo::default();
     let sum = ebm_core::FnObserver(
-        |_, i: &StepInfo<'_, (ebm_samplers::GibbsInfo, LatentInfo), RbmChains<f64>>| {
+        |_, i: &StepInfo<'_, (ebm_samplers::GibbsInfo, LatentInfo), RbmChains<V::Scalar>>| {
             let l = &i.kernel.1;
             totals.grid_proposed += l.grid_proposed;
             totals.grid_accepted += l.grid_accepted;

@@ -119,7 +119,11 @@ struct ExactTask<'a> {
 impl RbmTask for ExactTask<'_> {
     type Output = (String, ExactResults);
 
-    fn run<V: CliLayer, H: CliLayer>(self, rbm: Rbm<V, H>, _file: &Path) -> Result<Self::Output> {
+    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+        self,
+        rbm: Rbm<V, H>,
+        _file: &Path,
+    ) -> Result<Self::Output> {
         // Validate every data file before the (possibly long) enumeration.
         let mut checked = Vec::new();
         for (ds, path) in self.data.into_iter().zip(&self.a.data) {
@@ -359,7 +363,7 @@ fn finite_likelihood(path: &Path, ll: f64) -> Result<f64> {
 }
 
 /// The mean log-likelihood of `ds` under `rbm` given \\(\log \hat Z \pm\\) `log_z_se`.
-fn likelihood<V: CliLayer, H: CliLayer>(
+fn likelihood<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
     rbm: &Rbm<V, H>,
     ds: &Dataset,
     path: &Path,
@@ -623,7 +627,7 @@ struct AnnealingTask<'a> {
 }
 
 /// The path of `ais` and `reverse-ais`.
-enum AnnealPath<V: CliLayer, H: CliLayer> {
+enum AnnealPath<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> {
     /// The model at inverse temperatures from 0.
     Temperature(TemperatureLadder<Rbm<V, H>>),
     /// Interpolated parameters from a zero-weight reference, built stretch by stretch.
@@ -664,11 +668,11 @@ fn segments(n: usize) -> Vec<(usize, usize)> {
 /// \\(\beta\Theta + (1 - \beta)\Theta_{\text{ref}}\\) at some of its \\(\beta\\)s, all at
 /// temperature 1 (the rungs of `ebm_samplers::tempering::ReferenceLadder`, which would hold
 /// the whole path at once).
-struct ReferenceSegment<V: CliLayer, H: CliLayer> {
+struct ReferenceSegment<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> {
     models: Vec<Rbm<V, H>>,
 }
 
-impl<V: CliLayer, H: CliLayer> ReferenceSegment<V, H> {
+impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> ReferenceSegment<V, H> {
     fn new(model: &Rbm<V, H>, reference: &Rbm<V, H>, betas: &[f64]) -> Result<Self> {
         let models = betas
             .iter()
@@ -678,7 +682,7 @@ impl<V: CliLayer, H: CliLayer> ReferenceSegment<V, H> {
     }
 }
 
-impl<V: CliLayer, H: CliLayer> Ladder for ReferenceSegment<V, H> {
+impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> Ladder for ReferenceSegment<V, H> {
     type Model = Rbm<V, H>;
 
     fn n_rungs(&self) -> usize {
@@ -693,7 +697,9 @@ impl<V: CliLayer, H: CliLayer> Ladder for ReferenceSegment<V, H> {
     }
 }
 
-impl<V: CliLayer, H: CliLayer> DescribeLadder for ReferenceSegment<V, H> {
+impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> DescribeLadder
+    for ReferenceSegment<V, H>
+{
     fn kind(&self) -> LadderKind {
         LadderKind::Reference
     }
@@ -707,7 +713,7 @@ fn set_totals(e: &mut LogZEstimate, kernel_steps_per_chain: u64, n_rungs_total: 
     }
 }
 
-impl<V: CliLayer, H: CliLayer> AnnealPath<V, H> {
+impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> AnnealPath<V, H> {
     fn n_rungs(&self) -> usize {
         match self {
             Self::Temperature(l) => l.n_rungs(),
@@ -834,7 +840,11 @@ impl RbmTask for AnnealingTask<'_> {
     /// `None` on the ranks other than 0 of a sharded run.
     type Output = Option<(String, EstimateResults)>;
 
-    fn run<V: CliLayer, H: CliLayer>(self, rbm: Rbm<V, H>, file: &Path) -> Result<Self::Output> {
+    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+        self,
+        rbm: Rbm<V, H>,
+        file: &Path,
+    ) -> Result<Self::Output> {
         let AnnealingTask {
             p,
             common,
@@ -1269,7 +1279,7 @@ fn index_times(index: &IndexProcess) -> (Option<f64>, Option<f64>) {
 
 /// Exact draws of the first checkpoint and its exact \\(\log Z\\): in closed form when its
 /// weights are zero (training from scratch), by enumeration otherwise.
-fn first_checkpoint_start<V: CliLayer, H: CliLayer>(
+fn first_checkpoint_start<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
     first: &Rbm<V, H>,
     n: usize,
     seed: u64,
@@ -1294,7 +1304,10 @@ fn first_checkpoint_start<V: CliLayer, H: CliLayer>(
 }
 
 /// Whether two RBMs of the same kinds have the same parameters.
-fn same_parameters<V: CliLayer, H: CliLayer>(a: &Rbm<V, H>, b: &Rbm<V, H>) -> bool {
+fn same_parameters<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    a: &Rbm<V, H>,
+    b: &Rbm<V, H>,
+) -> bool {
     a.weights() == b.weights()
         && a.visible().tensors() == b.visible().tensors()
         && a.hidden().tensors() == b.hidden().tensors()
@@ -1304,7 +1317,7 @@ impl KindsTask for TrajectoryTask<'_> {
     /// `None` on the ranks other than 0 of a sharded tr-ais run.
     type Output = Option<(String, EstimateResults)>;
 
-    fn run<V: CliLayer, H: CliLayer>(self) -> Result<Self::Output> {
+    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(self) -> Result<Self::Output> {
         let TrajectoryTask {
             t,
             common,

@@ -59,11 +59,11 @@ impl PllLog {
     }
 
     /// Computes and appends the row of `model` at `update` on `data` (one sample per column).
-    pub fn record<V: CliLayer, H: CliLayer>(
+    pub fn record<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
         &mut self,
         update: u64,
         model: &Rbm<V, H>,
-        data: &DMatrix<f64>,
+        data: &DMatrix<V::Scalar>,
     ) -> Result<()> {
         let unavailable = || {
             CliError::new(format!(

@@ -6,7 +6,7 @@
 use std::any::Any;
 use std::path::{Path, PathBuf};
 
-use ebm_core::{Par, RngStreams};
+use ebm_core::{Par, RngStreams, Scalar};
 use ebm_models::{Bernoulli, BinaryLayer, Layer, Rbm, RbmChains, Spin};
 use ebm_samplers::LowRankIndependence;
 use ebm_train::pretrain::{PretrainConfig, PretrainedStart, RcmConfig};
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::train::{AnyNegative, AnyNegativeState};
 use crate::cli::{PretrainArg, TrainSettings, UnitArg};
 use crate::error::{CliError, Result, bail};
-use crate::models::{CliLayer, exact_log_partition};
+use crate::models::{CliLayer, KindsTask, exact_log_partition, with_kinds};
 use crate::record::Context;
 
 /// Largest number of mesh points of the default `--rcm-mesh`.
@@ -154,13 +154,104 @@ pub(super) fn resolve(
     }))
 }
 
+/// The pre-trained initial model of a run in the run's scalar, as the training command uses
+/// it ([`Start`], whose fit is `f64`-only in `ebm-train`).
+pub(super) trait PretrainedModel<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> {
+    /// The initial model.
+    fn model(&self) -> &Rbm<V, H>;
+    /// [`Start::exact_log_z`].
+    fn exact_log_z(&self) -> Option<f64>;
+    /// [`Start::seed_chains`].
+    fn seed_chains(
+        self: Box<Self>,
+        phase: &AnyNegative,
+        negative: &mut AnyNegativeState<V::Scalar>,
+        seed: u64,
+        ctx: &Context,
+    ) -> Result<PretrainReport>;
+}
+
+impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> PretrainedModel<V, H> for Start<V, H> {
+    fn model(&self) -> &Rbm<V, H> {
+        Start::model(self)
+    }
+
+    fn exact_log_z(&self) -> Option<f64> {
+        Start::exact_log_z(self)
+    }
+
+    fn seed_chains(
+        self: Box<Self>,
+        phase: &AnyNegative,
+        negative: &mut AnyNegativeState<f64>,
+        seed: u64,
+        ctx: &Context,
+    ) -> Result<PretrainReport> {
+        Start::seed_chains(*self, phase, negative, seed, ctx)
+    }
+}
+
+/// [`Start::fit`] for a run whose unit types and scalar are known only at run time: the fit is
+/// `f64`-only, so an `f32` run is refused (before any work, by `train::resolve`; here again,
+/// should another caller get here).
+pub(super) fn fit<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    s: &PretrainSettings,
+    data: &DMatrix<f64>,
+    hidden: usize,
+    seed: u64,
+    ctx: &Context,
+    figure: &Path,
+) -> Result<Box<dyn PretrainedModel<V, H>>> {
+    struct Fit<'a> {
+        s: &'a PretrainSettings,
+        data: &'a DMatrix<f64>,
+        hidden: usize,
+        seed: u64,
+        ctx: &'a Context,
+        figure: &'a Path,
+    }
+    impl KindsTask<f64> for Fit<'_> {
+        type Output = Box<dyn Any>;
+        fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(self) -> Result<Box<dyn Any>> {
+            let start = Start::<V, H>::fit(
+                self.s,
+                self.data,
+                self.hidden,
+                self.seed,
+                self.ctx,
+                self.figure,
+            )?;
+            let start: Box<dyn PretrainedModel<V, H>> = Box::new(start);
+            Ok(Box::new(start))
+        }
+    }
+    if V::Scalar::NAME != f64::NAME {
+        bail!(
+            "--pretrain runs in f64 only, this run is in {}: drop --precision or --pretrain",
+            V::Scalar::NAME
+        );
+    }
+    let task = Fit {
+        s,
+        data,
+        hidden,
+        seed,
+        ctx,
+        figure,
+    };
+    with_kinds::<f64, _>(V::KIND, H::KIND, figure, task)?
+        .downcast::<Box<dyn PretrainedModel<V, H>>>()
+        .map(|b| *b)
+        .map_err(|_| CliError::new("pre-training: unit kinds do not match their names"))
+}
+
 /// The pre-trained initial model of a run, with its mesh \\(\log Z\\) and static sampler.
 pub(super) struct Start<V: Layer<Scalar = f64>, H: Layer<Scalar = f64>> {
     start: PretrainedStart<V, H>,
     report: PretrainReport,
 }
 
-impl<V: CliLayer, H: CliLayer> Start<V, H> {
+impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> Start<V, H> {
     /// Fits the RCM on `data` (one sample per column, in the visible units' states), pads the
     /// model to `hidden` units, reports and draws the figure `figure`.
     pub(super) fn fit(
@@ -317,7 +408,7 @@ impl<V: CliLayer, H: CliLayer> Start<V, H> {
     pub(super) fn seed_chains(
         self,
         phase: &AnyNegative,
-        negative: &mut AnyNegativeState,
+        negative: &mut AnyNegativeState<f64>,
         seed: u64,
         ctx: &Context,
     ) -> Result<PretrainReport> {
@@ -428,7 +519,10 @@ pub(super) struct StaticRung0 {
 impl StaticRung0 {
     /// The kernel of `model` at `beta`, if it is a low-rank binary RBM (proposal on a mesh of
     /// at most 10^5 points).
-    pub(super) fn of<V: CliLayer, H: CliLayer>(model: &Rbm<V, H>, beta: f64) -> Option<Self> {
+    pub(super) fn of<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+        model: &Rbm<V, H>,
+        beta: f64,
+    ) -> Option<Self> {
         let max = DEFAULT_MESH_POINTS as usize;
         let kernel = LowRankIndependence::of_any(model, beta, max, Par::Rayon)?.ok()?;
         Some(Self {
@@ -446,11 +540,11 @@ impl StaticRung0 {
 
     /// One Metropolis-Hastings step of every chain (the model must have the size it was built
     /// for).
-    pub(super) fn step<V: CliLayer, H: CliLayer, R: Rng + Send>(
+    pub(super) fn step<V: CliLayer, H: CliLayer<Scalar = V::Scalar>, R: Rng + Send>(
         &self,
         model: &Rbm<V, H>,
         beta: f64,
-        x: &mut RbmChains<f64>,
+        x: &mut RbmChains<V::Scalar>,
         rngs: &mut [R],
         par: Par,
     ) {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use ebm_core::{ChainState, Chains, Kernel, Observer, Par, RngStreams};
+use ebm_core::{ChainState, Chains, Kernel, Observer, Par, RngStreams, Scalar};
 use ebm_data::Dataset;
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
@@ -20,8 +20,8 @@ use crate::cli::{InitArg, LatentAlgorithmArg, ModeRuleArg, SampleArgs, SamplerAr
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, load_dataset, write_samples};
 use crate::models::{
-    CliLayer, KindsTask, ModelSummary, check_chain_memory, describe, free_energies, visible_data,
-    with_kinds, zero_weights,
+    CliLayer, KindsTask, ModelSummary, Precision, check_chain_memory, describe, free_energies,
+    in_f64, visible_data, with_kinds_in, zero_weights,
 };
 use crate::progress::ProgressObserver;
 use crate::record::{Context, record_path_for};
@@ -65,6 +65,15 @@ pub(crate) struct SampleResults {
     /// Tethered Monte Carlo: settings, barrier and mode weights.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmc: Option<super::tmc::TmcSummary>,
+    /// The scalar the chains ran in (`--precision`); the samples are written as before.
+    #[serde(default)]
+    pub precision: Precision,
+    /// The scalar of the model file: an `f64` file sampled in `f32` was rounded to nearest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_dtype: Option<String>,
+    /// What was rounded, when the model file's parameters were rounded to `--precision`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounded: Option<String>,
 }
 
 /// Parallel-tempering diagnostics of a run ([`PtDiagnostics`]).
@@ -122,6 +131,12 @@ fn not_for(option: &str, sampler: &str, hint: &str) -> CliError {
 /// Checks the options that must agree whatever the model.
 fn check_options(a: &SampleArgs) -> Result<()> {
     let sampler = sampler_name(a.sampler);
+    if a.precision == Precision::F32 && matches!(a.sampler, SamplerArg::Tmc | SamplerArg::Stacked) {
+        bail!(
+            "--precision f32 is not available with --sampler {sampler}, which runs in f64 only; \
+             drop --precision f32"
+        );
+    }
     if a.sampler == SamplerArg::Ptt && a.trajectory.is_none() {
         bail!("--sampler ptt needs --trajectory FILE (the checkpoints of a training run)");
     }
@@ -338,14 +353,30 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     let outcome = if a.sampler == SamplerArg::Stacked {
         super::stack::sample(a, ctx, data, source)?
     } else {
-        let (visible, hidden) = if a.trajectory.is_some() {
+        let (visible, hidden, dtype) = if a.trajectory.is_some() {
             let info = ebm_io::read_trajectory_info(source)?;
-            (info.visible, info.hidden)
+            (info.visible, info.hidden, info.dtype)
         } else {
             let info = ebm_io::read_rbm_info(source)?;
-            (info.visible, info.hidden)
+            (info.visible, info.hidden, info.dtype)
         };
-        with_kinds(&visible, &hidden, source, SampleTask { a, ctx, data })?
+        // f32 parameters are widened exactly; f64 ones are rounded to nearest.
+        let rounded = (a.precision == Precision::F32 && dtype == f64::NAME).then(|| {
+            format!(
+                "{}: the model's f64 parameters are rounded to f32 (--precision f32)",
+                source.display()
+            )
+        });
+        if let Some(note) = &rounded {
+            ctx.warn(note);
+        }
+        let task = SampleTask { a, ctx, data };
+        let outcome = with_kinds_in(a.precision, &visible, &hidden, source, task)?;
+        outcome.map(|mut o| {
+            o.results.model_dtype = Some(dtype);
+            o.results.rounded = rounded;
+            o
+        })
     };
     // The other ranks of a sharded run sent their chains to rank 0, which writes.
     let Some(outcome) = outcome else {
@@ -461,11 +492,13 @@ pub(super) struct SampleOutcome {
 /// The checkpoints of a trajectory: training updates and models, in order.
 type Checkpoints<V, H> = (Vec<u64>, Vec<Rbm<V, H>>);
 
-impl KindsTask for SampleTask<'_> {
+impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
     /// `None` on the ranks other than 0 of a sharded run.
     type Output = Option<SampleOutcome>;
 
-    fn run<V: CliLayer, H: CliLayer>(self) -> Result<Option<SampleOutcome>> {
+    fn run<V: CliLayer<Scalar = F>, H: CliLayer<Scalar = F>>(
+        self,
+    ) -> Result<Option<SampleOutcome>> {
         let SampleTask { a, ctx, data } = self;
         let (rbm, file, checkpoints): (Rbm<V, H>, &Path, Option<Checkpoints<V, H>>) =
             match (&a.model, &a.trajectory) {
@@ -637,10 +670,18 @@ impl KindsTask for SampleTask<'_> {
                 (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
             }
             SamplerArg::Tmc => {
-                let r = super::tmc::sample(&rbm, a, data.as_ref())?;
+                let task = super::tmc::SampleTmc {
+                    a,
+                    data: data.as_ref(),
+                };
+                let Some(r) = in_f64(&rbm, task)? else {
+                    bail!("--sampler tmc runs in f64 only; drop --precision f32");
+                };
                 run_warnings = r.warnings;
                 tmc = Some(r.summary);
-                (r.samples, 1.0, r.sweeps_per_step, r.description, None)
+                // In f64 (the only scalar in_f64 runs): the conversion is the identity.
+                let samples = r.samples.map(F::from_f64);
+                (samples, 1.0, r.sweeps_per_step, r.description, None)
             }
             SamplerArg::Stacked => bail!("--sampler stacked samples a stack (--stack FILE)"),
             SamplerArg::Ptt => {
@@ -673,16 +714,17 @@ impl KindsTask for SampleTask<'_> {
     }
 }
 
-/// What a sampler produced: the target's samples, their inverse temperature, the Gibbs sweeps
-/// per chain and step, the description and the PT diagnostics.
-pub(super) type SamplerRun = (DMatrix<f64>, f64, u64, String, Option<PtSummary>);
+/// What a sampler produced: the target's samples (in the run's scalar `F`), their inverse
+/// temperature, the Gibbs sweeps per chain and step, the description and the PT diagnostics.
+pub(super) type SamplerRun<F> = (DMatrix<F>, f64, u64, String, Option<PtSummary>);
 
 /// The outcome of a run of `--sampler` on `rbm` (the target): the samples' mean free energy,
-/// the mode jumps and weights traced, and the warnings.
-pub(super) fn outcome<V: CliLayer, H: CliLayer>(
+/// the mode jumps and weights traced, and the warnings. The samples are written in `f64`
+/// (exact for `f32` chains).
+pub(super) fn outcome<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     a: &SampleArgs,
     rbm: &Rbm<V, H>,
-    (samples, beta, sweeps_per_step, description, pt): SamplerRun,
+    (samples, beta, sweeps_per_step, description, pt): SamplerRun<V::Scalar>,
     tracer: ModeTracer,
     run_warnings: Vec<String>,
 ) -> Result<SampleOutcome> {
@@ -715,16 +757,19 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer>(
             chain: chain_summary,
             warnings,
             tmc: None,
+            precision: a.precision,
+            model_dtype: None,
+            rounded: None,
         },
-        samples,
+        samples: samples.map(Scalar::as_f64),
     })
 }
 
 /// What a PT run returns: the target's visible configurations, the diagnostics, the warnings.
-type PtRun = (DMatrix<f64>, PtSummary, Vec<String>);
+type PtRun<F> = (DMatrix<F>, PtSummary, Vec<String>);
 
 /// The target's chains of a tempering run, its diagnostics and its warnings.
-pub(crate) type TemperedRun = (RbmChains<f64>, PtSummary, Vec<String>);
+pub(crate) type TemperedRun<F> = (RbmChains<F>, PtSummary, Vec<String>);
 
 /// What explores rung 0 of a PT run.
 enum Rung0 {
@@ -737,14 +782,14 @@ enum Rung0 {
     Static(std::sync::Arc<super::pretrain::StaticRung0>),
 }
 
-impl<V: CliLayer, H: CliLayer> Kernel<Rbm<V, H>> for Rung0 {
+impl<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> Kernel<Rbm<V, H>> for Rung0 {
     type Info = ();
 
     fn step<R: Rng + Send>(
         &self,
         model: &Rbm<V, H>,
         beta: f64,
-        x: &mut RbmChains<f64>,
+        x: &mut RbmChains<V::Scalar>,
         rngs: &mut [R],
         par: Par,
     ) {
@@ -780,13 +825,13 @@ const INDEX_SYSTEMS: usize = 64;
 /// The rounds and their warnings are those of [`pt_rounds`]. Under `mpirun -n K` the rungs
 /// are sharded over the K processes ([`ebm_mpi::tempering_by_rung`]) and rank 0, which holds
 /// the target, returns what one process would; the other ranks return `None`.
-fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
+fn run_pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>, L: Ladder<Model = Rbm<V, H>>>(
     a: &SampleArgs,
     ctx: &Context,
     ladder: &L,
-    chains: RbmChains<f64>,
+    chains: RbmChains<V::Scalar>,
     tracer: &mut ModeTracer,
-) -> Result<Option<PtRun>> {
+) -> Result<Option<PtRun<V::Scalar>>> {
     // PTT proposes every pair each round, bottom up (Béreux et al., *Fast training and sampling of RBMs*): a
     // configuration at the first checkpoint can climb several rungs in one round.
     let default = match a.sampler {
@@ -841,16 +886,17 @@ fn run_pt<V: CliLayer, H: CliLayer, L: Ladder<Model = Rbm<V, H>>>(
 /// [`pt_rounds`]. Under `mpirun -n K` the rungs are sharded over the K processes
 /// ([`ebm_mpi::tempering_by_rung_from`]) and rank 0, which holds the target, returns what one
 /// process would, bit for bit; the other ranks return `None`.
-pub(crate) fn tempering<L, K, B>(
+pub(crate) fn tempering<F, L, K, B>(
     a: &SampleArgs,
     ctx: &Context,
     (pt, ladder): (&ParallelTempering<K, B>, &L),
-    mut state: PtState<RbmChains<f64>>,
+    mut state: PtState<RbmChains<F>>,
     tracer: &mut ModeTracer,
     names: (&str, &str),
-) -> Result<Option<TemperedRun>>
+) -> Result<Option<TemperedRun<F>>>
 where
-    L: Exchange<State = RbmChains<f64>>,
+    F: Scalar,
+    L: Exchange<State = RbmChains<F>>,
     L::Part: ebm_mpi::ShardChains,
     K: Kernel<L::RungModel>,
     B: Kernel<L::RungModel>,
@@ -988,11 +1034,11 @@ pub(super) fn kept_checkpoints(n: usize, rungs: Option<usize>, file: &Path) -> R
 
 /// The starting chains: every unit in its default state, or data samples drawn with the seed
 /// (from an auxiliary stream, so the chains' own streams are untouched).
-pub(super) fn initial_chains<V: CliLayer, H: CliLayer>(
+pub(super) fn initial_chains<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     rbm: &Rbm<V, H>,
     a: &SampleArgs,
     data: Option<&Dataset>,
-) -> Result<RbmChains<f64>> {
+) -> Result<RbmChains<V::Scalar>> {
     let mut chains = rbm.default_chains(a.chains);
     if a.init == InitArg::Data {
         let ds = data.expect("checked: --init data has --data");
@@ -1002,7 +1048,10 @@ pub(super) fn initial_chains<V: CliLayer, H: CliLayer>(
         let mut rng = RngStreams::auxiliary(a.seed, 0);
         for j in 0..a.chains {
             let k = rng.random_range(0..ds.n_samples());
-            chains.visible.column_mut(j).copy_from_slice(ds.sample(k));
+            let mut column = chains.visible.column_mut(j);
+            for (x, &d) in column.iter_mut().zip(ds.sample(k)) {
+                *x = V::Scalar::from_f64(d);
+            }
         }
     }
     Ok(chains)

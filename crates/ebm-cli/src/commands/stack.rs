@@ -32,7 +32,7 @@ fn with_stack<T: StackTask>(path: &Path, task: T) -> Result<T::Output> {
     }
     impl<T: StackTask> KindsTask for Load<'_, T> {
         type Output = T::Output;
-        fn run<V: CliLayer, H: CliLayer>(self) -> Result<T::Output> {
+        fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(self) -> Result<T::Output> {
             let stack: Stack<V, H> = ebm_io::load_stack(self.path)?;
             self.task.run(stack, self.path)
         }
@@ -45,8 +45,11 @@ fn with_stack<T: StackTask>(path: &Path, task: T) -> Result<T::Output> {
 /// Work to do with a loaded stack, generic over its unit types.
 trait StackTask {
     type Output;
-    fn run<V: CliLayer, H: CliLayer>(self, stack: Stack<V, H>, path: &Path)
-    -> Result<Self::Output>;
+    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+        self,
+        stack: Stack<V, H>,
+        path: &Path,
+    ) -> Result<Self::Output>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -154,7 +157,8 @@ fn trainer(a: &TrainStackArgs, ds: &ebm_data::Dataset) -> Result<Trainer<AnyNega
         batch_size: Some(a.batch_size.min(samples)),
         ..TrainSettings::default()
     };
-    let mut trainer = super::train::resolve(&settings, a.updates, ds)?.trainer;
+    let mut trainer =
+        super::train::resolve(&settings, crate::models::Precision::F64, a.updates, ds)?.trainer;
     trainer.checkpoints = None;
     Ok(trainer)
 }
@@ -172,7 +176,9 @@ struct Train<'a> {
 impl KindsTask for Train<'_> {
     type Output = Vec<ModelSummary>;
 
-    fn run<V: CliLayer, H: CliLayer>(self) -> Result<Vec<ModelSummary>> {
+    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+        self,
+    ) -> Result<Vec<ModelSummary>> {
         let Train {
             a,
             ctx,
@@ -238,7 +244,7 @@ pub(super) fn sample(
     }
     impl StackTask for Run<'_> {
         type Output = Option<SampleOutcome>;
-        fn run<V: CliLayer, H: CliLayer>(
+        fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
             self,
             stack: Stack<V, H>,
             _path: &Path,

@@ -8,7 +8,7 @@
 use std::any::Any;
 use std::path::Path;
 
-use ebm_core::Par;
+use ebm_core::{Par, Scalar};
 use ebm_data::{Centering, Dataset};
 use ebm_models::{Bernoulli, DiscreteLayer, Layer, Potts, Rbm, Spin};
 use ebm_samplers::tethered::OrderParameter;
@@ -26,7 +26,8 @@ use crate::cli::{
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_outputs, load_dataset};
 use crate::models::{
-    CliLayer, ModelSummary, RbmTask, check_chain_memory, describe, visible_data, with_model,
+    CliLayer, F64Task, ModelSummary, RbmTask, check_chain_memory, describe, visible_data,
+    with_model,
 };
 use crate::plot::{ImageFormat, Series, tethered_log_density};
 use crate::record::{Context, record_path_for};
@@ -48,27 +49,30 @@ const MAX_POINTS: usize = 1001;
 
 /// Work on an RBM whose visible units are discrete (Bernoulli, spin or Potts): the units
 /// TMC's single-site Metropolis moves apply to.
-pub(crate) trait DiscreteTask<H: TrainableLayer<Scalar = f64>> {
+pub(crate) trait DiscreteTask<H: TrainableLayer> {
     /// What the task returns.
     type Output;
     /// Runs the task.
-    fn run<V: DiscreteLayer<Scalar = f64> + TrainableLayer>(self, rbm: &Rbm<V, H>) -> Self::Output;
+    fn run<V: DiscreteLayer<Scalar = H::Scalar> + TrainableLayer>(
+        self,
+        rbm: &Rbm<V, H>,
+    ) -> Self::Output;
 }
 
 /// Runs `task` on `rbm` if its visible units are discrete; `None` otherwise.
 fn on_discrete_visible<V, H, T>(rbm: &Rbm<V, H>, task: T) -> Option<T::Output>
 where
-    V: Layer<Scalar = f64> + 'static,
-    H: TrainableLayer<Scalar = f64> + 'static,
+    V: Layer + 'static,
+    H: TrainableLayer<Scalar = V::Scalar> + 'static,
     T: DiscreteTask<H>,
 {
     let any: &dyn Any = rbm;
-    if let Some(r) = any.downcast_ref::<Rbm<Bernoulli<f64>, H>>() {
+    if let Some(r) = any.downcast_ref::<Rbm<Bernoulli<H::Scalar>, H>>() {
         Some(task.run(r))
-    } else if let Some(r) = any.downcast_ref::<Rbm<Spin<f64>, H>>() {
+    } else if let Some(r) = any.downcast_ref::<Rbm<Spin<H::Scalar>, H>>() {
         Some(task.run(r))
     } else {
-        any.downcast_ref::<Rbm<Potts<f64>, H>>()
+        any.downcast_ref::<Rbm<Potts<H::Scalar>, H>>()
             .map(|r| task.run(r))
     }
 }
@@ -347,7 +351,7 @@ struct SampleTask<'a> {
 impl<H: TrainableLayer<Scalar = f64>> DiscreteTask<H> for SampleTask<'_> {
     type Output = Result<TmcRun>;
 
-    fn run<V: DiscreteLayer<Scalar = f64> + TrainableLayer>(
+    fn run<V: DiscreteLayer<Scalar = H::Scalar> + TrainableLayer>(
         self,
         rbm: &Rbm<V, H>,
     ) -> Result<TmcRun> {
@@ -390,15 +394,25 @@ impl<H: TrainableLayer<Scalar = f64>> DiscreteTask<H> for SampleTask<'_> {
     }
 }
 
-/// `ebm sample --sampler tmc` on `rbm` (the options were checked by
+/// `ebm sample --sampler tmc` (in `f64`) on a model (the options were checked by
 /// [`check_sample_options`]): TMC sampling by [`profile::sample`].
-pub(super) fn sample<V: CliLayer, H: CliLayer>(
-    rbm: &Rbm<V, H>,
-    a: &SampleArgs,
-    data: Option<&Dataset>,
-) -> Result<TmcRun> {
-    on_discrete_visible(rbm, SampleTask { a, data })
-        .unwrap_or_else(|| Err(CliError::new(not_discrete("--sampler tmc"))))
+pub(super) struct SampleTmc<'a> {
+    /// The command line.
+    pub a: &'a SampleArgs,
+    /// `--data`, in the visible units' domain.
+    pub data: Option<&'a Dataset>,
+}
+
+impl F64Task for SampleTmc<'_> {
+    type Output = TmcRun;
+    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+        self,
+        rbm: &Rbm<V, H>,
+    ) -> Result<TmcRun> {
+        let SampleTmc { a, data } = self;
+        on_discrete_visible(rbm, SampleTask { a, data })
+            .unwrap_or_else(|| Err(CliError::new(not_discrete("--sampler tmc"))))
+    }
 }
 
 /// The lines `ebm sample` prints about a TMC run.
@@ -526,26 +540,26 @@ struct Init<'a> {
     par: Par,
 }
 
-impl<H: TrainableLayer<Scalar = f64>> DiscreteTask<H> for Init<'_> {
-    type Output = ebm_core::Result<TmcState<f64>>;
-    fn run<V: DiscreteLayer<Scalar = f64> + TrainableLayer>(
+impl<H: TrainableLayer> DiscreteTask<H> for Init<'_> {
+    type Output = ebm_core::Result<TmcState<H::Scalar>>;
+    fn run<V: DiscreteLayer<Scalar = H::Scalar> + TrainableLayer>(
         self,
         rbm: &Rbm<V, H>,
-    ) -> ebm_core::Result<TmcState<f64>> {
+    ) -> ebm_core::Result<TmcState<H::Scalar>> {
         self.tmc.init(rbm, self.batch, self.seed, self.par)
     }
 }
 
-struct Sample<'a> {
+struct Sample<'a, F: Scalar> {
     tmc: &'a Tmc,
-    state: &'a mut TmcState<f64>,
-    batch: &'a DMatrix<f64>,
+    state: &'a mut TmcState<F>,
+    batch: &'a DMatrix<F>,
     par: Par,
 }
 
-impl<H: TrainableLayer<Scalar = f64>> DiscreteTask<H> for Sample<'_> {
+impl<H: TrainableLayer> DiscreteTask<H> for Sample<'_, H::Scalar> {
     type Output = ebm_core::Result<NegativeInfo>;
-    fn run<V: DiscreteLayer<Scalar = f64> + TrainableLayer>(
+    fn run<V: DiscreteLayer<Scalar = H::Scalar> + TrainableLayer>(
         self,
         rbm: &Rbm<V, H>,
     ) -> ebm_core::Result<NegativeInfo> {
@@ -567,10 +581,10 @@ pub(super) fn init<V, H>(
     batch: usize,
     seed: u64,
     par: Par,
-) -> ebm_core::Result<TmcState<f64>>
+) -> ebm_core::Result<TmcState<V::Scalar>>
 where
-    V: TrainableLayer<Scalar = f64> + 'static,
-    H: TrainableLayer<Scalar = f64> + 'static,
+    V: TrainableLayer + 'static,
+    H: TrainableLayer<Scalar = V::Scalar> + 'static,
 {
     on_discrete_visible(
         model,
@@ -588,13 +602,13 @@ where
 pub(super) fn sample_negative<V, H>(
     tmc: &Tmc,
     model: &Rbm<V, H>,
-    state: &mut TmcState<f64>,
-    batch: &DMatrix<f64>,
+    state: &mut TmcState<V::Scalar>,
+    batch: &DMatrix<V::Scalar>,
     par: Par,
 ) -> ebm_core::Result<NegativeInfo>
 where
-    V: TrainableLayer<Scalar = f64> + 'static,
-    H: TrainableLayer<Scalar = f64> + 'static,
+    V: TrainableLayer + 'static,
+    H: TrainableLayer<Scalar = V::Scalar> + 'static,
 {
     on_discrete_visible(
         model,
@@ -628,7 +642,11 @@ struct ProfileTask<'a> {
 impl RbmTask for ProfileTask<'_> {
     type Output = (Measured, TmcSummary, String, ModelSummary);
 
-    fn run<V: CliLayer, H: CliLayer>(self, rbm: Rbm<V, H>, file: &Path) -> Result<Self::Output> {
+    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+        self,
+        rbm: Rbm<V, H>,
+        file: &Path,
+    ) -> Result<Self::Output> {
         let data = match (self.data, &self.a.data) {
             (Some(ds), Some(path)) => Some(visible_data(rbm.visible(), ds, path)?),
             _ => None,
@@ -639,7 +657,7 @@ impl RbmTask for ProfileTask<'_> {
         }
         impl<H: TrainableLayer<Scalar = f64>> DiscreteTask<H> for Go<'_> {
             type Output = Result<(Measured, TmcSummary)>;
-            fn run<V: DiscreteLayer<Scalar = f64> + TrainableLayer>(
+            fn run<V: DiscreteLayer<Scalar = H::Scalar> + TrainableLayer>(
                 self,
                 rbm: &Rbm<V, H>,
             ) -> Self::Output {

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use ebm_core::Observer;
 use ebm_core::diagnostics::{ModeClassifier, mode_fractions, mode_jumps, windowed_mode_weights};
+use ebm_core::{Observer, Scalar};
 use ebm_data::{Centering, Dataset, Pca};
 use ebm_models::RbmChains;
 use ebm_samplers::{GibbsInfo, StepInfo};
@@ -275,13 +275,20 @@ impl ModeTracer {
         })
     }
 
-    pub(crate) fn record(&mut self, step: u64, visible: &DMatrix<f64>) -> ebm_core::Result<()> {
+    /// Records the visible configurations of every chain at `step` (one chain per column, in
+    /// the run's scalar, widened exactly to `f64`) if it is a recorded step.
+    pub(crate) fn record<F: Scalar>(
+        &mut self,
+        step: u64,
+        visible: &DMatrix<F>,
+    ) -> ebm_core::Result<()> {
         let Some(s) = &mut self.state else {
             return Ok(());
         };
         if !step.is_multiple_of(s.every) {
             return Ok(());
         }
+        let visible = &visible.map(F::as_f64);
         if let Some((rule, labels)) = &mut s.modes {
             let to_core = |e: ebm_data::Error| ebm_core::Error::Observer(Box::new(e));
             let projected = rule.pca.project(visible).map_err(to_core)?;
@@ -345,19 +352,19 @@ impl ModeTracer {
     }
 }
 
-impl Observer<StepInfo<'_, GibbsInfo, RbmChains<f64>>> for ModeTracer {
+impl<F: Scalar> Observer<StepInfo<'_, GibbsInfo, RbmChains<F>>> for ModeTracer {
     fn observe(
         &mut self,
         step: u64,
-        info: &StepInfo<'_, GibbsInfo, RbmChains<f64>>,
+        info: &StepInfo<'_, GibbsInfo, RbmChains<F>>,
     ) -> ebm_core::Result<()> {
         self.record(step, &info.chains.visible)
     }
 }
 
 /// PT rounds report the chains of the target rung.
-impl Observer<RbmChains<f64>> for ModeTracer {
-    fn observe(&mut self, step: u64, target: &RbmChains<f64>) -> ebm_core::Result<()> {
+impl<F: Scalar> Observer<RbmChains<F>> for ModeTracer {
+    fn observe(&mut self, step: u64, target: &RbmChains<F>) -> ebm_core::Result<()> {
         self.record(step, &target.visible)
     }
 }

@@ -5,7 +5,7 @@ use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ebm_core::{ChainState, Observer, Par};
+use ebm_core::{ChainState, Observer, Par, Scalar};
 use ebm_data::{Dataset, Domain};
 use ebm_models::{Bernoulli, Rbm, RbmChains};
 use ebm_samplers::tempering::PtState;
@@ -27,7 +27,8 @@ use crate::cli::{
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_outputs, load_dataset};
 use crate::models::{
-    CliLayer, KindsTask, ModelSummary, describe, exact_log_partition, visible_data, with_kinds,
+    CliLayer, KindsTask, ModelSummary, Precision, describe, exact_log_partition, visible_data,
+    with_kinds_in,
 };
 use crate::progress::ProgressObserver;
 use crate::record::{Context, RecordText, write_record};
@@ -119,8 +120,8 @@ impl BridgeSpec {
     /// per reference.
     fn phase<V, H>(&self, reference: &serde_json::Value) -> ebm_core::Result<Arc<Bridged<V, H>>>
     where
-        V: TrainableLayer<Scalar = f64> + 'static,
-        H: TrainableLayer<Scalar = f64> + 'static,
+        V: TrainableLayer + 'static,
+        H: TrainableLayer<Scalar = V::Scalar> + 'static,
     {
         let mut cache = self.cache.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((r, phase)) = cache.as_ref()
@@ -151,29 +152,31 @@ impl BridgeSpec {
 
 /// The state of `--negative bridged`: the replicas and the reference model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct BridgedState {
+#[serde(bound = "")]
+pub(crate) struct BridgedState<F: Scalar> {
     /// Replicas of every rung.
-    pub pt: PtState<RbmChains<f64>>,
+    pub pt: PtState<RbmChains<F>>,
     /// The run's initial model, in its serde form.
     pub reference: serde_json::Value,
 }
 
-/// The state of an [`AnyNegative`]: the state of the chosen phase.
+/// The state of an [`AnyNegative`] in the scalar `F` of the run: the state of the chosen
+/// phase.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum AnyNegativeState {
+#[serde(rename_all = "kebab-case", bound = "")]
+pub(crate) enum AnyNegativeState<F: Scalar> {
     /// Persistent chains of PCD.
-    Pcd(ChainState<RbmChains<f64>>),
+    Pcd(ChainState<RbmChains<F>>),
     /// Chains of CD.
-    Cd(ChainState<RbmChains<f64>>),
+    Cd(ChainState<RbmChains<F>>),
     /// Replicas of PT.
-    Pt(PtState<RbmChains<f64>>),
+    Pt(PtState<RbmChains<F>>),
     /// Weighted chains of Jarzynski.
-    Jarzynski(JarzynskiState<f64>),
+    Jarzynski(JarzynskiState<F>),
     /// Tethered chains of TMC.
-    Tmc(TmcState<f64>),
+    Tmc(TmcState<F>),
     /// Replicas of the bridge and its reference.
-    Bridged(BridgedState),
+    Bridged(BridgedState<F>),
 }
 
 impl AnyNegative {
@@ -189,7 +192,7 @@ impl AnyNegative {
     }
 }
 
-fn state_name(s: &AnyNegativeState) -> &'static str {
+fn state_name<F: Scalar>(s: &AnyNegativeState<F>) -> &'static str {
     match s {
         AnyNegativeState::Pcd(_) => "pcd",
         AnyNegativeState::Cd(_) => "cd",
@@ -207,10 +210,10 @@ const MISMATCH: &str = "the negative phase's state is checked against its config
 /// through the nominal `Bernoulli` instance.
 impl<V, H> NegativePhase<V, H> for AnyNegative
 where
-    V: TrainableLayer<Scalar = f64> + 'static,
-    H: TrainableLayer<Scalar = f64> + 'static,
+    V: TrainableLayer + 'static,
+    H: TrainableLayer<Scalar = V::Scalar> + 'static,
 {
-    type State = AnyNegativeState;
+    type State = AnyNegativeState<V::Scalar>;
 
     fn init(
         &self,
@@ -218,7 +221,7 @@ where
         batch_size: usize,
         seed: u64,
         par: Par,
-    ) -> ebm_core::Result<AnyNegativeState> {
+    ) -> ebm_core::Result<AnyNegativeState<V::Scalar>> {
         Ok(match self {
             AnyNegative::Pcd(p) => AnyNegativeState::Pcd(NegativePhase::<V, H>::init(
                 p, model, batch_size, seed, par,
@@ -252,8 +255,8 @@ where
     fn sample(
         &self,
         model: &Rbm<V, H>,
-        state: &mut AnyNegativeState,
-        batch: &DMatrix<f64>,
+        state: &mut AnyNegativeState<V::Scalar>,
+        batch: &DMatrix<V::Scalar>,
         par: Par,
     ) -> ebm_core::Result<NegativeInfo> {
         match (self, state) {
@@ -279,12 +282,18 @@ where
             AnyNegative::Cd(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
             AnyNegative::Pt(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
             AnyNegative::Jarzynski(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
-            AnyNegative::Tmc(p) => NegativePhase::<Bernoulli<f64>, H>::chains_held(p, batch_size),
+            AnyNegative::Tmc(p) => {
+                NegativePhase::<Bernoulli<V::Scalar>, H>::chains_held(p, batch_size)
+            }
             AnyNegative::Bridged(p) => p.chains.saturating_mul(p.rungs),
         }
     }
 
-    fn check_state(&self, state: &AnyNegativeState, batch_size: usize) -> ebm_core::Result<()> {
+    fn check_state(
+        &self,
+        state: &AnyNegativeState<V::Scalar>,
+        batch_size: usize,
+    ) -> ebm_core::Result<()> {
         match (self, state) {
             (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
                 NegativePhase::<V, H>::check_state(p, s, batch_size)
@@ -299,7 +308,7 @@ where
                 NegativePhase::<V, H>::check_state(p, s, batch_size)
             }
             (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
-                NegativePhase::<Bernoulli<f64>, H>::check_state(p, s, batch_size)
+                NegativePhase::<Bernoulli<V::Scalar>, H>::check_state(p, s, batch_size)
             }
             (AnyNegative::Bridged(p), AnyNegativeState::Bridged(s)) => p
                 .phase::<V, H>(&s.reference)?
@@ -312,7 +321,7 @@ where
         }
     }
 
-    fn chains<'a>(&self, state: &'a AnyNegativeState) -> &'a RbmChains<f64> {
+    fn chains<'a>(&self, state: &'a AnyNegativeState<V::Scalar>) -> &'a RbmChains<V::Scalar> {
         match (self, state) {
             (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => NegativePhase::<V, H>::chains(p, s),
             (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => NegativePhase::<V, H>::chains(p, s),
@@ -321,7 +330,7 @@ where
                 NegativePhase::<V, H>::chains(p, s)
             }
             (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
-                NegativePhase::<Bernoulli<f64>, H>::chains(p, s)
+                NegativePhase::<Bernoulli<V::Scalar>, H>::chains(p, s)
             }
             (AnyNegative::Bridged(_), AnyNegativeState::Bridged(s)) => {
                 s.pt.rungs().last().expect("at least two rungs")
@@ -330,7 +339,10 @@ where
         }
     }
 
-    fn every_chain<'a>(&self, state: &'a AnyNegativeState) -> Vec<&'a RbmChains<f64>> {
+    fn every_chain<'a>(
+        &self,
+        state: &'a AnyNegativeState<V::Scalar>,
+    ) -> Vec<&'a RbmChains<V::Scalar>> {
         match (self, state) {
             (AnyNegative::Pt(_), AnyNegativeState::Pt(s)) => s.rungs().iter().collect(),
             (AnyNegative::Bridged(_), AnyNegativeState::Bridged(s)) => {
@@ -344,7 +356,7 @@ where
         !matches!(self, AnyNegative::Cd(_))
     }
 
-    fn weights<'a>(&self, state: &'a AnyNegativeState) -> Option<&'a [f64]> {
+    fn weights<'a>(&self, state: &'a AnyNegativeState<V::Scalar>) -> Option<&'a [f64]> {
         match (self, state) {
             (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => NegativePhase::<V, H>::weights(p, s),
             (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => NegativePhase::<V, H>::weights(p, s),
@@ -353,7 +365,7 @@ where
                 NegativePhase::<V, H>::weights(p, s)
             }
             (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
-                NegativePhase::<Bernoulli<f64>, H>::weights(p, s)
+                NegativePhase::<Bernoulli<V::Scalar>, H>::weights(p, s)
             }
             (AnyNegative::Bridged(_), AnyNegativeState::Bridged(_)) => None,
             _ => unreachable!("{MISMATCH}"),
@@ -364,7 +376,7 @@ where
         &self,
         old: &Rbm<V, H>,
         new: &Rbm<V, H>,
-        state: &mut AnyNegativeState,
+        state: &mut AnyNegativeState<V::Scalar>,
         info: &mut NegativeInfo,
         par: Par,
     ) -> ebm_core::Result<()> {
@@ -390,14 +402,14 @@ where
 /// ([`execute`]).
 impl<V, H> ShardedPhase<V, H> for AnyNegative
 where
-    V: TrainableLayer<Scalar = f64> + 'static,
-    H: TrainableLayer<Scalar = f64> + 'static,
+    V: TrainableLayer + 'static,
+    H: TrainableLayer<Scalar = V::Scalar> + 'static,
 {
     fn shard(
         &self,
-        state: &AnyNegativeState,
+        state: &AnyNegativeState<V::Scalar>,
         range: std::ops::Range<usize>,
-    ) -> ebm_core::Result<AnyNegativeState> {
+    ) -> ebm_core::Result<AnyNegativeState<V::Scalar>> {
         Ok(match (self, state) {
             (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
                 AnyNegativeState::Pcd(ShardedPhase::<V, H>::shard(p, s, range)?)
@@ -412,7 +424,10 @@ where
         })
     }
 
-    fn join(&self, parts: Vec<AnyNegativeState>) -> ebm_core::Result<AnyNegativeState> {
+    fn join(
+        &self,
+        parts: Vec<AnyNegativeState<V::Scalar>>,
+    ) -> ebm_core::Result<AnyNegativeState<V::Scalar>> {
         let name = self.name();
         // The parts as states of the variant, joined by its phase.
         macro_rules! join {
@@ -439,8 +454,8 @@ where
         &self,
         shard: &D,
         model: &Rbm<V, H>,
-        state: &mut AnyNegativeState,
-        batch: &DMatrix<f64>,
+        state: &mut AnyNegativeState<V::Scalar>,
+        batch: &DMatrix<V::Scalar>,
         par: Par,
     ) -> ebm_core::Result<NegativeInfo> {
         match (self, state) {
@@ -496,6 +511,10 @@ pub(crate) struct TrainConfig {
     pub hidden_states: Option<usize>,
     /// Standard deviation of the initial weights.
     pub init_std: f64,
+    /// The scalar of the model, the chains, the gradient and the optimiser (`f64` in state
+    /// files written before it was recorded).
+    #[serde(default)]
+    pub precision: Precision,
     /// The trainer: negative phase, batch size, learning rate, optimiser, penalties, centring,
     /// checkpoint selection and online log-likelihood.
     pub trainer: Trainer<AnyNegative>,
@@ -627,8 +646,19 @@ fn not_for(option: &str, negative: &str) -> CliError {
     CliError::new(format!("{option} does not apply to --negative {negative}"))
 }
 
-/// Resolves the options of a fresh run against the data.
-pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result<TrainConfig> {
+/// Resolves the options of a fresh run in `precision` against the data.
+pub(super) fn resolve(
+    s: &TrainSettings,
+    precision: Precision,
+    updates: u64,
+    data: &Dataset,
+) -> Result<TrainConfig> {
+    if precision == Precision::F32 && s.pretrain.is_some() {
+        bail!(
+            "--pretrain cannot be combined with --precision f32: the low-rank fit and its static \
+             sampler run in f64 only; drop --precision f32 (train in f64) or --pretrain"
+        );
+    }
     let domain = inferred_domain(data);
     let visible = match s.visible {
         Some(v) => v,
@@ -873,6 +903,7 @@ pub(super) fn resolve(s: &TrainSettings, updates: u64, data: &Dataset) -> Result
         visible_states,
         hidden_states,
         init_std,
+        precision,
         trainer,
         pretrain: super::pretrain::resolve(s, visible, hidden)?,
         schedule_updates: Some(updates),
@@ -1191,6 +1222,9 @@ pub(crate) struct TrainResults {
     /// What `--pretrain rcm` did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pretrain: Option<super::pretrain::PretrainReport>,
+    /// The scalar the run trained in (`--precision`); the model file is written in it.
+    #[serde(default)]
+    pub precision: Precision,
 }
 
 pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResults>> {
@@ -1252,6 +1286,17 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
                 .check()
                 .map_err(|e| CliError::from(e.in_file(path)))?;
             let mut config = header.config;
+            if let Some(p) = a.precision
+                && p != config.precision
+            {
+                bail!(
+                    "--precision {p}: {} is the state of a run in {}; resume it with \
+                     --precision {} (or without --precision: a resumed run keeps the state's)",
+                    path.display(),
+                    config.precision,
+                    config.precision
+                );
+            }
             resume_learning_rate(&mut config, header.state.update, a, path)?;
             Some((path.as_path(), value, config, header.data, header.log))
         }
@@ -1261,7 +1306,12 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
     let test = a.test.as_deref().map(load_dataset).transpose()?;
     let config = match &resume {
         Some((_, _, config, _, _)) => config.clone(),
-        None => resolve(&a.settings, a.updates, &data)?,
+        None => resolve(
+            &a.settings,
+            a.precision.unwrap_or_default(),
+            a.updates,
+            &data,
+        )?,
     };
     if world.size() > 1 {
         if !shards(&config.trainer.negative) {
@@ -1274,7 +1324,11 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
             ctx.one_process("--time-limit")?;
         }
     }
-    let (visible, hidden) = (config.visible.clone(), config.hidden.clone());
+    let (visible, hidden, precision) = (
+        config.visible.clone(),
+        config.hidden.clone(),
+        config.precision,
+    );
     let exact_draws = config.trainer.checkpoints.as_ref().map(|p| p.exact_draws);
     let task = TrainTask {
         a,
@@ -1287,7 +1341,7 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
         deadline,
     };
     crate::signals::install();
-    let Some(outcome) = with_kinds(&visible, &hidden, &a.data, task)? else {
+    let Some(outcome) = with_kinds_in(precision, &visible, &hidden, &a.data, task)? else {
         // Not rank 0: it reports and writes.
         return Ok(None);
     };
@@ -1429,15 +1483,17 @@ pub(super) fn potts_ready(ds: Dataset, q: Option<usize>, file: &Path) -> Result<
     }
 }
 
-fn training_data<V: CliLayer>(layer: &V, ds: &Dataset) -> Result<TrainingData<f64>> {
-    Ok(TrainingData::new(layer, ds.data().clone())?.with_weights(ds.weights().to_vec())?)
+/// The training data in the scalar of `layer` (the values of discrete domains are exact in
+/// `f32`; real values are rounded).
+fn training_data<V: CliLayer>(layer: &V, ds: &Dataset) -> Result<TrainingData<V::Scalar>> {
+    Ok(TrainingData::from_f64(layer, ds.data())?.with_weights(ds.weights().to_vec())?)
 }
 
-impl<'a> KindsTask for TrainTask<'a> {
+impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
     /// `None` on the ranks other than 0 of a data-parallel run.
     type Output = Option<TrainOutcome>;
 
-    fn run<V: CliLayer, H: CliLayer>(self) -> Result<Option<TrainOutcome>> {
+    fn run<V: CliLayer<Scalar = F>, H: CliLayer<Scalar = F>>(self) -> Result<Option<TrainOutcome>> {
         let TrainTask {
             a,
             ctx,
@@ -1491,7 +1547,7 @@ impl<'a> KindsTask for TrainTask<'a> {
             .transpose()?;
 
         let mut pretrain = None;
-        let mut state: TrainState<V, H, AnyNegativeState> = match &resume {
+        let mut state: TrainState<V, H, AnyNegativeState<F>> = match &resume {
             Some((path, value, expected, _)) => {
                 if *expected != fingerprint {
                     bail!(
@@ -1507,7 +1563,7 @@ impl<'a> KindsTask for TrainTask<'a> {
                         expected.hash
                     );
                 }
-                let file: StateFile<TrainState<V, H, AnyNegativeState>> =
+                let file: StateFile<TrainState<V, H, AnyNegativeState<F>>> =
                     serde_json::from_value(value.clone()).map_err(|e| {
                         CliError::new(format!("{}: malformed training state: {e}", path.display()))
                     })?;
@@ -1526,7 +1582,7 @@ impl<'a> KindsTask for TrainTask<'a> {
                     .map(|p| {
                         let figure = a.out.with_extension("pretrain.svg");
                         let n = config.hidden_units;
-                        super::pretrain::Start::fit(p, data.data(), n, config.seed, ctx, &figure)
+                        super::pretrain::fit::<V, H>(p, data.data(), n, config.seed, ctx, &figure)
                     })
                     .transpose()?;
                 let model = match &start {
@@ -1728,9 +1784,9 @@ impl Outputs<'_> {
     /// the log (`rows`: this invocation's CSV log), the PLL log and the run record of the
     /// state as one unit ([`ebm_io::output::StagedOutputs`]: the record never disagrees with
     /// the files it describes); returns the results and the record.
-    fn write<V: CliLayer, H: CliLayer>(
+    fn write<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
         &self,
-        state: &TrainState<V, H, AnyNegativeState>,
+        state: &TrainState<V, H, AnyNegativeState<V::Scalar>>,
         tracker: &Tracker,
         rows: &[u8],
         pll: Option<&PllLog>,
@@ -1795,9 +1851,9 @@ impl Outputs<'_> {
     }
 
     /// What the run record reports of `state`.
-    fn results<V: CliLayer, H: CliLayer>(
+    fn results<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
         &self,
-        state: &TrainState<V, H, AnyNegativeState>,
+        state: &TrainState<V, H, AnyNegativeState<V::Scalar>>,
         tracker: &Tracker,
         checkpoint_updates: &[u64],
         pll: Option<&PllLog>,
@@ -1819,13 +1875,14 @@ impl Outputs<'_> {
             last_gradient_norm: tracker.gradient_norm,
             pll: pll.and_then(|p| p.last.clone()),
             pretrain: self.pretrain.cloned(),
+            precision: self.config.precision,
         }
     }
 }
 
 /// Whether the smaller discrete layer of `v`, `h` has at most [`MAX_INITIAL_ENUMERATION`]
 /// configurations.
-fn enumerable<V: CliLayer, H: CliLayer>(v: &V, h: &H) -> bool {
+fn enumerable<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(v: &V, h: &H) -> bool {
     [v.n_configurations(), h.n_configurations()]
         .into_iter()
         .flatten()
