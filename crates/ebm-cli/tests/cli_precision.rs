@@ -213,6 +213,14 @@ fn precision_mismatches_and_f64_only_options_are_refused() {
         2,
         "f16",
     );
+    // Kinds other than bernoulli and spin run in f64 only: the error names the pair.
+    fails(
+        d,
+        &format!("{TRAIN} --updates 4 --precision f32 --hidden gaussian --out g.safetensors"),
+        1,
+        "--precision f32 runs bernoulli and spin units only, this model is bernoulli-gaussian",
+    );
+    assert!(!d.join("g.safetensors").exists());
     ebm_io::save_rbm(&small_rbm(), &d.join("m.safetensors")).unwrap();
     for sampler in ["tmc", "stacked"] {
         fails(
