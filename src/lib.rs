@@ -46,13 +46,21 @@ pub use ebm_data as data;
 pub use ebm_estimators as estimators;
 pub use ebm_io as io;
 pub use ebm_models as models;
-pub use ebm_mpi as distributed;
 pub use ebm_samplers as samplers;
 #[cfg(feature = "testkit")]
 pub use ebm_testkit as testkit;
 pub use ebm_train as train;
 pub use nalgebra;
 pub use rand;
+
+/// Sampling, parallel tempering, AIS and training sharded across processes, identical to one
+/// process (the crate `ebm-mpi`), and with the feature `mpi` its MPI transport `Mpi` (the
+/// crate `ebm-mpi-transport`: the processes of `mpirun -n N`).
+pub mod distributed {
+    pub use ebm_mpi::*;
+    #[cfg(feature = "mpi")]
+    pub use ebm_mpi_transport::Mpi;
+}
 
 /// The names most programs need.
 pub mod prelude {

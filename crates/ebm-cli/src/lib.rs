@@ -1,10 +1,10 @@
 //! # ebm-cli
 //!
-//! The `ebm` command line, as a library: the root package's `ebm` binary is a three-line
-//! `main` calling [`run`]. The program is a thin layer over the workspace's crates: it parses
-//! and validates options, loads files, dispatches on the unit kinds of a model file, attaches
-//! progress bars as [`ebm_core::Observer`]s, and writes outputs. No sampling or estimation
-//! algorithm lives here.
+//! The `ebm` command line, as a library: the root package's `ebm` binary is a short `main`
+//! calling [`run_with_mpi`]. The program is a thin layer over the workspace's crates: it
+//! parses and validates options, loads files, dispatches on the unit kinds of a model file,
+//! attaches progress bars as [`ebm_core::Observer`]s, and writes outputs. No sampling or
+//! estimation algorithm lives here.
 //!
 //! | Command | What it does | Library calls |
 //! |---|---|---|
@@ -26,7 +26,8 @@
 //! and reports bad input as one line `error: ...` on stderr with exit code 1 (2 for a
 //! command line that does not parse). Nothing a user passes makes it panic.
 //!
-//! Built with the feature `mpi`, `ebm sample --sampler gibbs` and `ebm loglik ais |
+//! Built with the root package's feature `mpi` (which passes the MPI transport to
+//! [`run_with_mpi`]), `ebm sample --sampler gibbs` and `ebm loglik ais |
 //! reverse-ais | tr-ais` started by `mpirun -n K` run sharded by chain over the K processes
 //! ([`ebm_mpi`]): rank 0 writes outputs byte-identical to one process's, and the record's
 //! `ranks` says how many ran. `ebm sample --sampler pt | pt-ref | ptt | stacked` runs sharded
@@ -59,6 +60,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 pub use error::CliError;
+pub use world::MpiInit;
 
 /// Exit code of a run that failed on its input (a file, an option value, a model).
 pub const EXIT_FAILURE: u8 = 1;
@@ -81,8 +83,21 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    run_with_mpi(args, None)
+}
+
+/// [`run`] in a program that can join an MPI world: when an MPI launcher started it, `mpi`
+/// initialises MPI and returns the world (`None` if MPI was already initialised), and the
+/// sharded commands run over its processes. The root package's `main` passes
+/// `ebm_mpi_transport::Mpi::init` when built with its feature `mpi`; with `mpi = None`, a
+/// program started as one of several processes refuses to run (each would do the whole work).
+pub fn run_with_mpi<I, T>(args: I, mpi: Option<MpiInit>) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
     run_parsed(args, |cli: &cli::Cli, arguments| {
-        commands::execute(cli, arguments)
+        commands::execute(cli, arguments, mpi)
     })
 }
 

@@ -1,5 +1,6 @@
 //! The processes a command runs on: this one alone, or the ranks of `mpirun -n K` when the
-//! program was built with the feature `mpi`.
+//! program was given the MPI transport ([`crate::run_with_mpi`]; the root package's feature
+//! `mpi`).
 
 use ebm_mpi::{Collective, Solo};
 
@@ -53,21 +54,21 @@ fn launch_in(var: impl Fn(&str) -> Option<String>) -> Option<Launch> {
     })
 }
 
+/// How a program joins the MPI world: initialises MPI and returns its world, or `None` when
+/// MPI was already initialised in this process. The root package passes
+/// `ebm_mpi_transport::Mpi::init` (its feature `mpi`) to [`crate::run_with_mpi`].
+pub type MpiInit = fn() -> Option<Box<dyn Collective>>;
+
 /// The processes of this run: the MPI world when an MPI launcher started the program and it
-/// was built with the feature `mpi`, otherwise this process alone.
+/// has the MPI transport (`mpi`), otherwise this process alone.
 ///
 /// # Errors
-/// When a launcher started several processes of a program built without the feature `mpi`:
-/// each would run the whole command and write the same outputs.
-pub(crate) fn world() -> Result<Box<dyn Collective>> {
+/// When a launcher started several processes of a program without the transport (built
+/// without the feature `mpi`): each would run the whole command and write the same outputs.
+pub(crate) fn world(mpi: Option<MpiInit>) -> Result<Box<dyn Collective>> {
     let launched = launch_in(|v| std::env::var(v).ok());
-    #[cfg(feature = "mpi")]
-    {
-        if launched.is_some() {
-            let world = ebm_mpi::Mpi::init()
-                .ok_or_else(|| CliError::new("MPI was already initialised in this process"))?;
-            return Ok(Box::new(world));
-        }
+    if let (Some(_), Some(init)) = (launched, mpi) {
+        return init().ok_or_else(|| CliError::new("MPI was already initialised in this process"));
     }
     if let Some(l) = launched.filter(|l| l.processes > 1) {
         let (n, at_least, v) = (

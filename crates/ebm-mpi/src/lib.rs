@@ -16,12 +16,14 @@
 //! The drivers ([`sample`], [`parallel_tempering`], [`ais`], [`reverse_ais`], and
 //! [`ais_on_shard`] / [`reverse_ais_on_shard`] for a path walked stretch by stretch) run a
 //! shard on every rank of a [`Collective`] and gather the results on rank 0. The `ebm`
-//! command line built with the feature `mpi` calls them: `mpirun -n K ebm sample` (Gibbs) and
+//! command line built with the root package's feature `mpi` calls them: `mpirun -n K ebm sample` (Gibbs) and
 //! `mpirun -n K ebm loglik ais | reverse-ais | tr-ais`. Transports:
 //! - [`Solo`]: one process (the unsharded run);
 //! - [`Threads`]: ranks as threads of one process, to test a sharded computation without MPI;
-//! - `Mpi` (cargo feature `mpi`): the processes of `mpirun -n N`, over a system MPI (MPICH or
-//!   Open MPI; the `mpi` crate's bindings also need libclang at build time).
+//! - `Mpi` (the crate `ebm-mpi-transport` with its feature `mpi`; `ebm::distributed::Mpi`):
+//!   the processes of `mpirun -n N`, over a system MPI (MPICH or Open MPI; the `mpi` crate's
+//!   bindings also need libclang at build time). It lives in a crate of its own so that this
+//!   one, and the command line above it, compile the same with and without MPI.
 //!
 //! Training is sharded by [`train`] (data-parallel: every rank holds whole blocks of the
 //! minibatch and of the persistent chains; the blocks' gradient sums go to rank 0, which adds
@@ -74,8 +76,6 @@
 
 mod collective;
 mod drivers;
-#[cfg(feature = "mpi")]
-mod mpi;
 mod shard;
 // --- data-parallel training ---
 mod train;
@@ -87,8 +87,6 @@ pub use drivers::{
     PtOutcome, ais, ais_on_shard, gather_chains, parallel_tempering, reverse_ais,
     reverse_ais_on_shard, sample, shard_population,
 };
-#[cfg(feature = "mpi")]
-pub use mpi::Mpi;
 pub use shard::{ShardChains, chain_range};
 
 // --- Tempering sharded by rung ---

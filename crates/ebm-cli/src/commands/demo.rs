@@ -286,7 +286,7 @@ fn run_command(line: &[String]) -> Result<String> {
     argv.extend(line.iter().cloned());
     let cli = Cli::try_parse_from(&argv)
         .map_err(|e| CliError::new(format!("demo: internal command line rejected: {e}")))?;
-    super::execute(&cli, argv)?;
+    super::execute(&cli, argv, None)?;
     Ok(format!("ebm {}", line.join(" ")))
 }
 

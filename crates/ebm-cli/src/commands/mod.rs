@@ -19,13 +19,15 @@ mod train;
 use crate::cli::{Cli, Command, DataCommand, LoglikCommand, TmcCommand};
 use crate::error::{CliError, Result};
 use crate::record::Context;
-use crate::world::world;
+use crate::world::{MpiInit, world};
 
-/// Runs the parsed command line; `arguments` is the command line as given, for the record.
-pub(crate) fn execute(cli: &Cli, arguments: Vec<String>) -> Result<()> {
+/// Runs the parsed command line; `arguments` is the command line as given, for the record;
+/// `mpi` joins the MPI world when a launcher started the program ([`crate::run_with_mpi`]).
+pub(crate) fn execute(cli: &Cli, arguments: Vec<String>, mpi: Option<MpiInit>) -> Result<()> {
     // MPI is initialised and finalised on the thread that runs the command.
     let go = || {
-        let ctx = Context::new(cli.global.quiet, cli.global.json, arguments, world()?);
+        let world = world(mpi)?;
+        let ctx = Context::new(cli.global.quiet, cli.global.json, arguments, world);
         run(&cli.command, &ctx)
     };
     match threads(&cli.command) {

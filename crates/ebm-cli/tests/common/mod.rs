@@ -8,9 +8,11 @@ use std::sync::OnceLock;
 use assert_cmd::Command;
 use serde_json::Value;
 
-/// The `ebm` binary of the root package, built (or found up to date) by cargo in this test's
-/// own target directory and profile: integration tests of `ebm-cli` do not get
-/// `CARGO_BIN_EXE_ebm`, since the binary belongs to another package.
+/// The `ebm` binary of the root package. Tests of the root package (`tests/cli_mpi.rs`, which
+/// includes this module) get it from cargo, built with their features (`--features mpi`).
+/// Integration tests of `ebm-cli` do not get `CARGO_BIN_EXE_ebm`, since the binary belongs to
+/// another package: it is built (or found up to date) by cargo in this test's own target
+/// directory and profile.
 ///
 /// It is built as `cargo test --workspace` builds it: cargo chooses the dependencies' features
 /// from the packages and targets selected, so `-p ebm --bin ebm` alone would build another
@@ -21,6 +23,9 @@ use serde_json::Value;
 pub fn ebm_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
+        if let Some(bin) = option_env!("CARGO_BIN_EXE_ebm") {
+            return PathBuf::from(bin);
+        }
         // This test runs as <target>/<profile>/deps/<name>-<hash>.
         let exe = std::env::current_exe().expect("test executable path");
         let profile_dir = exe
@@ -41,13 +46,6 @@ pub fn ebm_binary() -> &'static Path {
             .args(["build", "--quiet", "--workspace", "--bin", "ebm"])
             .args(["--example", "quickstart", "--profile"])
             .arg(cargo_profile)
-            // Tests of the feature `mpi` (`tests/cli_mpi.rs`) run the program it builds.
-            .args(
-                cfg!(feature = "mpi")
-                    .then_some(["--features", "ebm/mpi"])
-                    .iter()
-                    .flatten(),
-            )
             .status()
             .expect("run cargo to build the ebm binary");
         assert!(status.success(), "building the ebm binary failed");

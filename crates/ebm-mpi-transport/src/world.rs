@@ -1,4 +1,4 @@
-//! The MPI transport: [`Mpi`], the world communicator of a program started by `mpirun`.
+//! [`Mpi`]: the world communicator of a program started by `mpirun`.
 
 use mpi::Count;
 use mpi::datatype::PartitionMut;
@@ -6,7 +6,7 @@ use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Root, Source};
 
-use crate::Collective;
+use ebm_mpi::Collective;
 
 /// Largest number of words one rank sends in one MPI call (MPI counts are `i32`); longer
 /// messages travel in several calls.

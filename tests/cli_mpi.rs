@@ -4,6 +4,7 @@
 //! MPI launcher refuses to run instead of duplicating the work and racing on the outputs.
 //! The MPI tests need `mpirun` on the PATH (`.ci/run` installs MPICH).
 
+#[path = "../crates/ebm-cli/tests/common/mod.rs"]
 mod common;
 
 use std::path::Path;

@@ -1,12 +1,13 @@
 //! Gibbs sampling sharded over the processes of `mpirun`, identical to one process:
 //!
 //! ```text
-//! cargo build --release -p ebm-mpi --features mpi --bin sharded-gibbs
+//! cargo build --release -p ebm-mpi-transport --features mpi --bin sharded-gibbs
 //! mpirun -n 2 target/release/sharded-gibbs
 //! ```
 use ebm_core::Par;
 use ebm_models::{Bernoulli, Rbm};
-use ebm_mpi::{Collective, Mpi, sample};
+use ebm_mpi::{Collective, sample};
+use ebm_mpi_transport::Mpi;
 use ebm_samplers::Gibbs;
 use nalgebra::DMatrix;
 

@@ -10,7 +10,8 @@ use std::process::ExitCode;
 use ebm_core::{Par, RngStreams, Scalar};
 use ebm_estimators::{Ais, Start};
 use ebm_models::{Bernoulli, Rbm, RbmChains};
-use ebm_mpi::{Collective, Mpi, PtOutcome, ShardChains, Solo, parallel_tempering, sample};
+use ebm_mpi::{Collective, PtOutcome, ShardChains, Solo, parallel_tempering, sample};
+use ebm_mpi_transport::Mpi;
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
     Exchange, ParallelTempering, SwapSchedule, TemperatureLadder, TrajectoryLadder,
