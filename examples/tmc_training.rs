@@ -14,13 +14,16 @@
 //!
 //! Run with `cargo run --release --example tmc_training` (about a minute on two shared cores).
 
+use ebm::core::FnObserver;
 use ebm::core::diagnostics::integrated_autocorrelation_time;
 use ebm::core::numerics::log_sum_exp;
 use ebm::models::exact::hidden_free_energies;
 use ebm::prelude::*;
 use ebm::samplers::tethered::profile::{ProfileSettings, measure_profile, profile_chains};
-use ebm::samplers::tethered::{GaussianTether, OrderParameter, Tethered};
-use ebm::train::{LearningRate, Pcd, Tmc, TmcDirection, Trainer, TrainingData, initial_model};
+use ebm::samplers::tethered::{GaussianTether, OrderParameter, Tethered, tether_curvature_bound};
+use ebm::train::{
+    LearningRate, Pcd, Tmc, TmcDirection, TrainInfo, Trainer, TrainingData, initial_model,
+};
 use std::time::Instant;
 
 const NV: usize = 100;
@@ -111,7 +114,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let t0 = Instant::now();
     let mut tmc_state = tmc_trainer.init(init.clone(), &data, seed, par)?;
-    tmc_trainer.run(&mut tmc_state, &data, None, updates, par, ())?;
+    // Updates whose tether was not above the model's curvature bound (the phase warns).
+    let mut below = 0;
+    let count = FnObserver(|_, info: &TrainInfo| {
+        below += usize::from(!info.negative.tethered_warnings.is_empty());
+        Ok(())
+    });
+    tmc_trainer.run(&mut tmc_state, &data, None, updates, par, count)?;
     let tmc_time = t0.elapsed().as_secs_f64();
     let t0 = Instant::now();
     let mut pcd_state = pcd_trainer.init(init, &data, seed, par)?;
@@ -140,6 +149,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let h = rec.grid[1] - rec.grid[0];
     let rec_left: f64 = p[..mid].iter().sum::<f64>() * h;
     println!("TMC's own p(m_hat) at the last update: left weight {rec_left:.3}");
+    // The tether against the trained model's curvature bound along m: at alpha <= K the
+    // tethered law can split in two components, and the training's negative phase says so.
+    let bound = tether_curvature_bound(&tmc_state.model, &uniform)?.expect("Bernoulli hidden");
+    let warned = tmc_trainer
+        .negative
+        .curvature_warning(&tmc_state.model, &tmc_state.negative)?;
+    println!(
+        "tether alpha = {} against the TMC-trained model's curvature bound K = {bound:.0}: {}; \
+         below it at {below} of the {updates} training updates (warned)",
+        tmc_trainer.negative.alpha,
+        if warned.is_some() {
+            "below it (the tethered law can split)"
+        } else {
+            "above it"
+        }
+    );
     // The law of S for plotting: every fifth value of S.
     println!("S    data      TMC-RBM   PCD-RBM");
     for s in (0..=NV).step_by(5) {

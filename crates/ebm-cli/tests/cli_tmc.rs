@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{bytes, csv_columns, fails, json, ok};
+use common::{bytes, csv_columns, ebm, fails, json, ok};
 use ebm_core::Par;
 use ebm_core::numerics::log_sum_exp;
 use ebm_data::{Dataset, Domain};
@@ -291,6 +291,29 @@ fn tmc_training_runs_and_resumes_exactly() {
     let rec = json(&d.join("full.json"));
     let text = rec.to_string();
     assert!(text.contains("\"tmc\""), "{text}");
+    // The tether against the hidden units' curvature bound, checked at every update: alpha =
+    // 400 is above it all along (no such entry in the record); alpha = 1e-4 is below it at
+    // every update, and the record counts them and stderr says so.
+    assert!(
+        rec["results"].get("tether_below_curvature").is_none(),
+        "{text}"
+    );
+    let weak = common.replace("--alpha 400", "--alpha 0.0001");
+    let out = ebm()
+        .current_dir(d)
+        .args(format!("train {weak} --updates 3 --out weak.safetensors").split_whitespace())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("at 3 of this run's updates (the first: update 1) the tether"),
+        "{stderr}"
+    );
+    let below = &json(&d.join("weak.json"))["results"]["tether_below_curvature"];
+    assert_eq!(below["updates"], 3, "{below}");
+    assert_eq!(below["alpha"], 0.0001, "{below}");
+    assert!(below["max_bound"].as_f64().unwrap() > 0.0001, "{below}");
     // The plain gradient differs from the centred one (the option reaches the trainer).
     ok(
         d,

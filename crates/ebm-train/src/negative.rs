@@ -17,6 +17,7 @@ use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
     Exchange, ParallelTempering, PtState, SwapSchedule, TemperatureLadder, validate_betas_to_one,
 };
+use ebm_samplers::tethered::profile::TmcWarning;
 use nalgebra::DMatrix;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,12 @@ pub struct NegativeInfo {
     pub ess: Option<f64>,
     /// Reweighted phases: whether the chains were resampled after the update.
     pub resampled: bool,
+    /// Tethered phases ([`crate::Tmc`]): why this update's tethered measurement may be
+    /// biased; today [`TmcWarning::TetherBelowCurvature`], when the tether strength does not
+    /// exceed the hidden units' curvature bound along the order parameters at the current
+    /// model (empty otherwise, and for the other phases).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tethered_warnings: Vec<TmcWarning>,
 }
 
 /// A source of model samples for the negative term of the gradient.

@@ -9,7 +9,8 @@ use ebm_core::{ChainState, Error, Par, Result, Scalar};
 use ebm_models::{DiscreteLayer, Rbm, RbmChains};
 use ebm_samplers::tethered::plane::{Reconstruction2d, reconstruct_2d};
 use ebm_samplers::tethered::profile::{
-    ProfileSettings, Reconstruction, measure_targets, profile_chains, reconstruct, uniform_grid,
+    ProfileSettings, Reconstruction, TmcWarning, curvature_warning, measure_targets,
+    profile_chains, reconstruct, uniform_grid,
 };
 use ebm_samplers::tethered::{GaussianTether, OrderParameter};
 use nalgebra::DMatrix;
@@ -57,6 +58,10 @@ pub enum TmcDirection {
 ///    d^k\hat{\mathbf m}\\): chain `c` at grid point \\((j_1, \dots, j_k)\\) gets weight
 ///    \\(\prod_l q^{(l)}_{j_l}\, p(\hat{\mathbf m}_{j})/\text{replicas}\\) with
 ///    \\(q^{(l)}\\) the trapezoid weights of axis \\(l\\) ([`NegativePhase::weights`]).
+///
+/// Every update also checks the tether against the hidden units' curvature bound along the
+/// order parameters ([`Tmc::curvature_warning`]): at \\(\alpha \le K\\) the measurement can be
+/// biased by many nats, and [`NegativeInfo::tethered_warnings`] says so.
 ///
 /// One implementation serves both dimensions: only the reconstruction of step 3 depends on
 /// \\(k\\). The paper (§8) notes that the grid's cost grows as `points^k`, which is why
@@ -293,6 +298,32 @@ impl Tmc {
     }
 }
 
+impl Tmc {
+    /// [`TmcWarning::TetherBelowCurvature`] when [`Tmc::alpha`] does not exceed the hidden
+    /// units' curvature bound \\(K\\) along the order parameters of the last measurement
+    /// ([`ebm_samplers::tethered::tether_curvature_bound`]): the tethered law can then have two components at some
+    /// targets (a hidden unit on or off) that the chains do not connect, and the model term of
+    /// the gradient is that of one component. `None` above the bound, before the first
+    /// measurement, and for real-valued hidden units (no bound).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] if `model` is not the model the state was measured with.
+    pub fn curvature_warning<V, H>(
+        &self,
+        model: &Rbm<V, H>,
+        state: &TmcState<V::Scalar>,
+    ) -> Result<Option<TmcWarning>>
+    where
+        V: ebm_models::Layer,
+        H: ebm_models::Layer<Scalar = V::Scalar>,
+    {
+        match &state.order {
+            Some(order) => curvature_warning(model, order, self.alpha),
+            None => Ok(None),
+        }
+    }
+}
+
 /// The trapezoid weights of a grid: \\(\int f \approx \sum_j q_j f(x_j)\\) with
 /// \\(q_j = \tfrac12 (x_{j+1} - x_{j-1})\\), one-sided at the ends.
 fn trapezoid_weights(grid: &[f64]) -> Vec<f64> {
@@ -363,6 +394,7 @@ where
         par: Par,
     ) -> Result<NegativeInfo> {
         self.measure(model, state, batch, par)?;
+        let tethered_warnings = self.curvature_warning(model, state)?.into_iter().collect();
         let (s1, s2) = state
             .weights
             .iter()
@@ -371,6 +403,7 @@ where
             sweeps: self.sweeps as u64,
             chain_sweeps: (self.sweeps * self.n_chains()) as u64,
             ess: Some(s1 * s1 / (state.weights.len() as f64 * s2)),
+            tethered_warnings,
             ..NegativeInfo::default()
         })
     }

@@ -419,3 +419,52 @@ fn sample_errors_are_typed() {
     let info = t.sample(&rbm, &mut s, &batch, Par::Seq).unwrap();
     assert!(info.ess.unwrap() > 0.0);
 }
+
+/// Every update checks the tether against the hidden units' curvature bound along the order
+/// parameter: a rank-1 RBM of 20 {0,1} units and one Bernoulli hidden unit with couplings 3
+/// along the uniform direction has \\(K = N^2 w^2 / 4 = 900\\) there. TMC at alpha = 500 warns
+/// at every update (a tethered law that can split, `TmcWarning::TetherBelowCurvature` with
+/// that bound); at alpha = 1200 (the control) it does not.
+#[test]
+fn tmc_updates_warn_when_the_tether_is_below_the_curvature_bound() {
+    use ebm_samplers::tethered::profile::TmcWarning;
+    let n = 20;
+    let rbm = Rbm::new(
+        Bernoulli::new(vec![-1.5; n]),
+        Bernoulli::new(vec![-30.0]),
+        DMatrix::from_element(n, 1, 3.0),
+    )
+    .unwrap();
+    let batch = DMatrix::from_fn(n, 8, |i, j| ((i + j) % 2) as f64);
+    for (alpha, warned) in [(500.0, true), (1200.0, false)] {
+        let t = Tmc {
+            alpha,
+            points: 11,
+            replicas: 2,
+            sweeps: 4,
+            measure: 2,
+            direction: TmcDirection::Fixed(OrderParameter::uniform(n).unwrap()),
+            ..phase()
+        };
+        let mut s =
+            <Tmc as NegativePhase<Bernoulli<f64>, Bernoulli<f64>>>::init(&t, &rbm, 8, 1, Par::Seq)
+                .unwrap();
+        assert_eq!(
+            t.curvature_warning(&rbm, &s).unwrap(),
+            None,
+            "before a measurement"
+        );
+        for _ in 0..2 {
+            let info = t.sample(&rbm, &mut s, &batch, Par::Seq).unwrap();
+            match info.tethered_warnings.as_slice() {
+                [TmcWarning::TetherBelowCurvature { alpha: a, bound }] => {
+                    assert!(warned, "alpha {alpha}: warned, K = {bound}");
+                    assert_eq!(*a, alpha);
+                    assert!((bound - 900.0).abs() < 1e-9, "K = {bound}");
+                }
+                [] => assert!(!warned, "alpha {alpha}: no warning"),
+                other => panic!("alpha {alpha}: {other:?}"),
+            }
+        }
+    }
+}

@@ -9,6 +9,7 @@ use ebm_core::{ChainState, Observer, Par, Scalar};
 use ebm_data::{Dataset, Domain};
 use ebm_models::{Bernoulli, Rbm, RbmChains};
 use ebm_samplers::tempering::PtState;
+use ebm_samplers::tethered::profile::TmcWarning;
 use ebm_train::observe::CsvLog;
 use ebm_train::{
     Bridged, Cd, CheckpointPolicy, Jarzynski, JarzynskiState, LearningRate, LikelihoodPolicy,
@@ -1225,6 +1226,10 @@ pub(crate) struct TrainResults {
     /// The scalar the run trained in (`--precision`); the model file is written in it.
     #[serde(default)]
     pub precision: Precision,
+    /// `--negative tmc`: the updates of this run whose tether was not above the hidden units'
+    /// curvature bound (their gradient may be biased).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tether_below_curvature: Option<TetherBelowCurvature>,
 }
 
 pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResults>> {
@@ -1378,6 +1383,21 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
         for w in &r.log_z_warnings {
             ctx.warn(format!("online log-likelihood: {w}"));
         }
+    }
+    if let Some(t) = &r.tether_below_curvature {
+        ctx.warn(format!(
+            "--negative tmc: at {} of this run's updates (the first: update {}) the tether \
+             alpha = {:.3e} was not above K = {:.3e} (the largest), the downward curvature the \
+             hidden units can give the free energy along the tethered direction: the tethered \
+             law can split in two components the chains do not connect, and the model term of \
+             the gradient be that of one; use --alpha above {:.3e} with a grid spacing \
+             below 1/sqrt(alpha)",
+            t.updates,
+            t.first_update,
+            t.alpha,
+            t.max_bound,
+            1.25 * t.max_bound
+        ));
     }
     ctx.say(format!(
         "model: {}\ntrajectory: {}\nstate (for --resume): {}\nlog: {}",
@@ -1876,6 +1896,7 @@ impl Outputs<'_> {
             pll: pll.and_then(|p| p.last.clone()),
             pretrain: self.pretrain.cloned(),
             precision: self.config.precision,
+            tether_below_curvature: tracker.tether.clone(),
         }
     }
 }
@@ -1918,12 +1939,40 @@ struct Tracker {
     train: Option<(u64, f64)>,
     test: Option<(u64, f64)>,
     gradient_norm: f64,
+    tether: Option<TetherBelowCurvature>,
+}
+
+/// The updates of this run whose TMC negative phase had its tether at or below the hidden
+/// units' curvature bound ([`ebm_train::Tmc::curvature_warning`]): their model term may come
+/// from one component of a split tethered law.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct TetherBelowCurvature {
+    /// The first such update.
+    pub first_update: u64,
+    /// How many updates of this run.
+    pub updates: u64,
+    /// The tether strength.
+    pub alpha: f64,
+    /// The largest curvature bound met.
+    pub max_bound: f64,
 }
 
 impl Observer<TrainInfo> for Tracker {
     fn observe(&mut self, step: u64, info: &TrainInfo) -> ebm_core::Result<()> {
         self.sweeps += info.negative.sweeps;
         self.gradient_norm = info.gradient_norm;
+        for w in &info.negative.tethered_warnings {
+            if let TmcWarning::TetherBelowCurvature { alpha, bound } = *w {
+                let t = self.tether.get_or_insert(TetherBelowCurvature {
+                    first_update: step,
+                    updates: 0,
+                    alpha,
+                    max_bound: bound,
+                });
+                t.updates += 1;
+                t.max_bound = t.max_bound.max(bound);
+            }
+        }
         if let Some(l) = &info.likelihood {
             if let Some(v) = l.train {
                 self.train = Some((step, v));

@@ -1000,15 +1000,32 @@ where
     }
     let profile = measure_profile(rbm, order, grid, settings, &mut chains, 1.0, par)?;
     let mut measured = assess(profile, settings)?;
-    if let Some(bound) = super::tether_curvature_bound(rbm, order)?
-        && settings.alpha <= bound
-    {
-        measured.warnings.push(TmcWarning::TetherBelowCurvature {
-            alpha: settings.alpha,
-            bound,
-        });
-    }
+    measured
+        .warnings
+        .extend(curvature_warning(rbm, order, settings.alpha)?);
     Ok(measured)
+}
+
+/// [`TmcWarning::TetherBelowCurvature`] when the tether strength `alpha` does not exceed the
+/// hidden units' curvature bound \\(K\\) along `order` ([`super::tether_curvature_bound`]);
+/// `None` above it, and for real-valued hidden units (no bound).
+///
+/// # Errors
+/// [`ebm_core::Error::ShapeMismatch`] if the visible width differs from the order
+/// parameter's.
+pub fn curvature_warning<V, H>(
+    rbm: &Rbm<V, H>,
+    order: &OrderParameter,
+    alpha: f64,
+) -> Result<Option<TmcWarning>>
+where
+    V: Layer,
+    H: Layer<Scalar = V::Scalar>,
+{
+    let bound = super::tether_curvature_bound(rbm, order)?;
+    Ok(bound
+        .filter(|&k| alpha <= k)
+        .map(|bound| TmcWarning::TetherBelowCurvature { alpha, bound }))
 }
 
 /// Steps 2–4 of [`measure`] for a profile measured by other means (e.g. with persistent
