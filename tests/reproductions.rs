@@ -297,3 +297,184 @@ fn the_demo_records_are_quoted_and_ptt_agrees() {
         "REPRODUCTIONS.md must quote the demo records:\n{lls}"
     );
 }
+
+/// Paper 000, Fig. 3 (SI Fig. 11, MNIST-01) at 784 x 20 (section "Fig. 3 on real MNIST 0/1 at
+/// 784 x 20"): the run records of `ebm reproduce logz-estimators --model ...` of seeds 1-3
+/// (`records/paper000-mnist01-784x20-fig3/seedK.json`, from
+/// `scripts/paper000_fig3_mnist_784x20.sh`), rendered as the page's table. Each cell is the
+/// estimate's error against the exact log Z with its standard error, ✗ when the error bar
+/// misses the exact value by more than 3 standard errors, (w) when the estimate warned.
+fn fig3_table(records: &[(u64, serde_json::Value)]) -> String {
+    let budgets = records[0].1["budgets"].as_array().unwrap().clone();
+    let mut t = String::from("| seed (exact log Z) | estimator |");
+    for b in &budgets {
+        t += &format!(" {b} |");
+    }
+    t += " online, end of training |\n|---|---|";
+    t += &"---|".repeat(budgets.len() + 1);
+    t += "\n";
+    let cell = |row: &serde_json::Value| {
+        let (e, se, z) = (
+            row["error"].as_f64().unwrap(),
+            row["std_err"].as_f64().unwrap(),
+            row["z"].as_f64().unwrap(),
+        );
+        let warned = !row["warnings"].as_array().unwrap().is_empty();
+        format!(
+            "{e:+.2} ± {se:.2}{}{}",
+            if z > 3.0 { " ✗" } else { "" },
+            if warned { " (w)" } else { "" }
+        )
+        .replace('-', "−")
+    };
+    for (seed, r) in records {
+        let rows = r["rows"].as_array().unwrap();
+        let mut labels: Vec<&str> = Vec::new();
+        for row in rows {
+            let l = row["estimator"].as_str().unwrap();
+            if !labels.contains(&l) {
+                labels.push(l);
+            }
+        }
+        for (i, label) in labels.iter().enumerate() {
+            let head = if i == 0 {
+                format!("{seed} ({:.2})", r["exact_log_z"].as_f64().unwrap())
+            } else {
+                String::new()
+            };
+            t += &format!("| {head} | {label} |");
+            for row in rows.iter().filter(|x| x["estimator"] == *label) {
+                t += &format!(" {} |", cell(row));
+            }
+            t += " |\n";
+        }
+        let online = &r["online"];
+        t += &format!(
+            "|  | Tr-AIS online |{} {} |\n",
+            " |".repeat(budgets.len()),
+            cell(online)
+        );
+    }
+    t
+}
+
+#[test]
+fn mnist01_784x20_log_z_estimators_table_is_generated_from_its_records() {
+    let records: Vec<(u64, serde_json::Value)> = (1..=3)
+        .map(|seed| {
+            let path = root().join(format!(
+                "records/paper000-mnist01-784x20-fig3/seed{seed}.json"
+            ));
+            let record: serde_json::Value =
+                serde_json::from_str(&fs::read_to_string(&path).unwrap())
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert_eq!(
+                (record["command"].as_str(), record["seed"].as_u64()),
+                (Some("reproduce"), Some(seed))
+            );
+            let r = record["results"].clone();
+            // The paper's sizes: 784 visible and 20 hidden units, a model given to the claim.
+            let m = &r["model"];
+            assert_eq!(m["given"], true, "seed {seed}");
+            assert_eq!(m["summary"]["visible_units"], 784, "seed {seed}");
+            assert_eq!(m["summary"]["hidden_units"], 20, "seed {seed}");
+            (seed, r)
+        })
+        .collect();
+    let table = fig3_table(&records);
+    let page = fs::read_to_string(root().join("REPRODUCTIONS.md")).unwrap();
+    assert!(
+        page.contains(&table),
+        "REPRODUCTIONS.md does not hold the table of its records; regenerate it:\n{table}"
+    );
+    let verdicts: Vec<&str> = records
+        .iter()
+        .map(|(_, r)| r["verdict"].as_str().unwrap())
+        .collect();
+    let sentence = format!(
+        "the command's verdicts on seeds 1, 2 and 3: {}",
+        verdicts.join(", ")
+    );
+    let words = page.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains(&sentence),
+        "REPRODUCTIONS.md must say:\n{sentence}"
+    );
+    // The confident wrong answers: offline estimates off by more than 3 standard errors
+    // without a warning of their own, listed as the page lists them.
+    let mut silent = Vec::new();
+    for (seed, r) in &records {
+        for row in r["rows"].as_array().unwrap() {
+            if row["z"].as_f64().unwrap() > 3.0 && row["warnings"].as_array().unwrap().is_empty() {
+                silent.push(
+                    format!(
+                        "{} at {:.0} sweeps on seed {seed} ({:+.2} ± {:.2}, {:.1} s.e., ESS {:.0})",
+                        row["estimator"].as_str().unwrap(),
+                        row["gibbs_sweeps_per_chain"].as_f64().unwrap(),
+                        row["error"].as_f64().unwrap(),
+                        row["std_err"].as_f64().unwrap(),
+                        row["z"].as_f64().unwrap(),
+                        row["ess"].as_f64().unwrap(),
+                    )
+                    .replace('-', "−"),
+                );
+            }
+        }
+    }
+    let sentence = format!(
+        "off by more than 3 standard errors without a warning: {}",
+        silent.join("; ")
+    );
+    assert!(
+        words.contains(&sentence),
+        "REPRODUCTIONS.md must say:\n{sentence}"
+    );
+    // The other statements of the page, on the records: the checkpoints each training kept,
+    // PTT + BAR off and warned everywhere, no estimator within 3 s.e. on every seed at the
+    // largest budget, the online estimate warned on every seed.
+    let kept: Vec<String> = (1..=3)
+        .map(|seed| {
+            let path = root().join(format!(
+                "records/paper000-mnist01-784x20-fig3/seed{seed}.train.json"
+            ));
+            let train: serde_json::Value =
+                serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+            let updates = &train["results"]["checkpoint_updates"];
+            updates.as_array().unwrap().len().to_string()
+        })
+        .collect();
+    let sentence = format!(
+        "({}, {} and {} checkpoints on seeds 1–3)",
+        kept[0], kept[1], kept[2]
+    );
+    assert!(
+        words.contains(&sentence),
+        "REPRODUCTIONS.md must say:\n{sentence}"
+    );
+    let rows = |label: &str| -> Vec<serde_json::Value> {
+        let all = records
+            .iter()
+            .flat_map(|(_, r)| r["rows"].as_array().unwrap().clone());
+        all.filter(|x| x["estimator"] == label).collect()
+    };
+    let warned = |x: &serde_json::Value| !x["warnings"].as_array().unwrap().is_empty();
+    let off = |x: &serde_json::Value| x["z"].as_f64().unwrap() > 3.0;
+    assert!(rows("PTT + BAR").iter().all(|x| off(x) && warned(x)));
+    let largest = |label: &str| -> Vec<serde_json::Value> {
+        let r = rows(label);
+        let per_seed = r.len() / records.len();
+        r.chunks(per_seed)
+            .map(|c| c[per_seed - 1].clone())
+            .collect()
+    };
+    for label in [
+        "AIS (temperature)",
+        "AIS (reference)",
+        "Tr-AIS offline",
+        "PTT + BAR",
+    ] {
+        assert!(largest(label).iter().any(off), "{label}");
+    }
+    let online: Vec<&serde_json::Value> = records.iter().map(|(_, r)| &r["online"]).collect();
+    assert!(online.iter().any(|x| off(x)) && online.iter().all(|x| warned(x)));
+}

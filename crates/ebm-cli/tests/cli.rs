@@ -1909,7 +1909,7 @@ fn reproduce_mixing_digits_quick_measures_against_the_exact_weights() {
         d,
         "reproduce logz-estimators --quick --data x.npy --out r",
         1,
-        "only ptt-mixing-digits takes a data file",
+        "only ptt-mixing-digits, and logz-estimators with --model, take a data file",
     );
     fails(
         d,
@@ -2046,7 +2046,7 @@ fn short_tempering_runs_warn() {
 fn reproduce_logz_quick_compares_every_estimator_with_the_exact_value() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    ok(d, "reproduce logz-estimators --quick --seed 2 --out r");
+    ok(d, "reproduce logz-estimators --quick --seed 3 --out r");
     let r = d.join("r");
     assert_image(&r.join("logz.png"));
     let rec = json(&r.join("reproduce.json"))["results"].clone();
@@ -2074,4 +2074,65 @@ fn reproduce_logz_quick_compares_every_estimator_with_the_exact_value() {
     let report = std::fs::read_to_string(r.join("report.md")).unwrap();
     assert!(report.contains(&format!("{exact:.4}")));
     assert!(report.contains(&rec["verdict"].as_str().unwrap().to_uppercase()));
+    assert_eq!(rec["model"]["given"], false);
+    // The online row carries the warnings the training raised about its estimate (seed 3's
+    // quick training warns of heavy-tailed weights).
+    let kinds = |v: &serde_json::Value, key: Option<&str>| -> Vec<String> {
+        let list = v.as_array().unwrap().iter();
+        list.map(|w| key.map_or(w, |k| &w[k]).as_str().unwrap().to_string())
+            .collect()
+    };
+    let training = json(&r.join("model.json"))["results"]["log_z_warnings"].clone();
+    assert_eq!(
+        kinds(&rec["online"]["warnings"], None),
+        kinds(&training, Some("kind"))
+    );
+    assert!(!kinds(&training, Some("kind")).is_empty(), "{training}");
+
+    // `--model`: the same claim on a model trained elsewhere (here the one just trained, its
+    // data and trajectory found through its run record) gives the same estimates, bit for bit.
+    ok(
+        d,
+        "reproduce logz-estimators --quick --seed 3 --model r/model.safetensors --out g",
+    );
+    let given = json(&d.join("g/reproduce.json"))["results"].clone();
+    assert_eq!(given["model"]["given"], true);
+    assert_eq!(
+        given["model"]["trajectory"],
+        "r/model.trajectory.safetensors"
+    );
+    assert_eq!(given["model"]["data"], "r/ising.npy");
+    assert_eq!(given["model"]["summary"], rec["model"]["summary"]);
+    for key in ["exact_log_z", "rows", "online", "ranking", "verdict"] {
+        assert_eq!(given[key], rec[key], "{key}");
+    }
+    let report = std::fs::read_to_string(d.join("g/report.md")).unwrap();
+    assert!(
+        report.contains("r/model.safetensors trained by `ebm train`"),
+        "{report}"
+    );
+    // Its errors: another claim, a model without a record, a training without the online
+    // log-likelihood.
+    fails(
+        d,
+        "reproduce ptt-mixing-ising --quick --model r/model.safetensors --out x",
+        1,
+        "only logz-estimators takes a trained model",
+    );
+    fails(
+        d,
+        "reproduce logz-estimators --quick --model missing.safetensors --out x",
+        1,
+        "missing.json",
+    );
+    ok(
+        d,
+        "train --data r/ising.npy --hidden-units 4 --updates 3 --out plain.safetensors",
+    );
+    fails(
+        d,
+        "reproduce logz-estimators --quick --model plain.safetensors --out x",
+        1,
+        "has no online log Z (train with --loglik-every)",
+    );
 }

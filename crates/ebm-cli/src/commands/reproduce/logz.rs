@@ -1,21 +1,23 @@
 //! `logz-estimators` (paper 000, Fig. 3): the absolute error of \\(\log Z\\) against the budget
 //! in Gibbs sweeps per chain, for temperature AIS, AIS from a data-fitted reference, offline
 //! trajectory AIS and PTT with Bennett's acceptance ratio, on an RBM trained on 2D Ising
-//! configurations whose hidden layer is small enough to give the exact \\(\log Z\\). The online
-//! trajectory-AIS estimate of the training run is reported beside them (its cost is the
-//! training's own negative phase).
+//! configurations (or a model trained by `ebm train`, `--model`) whose hidden layer is small
+//! enough to give the exact \\(\log Z\\). The online trajectory-AIS estimate of the training run
+//! is reported beside them (its cost is the training's own negative phase).
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::super::demo::{DemoPlan, Runner, ising_and_training, standard_score};
+use super::super::train::TrainResults;
 use super::output_dir;
 use crate::cli::ReproduceArgs;
-use crate::error::{CliError, Result};
+use crate::error::{CliError, Result, bail};
+use crate::models::ModelSummary;
 use crate::record::{Context, read_record};
 
 const PAPER_000_FIG3: &str = "Overall, the online Tr-AIS estimation consistently outperforms the \
@@ -47,6 +49,8 @@ struct LogZResults {
     claim: &'static str,
     paper_statement: &'static str,
     plan: DemoPlan,
+    /// The model whose \\(\log Z\\) is estimated, with its data and checkpoint trajectory.
+    model: TrainedModel,
     exact_log_z: f64,
     chains: usize,
     budgets: Vec<u64>,
@@ -60,13 +64,91 @@ struct LogZResults {
     commands: Vec<String>,
 }
 
+/// The trained model of the claim: the demo's RBM trained here on Ising configurations, or the
+/// one `--model` names (trained by `ebm train`, whose run record beside it gives its data, its
+/// checkpoint trajectory and its online \\(\log Z\\)).
+#[derive(Debug, Serialize, Clone)]
+struct TrainedModel {
+    /// The model file (the last checkpoint).
+    model: PathBuf,
+    /// Its training data (the reference of reference AIS).
+    data: PathBuf,
+    /// Its checkpoint trajectory (Tr-AIS and PTT).
+    trajectory: PathBuf,
+    /// Its unit kinds and sizes.
+    summary: Option<ModelSummary>,
+    /// Whether it is the model given by `--model` (not trained here).
+    given: bool,
+}
+
+/// The model of `--model`, from its run record `MODEL.json`: its data (`--data`, or the
+/// training's), its trajectory and the training's results.
+fn given_model(a: &ReproduceArgs, model: &Path) -> Result<(TrainedModel, TrainResults)> {
+    let record = read_record::<TrainResults>(&model.with_extension("json"), "train")
+        .map_err(|e| CliError::new(format!("--model {}: {e}", model.display())))?;
+    let trajectory = record
+        .outputs
+        .iter()
+        .find(|o| o.to_string_lossy().ends_with(".trajectory.safetensors"))
+        .cloned()
+        .ok_or_else(|| {
+            CliError::new(format!(
+                "--model {}: its training wrote no checkpoint trajectory (Tr-AIS and PTT need \
+                 one: train with --target-acceptance or --checkpoint-every)",
+                model.display()
+            ))
+        })?;
+    let data = match &a.data {
+        Some(d) => d.clone(),
+        None => record.settings["data"]
+            .as_str()
+            .map(PathBuf::from)
+            .ok_or_else(|| {
+                CliError::new(format!(
+                    "--model {}: its record names no training data; give it with --data",
+                    model.display()
+                ))
+            })?,
+    };
+    if record.results.log_z.is_none() {
+        bail!(
+            "--model {}: its training has no online log Z (train with --loglik-every)",
+            model.display()
+        );
+    }
+    let summary = Some(record.results.model.clone());
+    let trained = TrainedModel {
+        model: model.to_path_buf(),
+        data,
+        trajectory,
+        summary,
+        given: true,
+    };
+    Ok((trained, record.results))
+}
+
 pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     let started = Instant::now();
     let plan = DemoPlan::new(a.quick);
     let dir = output_dir(a, "logz-estimators")?;
     let p = |name: &str| dir.join(name);
-    let (data, test, model) = (p("ising.npy"), p("ising-test.npy"), p("model.safetensors"));
-    let trajectory = p("model.trajectory.safetensors");
+    let given = a.model.as_deref().map(|m| given_model(a, m)).transpose()?;
+    let mut the_model = match &given {
+        Some((m, _)) => m.clone(),
+        None => TrainedModel {
+            model: p("model.safetensors"),
+            data: p("ising.npy"),
+            trajectory: p("model.trajectory.safetensors"),
+            summary: None,
+            given: false,
+        },
+    };
+    let test = p("ising-test.npy");
+    let (data, model, trajectory) = (
+        the_model.data.clone(),
+        the_model.model.clone(),
+        the_model.trajectory.clone(),
+    );
     let (exact_rec, report, csv, figure) = (
         p("exact.json"),
         p("report.md"),
@@ -90,7 +172,11 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
         commands: Vec::new(),
     };
     let seed = a.seed;
-    let (_, trained) = ising_and_training(&plan, seed, false, &model, &mut runner, ctx)?;
+    let trained = match given {
+        Some((_, trained)) => trained,
+        None => ising_and_training(&plan, seed, false, &model, &mut runner, ctx)?.1,
+    };
+    the_model.summary = Some(trained.model.clone());
     runner.step(
         ctx,
         "exact log Z (hidden layer enumerated)",
@@ -185,9 +271,19 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
             rows.push(x);
         }
     }
-    let online = trained
-        .log_z
-        .map(|[z, se]| row("Tr-AIS online", f64::NAN, z, se, None, exact));
+    // The online estimate with the warnings the training raised about it.
+    let online = trained.log_z.map(|[z, se]| LogZRow {
+        warnings: trained
+            .log_z_warnings
+            .iter()
+            .filter_map(|w| {
+                serde_json::to_value(w).ok()?["kind"]
+                    .as_str()
+                    .map(String::from)
+            })
+            .collect(),
+        ..row("Tr-AIS online", f64::NAN, z, se, None, exact)
+    });
     write_csv(&csv, &rows, exact)?;
     runner.step(ctx, "figure", "plot logz @CSV --out @FIG")?;
 
@@ -212,6 +308,7 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
         claim: "logz-estimators",
         paper_statement: PAPER_000_FIG3,
         plan,
+        model: the_model,
         exact_log_z: exact,
         chains,
         budgets,
@@ -327,16 +424,35 @@ fn report_text(a: &ReproduceArgs, r: &LogZResults, dir: &Path) -> String {
         &r.verdict,
         &r.reason,
     );
+    let m = &r.model;
+    let size = m.summary.as_ref().map_or(String::new(), |s| {
+        format!(
+            "{} x {} {}-{} ",
+            s.visible_units, s.hidden_units, s.visible, s.hidden
+        )
+    });
+    let what = if m.given {
+        format!(
+            "The {size}RBM {} trained by `ebm train` (its run record beside it) on {}, with \
+             its checkpoint trajectory {} and the online log-likelihood",
+            m.model.display(),
+            m.data.display(),
+            m.trajectory.display()
+        )
+    } else {
+        format!(
+            "The {size}RBM of `ebm demo`, trained here with the online log-likelihood, so its \
+             trajectory and online Tr-AIS estimate exist"
+        )
+    };
     let _ = writeln!(
         s,
-        "**Setting** (seed {}{}). The RBM of `ebm demo` ({} hidden units, trained with the \
-         online log-likelihood, so its trajectory and online Tr-AIS estimate exist). Ground \
-         truth: its exact log Z = {:.4} (hidden layer enumerated). Every offline estimator ran \
-         {} chains at each budget (Gibbs sweeps per chain: {:?}). AIS (reference) starts from \
-         the independent-site model fitted to the data means.\n",
+        "**Setting** (seed {}{}). {what}. Ground truth: its exact log Z = {:.4} (hidden layer \
+         enumerated). Every offline estimator ran {} chains at each budget (Gibbs sweeps per \
+         chain: {:?}). AIS (reference) starts from the independent-site model fitted to the \
+         data means.\n",
         a.seed,
         if a.quick { ", quick mode" } else { "" },
-        r.plan.hidden_units,
         r.exact_log_z,
         r.chains,
         r.budgets

@@ -21,12 +21,23 @@ mod logz;
 mod mixing;
 
 pub(super) fn execute(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
-    if let Some(file) = &a.data
-        && a.claim != ClaimArg::PttMixingDigits
+    if let Some(file) = &a.model
+        && a.claim != ClaimArg::LogzEstimators
     {
         bail!(
-            "--data {}: only ptt-mixing-digits takes a data file (the other claims generate \
-             their own data)",
+            "--model {}: only logz-estimators takes a trained model (the other claims train \
+             their own)",
+            file.display()
+        );
+    }
+    let data_allowed = a.claim == ClaimArg::PttMixingDigits
+        || (a.claim == ClaimArg::LogzEstimators && a.model.is_some());
+    if let Some(file) = &a.data
+        && !data_allowed
+    {
+        bail!(
+            "--data {}: only ptt-mixing-digits, and logz-estimators with --model, take a data \
+             file (the other claims generate their own data)",
             file.display()
         );
     }
