@@ -4,7 +4,7 @@
 //! against the exact law.
 
 mod common;
-use common::{bytes, ebm, fails, json, ok};
+use common::{bytes, fails, json, ok, ok_stderr};
 
 use std::path::Path;
 
@@ -62,18 +62,6 @@ fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
         .zip(b)
         .map(|(x, y)| (x - y).abs())
         .fold(0.0, f64::max)
-}
-
-/// `ebm <args>` in `dir`, expecting success; returns stderr.
-fn ok_stderr(dir: &Path, args: &str) -> String {
-    let out = ebm()
-        .current_dir(dir)
-        .args(args.split_whitespace())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(out.status.success(), "ebm {args} failed: {stderr}");
-    stderr
 }
 
 const TRAIN: &str = "train --data d.npy --hidden-units 3 --chains 30 --batch-size 40 --seed 11";

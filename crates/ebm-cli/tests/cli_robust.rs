@@ -10,7 +10,8 @@ use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    bytes, ebm, ebm_binary, fails, json, ok, run_within, signed_safetensors, write_signed_json,
+    bytes, ebm, ebm_binary, fails, json, ok, ok_stderr, run_within, signed_safetensors,
+    write_signed_json,
 };
 use ebm_data::{Dataset, Domain};
 use nalgebra::DMatrix;
@@ -1142,17 +1143,7 @@ fn a_resumed_log_must_be_the_one_written_with_the_state() {
     }
     // No log at all (a state copied alone): the resumed log starts afresh, said on stderr.
     std::fs::remove_file(d.join("h.log.csv")).unwrap();
-    let out = ebm()
-        .current_dir(d)
-        .args(
-            resume
-                .replace("r.safetensors", "y.safetensors")
-                .split_whitespace(),
-        )
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = ok_stderr(d, &resume.replace("r.safetensors", "y.safetensors"));
     assert!(
         stderr.contains("warning: no log beside h.state.json (h.log.csv): the log of the resumed run starts at update 4"),
         "{stderr}"

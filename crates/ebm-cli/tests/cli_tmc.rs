@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{bytes, csv_columns, ebm, fails, json, ok};
+use common::{bytes, csv_columns, fails, json, ok, ok_stderr};
 use ebm_core::Par;
 use ebm_core::numerics::log_sum_exp;
 use ebm_data::{Dataset, Domain};
@@ -299,13 +299,10 @@ fn tmc_training_runs_and_resumes_exactly() {
         "{text}"
     );
     let weak = common.replace("--alpha 400", "--alpha 0.0001");
-    let out = ebm()
-        .current_dir(d)
-        .args(format!("train {weak} --updates 3 --out weak.safetensors").split_whitespace())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = ok_stderr(
+        d,
+        &format!("train {weak} --updates 3 --out weak.safetensors"),
+    );
     assert!(
         stderr.contains("at 3 of this run's updates (the first: update 1) the tether"),
         "{stderr}"

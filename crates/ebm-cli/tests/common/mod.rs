@@ -113,6 +113,19 @@ pub fn ok(dir: &Path, args: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Runs `ebm <args>` in `dir` (arguments split at whitespace), expecting success; returns
+/// stderr (its warnings).
+pub fn ok_stderr(dir: &Path, args: &str) -> String {
+    let out = ebm()
+        .current_dir(dir)
+        .args(args.split_whitespace())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "ebm {args} failed: {stderr}");
+    stderr
+}
+
 /// Runs `ebm <args>` in `dir`, expecting failure with exit code `code`, nothing on stdout and
 /// exactly one line on stderr, `error: ...`, containing `needle`.
 pub fn fails(dir: &Path, args: &str, code: i32, needle: &str) {
