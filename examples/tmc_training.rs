@@ -155,6 +155,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let warned = tmc_trainer
         .negative
         .curvature_warning(&tmc_state.model, &tmc_state.negative)?;
+    // The book's claim: the tether stays above the bound at every update of this run.
+    assert_eq!(
+        below, 0,
+        "updates with the tether below the curvature bound"
+    );
+    assert!(warned.is_none() && tmc_trainer.negative.alpha > bound);
     println!(
         "tether alpha = {} against the TMC-trained model's curvature bound K = {bound:.0}: {}; \
          below it at {below} of the {updates} training updates (warned)",

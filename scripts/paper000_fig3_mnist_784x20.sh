@@ -17,7 +17,7 @@
 # Usage: scripts/paper000_fig3_mnist_784x20.sh IMAGES DIR SEED
 #
 # Writes DIR/pretrained-seedSEED.* (the training) and DIR/fig3-seedSEED/ (`ebm reproduce
-# logz-estimators --model ...`: report.md, results.csv, logz.png, record.json). A finished
+# logz-estimators --model ...`: report.md, results.csv, logz.png, reproduce.json). A finished
 # training is not run again. EBM (default target/release/ebm) and NICE=1 (lowest CPU
 # priority) can be set in the environment.
 set -euo pipefail
@@ -47,8 +47,8 @@ if [ ! -f "${model%.safetensors}.json" ]; then
     --updates 2000 --target-acceptance 0.25 --loglik-every 100 --out "$model"
   )
   echo "${run[*]} $ebm ${args[*]}"
-  "${run[@]}" "$ebm" "${args[@]}"
+  ${run[@]+"${run[@]}"} "$ebm" "${args[@]}"
 fi
 args=(reproduce logz-estimators --model "$model" --seed "$seed" --out "$dir/fig3-seed$seed")
 echo "${run[*]} $ebm ${args[*]}"
-"${run[@]}" "$ebm" "${args[@]}"
+${run[@]+"${run[@]}"} "$ebm" "${args[@]}"

@@ -78,4 +78,4 @@ else
   )
 fi
 echo "${run[*]} $ebm ${args[*]}"
-"${run[@]}" "$ebm" "${args[@]}"
+${run[@]+"${run[@]}"} "$ebm" "${args[@]}"

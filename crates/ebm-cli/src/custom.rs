@@ -171,8 +171,8 @@ where
     crate::run_parsed(args, |cli: &ModelCli, arguments| {
         // Launched by mpirun, a custom command line refuses rather than repeat its work on
         // every process (only `ebm`'s own commands are sharded).
-        let ctx = Context::new(cli.quiet, cli.json, arguments, crate::world::world(None)?);
-        ctx.one_process("a custom model's command line")?;
+        let world = crate::world::one_process("a custom model's command line")?;
+        let ctx = Context::new(cli.quiet, cli.json, arguments, world);
         run(&cli.command, &ctx)
     })
 }

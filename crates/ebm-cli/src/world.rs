@@ -71,20 +71,45 @@ pub(crate) fn world(mpi: Option<MpiInit>) -> Result<Box<dyn Collective>> {
         return init().ok_or_else(|| CliError::new("MPI was already initialised in this process"));
     }
     if let Some(l) = launched.filter(|l| l.processes > 1) {
-        let (n, at_least, v) = (
-            l.processes,
-            if l.exact { "" } else { "at least " },
-            l.variable,
-        );
         return Err(CliError::new(format!(
-            "this ebm is one of {at_least}{n} processes started by an MPI launcher (mpirun, \
-             srun; {v} is set), but it was built without the feature `mpi`: each process would \
+            "this ebm is {}, but it was built without the feature `mpi`: each process would \
              run the whole command and write the same outputs. Build it with `cargo build \
              --release --features mpi` (see the book's chapter on scale) or run it without \
-             the launcher"
+             the launcher",
+            l.one_of()
         )));
     }
     Ok(Box::new(Solo))
+}
+
+/// This process alone, for a program that never runs sharded (a custom model's command line,
+/// [`crate::custom`]): `what` refuses to run as one of several processes of an MPI launcher,
+/// each of which would run the whole command and write the same outputs.
+pub(crate) fn one_process(what: &str) -> Result<Box<dyn Collective>> {
+    one_process_in(what, |v| std::env::var(v).ok())
+}
+
+/// [`one_process`] under the launch variables `var`.
+fn one_process_in(what: &str, var: impl Fn(&str) -> Option<String>) -> Result<Box<dyn Collective>> {
+    if let Some(l) = launch_in(var).filter(|l| l.processes > 1) {
+        return Err(CliError::new(format!(
+            "{what} runs in one process, and this is {}: run it without the launcher",
+            l.one_of()
+        )));
+    }
+    Ok(Box::new(Solo))
+}
+
+impl Launch {
+    /// "one of N processes started by an MPI launcher (...; VAR is set)".
+    fn one_of(&self) -> String {
+        format!(
+            "one of {}{} processes started by an MPI launcher (mpirun, srun; {} is set)",
+            if self.exact { "" } else { "at least " },
+            self.processes,
+            self.variable
+        )
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +131,36 @@ mod tests {
             exact: true,
             variable,
         })
+    }
+
+    /// A custom command line under a launcher of several processes refuses, naming itself and
+    /// the launch (not the feature `mpi`, which would not help); alone, or as the one process
+    /// of `mpirun -n 1`, it runs.
+    #[test]
+    fn a_program_that_never_shards_refuses_several_processes() {
+        let env = |set: &'static [(&'static str, &'static str)]| {
+            move |v: &str| {
+                set.iter()
+                    .find(|(k, _)| *k == v)
+                    .map(|(_, x)| x.to_string())
+            }
+        };
+        let Err(e) = one_process_in("a custom model's command line", env(&[("PMI_SIZE", "3")]))
+        else {
+            panic!("a custom command line ran as one of 3 processes");
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("a custom model's command line runs in one process")
+                && e.contains("one of 3 processes")
+                && e.contains("PMI_SIZE")
+                && !e.contains("feature"),
+            "{e}"
+        );
+        for alone in [&[][..], &[("PMI_SIZE", "1")][..]] {
+            let world = one_process_in("x", env(alone)).expect("runs");
+            assert_eq!(world.size(), 1);
+        }
     }
 
     #[test]

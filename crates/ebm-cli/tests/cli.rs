@@ -2125,6 +2125,18 @@ fn reproduce_logz_quick_compares_every_estimator_with_the_exact_value() {
         1,
         "missing.json",
     );
+    for (from, to) in [
+        ("model.safetensors", "other.safetensors"),
+        ("model.json", "other.json"),
+    ] {
+        std::fs::copy(d.join("r").join(from), d.join("r").join(to)).unwrap();
+    }
+    fails(
+        d,
+        "reproduce logz-estimators --quick --model r/other.safetensors --out x",
+        1,
+        "is the record of another training",
+    );
     ok(
         d,
         "train --data r/ising.npy --hidden-units 4 --updates 3 --out plain.safetensors",

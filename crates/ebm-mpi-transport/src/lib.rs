@@ -4,8 +4,8 @@
 //!
 //! The sharding itself ([`ebm_mpi`]) and the command line do not depend on this crate's
 //! feature: the `ebm` program gets the transport from the root package's feature `mpi`, which
-//! hands `Mpi::init` to the command line. So turning MPI on rebuilds this crate and the
-//! program's `main`, not the workspace. Without the feature the crate is empty.
+//! hands `Mpi::init` to the command line. So turning MPI on rebuilds rsmpi, this crate and
+//! the root package, not the workspace. Without the feature the crate is empty.
 //!
 //! Gibbs sampling sharded over the processes of `mpirun` (the program `sharded-gibbs` of this
 //! crate), identical to one process:

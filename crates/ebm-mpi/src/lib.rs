@@ -16,8 +16,8 @@
 //! The drivers ([`sample`], [`parallel_tempering`], [`ais`], [`reverse_ais`], and
 //! [`ais_on_shard`] / [`reverse_ais_on_shard`] for a path walked stretch by stretch) run a
 //! shard on every rank of a [`Collective`] and gather the results on rank 0. The `ebm`
-//! command line built with the root package's feature `mpi` calls them: `mpirun -n K ebm sample` (Gibbs) and
-//! `mpirun -n K ebm loglik ais | reverse-ais | tr-ais`. Transports:
+//! command line built with the root package's feature `mpi` calls them: `mpirun -n K ebm
+//! sample` (Gibbs) and `mpirun -n K ebm loglik ais | reverse-ais | tr-ais`. Transports:
 //! - [`Solo`]: one process (the unsharded run);
 //! - [`Threads`]: ranks as threads of one process, to test a sharded computation without MPI;
 //! - `Mpi` (the crate `ebm-mpi-transport` with its feature `mpi`; `ebm::distributed::Mpi`):

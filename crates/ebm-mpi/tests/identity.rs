@@ -1,5 +1,5 @@
 //! Sharded runs equal the one-process run bit for bit, for any number of ranks (here threads;
-//! `tests/mpirun.rs` runs the same drivers over MPI processes).
+//! `crates/ebm-mpi-transport/tests/mpirun.rs` runs the same drivers over MPI processes).
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Data-parallel training equals one-process training bit for bit, for any number of ranks
-//! (here threads; `crates/ebm-cli/tests/cli_mpi.rs` runs `ebm train` over MPI processes).
+//! (here threads; `tests/cli_mpi.rs` runs `ebm train` over MPI processes).
 
 mod common;
 

@@ -301,9 +301,9 @@ impl Tmc {
 impl Tmc {
     /// [`TmcWarning::TetherBelowCurvature`] when [`Tmc::alpha`] does not exceed the hidden
     /// units' curvature bound \\(K\\) along the order parameters of the last measurement
-    /// ([`ebm_samplers::tethered::tether_curvature_bound`]): the tethered law can then have two components at some
-    /// targets (a hidden unit on or off) that the chains do not connect, and the model term of
-    /// the gradient is that of one component. `None` above the bound, before the first
+    /// ([`ebm_samplers::tethered::tether_curvature_bound`]): the tethered law can then have
+    /// two components at some targets (a hidden unit on or off) that the chains do not
+    /// connect, and the model term of the gradient is that of one component. `None` above the bound, before the first
     /// measurement, and for real-valued hidden units (no bound).
     ///
     /// # Errors

@@ -38,10 +38,14 @@ pub fn ebm_binary() -> &'static Path {
             .expect("profile directory name");
         let cargo_profile = if profile == "debug" { "dev" } else { profile };
         let target_dir = profile_dir.parent().expect("target directory");
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        // The workspace root (this file is also included by the root package's tests).
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .find(|d| d.join("Cargo.lock").exists())
+            .expect("the workspace root holds Cargo.lock");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = StdCommand::new(cargo)
-            .current_dir(&workspace)
+            .current_dir(workspace)
             .env("CARGO_TARGET_DIR", target_dir)
             .args(["build", "--quiet", "--workspace", "--bin", "ebm"])
             .args(["--example", "quickstart", "--profile"])

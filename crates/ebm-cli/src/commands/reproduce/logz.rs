@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::super::demo::{DemoPlan, Runner, ising_and_training, standard_score};
-use super::super::train::TrainResults;
+use super::super::train::{TrainOutputs, TrainResults};
 use super::output_dir;
 use crate::cli::ReproduceArgs;
 use crate::error::{CliError, Result, bail};
@@ -48,7 +48,8 @@ struct LogZRow {
 struct LogZResults {
     claim: &'static str,
     paper_statement: &'static str,
-    plan: DemoPlan,
+    /// The demo's sizes, for the model trained here (`None` with `--model`).
+    plan: Option<DemoPlan>,
     /// The model whose \\(\log Z\\) is estimated, with its data and checkpoint trajectory.
     model: TrainedModel,
     exact_log_z: f64,
@@ -81,47 +82,53 @@ struct TrainedModel {
     given: bool,
 }
 
-/// The model of `--model`, from its run record `MODEL.json`: its data (`--data`, or the
-/// training's), its trajectory and the training's results.
+/// The model of `--model`, from its run record `MODEL.json` (beside it, as `ebm train` writes
+/// them): its trajectory (`MODEL.trajectory.safetensors`, also beside it), its data (`--data`,
+/// or the training's `--data` as the record gives it, relative to where the training ran) and
+/// the training's results.
 fn given_model(a: &ReproduceArgs, model: &Path) -> Result<(TrainedModel, TrainResults)> {
-    let record = read_record::<TrainResults>(&model.with_extension("json"), "train")
+    let files = TrainOutputs::of(model);
+    let record = read_record::<TrainResults>(&files.record, "train")
         .map_err(|e| CliError::new(format!("--model {}: {e}", model.display())))?;
-    let trajectory = record
-        .outputs
-        .iter()
-        .find(|o| o.to_string_lossy().ends_with(".trajectory.safetensors"))
-        .cloned()
-        .ok_or_else(|| {
-            CliError::new(format!(
-                "--model {}: its training wrote no checkpoint trajectory (Tr-AIS and PTT need \
-                 one: train with --target-acceptance or --checkpoint-every)",
-                model.display()
-            ))
-        })?;
-    let data = match &a.data {
-        Some(d) => d.clone(),
-        None => record.settings["data"]
-            .as_str()
-            .map(PathBuf::from)
-            .ok_or_else(|| {
-                CliError::new(format!(
-                    "--model {}: its record names no training data; give it with --data",
-                    model.display()
-                ))
-            })?,
-    };
+    let named = |p: &Path| p.file_name() == model.file_name();
+    if !record.outputs.iter().any(|o| named(o)) {
+        bail!(
+            "--model {}: {} is the record of another training (its model is not among its \
+             outputs)",
+            model.display(),
+            files.record.display()
+        );
+    }
     if record.results.log_z.is_none() {
         bail!(
             "--model {}: its training has no online log Z (train with --loglik-every)",
             model.display()
         );
     }
-    let summary = Some(record.results.model.clone());
+    let data = match &a.data {
+        Some(d) => d.clone(),
+        None => {
+            let recorded = record.settings["data"].as_str().map(PathBuf::from);
+            match recorded {
+                Some(d) if d.exists() => d,
+                Some(d) => bail!(
+                    "--model {}: its training data {} (as its record gives it) is not here; \
+                     give it with --data",
+                    model.display(),
+                    d.display()
+                ),
+                None => bail!(
+                    "--model {}: its record names no training data; give it with --data",
+                    model.display()
+                ),
+            }
+        }
+    };
     let trained = TrainedModel {
         model: model.to_path_buf(),
         data,
-        trajectory,
-        summary,
+        trajectory: files.trajectory,
+        summary: Some(record.results.model.clone()),
         given: true,
     };
     Ok((trained, record.results))
@@ -216,12 +223,12 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
                     "--trajectory @TRAJ --sweeps {}",
                     (b / (k - 1).max(1)).max(1)
                 ),
-                // Rounds of one sweep on each of the K rungs, a fifth of them burn-in.
+                // Rounds of one sweep on each of the K rungs (`--steps` counts them all), a
+                // fifth of them burn-in.
                 _ => {
                     let rounds = (b / k).max(5);
                     format!(
-                        "--trajectory @TRAJ --steps {} --burn-in {}",
-                        rounds - rounds / 5,
+                        "--trajectory @TRAJ --steps {rounds} --burn-in {}",
                         rounds / 5
                     )
                 }
@@ -307,7 +314,7 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     let results = LogZResults {
         claim: "logz-estimators",
         paper_statement: PAPER_000_FIG3,
-        plan,
+        plan: (!the_model.given).then_some(plan),
         model: the_model,
         exact_log_z: exact,
         chains,
