@@ -104,6 +104,17 @@ pub fn run_within(
 /// Runs `ebm <args>` in `dir` (arguments split at whitespace), expecting success; returns
 /// stdout.
 pub fn ok(dir: &Path, args: &str) -> String {
+    String::from_utf8(succeeds(dir, args).stdout).unwrap()
+}
+
+/// Runs `ebm <args>` in `dir` (arguments split at whitespace), expecting success; returns
+/// stderr (its warnings).
+pub fn ok_stderr(dir: &Path, args: &str) -> String {
+    String::from_utf8(succeeds(dir, args).stderr).unwrap()
+}
+
+/// The output of `ebm <args>` in `dir`, which must succeed.
+fn succeeds(dir: &Path, args: &str) -> std::process::Output {
     let out = ebm()
         .current_dir(dir)
         .args(args.split_whitespace())
@@ -114,20 +125,7 @@ pub fn ok(dir: &Path, args: &str) -> String {
         "ebm {args} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Runs `ebm <args>` in `dir` (arguments split at whitespace), expecting success; returns
-/// stderr (its warnings).
-pub fn ok_stderr(dir: &Path, args: &str) -> String {
-    let out = ebm()
-        .current_dir(dir)
-        .args(args.split_whitespace())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(out.status.success(), "ebm {args} failed: {stderr}");
-    stderr
+    out
 }
 
 /// Runs `ebm <args>` in `dir`, expecting failure with exit code `code`, nothing on stdout and
