@@ -17,8 +17,9 @@
 # A run takes hours on two cores (about 2e9 chain sweeps of 784 x 200). Each invocation works
 # for at most SLICE seconds (default 3000), saves every 100 updates and exits 0; the same
 # command resumes where the last one stopped, and a finished run exits at once. PRECISION
-# (default f32; `pretrained` needs f64 until the pretraining runs in f32) and EBM (default target/release/ebm) can be set in the environment; NICE=1 runs
-# at the lowest CPU priority (beside other work).
+# (default f32; the pretraining itself is fitted in f64 and its model rounded) and EBM (default
+# target/release/ebm) can be set in the environment; NICE=1 runs at the lowest CPU priority
+# (beside other work).
 set -euo pipefail
 
 if [ $# -ne 4 ]; then
@@ -38,10 +39,6 @@ if [ "${NICE:-0}" = 1 ]; then run=(nice -n 19); fi
 case $start in
   pretrained)
     pretrain=(--pretrain rcm --rcm-directions 3 --rcm-hyperplanes 100)
-    if [ "$precision" != f64 ]; then
-      echo "$0: ebm train --pretrain runs in f64 only for now: set PRECISION=f64" >&2
-      exit 2
-    fi
     ;;
   scratch) pretrain=() ;;
   *) echo "$0: the start is pretrained or scratch, not $start" >&2; exit 2 ;;

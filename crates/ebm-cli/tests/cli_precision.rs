@@ -191,12 +191,6 @@ fn precision_mismatches_and_f64_only_options_are_refused() {
     assert!(!d.join("r.safetensors").exists());
     fails(
         d,
-        &format!("{TRAIN} --updates 4 --precision f32 --pretrain rcm --out p.safetensors"),
-        1,
-        "--pretrain cannot be combined with --precision f32",
-    );
-    fails(
-        d,
         &format!("{TRAIN} --updates 4 --precision f16 --out p.safetensors"),
         2,
         "f16",

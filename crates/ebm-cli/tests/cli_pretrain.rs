@@ -235,3 +235,57 @@ fn ptt_refreshes_a_large_low_rank_first_checkpoint_statically() {
     let acceptance = pt["rung0_acceptance"].as_f64().unwrap();
     assert!(acceptance > 0.0 && acceptance <= 1.0, "{pt}");
 }
+
+/// `--precision f32` pre-trains in f64 and starts from that model rounded to f32: the f32
+/// trajectory's first checkpoint is the f64 run's, rounded entry by entry; the record's exact
+/// log Z is the rounded model's own; the persistent chains are drawn as in f64 (exactly with
+/// 10 hidden units, by importance resampling with 24).
+#[test]
+fn f32_runs_start_from_the_f64_fit_rounded() {
+    type Single = Rbm<Bernoulli<f32>, Bernoulli<f32>>;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (ok, err) = ebm(
+        d,
+        "data generate clusters mickey --features 64 --samples 1500 --domain binary --seed 3 \
+         --out mickey.npy",
+    );
+    assert!(ok, "{err}");
+    for (hidden, chains) in [(10, "exact"), (24, "resampled")] {
+        let mut records = Vec::new();
+        for precision in ["f64", "f32"] {
+            let (ok, err) = ebm(
+                d,
+                &format!(
+                    "--quiet train --data mickey.npy --pretrain rcm --rcm-directions 2 \
+                     --rcm-mesh 24 --rcm-hyperplanes 40 --hidden-units {hidden} --updates 3 \
+                     --precision {precision} --out {precision}-{hidden}.safetensors"
+                ),
+            );
+            assert!(ok, "{precision}, {hidden} hidden: {err}");
+            let path = d.join(format!("{precision}-{hidden}.json"));
+            let record: Value =
+                serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            assert_eq!(record["results"]["precision"], precision);
+            records.push(record["results"]["pretrain"].clone());
+        }
+        let trajectory = |p: &str| d.join(format!("{p}-{hidden}.trajectory.safetensors"));
+        let double = ebm_io::load_trajectory::<Bernoulli, Bernoulli>(&trajectory("f64")).unwrap();
+        let single =
+            ebm_io::load_trajectory::<Bernoulli<f32>, Bernoulli<f32>>(&trajectory("f32")).unwrap();
+        let rounded: Single = double.models()[0].to_scalar().unwrap();
+        assert_eq!(single.models()[0], rounded, "{hidden} hidden units");
+        let (p64, p32) = (&records[0], &records[1]);
+        assert_eq!(p64["log_z_mesh"], p32["log_z_mesh"], "the same fit");
+        assert_eq!(p32["chains_start"], chains, "{p32}");
+        assert_eq!(p32["warnings"].as_array().map(Vec::len), Some(0), "{p32}");
+        if hidden == 10 {
+            let widened: Rbm<Bernoulli, Bernoulli> = rounded.to_scalar().unwrap();
+            let z = exact::log_partition_by_hidden(&widened, 1.0, Par::Seq).unwrap();
+            let reported = p32["log_z_exact"].as_f64().unwrap();
+            assert!((reported - z).abs() < 1e-4, "{reported} vs {z}");
+        } else {
+            assert!(p32["log_z_exact"].is_null(), "{p32}");
+        }
+    }
+}

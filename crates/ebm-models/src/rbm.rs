@@ -246,6 +246,67 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         )
     }
 
+    /// The same model in the floating-point type of `V2` (e.g. an `f64` model as `f32`): every
+    /// parameter (weights and each layer tensor) converted to the nearest value of the new
+    /// scalar. From `f32` to `f64` the conversion is exact; from `f64` to `f32` each parameter
+    /// moves by at most half a unit in the last place (a relative \\(2^{-24}\\)).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if `V2` or `H2` is not the unit kind of `V` or `H` (the
+    /// scalar is the only thing that changes) or a parameter overflows the new scalar;
+    /// otherwise the layers' [`Layer::from_tensors`] errors.
+    pub fn to_scalar<V2: Layer, H2: Layer<Scalar = V2::Scalar>>(
+        &self,
+    ) -> ebm_core::Result<Rbm<V2, H2>> {
+        for (side, from, to) in [
+            ("visible", V::KIND, V2::KIND),
+            ("hidden", H::KIND, H2::KIND),
+        ] {
+            if from != to {
+                return Err(Error::InvalidParameter {
+                    name: format!("{side} units"),
+                    reason: format!("a change of scalar keeps the unit kind {from:?}, not {to:?}"),
+                });
+            }
+        }
+        fn convert<F: Scalar, G: Scalar>(what: &str, x: &[F]) -> ebm_core::Result<Vec<G>> {
+            x.iter()
+                .map(|v| {
+                    let y = G::from_f64(v.as_f64());
+                    if y.is_finite() {
+                        Ok(y)
+                    } else {
+                        Err(Error::InvalidParameter {
+                            name: what.to_string(),
+                            reason: format!("{v} overflows {}", G::NAME),
+                        })
+                    }
+                })
+                .collect()
+        }
+        fn layer<L: Layer, L2: Layer>(a: &L) -> ebm_core::Result<L2> {
+            let converted = a
+                .tensors()
+                .into_iter()
+                .map(|(name, shape, values)| Ok((name, shape, convert(name, &values)?)))
+                .collect::<ebm_core::Result<Vec<_>>>()?;
+            let get = |name: &str| {
+                converted
+                    .iter()
+                    .find(|x| x.0 == name)
+                    .map(|x| (x.1.clone(), x.2.clone()))
+            };
+            L2::from_tensors(a.n_units(), &get)
+        }
+        let (nv, nh) = self.weights.shape();
+        let weights = convert("RBM weights", self.weights.as_slice())?;
+        Rbm::new(
+            layer(&self.visible)?,
+            layer(&self.hidden)?,
+            DMatrix::from_vec(nv, nh, weights),
+        )
+    }
+
     /// Takes the model apart into `(visible, hidden, weights)`.
     pub fn into_parts(self) -> (V, H, DMatrix<V::Scalar>) {
         (self.visible, self.hidden, self.weights)

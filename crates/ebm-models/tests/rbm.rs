@@ -230,6 +230,53 @@ fn rbm_serde_round_trip_is_exact_and_validated() {
     assert!(serde_json::from_str::<Rbm<Spin<f32>, Gaussian<f32>>>(&bad).is_err());
 }
 
+/// `to_scalar` rounds every parameter to the nearest `f32` (checked entry by entry against
+/// `as f32`, including a Gaussian layer's tensors), widens back exactly, keeps the unit kinds
+/// and refuses another kind and a parameter that overflows `f32`.
+#[test]
+fn to_scalar_rounds_each_parameter_and_refuses_a_change_of_kind() {
+    use ebm_models::Gaussian;
+    let rbm = Rbm::new(
+        Spin::new(vec![0.1f64, -1.0 / 3.0]),
+        Gaussian::new(vec![1.5, 2.0 / 7.0, 0.5], vec![0.1, -0.2, 1.0 / 9.0]).unwrap(),
+        DMatrix::from_row_slice(2, 3, &[0.1, 0.2, 0.3, -0.4, -0.5, std::f64::consts::PI]),
+    )
+    .unwrap();
+    let single: Rbm<Spin<f32>, Gaussian<f32>> = rbm.to_scalar().unwrap();
+    let rounded: Vec<f32> = rbm.weights().iter().map(|&w| w as f32).collect();
+    assert_eq!(single.weights().as_slice(), &rounded[..]);
+    assert_eq!(single.visible().fields(), &[0.1f32, (-1.0f64 / 3.0) as f32]);
+    for ((name, shape, values), (name2, shape2, values2)) in rbm
+        .hidden()
+        .tensors()
+        .into_iter()
+        .zip(single.hidden().tensors())
+    {
+        assert_eq!((name, shape), (name2, shape2));
+        let rounded: Vec<f32> = values.iter().map(|&x| x as f32).collect();
+        assert_eq!(values2, rounded, "{name}");
+    }
+    // Widening is exact, and rounding again changes nothing.
+    let back: Rbm<Spin, Gaussian> = single.to_scalar().unwrap();
+    let again: Rbm<Spin<f32>, Gaussian<f32>> = back.to_scalar().unwrap();
+    assert_eq!(again, single);
+    assert_ne!(back, rbm, "f64 -> f32 must round 1/3, pi and 2/7");
+    // Another unit kind is refused (as is a parameter beyond f32's range).
+    let other = rbm.to_scalar::<Bernoulli<f32>, Gaussian<f32>>();
+    assert!(
+        matches!(other, Err(Error::InvalidParameter { .. })),
+        "{other:?}"
+    );
+    let huge = Rbm::new(
+        Spin::new(vec![0.0f64, 0.0]),
+        Spin::new(vec![0.0]),
+        DMatrix::from_row_slice(2, 1, &[1e300, 0.0]),
+    )
+    .unwrap();
+    let err = huge.to_scalar::<Spin<f32>, Spin<f32>>().unwrap_err();
+    assert!(err.to_string().contains("overflows f32"), "{err}");
+}
+
 #[test]
 fn energies_at_several_temperatures_match_energies_bit_for_bit() {
     use ebm_models::{Gaussian, Spin};

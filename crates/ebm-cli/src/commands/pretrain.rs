@@ -3,13 +3,12 @@
 //! persistent chains drawn from its static sampler, and the figure of the data against the
 //! low-rank model on two directions.
 
-use std::any::Any;
 use std::path::{Path, PathBuf};
 
-use ebm_core::{Par, RngStreams, Scalar};
+use ebm_core::{ChainRng, Par, RngStreams, Scalar};
 use ebm_models::{Bernoulli, BinaryLayer, Layer, Rbm, RbmChains, Spin};
 use ebm_samplers::LowRankIndependence;
-use ebm_train::pretrain::{PretrainConfig, PretrainedStart, RcmConfig};
+use ebm_train::pretrain::{PretrainConfig, PretrainedStart, RcmConfig, StaticCheck};
 use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -17,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::train::{AnyNegative, AnyNegativeState};
 use crate::cli::{PretrainArg, TrainSettings, UnitArg};
 use crate::error::{CliError, Result, bail};
-use crate::models::{CliLayer, KindsTask, exact_log_partition, with_kinds};
+use crate::models::{CliLayer, exact_log_partition};
 use crate::record::Context;
 
 /// Largest number of mesh points of the default `--rcm-mesh`.
@@ -154,46 +153,7 @@ pub(super) fn resolve(
     }))
 }
 
-/// The pre-trained initial model of a run in the run's scalar, as the training command uses
-/// it ([`Start`], whose fit is `f64`-only in `ebm-train`).
-pub(super) trait PretrainedModel<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> {
-    /// The initial model.
-    fn model(&self) -> &Rbm<V, H>;
-    /// [`Start::exact_log_z`].
-    fn exact_log_z(&self) -> Option<f64>;
-    /// [`Start::seed_chains`].
-    fn seed_chains(
-        self: Box<Self>,
-        phase: &AnyNegative,
-        negative: &mut AnyNegativeState<V::Scalar>,
-        seed: u64,
-        ctx: &Context,
-    ) -> Result<PretrainReport>;
-}
-
-impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> PretrainedModel<V, H> for Start<V, H> {
-    fn model(&self) -> &Rbm<V, H> {
-        Start::model(self)
-    }
-
-    fn exact_log_z(&self) -> Option<f64> {
-        Start::exact_log_z(self)
-    }
-
-    fn seed_chains(
-        self: Box<Self>,
-        phase: &AnyNegative,
-        negative: &mut AnyNegativeState<f64>,
-        seed: u64,
-        ctx: &Context,
-    ) -> Result<PretrainReport> {
-        Start::seed_chains(*self, phase, negative, seed, ctx)
-    }
-}
-
-/// [`Start::fit`] for a run whose unit types and scalar are known only at run time: the fit is
-/// `f64`-only, so an `f32` run is refused (before any work, by `train::resolve`; here again,
-/// should another caller get here).
+/// [`Pretrained::fit`] for a run whose unit types and scalar are known only at run time.
 pub(super) fn fit<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     s: &PretrainSettings,
     data: &DMatrix<f64>,
@@ -201,59 +161,53 @@ pub(super) fn fit<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     seed: u64,
     ctx: &Context,
     figure: &Path,
-) -> Result<Box<dyn PretrainedModel<V, H>>> {
-    struct Fit<'a> {
-        s: &'a PretrainSettings,
-        data: &'a DMatrix<f64>,
-        hidden: usize,
-        seed: u64,
-        ctx: &'a Context,
-        figure: &'a Path,
-    }
-    impl KindsTask<f64> for Fit<'_> {
-        type Output = Box<dyn Any>;
-        fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(self) -> Result<Box<dyn Any>> {
-            let start = Start::<V, H>::fit(
-                self.s,
-                self.data,
-                self.hidden,
-                self.seed,
-                self.ctx,
-                self.figure,
-            )?;
-            let start: Box<dyn PretrainedModel<V, H>> = Box::new(start);
-            Ok(Box::new(start))
-        }
-    }
-    if V::Scalar::NAME != f64::NAME {
-        bail!(
-            "--pretrain runs in f64 only, this run is in {}: drop --precision or --pretrain",
-            V::Scalar::NAME
-        );
-    }
-    let task = Fit {
-        s,
-        data,
-        hidden,
-        seed,
-        ctx,
-        figure,
-    };
-    with_kinds::<f64, _>(V::KIND, H::KIND, figure, task)?
-        .downcast::<Box<dyn PretrainedModel<V, H>>>()
-        .map(|b| *b)
-        .map_err(|_| CliError::new("pre-training: unit kinds do not match their names"))
+) -> Result<Pretrained<V, H>> {
+    Pretrained::fit(s, data, hidden, seed, ctx, figure)
 }
 
-/// The pre-trained initial model of a run, with its mesh \\(\log Z\\) and static sampler.
-pub(super) struct Start<V: Layer<Scalar = f64>, H: Layer<Scalar = f64>> {
-    start: PretrainedStart<V, H>,
+/// The pre-trained initial model of a run in the run's unit types and scalar: the low-rank fit
+/// runs in `f64` ([`Start`]), and an `f32` run starts from that model rounded to `f32`
+/// ([`Rbm::to_scalar`]), whose exact \\(\log Z\\) is computed again when the hidden layer can be
+/// enumerated (the rounding moves it by about \\(10^{-7}\\) of the energies' scale, still more
+/// than the online estimate should inherit unseen).
+pub(super) struct Pretrained<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> {
+    model: Rbm<V, H>,
     report: PretrainReport,
+    sampler: Box<dyn StaticSampler>,
 }
 
-impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> Start<V, H> {
-    /// Fits the RCM on `data` (one sample per column, in the visible units' states), pads the
-    /// model to `hidden` units, reports and draws the figure `figure`.
+/// The static sampler of the `f64` fit, whatever its unit types: what [`Pretrained`] needs of
+/// [`PretrainedStart`] after the fit.
+trait StaticSampler {
+    /// [`PretrainedStart::check_static`].
+    fn check(&self, rngs: &mut [ChainRng], par: Par) -> ebm_core::Result<StaticCheck>;
+    /// [`PretrainedStart::draw_visible_resampled`].
+    fn draw_resampled(
+        &self,
+        rngs: &mut [ChainRng],
+        oversample: usize,
+        par: Par,
+    ) -> ebm_core::Result<(DMatrix<f64>, StaticCheck)>;
+}
+
+impl<V: Layer<Scalar = f64>, H: Layer<Scalar = f64>> StaticSampler for PretrainedStart<V, H> {
+    fn check(&self, rngs: &mut [ChainRng], par: Par) -> ebm_core::Result<StaticCheck> {
+        self.check_static(rngs, par)
+    }
+
+    fn draw_resampled(
+        &self,
+        rngs: &mut [ChainRng],
+        oversample: usize,
+        par: Par,
+    ) -> ebm_core::Result<(DMatrix<f64>, StaticCheck)> {
+        self.draw_visible_resampled(rngs, oversample, par)
+    }
+}
+
+impl<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> Pretrained<V, H> {
+    /// Fits the RCM on `data` in `f64` ([`Start::fit`], binary units only) and converts its
+    /// model to the run's scalar.
     pub(super) fn fit(
         s: &PretrainSettings,
         data: &DMatrix<f64>,
@@ -262,6 +216,158 @@ impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> Start<V, H> {
         ctx: &Context,
         figure: &Path,
     ) -> Result<Self> {
+        let args = (s, data, hidden, seed, ctx, figure);
+        let mut run = match (V::KIND, H::KIND) {
+            ("bernoulli", "bernoulli") => Start::<Bernoulli, Bernoulli>::fit(args)?.in_run()?,
+            ("bernoulli", "spin") => Start::<Bernoulli, Spin>::fit(args)?.in_run()?,
+            ("spin", "bernoulli") => Start::<Spin, Bernoulli>::fit(args)?.in_run()?,
+            ("spin", "spin") => Start::<Spin, Spin>::fit(args)?.in_run()?,
+            (v, h) => bail!("--pretrain rcm needs binary units, got {v}-{h}"),
+        };
+        if V::Scalar::NAME != f64::NAME && run.report.log_z_exact.is_some() {
+            run.report.log_z_exact = Some(exact_log_partition(&run.model, 1.0, Par::Rayon)?.0);
+        }
+        Ok(run)
+    }
+
+    /// The initial model.
+    pub(super) fn model(&self) -> &Rbm<V, H> {
+        &self.model
+    }
+
+    /// The initial model's exact \\(\log Z\\), when its hidden layer was enumerated. The mesh
+    /// value is not offered: its saddle-point error is not in the online estimate's error bar,
+    /// so without the exact value the estimator anneals to the initial model by AIS.
+    pub(super) fn exact_log_z(&self) -> Option<f64> {
+        self.report.log_z_exact
+    }
+
+    /// Draws the persistent chains of PCD and Jarzynski, and every rung of a PT or bridged
+    /// negative phase, from the pretrained model (CD and TMC keep their own initial chains). When its hidden
+    /// layer has at most [`MAX_EXACT_HIDDEN`] configurations, each rung gets exact draws of
+    /// \\(p_\beta\\) at its own inverse temperature. Otherwise every rung starts from static
+    /// draws importance-resampled to the model at \\(\beta = 1\\)
+    /// ([`PretrainedStart::draw_visible_resampled`], four per chain), then the hidden layer
+    /// given them at the rung's \\(\beta\\): a valid start from which the hotter rungs relax
+    /// quickly. Raw static draws follow the mesh's saddle-point law, not the model's: on MNIST
+    /// 0/1 at 784 x 20 they put 0.55 on the digit 1 where the model puts 0.75, and chains that
+    /// cannot cross between the modes keep that error. Seeding keeps the first updates right;
+    /// it does not keep the modes when the chains cannot cross between them (see
+    /// [`ebm_train::Bridged`]). Warns
+    /// (stderr and record) when the static draws do not represent the model. Consumes the
+    /// report.
+    pub(super) fn seed_chains(
+        self,
+        phase: &AnyNegative,
+        negative: &mut AnyNegativeState<V::Scalar>,
+        seed: u64,
+        ctx: &Context,
+    ) -> Result<PretrainReport> {
+        let mut report = self.report;
+        let rungs: Vec<(&mut RbmChains<V::Scalar>, f64)> = match (phase, negative) {
+            (_, AnyNegativeState::Pcd(s)) => vec![(&mut s.chains, 1.0)],
+            (_, AnyNegativeState::Jarzynski(s)) => vec![(&mut s.chains.chains, 1.0)],
+            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => s
+                .rungs_mut()
+                .iter_mut()
+                .zip(p.betas.iter().copied())
+                .collect(),
+            // At the start every rung of the bridge is the pretrained model at beta = 1.
+            (AnyNegative::Bridged(_), AnyNegativeState::Bridged(s)) => {
+                s.pt.rungs_mut().iter_mut().map(|x| (x, 1.0)).collect()
+            }
+            _ => return Ok(report),
+        };
+        let model = &self.model;
+        let enumerable = model
+            .hidden()
+            .n_configurations()
+            .is_some_and(|c| c <= MAX_EXACT_HIDDEN);
+        let mut check = None;
+        // Rung k's streams; k = 0 (PCD's only rung) keeps the streams of earlier versions.
+        let streams = |k: usize, n: usize| {
+            RngStreams::new(
+                (seed ^ 0x57A7).wrapping_add((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                n,
+            )
+        };
+        for (k, (chains, beta)) in rungs.into_iter().enumerate() {
+            let n = chains.visible.ncols();
+            let mut rngs = streams(k, n);
+            if enumerable {
+                H::draw_exact_as_hidden(model, beta, chains, rngs.as_mut_slice(), Par::Rayon)
+                    .ok_or_else(|| CliError::new("exact draws need a discrete hidden layer"))??;
+                if check.is_none() {
+                    check = Some(self.sampler.check(rngs.as_mut_slice(), Par::Rayon)?);
+                }
+            } else {
+                let (v, c) = self
+                    .sampler
+                    .draw_resampled(rngs.as_mut_slice(), 4, Par::Rayon)?;
+                chains.visible = v.map(V::Scalar::from_f64);
+                ebm_core::ConditionalSampler::sample_hidden(
+                    model,
+                    chains,
+                    beta,
+                    rngs.as_mut_slice(),
+                    Par::Rayon,
+                );
+                check.get_or_insert(c);
+            }
+        }
+        let Some(check) = check else {
+            return Ok(report);
+        };
+        report.chains_start = Some(if enumerable { "exact" } else { "resampled" }.into());
+        report.static_check = Some(StaticCheckReport {
+            log_z: check.log_z.log_mean,
+            std_err: check.log_z.std_err,
+            relative_ess: check.relative_ess(),
+        });
+        if !check.trusted() {
+            let line = format!(
+                "pre-training: the static sampler does not represent the pretrained model \
+                 (relative ESS {:.4} of its draws against the model, below {}){}; try a finer \
+                 --rcm-mesh or fewer --rcm-directions",
+                check.relative_ess(),
+                ebm_train::pretrain::MIN_STATIC_RELATIVE_ESS,
+                if enumerable {
+                    ", though the persistent chains are exact draws"
+                } else {
+                    ", so the resampled persistent chains rest on few distinct draws"
+                }
+            );
+            ctx.warn(&line);
+            report.warnings.push(line);
+        }
+        Ok(report)
+    }
+}
+
+/// The pre-trained initial model of a run, with its mesh \\(\log Z\\) and static sampler.
+pub(super) struct Start<V: Layer<Scalar = f64>, H: Layer<Scalar = f64>> {
+    start: PretrainedStart<V, H>,
+    report: PretrainReport,
+}
+
+/// The arguments of [`Start::fit`]: settings, data, hidden units, seed, context, figure path.
+type FitArgs<'a> = (
+    &'a PretrainSettings,
+    &'a DMatrix<f64>,
+    usize,
+    u64,
+    &'a Context,
+    &'a Path,
+);
+
+impl<V, H> Start<V, H>
+where
+    V: CliLayer<Scalar = f64> + BinaryLayer,
+    H: CliLayer<Scalar = f64> + BinaryLayer,
+{
+    /// Fits the RCM on `data` (one sample per column, in the visible units' states), pads the
+    /// model to `hidden` units, reports and draws the figure `figure`.
+    fn fit((s, data, hidden, seed, ctx, figure): FitArgs<'_>) -> Result<Self> {
         let t0 = std::time::Instant::now();
         ctx.say(format!(
             "pre-training: RCM on {} directions plus the bias direction, mesh of {}^{} points, \
@@ -281,19 +387,8 @@ impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> Start<V, H> {
                 ..RcmConfig::default()
             },
         };
-        let any: Box<dyn Any> = match (V::KIND, H::KIND) {
-            ("bernoulli", "bernoulli") => {
-                Box::new(typed::<Bernoulli, Bernoulli>(data, &cfg, hidden, seed)?)
-            }
-            ("bernoulli", "spin") => Box::new(typed::<Bernoulli, Spin>(data, &cfg, hidden, seed)?),
-            ("spin", "bernoulli") => Box::new(typed::<Spin, Bernoulli>(data, &cfg, hidden, seed)?),
-            ("spin", "spin") => Box::new(typed::<Spin, Spin>(data, &cfg, hidden, seed)?),
-            (v, h) => bail!("--pretrain rcm needs binary units, got {v}-{h}"),
-        };
-        let start = *any
-            .downcast::<PretrainedStart<V, H>>()
-            .map_err(|_| CliError::new("pre-training: unit kinds do not match their names"))?;
-        let log_z_exact = match start.model.hidden().n_configurations() {
+        let start = PretrainedStart::<V, H>::new(data, &cfg, hidden, seed, Par::Rayon)?;
+        let log_z_exact = match CliLayer::n_configurations(start.model.hidden()) {
             Some(n) if n <= MAX_EXACT_HIDDEN => {
                 Some(exact_log_partition(&start.model, 1.0, Par::Rayon)?.0)
             }
@@ -379,131 +474,18 @@ impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> Start<V, H> {
         Ok(Self { start, report })
     }
 
-    /// The initial model.
-    pub(super) fn model(&self) -> &Rbm<V, H> {
-        &self.start.model
+    /// The run's initial model: the fitted one in the unit types and scalar of the run.
+    fn in_run<V2: CliLayer, H2: CliLayer<Scalar = V2::Scalar>>(self) -> Result<Pretrained<V2, H2>>
+    where
+        V: 'static,
+        H: 'static,
+    {
+        Ok(Pretrained {
+            model: self.start.model.to_scalar()?,
+            report: self.report,
+            sampler: Box::new(self.start),
+        })
     }
-
-    /// The initial model's exact \\(\log Z\\), when its hidden layer was enumerated. The mesh
-    /// value is not offered: its saddle-point error is not in the online estimate's error bar,
-    /// so without the exact value the estimator anneals to the initial model by AIS.
-    pub(super) fn exact_log_z(&self) -> Option<f64> {
-        self.report.log_z_exact
-    }
-
-    /// Draws the persistent chains of PCD and Jarzynski, and every rung of a PT or bridged
-    /// negative phase, from the pretrained model (CD and TMC keep their own initial chains). When its hidden
-    /// layer has at most [`MAX_EXACT_HIDDEN`] configurations, each rung gets exact draws of
-    /// \\(p_\beta\\) at its own inverse temperature. Otherwise every rung starts from static
-    /// draws importance-resampled to the model at \\(\beta = 1\\)
-    /// ([`PretrainedStart::draw_visible_resampled`], four per chain), then the hidden layer
-    /// given them at the rung's \\(\beta\\): a valid start from which the hotter rungs relax
-    /// quickly. Raw static draws follow the mesh's saddle-point law, not the model's: on MNIST
-    /// 0/1 at 784 x 20 they put 0.55 on the digit 1 where the model puts 0.75, and chains that
-    /// cannot cross between the modes keep that error. Seeding keeps the first updates right;
-    /// it does not keep the modes when the chains cannot cross between them (see
-    /// [`ebm_train::Bridged`]). Warns
-    /// (stderr and record) when the static draws do not represent the model. Consumes the
-    /// report.
-    pub(super) fn seed_chains(
-        self,
-        phase: &AnyNegative,
-        negative: &mut AnyNegativeState<f64>,
-        seed: u64,
-        ctx: &Context,
-    ) -> Result<PretrainReport> {
-        let mut report = self.report;
-        let rungs: Vec<(&mut RbmChains<f64>, f64)> = match (phase, negative) {
-            (_, AnyNegativeState::Pcd(s)) => vec![(&mut s.chains, 1.0)],
-            (_, AnyNegativeState::Jarzynski(s)) => vec![(&mut s.chains.chains, 1.0)],
-            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => s
-                .rungs_mut()
-                .iter_mut()
-                .zip(p.betas.iter().copied())
-                .collect(),
-            // At the start every rung of the bridge is the pretrained model at beta = 1.
-            (AnyNegative::Bridged(_), AnyNegativeState::Bridged(s)) => {
-                s.pt.rungs_mut().iter_mut().map(|x| (x, 1.0)).collect()
-            }
-            _ => return Ok(report),
-        };
-        let model = &self.start.model;
-        let enumerable = model
-            .hidden()
-            .n_configurations()
-            .is_some_and(|c| c <= MAX_EXACT_HIDDEN);
-        let mut check = None;
-        // Rung k's streams; k = 0 (PCD's only rung) keeps the streams of earlier versions.
-        let streams = |k: usize, n: usize| {
-            RngStreams::new(
-                (seed ^ 0x57A7).wrapping_add((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
-                n,
-            )
-        };
-        for (k, (chains, beta)) in rungs.into_iter().enumerate() {
-            let n = chains.visible.ncols();
-            let mut rngs = streams(k, n);
-            if enumerable {
-                H::draw_exact_as_hidden(model, beta, chains, rngs.as_mut_slice(), Par::Rayon)
-                    .ok_or_else(|| CliError::new("exact draws need a discrete hidden layer"))??;
-                if check.is_none() {
-                    check = Some(self.start.check_static(rngs.as_mut_slice(), Par::Rayon)?);
-                }
-            } else {
-                let (v, c) =
-                    self.start
-                        .draw_visible_resampled(rngs.as_mut_slice(), 4, Par::Rayon)?;
-                chains.visible = v;
-                ebm_core::ConditionalSampler::sample_hidden(
-                    model,
-                    chains,
-                    beta,
-                    rngs.as_mut_slice(),
-                    Par::Rayon,
-                );
-                check.get_or_insert(c);
-            }
-        }
-        let Some(check) = check else {
-            return Ok(report);
-        };
-        report.chains_start = Some(if enumerable { "exact" } else { "resampled" }.into());
-        report.static_check = Some(StaticCheckReport {
-            log_z: check.log_z.log_mean,
-            std_err: check.log_z.std_err,
-            relative_ess: check.relative_ess(),
-        });
-        if !check.trusted() {
-            let line = format!(
-                "pre-training: the static sampler does not represent the pretrained model \
-                 (relative ESS {:.4} of its draws against the model, below {}){}; try a finer \
-                 --rcm-mesh or fewer --rcm-directions",
-                check.relative_ess(),
-                ebm_train::pretrain::MIN_STATIC_RELATIVE_ESS,
-                if enumerable {
-                    ", though the persistent chains are exact draws"
-                } else {
-                    ", so the resampled persistent chains rest on few distinct draws"
-                }
-            );
-            ctx.warn(&line);
-            report.warnings.push(line);
-        }
-        Ok(report)
-    }
-}
-
-fn typed<V, H>(
-    data: &DMatrix<f64>,
-    cfg: &PretrainConfig,
-    hidden: usize,
-    seed: u64,
-) -> ebm_core::Result<PretrainedStart<V, H>>
-where
-    V: BinaryLayer<Scalar = f64>,
-    H: BinaryLayer<Scalar = f64>,
-{
-    PretrainedStart::new(data, cfg, hidden, seed, Par::Rayon)
 }
 
 /// Rung 0 of parallel trajectory tempering explored by independence Metropolis-Hastings with

@@ -654,12 +654,6 @@ pub(super) fn resolve(
     updates: u64,
     data: &Dataset,
 ) -> Result<TrainConfig> {
-    if precision == Precision::F32 && s.pretrain.is_some() {
-        bail!(
-            "--pretrain cannot be combined with --precision f32: the low-rank fit and its static \
-             sampler run in f64 only; drop --precision f32 (train in f64) or --pretrain"
-        );
-    }
     let domain = inferred_domain(data);
     let visible = match s.visible {
         Some(v) => v,
