@@ -10,6 +10,21 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The JSON run record at `relative` (to the repository root), or a panic naming the file.
+fn read_json(relative: &str) -> serde_json::Value {
+    let path = root().join(relative);
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Fails unless the page's text (`words`: its words joined by single spaces) holds `sentence`.
+fn must_say(words: &str, sentence: &str) {
+    assert!(
+        words.contains(sentence),
+        "REPRODUCTIONS.md must say:\n{sentence}"
+    );
+}
+
 /// One report of `examples/pipeline_exact.rs` (a CSV row).
 #[derive(Debug)]
 struct Report {
@@ -178,9 +193,7 @@ fn the_demo_records_are_quoted_and_ptt_agrees() {
     let (mut exact, mut ptt) = (Vec::new(), Vec::new());
     let (mut online_ll, mut exact_ll) = (Vec::new(), Vec::new());
     for seed in 1..=3 {
-        let path = root().join(format!("records/demo/seed{seed}.json"));
-        let record: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap())
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let record = read_json(&format!("records/demo/seed{seed}.json"));
         assert_eq!(
             (record["command"].as_str(), record["seed"].as_u64()),
             (Some("demo"), Some(seed))
@@ -258,9 +271,7 @@ fn the_demo_records_are_quoted_and_ptt_agrees() {
             "seed {seed}: {warnings:?}"
         );
         assert!(!warnings.is_empty(), "seed {seed}");
-        let path = root().join(format!("records/demo/seed{seed}.loglik-exact.json"));
-        let ll: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap())
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let ll = read_json(&format!("records/demo/seed{seed}.loglik-exact.json"));
         let data = &ll["results"]["datasets"][0];
         let demo_data = commands[0].rsplit_once("--out ").unwrap().1;
         assert_eq!(data["path"].as_str(), Some(demo_data), "seed {seed}");
@@ -358,16 +369,40 @@ fn fig3_table(records: &[(u64, serde_json::Value)]) -> String {
     t
 }
 
+/// One estimate of the Fig. 3 records as the page lists it: "{estimator} at {sweeps} sweeps on
+/// seed {seed} ({error} ± {std err}, {z} s.e., ESS {ess})", with "; reverse AIS {error} ± {std
+/// err}" before the parenthesis closes when `exact` (the seed's exact log Z) is given.
+fn estimate_as_listed(seed: u64, row: &serde_json::Value, exact: Option<f64>) -> String {
+    let mut numbers = format!(
+        "{:+.2} ± {:.2}, {:.1} s.e., ESS {:.0}",
+        row["error"].as_f64().unwrap(),
+        row["std_err"].as_f64().unwrap(),
+        row["z"].as_f64().unwrap(),
+        row["ess"].as_f64().unwrap(),
+    );
+    if let Some(exact) = exact {
+        let reverse = row["reverse_ais"].as_array().unwrap();
+        numbers += &format!(
+            "; reverse AIS {:+.2} ± {:.2}",
+            reverse[0].as_f64().unwrap() - exact,
+            reverse[1].as_f64().unwrap()
+        );
+    }
+    format!(
+        "{} at {:.0} sweeps on seed {seed} ({})",
+        row["estimator"].as_str().unwrap(),
+        row["gibbs_sweeps_per_chain"].as_f64().unwrap(),
+        numbers.replace('-', "−")
+    )
+}
+
 #[test]
 fn mnist01_784x20_log_z_estimators_table_is_generated_from_its_records() {
     let records: Vec<(u64, serde_json::Value)> = (1..=3)
         .map(|seed| {
-            let path = root().join(format!(
+            let record = read_json(&format!(
                 "records/paper000-mnist01-784x20-fig3/seed{seed}.json"
             ));
-            let record: serde_json::Value =
-                serde_json::from_str(&fs::read_to_string(&path).unwrap())
-                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             assert_eq!(
                 (record["command"].as_str(), record["seed"].as_u64()),
                 (Some("reproduce"), Some(seed))
@@ -396,50 +431,72 @@ fn mnist01_784x20_log_z_estimators_table_is_generated_from_its_records() {
         verdicts.join(", ")
     );
     let words = page.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        words.contains(&sentence),
-        "REPRODUCTIONS.md must say:\n{sentence}"
-    );
+    must_say(&words, &sentence);
     // The confident wrong answers: offline estimates off by more than 3 standard errors
     // without a warning of their own, listed as the page lists them.
     let mut silent = Vec::new();
     for (seed, r) in &records {
         for row in r["rows"].as_array().unwrap() {
             if row["z"].as_f64().unwrap() > 3.0 && row["warnings"].as_array().unwrap().is_empty() {
-                let numbers = format!(
-                    "{:+.2} ± {:.2}, {:.1} s.e., ESS {:.0}",
-                    row["error"].as_f64().unwrap(),
-                    row["std_err"].as_f64().unwrap(),
-                    row["z"].as_f64().unwrap(),
-                    row["ess"].as_f64().unwrap(),
-                );
-                silent.push(format!(
-                    "{} at {:.0} sweeps on seed {seed} ({})",
-                    row["estimator"].as_str().unwrap(),
-                    row["gibbs_sweeps_per_chain"].as_f64().unwrap(),
-                    numbers.replace('-', "−")
-                ));
+                silent.push(estimate_as_listed(*seed, row, None));
             }
         }
     }
+    let sentence = if silent.is_empty() {
+        "No offline estimate is off by more than 3 standard errors without a warning".to_string()
+    } else {
+        format!(
+            "off by more than 3 standard errors without a warning: {}",
+            silent.join("; ")
+        )
+    };
+    must_say(&words, &sentence);
+    // The AIS rows' second view: reverse AIS from exact draws on the same path, whose gap to
+    // the forward estimate beyond 3 combined standard errors warns `sandwich_gap`. Counted
+    // over all AIS rows, and over those the sandwich alone flags (their weights looked
+    // healthy: the blind spot it covers).
+    let kinds = |x: &serde_json::Value| -> Vec<String> {
+        let list = x["warnings"].as_array().unwrap().iter();
+        list.map(|w| w.as_str().unwrap().to_string()).collect()
+    };
+    let ais: Vec<(u64, f64, serde_json::Value)> = records
+        .iter()
+        .flat_map(|(seed, r)| {
+            let exact = r["exact_log_z"].as_f64().unwrap();
+            let rows = r["rows"].as_array().unwrap().clone();
+            rows.into_iter().map(move |x| (*seed, exact, x))
+        })
+        .filter(|(_, _, x)| x["estimator"].as_str().unwrap().starts_with("AIS ("))
+        .collect();
+    let gap = |x: &serde_json::Value| kinds(x).contains(&"sandwich_gap".to_string());
+    let only_gap: Vec<String> = ais
+        .iter()
+        .filter(|(_, _, x)| x["z"].as_f64().unwrap() > 3.0 && kinds(x) == ["sandwich_gap"])
+        .map(|(seed, exact, x)| estimate_as_listed(*seed, x, Some(*exact)))
+        .collect();
+    let ais: Vec<serde_json::Value> = ais.into_iter().map(|(_, _, x)| x).collect();
+    assert!(ais.iter().all(|x| x["reverse_ais"].as_array().is_some()));
     let sentence = format!(
-        "off by more than 3 standard errors without a warning: {}",
-        silent.join("; ")
+        "The sandwich flags {} of the {} AIS estimates, among them the {} that are off by more \
+         than 3 standard errors with no other warning",
+        ais.iter().filter(|x| gap(x)).count(),
+        ais.len(),
+        only_gap.len()
     );
-    assert!(
-        words.contains(&sentence),
-        "REPRODUCTIONS.md must say:\n{sentence}"
+    must_say(&words, &sentence);
+    let sentence = format!(
+        "errors from the exact value): {}. Their weights",
+        only_gap.join("; ")
     );
+    must_say(&words, &sentence);
     // The other statements of the page, on the records: the checkpoints each training kept,
     // PTT + BAR off and warned everywhere, no estimator within 3 s.e. on every seed at the
     // largest budget, the online estimate warned on every seed.
     let kept: Vec<String> = (1..=3)
         .map(|seed| {
-            let path = root().join(format!(
+            let train = read_json(&format!(
                 "records/paper000-mnist01-784x20-fig3/seed{seed}.train.json"
             ));
-            let train: serde_json::Value =
-                serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
             let updates = &train["results"]["checkpoint_updates"];
             updates.as_array().unwrap().len().to_string()
         })
@@ -448,10 +505,7 @@ fn mnist01_784x20_log_z_estimators_table_is_generated_from_its_records() {
         "({}, {} and {} checkpoints on seeds 1–3)",
         kept[0], kept[1], kept[2]
     );
-    assert!(
-        words.contains(&sentence),
-        "REPRODUCTIONS.md must say:\n{sentence}"
-    );
+    must_say(&words, &sentence);
     let rows = |label: &str| -> Vec<serde_json::Value> {
         let all = records
             .iter()
@@ -475,11 +529,9 @@ fn mnist01_784x20_log_z_estimators_table_is_generated_from_its_records() {
     assert!(verdicts.iter().all(|v| *v != "reproduced"), "{verdicts:?}");
     // The trainings are the page's recipe, run by the program of commit 24e3067.
     for seed in 1..=3 {
-        let path = root().join(format!(
+        let train = read_json(&format!(
             "records/paper000-mnist01-784x20-fig3/seed{seed}.train.json"
         ));
-        let train: serde_json::Value =
-            serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
         let args: Vec<&str> = train["arguments"]
             .as_array()
             .unwrap()
@@ -508,10 +560,7 @@ fn mnist01_784x20_log_z_estimators_table_is_generated_from_its_records() {
         ptt.len(),
         ptt.len()
     );
-    assert!(
-        words.contains(&sentence),
-        "REPRODUCTIONS.md must say:\n{sentence}"
-    );
+    must_say(&words, &sentence);
     let largest = |label: &str| -> Vec<serde_json::Value> {
         let r = rows(label);
         let per_seed = r.len() / records.len();

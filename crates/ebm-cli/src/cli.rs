@@ -822,6 +822,9 @@ When to trust it: every estimate is checked, and each failed check is printed on
   run_too_short             (ptt) burn-in < 20 tau_exp or recorded rounds < 100 tau_int of
                             the replica index process
   start_not_at_equilibrium  (reverse-ais) the start was not drawn exactly
+  sandwich_gap              (reverse-ais) reverse AIS above forward AIS by > 3 standard
+                            errors: at least one is off by more than its error bar (typically
+                            forward chains that all missed a mode)
   sandwich_inverted         (reverse-ais) forward AIS above reverse AIS by > 3 standard errors
   lineage_collapse          after resampling, < 30 initial chains have descendants
 After a resampling (online trajectory AIS during training) the ESS, concentration and tail
@@ -870,7 +873,8 @@ samples the estimate is a stochastic upper bound, so with `ebm loglik ais` it br
 from approximate samples the bound holds only as far as they are in equilibrium, and a start
 confined to one mode of a multimodal model can be biased by a nat or more with a tiny error bar.
 Forward AIS is run on the same path with as many chains and the sandwich AIS <= log Z <=
-reverse AIS is reported together (record: annealing.sandwich; sandwich_inverted warning).
+reverse AIS is reported together (record: annealing.sandwich; a gap beyond 3 standard errors
+warns sandwich_gap, an inversion sandwich_inverted).
 
 Where the model samples come from (--start):
   (default) exact draws when the model can be enumerated; otherwise an error asking for one of

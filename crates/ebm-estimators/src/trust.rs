@@ -17,6 +17,7 @@
 //! | [`Warning::TooFewRounds`] | fewer than 50 recorded rounds ([`MIN_RECORDED_ROUNDS`]): too few to establish the index process's times at all, so neither check above can pass | PTT / PT estimates (added by the caller) |
 //! | [`Warning::StartNotAtEquilibrium`] | reverse AIS started from draws that are not known to be exact draws of the target (Gibbs runs, user samples) | reverse AIS (added by the caller, who knows where the draws came from) |
 //! | [`Warning::LineageCollapse`] | after resampling, fewer than 30 distinct initial chains ([`MIN_ESS`]) have descendants | AIS with resampling, online Tr-AIS |
+//! | [`Warning::SandwichGap`] | reverse AIS exceeds forward AIS by more than 3 combined standard errors ([`HALVES_Z`]) | both, when run together ([`sandwich`]) |
 //! | [`Warning::SandwichInverted`] | forward AIS exceeds reverse AIS by more than 3 combined standard errors ([`HALVES_Z`]) | both, when run together ([`sandwich`]) |
 //! | [`Warning::AssumptionBroken`] | an online estimator detected that its assumptions no longer hold (e.g. parameter steps too large for one kernel step to follow) | online Tr-AIS (added by the trainer) |
 //!
@@ -29,6 +30,8 @@
 //! enumerable models it tests. A trusted estimate is not a guarantee: a mode that *no* chain
 //! ever visited leaves no trace in the weights (the weights are then all similar and the
 //! estimate is biased low with a small error bar); the warnings catch what the samples can show.
+//! A second view of the model catches it: reverse AIS from exact draws, whose chains start in
+//! every mode, and the [`sandwich`] check of the two.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -180,6 +183,18 @@ pub enum Warning {
         /// `(ais - reverse_ais) / combined standard error`.
         z: f64,
     },
+    /// Reverse AIS (a stochastic upper bound) came out above forward AIS (a stochastic lower
+    /// bound) by more than [`HALVES_Z`] combined standard errors: the two bracket \(\log Z\)
+    /// in expectation, but at least one is biased beyond its error bar, typically forward AIS
+    /// whose chains all missed a mode (its weights then look healthy).
+    SandwichGap {
+        /// The forward AIS estimate.
+        ais: f64,
+        /// The reverse AIS estimate.
+        reverse_ais: f64,
+        /// `(reverse_ais - ais) / combined standard error`.
+        z: f64,
+    },
     /// After resampling, all chains descend from few of the initial chains (founders): the
     /// estimate rests on these few independent lineages.
     LineageCollapse {
@@ -284,7 +299,21 @@ impl fmt::Display for Warning {
                 z,
             } => write!(
                 f,
-                "sandwich inverted: AIS (a lower bound) gives log Z = {ais:.4}, above reverse                  AIS (an upper bound) at {reverse_ais:.4}, {z:.1} standard errors apart; at                  least one of them is biased beyond its error bar"
+                "sandwich inverted: AIS (a lower bound) gives log Z = {ais:.4}, above reverse \
+                 AIS (an upper bound) at {reverse_ais:.4}, {z:.1} standard errors apart; at \
+                 least one of them is biased beyond its error bar"
+            ),
+            Self::SandwichGap {
+                ais,
+                reverse_ais,
+                z,
+            } => write!(
+                f,
+                "sandwich gap: AIS (a lower bound) gives log Z = {ais:.4} and reverse AIS (an \
+                 upper bound) {reverse_ais:.4}, {z:.1} standard errors apart; at least one of \
+                 them is biased beyond its error bar (typically forward chains that all missed \
+                 a mode, whose weights then look healthy): log Z lies between them in \
+                 expectation, so take the gap as the error"
             ),
             Self::LineageCollapse {
                 lineages,
@@ -329,6 +358,11 @@ pub fn weight_warnings(ess: f64, largest: f64) -> Vec<Warning> {
     out
 }
 
+/// Relative difference of two importance weights below which [`pareto_k`] counts them as tied:
+/// far above the rounding of a log weight summed over thousands of rungs (about
+/// \\(10^{-12}\\)), far below a spread that could let a few weights dominate a mean.
+const TIE: f64 = 1e-9;
+
 /// The Pareto shape \\(\hat k\\) of the upper tail of the importance weights \\(e^{w_i}\\)
 /// (Vehtari, Simpson, Gelman, Yao and Gabry 2024, "Pareto smoothed importance sampling", JMLR
 /// 25): the \\(M = \lceil\min(n/5, 3\sqrt n)\rceil\\) largest weights, minus the next one, are fitted
@@ -337,8 +371,8 @@ pub fn weight_warnings(ess: f64, largest: f64) -> Vec<Warning> {
 /// by \\(10/(M + 10)\\)). The weights have \\(\lfloor 1/k\rfloor\\) finite moments: above
 /// \\(k = 1/2\\) their variance is infinite, so neither the delta method nor the bootstrap
 /// describes the error, and the mean converges only slowly. Weights tied with the threshold
-/// are left out of the fit; `NaN` when fewer than 5 exceedances remain (too few weights, or a
-/// tail of ties).
+/// (and those within a relative \\(10^{-9}\\) of it) are left out of the fit; `NaN` when fewer than 5
+/// exceedances remain (too few weights, or a tail of ties).
 pub fn pareto_k(log_w: &[f64]) -> f64 {
     let n = log_w.len();
     let m = (0.2 * n as f64).min(3.0 * (n as f64).sqrt()).ceil() as usize;
@@ -351,14 +385,18 @@ pub fn pareto_k(log_w: &[f64]) -> f64 {
     if !top.is_finite() {
         return f64::NAN;
     }
-    // Exceedances over the (M+1)-th largest weight, increasing; weights tied with it (a
-    // discrete model puts many chains on one configuration) are not exceedances.
-    let threshold = (sorted[m] - top).exp();
+    // Exceedances over the (M+1)-th largest weight, increasing, in units of it (the shape is
+    // scale-free; `exp_m1` keeps the small ones exact). Weights tied with it are not
+    // exceedances: equal ones (a discrete model puts many chains on one configuration), and
+    // those within a relative TIE of it, where the log weights differ only by the rounding of
+    // their sums (a path whose every chain stays in one mode gives weights equal to 1e-11,
+    // whose fitted "tail" is rounding noise; such weights cannot dominate the mean).
+    let threshold = sorted[m];
     let x: Vec<f64> = sorted[..m]
         .iter()
         .rev()
-        .map(|w| (w - top).exp() - threshold)
-        .filter(|&v| v > 0.0)
+        .map(|w| (w - threshold).exp_m1())
+        .filter(|&v| v > TIE)
         .collect();
     let m = x.len();
     if m < 5 {
@@ -436,24 +474,75 @@ pub fn run_length_warning(
     }
 }
 
-/// Checks the AIS / reverse-AIS sandwich: \\(\mathbb E[\log\hat Z_{\text{AIS}}] \le \log Z \le
-/// \mathbb E[\log\hat Z_{\text{rev}}]\\) when reverse AIS starts from equilibrium draws. If the
-/// forward estimate exceeds the reverse one by more than [`HALVES_Z`] combined standard errors,
-/// both estimates get [`Warning::SandwichInverted`]. Returns whether the sandwich holds.
-pub fn sandwich(forward: &mut crate::LogZEstimate, reverse: &mut crate::LogZEstimate) -> bool {
-    let z = (forward.log_z - reverse.log_z) / forward.std_err.hypot(reverse.std_err);
-    if z.is_nan() || z > HALVES_Z {
-        let w = Warning::SandwichInverted {
+/// Checks the AIS / reverse-AIS sandwich (bidirectional Monte Carlo, Grosse, Ghahramani and
+/// Adams 2015): \\(\mathbb E[\log\hat Z_{\text{AIS}}] \le \log Z \le
+/// \mathbb E[\log\hat Z_{\text{rev}}]\\) when reverse AIS starts from exact draws of the
+/// model. With honest error bars the two estimates lie within a few combined standard errors
+/// of each other, so the gap \\(\log\hat Z_{\text{rev}} - \log\hat Z_{\text{AIS}}\\) checks
+/// both:
+///
+/// - above [`HALVES_Z`] combined standard errors, both estimates get [`Warning::SandwichGap`]:
+///   at least one is biased beyond its error bar. This is what sees forward AIS whose chains
+///   all missed a mode, whose weights are then alike and whose error bar small (the blind spot
+///   of the weight checks); the gap bounds its error, in expectation, when the reverse chains
+///   were exact draws;
+/// - below \\(-\\)[`HALVES_Z`], both get [`Warning::SandwichInverted`] (typically reverse AIS
+///   from draws that miss a mode).
+///
+/// A `NaN` gap (an infinite or undefined estimate) counts as inverted.
+pub fn sandwich(
+    forward: &mut crate::LogZEstimate,
+    reverse: &mut crate::LogZEstimate,
+) -> SandwichCheck {
+    let gap = reverse.log_z - forward.log_z;
+    let z = gap / forward.std_err.hypot(reverse.std_err);
+    let (verdict, warning) = if z > HALVES_Z {
+        let w = Warning::SandwichGap {
             ais: forward.log_z,
             reverse_ais: reverse.log_z,
             z,
         };
+        (Sandwich::Gap, Some(w))
+    } else if z.is_nan() || z < -HALVES_Z {
+        let w = Warning::SandwichInverted {
+            ais: forward.log_z,
+            reverse_ais: reverse.log_z,
+            z: -z,
+        };
+        (Sandwich::Inverted, Some(w))
+    } else {
+        (Sandwich::Consistent, None)
+    };
+    if let Some(w) = warning {
         forward.warn(w.clone());
         reverse.warn(w);
-        false
-    } else {
-        true
     }
+    SandwichCheck { verdict, gap, z }
+}
+
+/// What [`sandwich`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SandwichCheck {
+    /// Consistent, a gap, or inverted.
+    pub verdict: Sandwich,
+    /// \\(\log\hat Z_{\text{rev}} - \log\hat Z_{\text{AIS}}\\), in nats.
+    pub gap: f64,
+    /// The gap in combined standard errors.
+    pub z: f64,
+}
+
+/// The verdict of [`sandwich`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sandwich {
+    /// The two estimates lie within [`HALVES_Z`] combined standard errors of each other.
+    Consistent,
+    /// Reverse AIS lies above forward AIS by more than [`HALVES_Z`] combined standard errors
+    /// ([`Warning::SandwichGap`]).
+    Gap,
+    /// Forward AIS lies above reverse AIS by more than [`HALVES_Z`] combined standard errors
+    /// ([`Warning::SandwichInverted`]).
+    Inverted,
 }
 
 /// The standard error of \\(\log\frac1n\sum_i e^{w_i}\\) that still holds at low ESS as far as
@@ -488,6 +577,41 @@ mod tests {
         ));
         assert_eq!(weight_warnings(2.0, 0.7).len(), 2);
         assert_eq!(weight_warnings(f64::NAN, f64::NAN).len(), 2);
+    }
+
+    /// The three verdicts at the 3-standard-error edges, on both sides, and a NaN estimate.
+    #[test]
+    fn the_sandwich_flags_a_gap_and_an_inversion_beyond_three_standard_errors() {
+        let method = crate::Method::Enumeration {
+            side: crate::Side::Hidden,
+            configurations: 1,
+        };
+        let est = |z: f64, se: f64| {
+            let mut e = crate::LogZEstimate::exact(z, method.clone());
+            e.std_err = se;
+            e
+        };
+        // Combined standard error 0.5: gaps of 1.45 and -1.45 are within 3 of it.
+        for (forward, reverse, verdict) in [
+            (10.0, 11.45, Sandwich::Consistent),
+            (10.0, 8.55, Sandwich::Consistent),
+            (10.0, 11.55, Sandwich::Gap),
+            (10.0, 8.45, Sandwich::Inverted),
+            (f64::NAN, 10.0, Sandwich::Inverted),
+        ] {
+            let (mut f, mut r) = (est(forward, 0.3), est(reverse, 0.4));
+            let check = sandwich(&mut f, &mut r);
+            assert_eq!(check.verdict, verdict, "{forward} vs {reverse}");
+            let flagged = match verdict {
+                Sandwich::Consistent => 0,
+                _ => 1,
+            };
+            assert_eq!((f.warnings.len(), r.warnings.len()), (flagged, flagged));
+            if verdict == Sandwich::Gap {
+                assert!((check.z - 1.55 / 0.5).abs() < 1e-12);
+                assert!(matches!(f.warnings[0], Warning::SandwichGap { .. }));
+            }
+        }
     }
 
     #[test]
@@ -535,6 +659,13 @@ mod tests {
         assert!((max_pareto_k(100_000) - 0.7).abs() < 1e-12);
         // Equal weights (a tail of ties) and too few weights: no fit.
         assert!(pareto_k(&[1.0; 500]).is_nan());
+        // The same heavy tail within the rounding of the log weights (a spread of 1e-12 around
+        // 97.4, as forward AIS gives when every chain stays in one mode) is a tail of ties; at
+        // a spread of 1e-3 it is fitted and flagged.
+        let scaled = |s: f64| -> Vec<f64> { pareto(0.9).iter().map(|w| 97.4 + s * w).collect() };
+        assert!(pareto_k(&scaled(1e-12)).is_nan());
+        assert!(tail_warning(&scaled(1e-12)).is_none());
+        assert!(tail_warning(&scaled(1.0)).is_some());
         assert!(pareto_k(&[0.0, 1.0, 2.0]).is_nan());
     }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use ebm_core::{EnergyModel, Par, RngStreams, Scalar};
 use ebm_data::Dataset;
-use ebm_estimators::trust;
+use ebm_estimators::trust::{self, Sandwich, SandwichCheck};
 use ebm_estimators::{
     Ais, Annealer, DescribeLadder, LadderKind, LogZEstimate, Method, PairAccumulator, PairEstimate,
     Population, RungLogZ, Start, TransitionInfo, Warning,
@@ -258,8 +258,9 @@ struct AnnealingSummary {
     /// `reverse-ais --start gibbs`: the burn-in, in Gibbs sweeps per chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     burn_in_sweeps: Option<u64>,
-    /// `reverse-ais`: forward AIS on the same path with as many chains, and whether the
-    /// sandwich AIS <= reverse AIS held (within 3 combined standard errors).
+    /// `reverse-ais`: forward AIS on the same path with as many chains, and the check of the
+    /// sandwich AIS <= log Z <= reverse AIS (a gap or an inversion beyond 3 combined standard
+    /// errors warns both estimates).
     #[serde(skip_serializing_if = "Option::is_none")]
     sandwich: Option<SandwichSummary>,
 }
@@ -267,10 +268,11 @@ struct AnnealingSummary {
 /// The forward half of the AIS / reverse-AIS sandwich.
 #[derive(Serialize, Debug)]
 struct SandwichSummary {
-    /// The forward AIS estimate (a stochastic lower bound).
+    /// The forward AIS estimate (a stochastic lower bound), with the sandwich's warning.
     ais: LogZEstimate,
-    /// Whether AIS did not exceed reverse AIS by more than 3 combined standard errors.
-    holds: bool,
+    /// [`ebm_estimators::trust::sandwich`]: the verdict (`consistent`, `gap`, `inverted`), the
+    /// gap reverse minus forward in nats and in combined standard errors.
+    check: SandwichCheck,
 }
 
 /// What `reverse-ais` calls exact draws of the model.
@@ -467,7 +469,15 @@ fn report<S: Serialize>(
             s.ais.std_err,
             r.log_z,
             r.std_err,
-            if s.holds { "consistent" } else { "INVERTED" }
+            match s.check.verdict {
+                Sandwich::Consistent => "consistent".to_string(),
+                Sandwich::Gap => format!(
+                    "GAP of {:.1} standard errors: at least one estimate is off by more than its \
+                     error bar",
+                    s.check.z
+                ),
+                Sandwich::Inverted => "INVERTED".to_string(),
+            }
         ));
     }
     if let Some(p) = &r.ptt {
@@ -1010,10 +1020,10 @@ impl RbmTask for AnnealingTask<'_> {
                         start: what.clone(),
                     });
                 }
-                let holds = ebm_estimators::trust::sandwich(&mut forward, &mut e);
+                let check = trust::sandwich(&mut forward, &mut e);
                 sandwich = Some(SandwichSummary {
                     ais: forward,
-                    holds,
+                    check,
                 });
                 let desc = format!(
                     "reverse AIS ({path_name} path, {} rungs, {chains} chains, {} Gibbs sweeps per \

@@ -41,6 +41,12 @@ struct LogZRow {
     /// The kinds of the warnings the estimate itself raised (`estimate.warnings` of its
     /// record): a row off by more than 3 s.e. with a warning is honest, one without is not.
     warnings: Vec<String>,
+    /// AIS rows: reverse AIS on the same path from exact draws of the model, `[log Z, std
+    /// err]`, the second view whose gap to the forward estimate is checked
+    /// (`sandwich_gap` among the warnings when it exceeds 3 combined standard errors). Its
+    /// sweeps are the check's, not counted in the row's budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reverse_ais: Option<[f64; 2]>,
 }
 
 /// What `ebm reproduce logz-estimators` measured.
@@ -68,25 +74,32 @@ struct LogZResults {
 /// The trained model of the claim: the demo's RBM trained here on Ising configurations, or the
 /// one `--model` names (trained by `ebm train`, whose run record beside it gives its data, its
 /// checkpoint trajectory and its online \\(\log Z\\)).
-#[derive(Debug, Serialize, Clone)]
+#[derive(Debug, Serialize)]
 struct TrainedModel {
+    #[serde(flatten)]
+    files: ModelFiles,
+    /// Its unit kinds and sizes.
+    summary: ModelSummary,
+    /// Whether it is the model given by `--model` (not trained here).
+    given: bool,
+}
+
+/// The files of the claim's model.
+#[derive(Debug, Serialize, Clone)]
+struct ModelFiles {
     /// The model file (the last checkpoint).
     model: PathBuf,
     /// Its training data (the reference of reference AIS).
     data: PathBuf,
     /// Its checkpoint trajectory (Tr-AIS and PTT).
     trajectory: PathBuf,
-    /// Its unit kinds and sizes.
-    summary: Option<ModelSummary>,
-    /// Whether it is the model given by `--model` (not trained here).
-    given: bool,
 }
 
 /// The model of `--model`, from its run record `MODEL.json` (beside it, as `ebm train` writes
 /// them): its trajectory (`MODEL.trajectory.safetensors`, also beside it), its data (`--data`,
 /// or the training's `--data` as the record gives it, relative to where the training ran) and
 /// the training's results.
-fn given_model(a: &ReproduceArgs, model: &Path) -> Result<(TrainedModel, TrainResults)> {
+fn given_model(a: &ReproduceArgs, model: &Path) -> Result<(ModelFiles, TrainResults)> {
     let files = TrainOutputs::of(model);
     let record = read_record::<TrainResults>(&files.record, "train")
         .map_err(|e| CliError::new(format!("--model {}: {e}", model.display())))?;
@@ -124,14 +137,12 @@ fn given_model(a: &ReproduceArgs, model: &Path) -> Result<(TrainedModel, TrainRe
             }
         }
     };
-    let trained = TrainedModel {
+    let files = ModelFiles {
         model: model.to_path_buf(),
         data,
         trajectory: files.trajectory,
-        summary: Some(record.results.model.clone()),
-        given: true,
     };
-    Ok((trained, record.results))
+    Ok((files, record.results))
 }
 
 pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
@@ -140,22 +151,20 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     let dir = output_dir(a, "logz-estimators")?;
     let p = |name: &str| dir.join(name);
     let given = a.model.as_deref().map(|m| given_model(a, m)).transpose()?;
-    let mut the_model = match &given {
-        Some((m, _)) => m.clone(),
-        None => TrainedModel {
+    let files = match &given {
+        Some((f, _)) => f.clone(),
+        None => ModelFiles {
             model: p("model.safetensors"),
             data: p("ising.npy"),
             trajectory: p("model.trajectory.safetensors"),
-            summary: None,
-            given: false,
         },
     };
     let test = p("ising-test.npy");
-    let (data, model, trajectory) = (
-        the_model.data.clone(),
-        the_model.model.clone(),
-        the_model.trajectory.clone(),
-    );
+    let ModelFiles {
+        model,
+        data,
+        trajectory,
+    } = &files;
     let (exact_rec, report, csv, figure) = (
         p("exact.json"),
         p("report.md"),
@@ -168,10 +177,10 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     let mut runner = Runner {
         prefix: "reproduce",
         paths: vec![
-            ("@DATA", &data),
+            ("@DATA", data),
             ("@TEST", &test),
-            ("@MODEL", &model),
-            ("@TRAJ", &trajectory),
+            ("@MODEL", model),
+            ("@TRAJ", trajectory),
             ("@EXACT", &exact_rec),
             ("@CSV", &csv),
             ("@FIG", &figure),
@@ -181,9 +190,8 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     let seed = a.seed;
     let trained = match given {
         Some((_, trained)) => trained,
-        None => ising_and_training(&plan, seed, false, &model, &mut runner, ctx)?.1,
+        None => ising_and_training(&plan, seed, false, model, &mut runner, ctx)?.1,
     };
-    the_model.summary = Some(trained.model.clone());
     runner.step(
         ctx,
         "exact log Z (hidden layer enumerated)",
@@ -199,10 +207,12 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     } else {
         vec![50, 200, 800, 3200]
     };
-    // (label, command prefix, rounds or rungs for a budget b).
+    // (label, command prefix, rounds or rungs for a budget b). AIS runs as `reverse-ais`,
+    // whose forward run is `loglik ais` with the same seed, checked against reverse AIS from
+    // exact draws (the sandwich).
     let estimators: [(&str, &str, &str); 4] = [
-        ("AIS (temperature)", "loglik ais", "temperature"),
-        ("AIS (reference)", "loglik ais", "reference"),
+        ("AIS (temperature)", "loglik reverse-ais", "temperature"),
+        ("AIS (reference)", "loglik reverse-ais", "reference"),
         ("Tr-AIS offline", "loglik tr-ais", ""),
         ("PTT + BAR", "loglik ptt", ""),
     ];
@@ -210,7 +220,7 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     for &b in &budgets {
         for (label, command, path) in estimators {
             let options = match command {
-                "loglik ais" => {
+                "loglik reverse-ais" => {
                     let reference = if path == "reference" {
                         " --reference-data @DATA"
                     } else {
@@ -249,32 +259,52 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
                 &[("@REC", &record)],
             )?;
             let r = read_record::<Value>(&record, command)?.results;
-            let (Some(log_z), Some(se), Some(sweeps)) = (
-                r["log_z"].as_f64(),
-                r["std_err"].as_f64(),
-                r["gibbs_sweeps"].as_f64(),
-            ) else {
-                return Err(CliError::new(format!(
-                    "reproduce: {} lacks log_z, std_err or gibbs_sweeps",
+            let lacks = || {
+                CliError::new(format!(
+                    "reproduce: {} lacks log_z, std_err or the sweeps",
                     record.display()
-                )));
+                ))
             };
-            let mut x = row(
-                label,
-                sweeps / chains as f64,
-                log_z,
-                se,
-                r["ess"].as_f64(),
-                exact,
-            );
-            x.warnings = r["estimate"]["warnings"]
-                .as_array()
-                .map(|ws| {
-                    ws.iter()
-                        .filter_map(|w| w["kind"].as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let (log_z, se) = (r["log_z"].as_f64(), r["std_err"].as_f64());
+            let (Some(log_z), Some(se)) = (log_z, se) else {
+                return Err(lacks());
+            };
+            let kinds = |e: &Value| -> Vec<String> {
+                e["warnings"]
+                    .as_array()
+                    .map(|ws| {
+                        ws.iter()
+                            .filter_map(|w| w["kind"].as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let x = if command == "loglik reverse-ais" {
+                // The row is the forward run, with the sandwich's verdict among its warnings.
+                let f = &r["annealing"]["sandwich"]["ais"];
+                let (Some(z), Some(e), Some(steps)) = (
+                    f["log_z"].as_f64(),
+                    f["std_err"].as_f64(),
+                    f["kernel_steps"].as_f64(),
+                ) else {
+                    return Err(lacks());
+                };
+                // One Gibbs sweep per kernel step (`--sweeps` 1).
+                LogZRow {
+                    warnings: kinds(f),
+                    reverse_ais: Some([log_z, se]),
+                    ..row(label, steps / chains as f64, z, e, f["ess"].as_f64(), exact)
+                }
+            } else {
+                let Some(sweeps) = r["gibbs_sweeps"].as_f64() else {
+                    return Err(lacks());
+                };
+                let ess = r["ess"].as_f64();
+                LogZRow {
+                    warnings: kinds(&r["estimate"]),
+                    ..row(label, sweeps / chains as f64, log_z, se, ess, exact)
+                }
+            };
             rows.push(x);
         }
     }
@@ -314,8 +344,12 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     let results = LogZResults {
         claim: "logz-estimators",
         paper_statement: PAPER_000_FIG3,
-        plan: (!the_model.given).then_some(plan),
-        model: the_model,
+        plan: a.model.is_none().then_some(plan),
+        model: TrainedModel {
+            files: files.clone(),
+            summary: trained.model.clone(),
+            given: a.model.is_some(),
+        },
         exact_log_z: exact,
         chains,
         budgets,
@@ -362,6 +396,7 @@ fn row(
         error,
         z: standard_score(error.abs(), std_err),
         warnings: Vec::new(),
+        reverse_ais: None,
     }
 }
 
@@ -432,19 +467,17 @@ fn report_text(a: &ReproduceArgs, r: &LogZResults, dir: &Path) -> String {
         &r.reason,
     );
     let m = &r.model;
-    let size = m.summary.as_ref().map_or(String::new(), |s| {
-        format!(
-            "{} x {} {}-{} ",
-            s.visible_units, s.hidden_units, s.visible, s.hidden
-        )
-    });
+    let size = format!(
+        "{} x {} {}-{} ",
+        m.summary.visible_units, m.summary.hidden_units, m.summary.visible, m.summary.hidden
+    );
     let what = if m.given {
         format!(
             "The {size}RBM {} trained by `ebm train` (its run record beside it) on {}, with \
              its checkpoint trajectory {} and the online log-likelihood",
-            m.model.display(),
-            m.data.display(),
-            m.trajectory.display()
+            m.files.model.display(),
+            m.files.data.display(),
+            m.files.trajectory.display()
         )
     } else {
         format!(
@@ -457,7 +490,10 @@ fn report_text(a: &ReproduceArgs, r: &LogZResults, dir: &Path) -> String {
         "**Setting** (seed {}{}). {what}. Ground truth: its exact log Z = {:.4} (hidden layer \
          enumerated). Every offline estimator ran {} chains at each budget (Gibbs sweeps per \
          chain: {:?}). AIS (reference) starts from the independent-site model fitted to the \
-         data means.\n",
+         data means. Each AIS run is checked against reverse AIS on the same path from exact \
+         draws of the model (`ebm loglik reverse-ais`, as many chains; its sweeps are the \
+         check's, not the budget's): a gap beyond 3 combined standard errors warns \
+         `sandwich_gap`.\n",
         a.seed,
         if a.quick { ", quick mode" } else { "" },
         r.exact_log_z,
