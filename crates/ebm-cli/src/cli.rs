@@ -826,6 +826,7 @@ When to trust it: every estimate is checked, and each failed check is printed on
                             errors: at least one is off by more than its error bar (typically
                             forward chains that all missed a mode)
   sandwich_inverted         (reverse-ais) forward AIS above reverse AIS by > 3 standard errors
+  sandwich_undefined        (reverse-ais) an estimate of the sandwich is not a number
   lineage_collapse          after resampling, < 30 initial chains have descendants
 After a resampling (online trajectory AIS during training) the ESS, concentration and tail
 checks apply to the initial chains, each with the total weight of its descendants.
@@ -874,7 +875,7 @@ from approximate samples the bound holds only as far as they are in equilibrium,
 confined to one mode of a multimodal model can be biased by a nat or more with a tiny error bar.
 Forward AIS is run on the same path with as many chains and the sandwich AIS <= log Z <=
 reverse AIS is reported together (record: annealing.sandwich; a gap beyond 3 standard errors
-warns sandwich_gap, an inversion sandwich_inverted).
+warns sandwich_gap, an inversion sandwich_inverted, a NaN sandwich_undefined).
 
 Where the model samples come from (--start):
   (default) exact draws when the model can be enumerated; otherwise an error asking for one of

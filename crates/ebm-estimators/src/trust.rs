@@ -19,6 +19,7 @@
 //! | [`Warning::LineageCollapse`] | after resampling, fewer than 30 distinct initial chains ([`MIN_ESS`]) have descendants | AIS with resampling, online Tr-AIS |
 //! | [`Warning::SandwichGap`] | reverse AIS exceeds forward AIS by more than 3 combined standard errors ([`HALVES_Z`]) | both, when run together ([`sandwich`]) |
 //! | [`Warning::SandwichInverted`] | forward AIS exceeds reverse AIS by more than 3 combined standard errors ([`HALVES_Z`]) | both, when run together ([`sandwich`]) |
+//! | [`Warning::SandwichUndefined`] | an estimate or error bar of the sandwich is not a number, or both estimates are infinite | both, when run together ([`sandwich`]) |
 //! | [`Warning::AssumptionBroken`] | an online estimator detected that its assumptions no longer hold (e.g. parameter steps too large for one kernel step to follow) | online Tr-AIS (added by the trainer) |
 //!
 //! Why these thresholds: the delta-method error of \\(\log\frac1n\sum_i e^{w_i}\\) is a
@@ -195,6 +196,14 @@ pub enum Warning {
         /// `(reverse_ais - ais) / combined standard error`.
         z: f64,
     },
+    /// The AIS / reverse-AIS sandwich cannot be checked: an estimate or its error bar is not a
+    /// number, or both estimates are infinite.
+    SandwichUndefined {
+        /// The forward AIS estimate.
+        ais: f64,
+        /// The reverse AIS estimate.
+        reverse_ais: f64,
+    },
     /// After resampling, all chains descend from few of the initial chains (founders): the
     /// estimate rests on these few independent lineages.
     LineageCollapse {
@@ -312,8 +321,14 @@ impl fmt::Display for Warning {
                 "sandwich gap: AIS (a lower bound) gives log Z = {ais:.4} and reverse AIS (an \
                  upper bound) {reverse_ais:.4}, {z:.1} standard errors apart; at least one of \
                  them is biased beyond its error bar (typically forward chains that all missed \
-                 a mode, whose weights then look healthy): log Z lies between them in \
-                 expectation, so take the gap as the error"
+                 a mode, whose weights then look healthy); when reverse AIS started from exact \
+                 draws, log Z lies between them in expectation: take the gap as the error"
+            ),
+            Self::SandwichUndefined { ais, reverse_ais } => write!(
+                f,
+                "sandwich undefined: AIS gives log Z = {ais} and reverse AIS {reverse_ais} (or \
+                 an error bar is not a number), so the two cannot be compared; neither can be \
+                 trusted"
             ),
             Self::LineageCollapse {
                 lineages,
@@ -358,7 +373,7 @@ pub fn weight_warnings(ess: f64, largest: f64) -> Vec<Warning> {
     out
 }
 
-/// Relative difference of two importance weights below which [`pareto_k`] counts them as tied:
+/// Difference of log importance weights below which [`pareto_k`] counts a whole tail as tied:
 /// far above the rounding of a log weight summed over thousands of rungs (about
 /// \\(10^{-12}\\)), far below a spread that could let a few weights dominate a mean.
 const TIE: f64 = 1e-9;
@@ -371,8 +386,9 @@ const TIE: f64 = 1e-9;
 /// by \\(10/(M + 10)\\)). The weights have \\(\lfloor 1/k\rfloor\\) finite moments: above
 /// \\(k = 1/2\\) their variance is infinite, so neither the delta method nor the bootstrap
 /// describes the error, and the mean converges only slowly. Weights tied with the threshold
-/// (and those within a relative \\(10^{-9}\\) of it) are left out of the fit; `NaN` when fewer than 5
-/// exceedances remain (too few weights, or a tail of ties).
+/// are left out of the fit; `NaN` when fewer than 5 exceedances remain (too few weights, or a
+/// tail of ties), or when the largest weight exceeds the threshold by less than a relative
+/// \\(10^{-9}\\) (a tail within the rounding of the log weights).
 pub fn pareto_k(log_w: &[f64]) -> f64 {
     let n = log_w.len();
     let m = (0.2 * n as f64).min(3.0 * (n as f64).sqrt()).ceil() as usize;
@@ -385,18 +401,23 @@ pub fn pareto_k(log_w: &[f64]) -> f64 {
     if !top.is_finite() {
         return f64::NAN;
     }
-    // Exceedances over the (M+1)-th largest weight, increasing, in units of it (the shape is
-    // scale-free; `exp_m1` keeps the small ones exact). Weights tied with it are not
-    // exceedances: equal ones (a discrete model puts many chains on one configuration), and
-    // those within a relative TIE of it, where the log weights differ only by the rounding of
-    // their sums (a path whose every chain stays in one mode gives weights equal to 1e-11,
-    // whose fitted "tail" is rounding noise; such weights cannot dominate the mean).
+    // Exceedances over the (M+1)-th largest weight, increasing, in units of the largest:
+    // e^{w - top} (1 - e^{threshold - w}), free of cancellation for weights next to the
+    // threshold and of overflow far above it. Weights tied with the threshold (a discrete
+    // model puts many chains on one configuration) are not exceedances. A tail that lies
+    // entirely within a relative TIE of the threshold is a tail of ties: the log weights then
+    // differ only by the rounding of their sums (a path whose every chain stays in one mode
+    // gives weights equal to 1e-11, whose fitted "tail" is rounding noise and cannot dominate
+    // the mean). One weight beyond TIE, and the whole tail is fitted.
     let threshold = sorted[m];
+    if top - threshold <= TIE {
+        return f64::NAN;
+    }
     let x: Vec<f64> = sorted[..m]
         .iter()
         .rev()
-        .map(|w| (w - threshold).exp_m1())
-        .filter(|&v| v > TIE)
+        .map(|w| (w - top).exp() * -(threshold - w).exp_m1())
+        .filter(|&v| v > 0.0)
         .collect();
     let m = x.len();
     if m < 5 {
@@ -487,26 +508,44 @@ pub fn run_length_warning(
 ///   of the weight checks); the gap bounds its error, in expectation, when the reverse chains
 ///   were exact draws;
 /// - below \\(-\\)[`HALVES_Z`], both get [`Warning::SandwichInverted`] (typically reverse AIS
-///   from draws that miss a mode).
+///   from draws that miss a mode);
+/// - an undefined gap (a `NaN` estimate or error bar, or two infinite estimates) gives both
+///   [`Warning::SandwichUndefined`].
 ///
-/// A `NaN` gap (an infinite or undefined estimate) counts as inverted.
+/// The combined error bar is floored at the rounding of the estimates, so two exact values
+/// that agree to rounding are consistent.
 pub fn sandwich(
     forward: &mut crate::LogZEstimate,
     reverse: &mut crate::LogZEstimate,
 ) -> SandwichCheck {
     let gap = reverse.log_z - forward.log_z;
-    let z = gap / forward.std_err.hypot(reverse.std_err);
-    let (verdict, warning) = if z > HALVES_Z {
+    // The error bars, floored at the rounding of the estimates (two exact values that agree
+    // to rounding are consistent).
+    let magnitude = |x: f64| if x.is_finite() { x.abs() } else { 0.0 };
+    let rounding = 1e-12 * (1.0 + magnitude(forward.log_z).max(magnitude(reverse.log_z)));
+    let combined = forward.std_err.hypot(reverse.std_err);
+    let z = if combined.is_nan() {
+        f64::NAN
+    } else if gap == 0.0 {
+        0.0
+    } else {
+        gap / combined.max(rounding)
+    };
+    let (ais, reverse_ais) = (forward.log_z, reverse.log_z);
+    let (verdict, warning) = if z.is_nan() {
+        let w = Warning::SandwichUndefined { ais, reverse_ais };
+        (Sandwich::Undefined, Some(w))
+    } else if z > HALVES_Z {
         let w = Warning::SandwichGap {
-            ais: forward.log_z,
-            reverse_ais: reverse.log_z,
+            ais,
+            reverse_ais,
             z,
         };
         (Sandwich::Gap, Some(w))
-    } else if z.is_nan() || z < -HALVES_Z {
+    } else if z < -HALVES_Z {
         let w = Warning::SandwichInverted {
-            ais: forward.log_z,
-            reverse_ais: reverse.log_z,
+            ais,
+            reverse_ais,
             z: -z,
         };
         (Sandwich::Inverted, Some(w))
@@ -543,6 +582,8 @@ pub enum Sandwich {
     /// Forward AIS lies above reverse AIS by more than [`HALVES_Z`] combined standard errors
     /// ([`Warning::SandwichInverted`]).
     Inverted,
+    /// The gap is undefined ([`Warning::SandwichUndefined`]).
+    Undefined,
 }
 
 /// The standard error of \\(\log\frac1n\sum_i e^{w_i}\\) that still holds at low ESS as far as
@@ -592,14 +633,22 @@ mod tests {
             e
         };
         // Combined standard error 0.5: gaps of 1.45 and -1.45 are within 3 of it.
-        for (forward, reverse, verdict) in [
-            (10.0, 11.45, Sandwich::Consistent),
-            (10.0, 8.55, Sandwich::Consistent),
-            (10.0, 11.55, Sandwich::Gap),
-            (10.0, 8.45, Sandwich::Inverted),
-            (f64::NAN, 10.0, Sandwich::Inverted),
+        for (forward, reverse, se, verdict) in [
+            (10.0, 11.45, 0.3, Sandwich::Consistent),
+            (10.0, 8.55, 0.3, Sandwich::Consistent),
+            (10.0, 11.55, 0.3, Sandwich::Gap),
+            (10.0, 8.45, 0.3, Sandwich::Inverted),
+            (f64::NAN, 10.0, 0.3, Sandwich::Undefined),
+            (f64::INFINITY, f64::INFINITY, 0.3, Sandwich::Undefined),
+            (10.0, 10.0, f64::NAN, Sandwich::Undefined),
+            // Exact values: equal, equal to rounding, and different.
+            (10.0, 10.0, 0.0, Sandwich::Consistent),
+            (10.0, 10.0 + 1e-14, 0.0, Sandwich::Consistent),
+            (10.0, 10.001, 0.0, Sandwich::Gap),
+            // A forward run that underflowed lies below any reverse estimate.
+            (f64::NEG_INFINITY, 10.0, 0.3, Sandwich::Gap),
         ] {
-            let (mut f, mut r) = (est(forward, 0.3), est(reverse, 0.4));
+            let (mut f, mut r) = (est(forward, se), est(reverse, 4.0 * se / 3.0));
             let check = sandwich(&mut f, &mut r);
             assert_eq!(check.verdict, verdict, "{forward} vs {reverse}");
             let flagged = match verdict {
@@ -607,7 +656,7 @@ mod tests {
                 _ => 1,
             };
             assert_eq!((f.warnings.len(), r.warnings.len()), (flagged, flagged));
-            if verdict == Sandwich::Gap {
+            if (forward, reverse) == (10.0, 11.55) {
                 assert!((check.z - 1.55 / 0.5).abs() < 1e-12);
                 assert!(matches!(f.warnings[0], Warning::SandwichGap { .. }));
             }
@@ -660,12 +709,16 @@ mod tests {
         // Equal weights (a tail of ties) and too few weights: no fit.
         assert!(pareto_k(&[1.0; 500]).is_nan());
         // The same heavy tail within the rounding of the log weights (a spread of 1e-12 around
-        // 97.4, as forward AIS gives when every chain stays in one mode) is a tail of ties; at
-        // a spread of 1e-3 it is fitted and flagged.
+        // 97.4, as forward AIS gives when every chain stays in one mode) is a tail of ties, and
+        // is fitted and flagged at full scale.
         let scaled = |s: f64| -> Vec<f64> { pareto(0.9).iter().map(|w| 97.4 + s * w).collect() };
         assert!(pareto_k(&scaled(1e-12)).is_nan());
         assert!(tail_warning(&scaled(1e-12)).is_none());
         assert!(tail_warning(&scaled(1.0)).is_some());
+        // A threshold of zero weight (chains whose weight underflowed) is fitted.
+        let mut zero = vec![f64::NEG_INFINITY; 1000];
+        zero[..50].copy_from_slice(&pareto(0.9)[..50]);
+        assert!(pareto_k(&zero).is_finite());
         assert!(pareto_k(&[0.0, 1.0, 2.0]).is_nan());
     }
 

@@ -477,6 +477,7 @@ fn report<S: Serialize>(
                     s.check.z
                 ),
                 Sandwich::Inverted => "INVERTED".to_string(),
+                Sandwich::Undefined => "UNDEFINED".to_string(),
             }
         ));
     }

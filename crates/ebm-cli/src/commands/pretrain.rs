@@ -153,18 +153,6 @@ pub(super) fn resolve(
     }))
 }
 
-/// [`Pretrained::fit`] for a run whose unit types and scalar are known only at run time.
-pub(super) fn fit<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
-    s: &PretrainSettings,
-    data: &DMatrix<f64>,
-    hidden: usize,
-    seed: u64,
-    ctx: &Context,
-    figure: &Path,
-) -> Result<Pretrained<V, H>> {
-    Pretrained::fit(s, data, hidden, seed, ctx, figure)
-}
-
 /// The pre-trained initial model of a run in the run's unit types and scalar: the low-rank fit
 /// runs in `f64` ([`Start`]), and an `f32` run starts from that model rounded to `f32`
 /// ([`Rbm::to_scalar`]), whose exact \\(\log Z\\) is computed again when the hidden layer can be
@@ -217,17 +205,13 @@ impl<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> Pretrained<V, H> {
         figure: &Path,
     ) -> Result<Self> {
         let args = (s, data, hidden, seed, ctx, figure);
-        let mut run = match (V::KIND, H::KIND) {
-            ("bernoulli", "bernoulli") => Start::<Bernoulli, Bernoulli>::fit(args)?.in_run()?,
-            ("bernoulli", "spin") => Start::<Bernoulli, Spin>::fit(args)?.in_run()?,
-            ("spin", "bernoulli") => Start::<Spin, Bernoulli>::fit(args)?.in_run()?,
-            ("spin", "spin") => Start::<Spin, Spin>::fit(args)?.in_run()?,
+        match (V::KIND, H::KIND) {
+            ("bernoulli", "bernoulli") => Start::<Bernoulli, Bernoulli>::fit(args)?.in_run(ctx),
+            ("bernoulli", "spin") => Start::<Bernoulli, Spin>::fit(args)?.in_run(ctx),
+            ("spin", "bernoulli") => Start::<Spin, Bernoulli>::fit(args)?.in_run(ctx),
+            ("spin", "spin") => Start::<Spin, Spin>::fit(args)?.in_run(ctx),
             (v, h) => bail!("--pretrain rcm needs binary units, got {v}-{h}"),
-        };
-        if V::Scalar::NAME != f64::NAME && run.report.log_z_exact.is_some() {
-            run.report.log_z_exact = Some(exact_log_partition(&run.model, 1.0, Par::Rayon)?.0);
         }
-        Ok(run)
     }
 
     /// The initial model.
@@ -345,7 +329,7 @@ impl<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> Pretrained<V, H> {
 }
 
 /// The pre-trained initial model of a run, with its mesh \\(\log Z\\) and static sampler.
-pub(super) struct Start<V: Layer<Scalar = f64>, H: Layer<Scalar = f64>> {
+struct Start<V: Layer<Scalar = f64>, H: Layer<Scalar = f64>> {
     start: PretrainedStart<V, H>,
     report: PretrainReport,
 }
@@ -474,14 +458,34 @@ where
         Ok(Self { start, report })
     }
 
-    /// The run's initial model: the fitted one in the unit types and scalar of the run.
-    fn in_run<V2: CliLayer, H2: CliLayer<Scalar = V2::Scalar>>(self) -> Result<Pretrained<V2, H2>>
+    /// The run's initial model: the fitted one in the unit types and scalar of the run. In
+    /// `f32` its exact \\(\log Z\\) (when the hidden layer can be enumerated) is computed again,
+    /// in `f64` arithmetic on the rounded parameters, and said on stderr.
+    fn in_run<V2: CliLayer, H2: CliLayer<Scalar = V2::Scalar>>(
+        mut self,
+        ctx: &Context,
+    ) -> Result<Pretrained<V2, H2>>
     where
         V: 'static,
         H: 'static,
     {
+        let model: Rbm<V2, H2> = self.start.model.to_scalar().map_err(|e| {
+            CliError::new(format!(
+                "--pretrain rcm: the fitted model does not fit in {} ({e}); use --precision f64",
+                V2::Scalar::NAME
+            ))
+        })?;
+        if V2::Scalar::NAME != f64::NAME && self.report.log_z_exact.is_some() {
+            let rounded: Rbm<V, H> = model.to_scalar()?;
+            let z = exact_log_partition(&rounded, 1.0, Par::Rayon)?.0;
+            ctx.say(format!(
+                "pre-training: the initial model rounded to {}: log Z {z:.4} (exact)",
+                V2::Scalar::NAME
+            ));
+            self.report.log_z_exact = Some(z);
+        }
         Ok(Pretrained {
-            model: self.start.model.to_scalar()?,
+            model,
             report: self.report,
             sampler: Box::new(self.start),
         })

@@ -1596,7 +1596,14 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
                     .map(|p| {
                         let figure = a.out.with_extension("pretrain.svg");
                         let n = config.hidden_units;
-                        super::pretrain::fit::<V, H>(p, data.data(), n, config.seed, ctx, &figure)
+                        super::pretrain::Pretrained::<V, H>::fit(
+                            p,
+                            data.data(),
+                            n,
+                            config.seed,
+                            ctx,
+                            &figure,
+                        )
                     })
                     .transpose()?;
                 let model = match &start {

@@ -281,19 +281,21 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
             };
             let x = if command == "loglik reverse-ais" {
                 // The row is the forward run, with the sandwich's verdict among its warnings.
-                let f = &r["annealing"]["sandwich"]["ais"];
-                let (Some(z), Some(e), Some(steps)) = (
+                let annealing = &r["annealing"];
+                let f = &annealing["sandwich"]["ais"];
+                let (Some(z), Some(e), Some(steps), Some(sweeps)) = (
                     f["log_z"].as_f64(),
                     f["std_err"].as_f64(),
                     f["kernel_steps"].as_f64(),
+                    annealing["sweeps_per_rung"].as_f64(),
                 ) else {
                     return Err(lacks());
                 };
-                // One Gibbs sweep per kernel step (`--sweeps` 1).
+                let per_chain = steps * sweeps / chains as f64;
                 LogZRow {
                     warnings: kinds(f),
                     reverse_ais: Some([log_z, se]),
-                    ..row(label, steps / chains as f64, z, e, f["ess"].as_f64(), exact)
+                    ..row(label, per_chain, z, e, f["ess"].as_f64(), exact)
                 }
             } else {
                 let Some(sweeps) = r["gibbs_sweeps"].as_f64() else {
