@@ -37,16 +37,23 @@ fn fails(dir: &Path, args: &str, needle: &str) {
     );
 }
 
+/// Writes `dir/name`: 1500 binary samples of the Mickey clusters on 64 features (seed 3).
+fn mickey(dir: &Path, name: &str) {
+    let (ok, err) = ebm(
+        dir,
+        &format!(
+            "data generate clusters mickey --features 64 --samples 1500 --domain binary \
+             --seed 3 --out {name}"
+        ),
+    );
+    assert!(ok, "{err}");
+}
+
 #[test]
 fn pretrained_run_reports_and_starts_from_the_low_rank_model() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (ok, err) = ebm(
-        d,
-        "data generate clusters mickey --features 64 --samples 1500 --domain binary --seed 3 \
-         --out mickey.npy",
-    );
-    assert!(ok, "{err}");
+    mickey(d, "mickey.npy");
     let (ok, err) = ebm(
         d,
         "--quiet train --data mickey.npy --pretrain rcm --rcm-directions 2 --rcm-mesh 24 \
@@ -102,12 +109,7 @@ fn pretrained_run_reports_and_starts_from_the_low_rank_model() {
 fn tempered_and_reweighted_chains_start_from_the_pretrained_model() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (ok, err) = ebm(
-        d,
-        "data generate clusters mickey --features 64 --samples 1500 --domain binary --seed 3 \
-         --out mickey.npy",
-    );
-    assert!(ok, "{err}");
+    mickey(d, "mickey.npy");
     for (name, negative) in [
         ("pt", "--negative pt --rungs 3"),
         ("jz", "--negative jarzynski"),
@@ -200,12 +202,7 @@ fn ptt_refreshes_a_large_low_rank_first_checkpoint_statically() {
     // is refreshed by the static sampler, and the record says so.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (ok, err) = ebm(
-        d,
-        "data generate clusters mickey --features 64 --samples 1500 --domain binary --seed 3 \
-         --out d.npy",
-    );
-    assert!(ok, "{err}");
+    mickey(d, "d.npy");
     let (ok, err) = ebm(
         d,
         "--quiet train --data d.npy --pretrain rcm --rcm-directions 2 --rcm-mesh 24 \
@@ -245,12 +242,7 @@ fn f32_runs_start_from_the_f64_fit_rounded() {
     type Single = Rbm<Bernoulli<f32>, Bernoulli<f32>>;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (ok, err) = ebm(
-        d,
-        "data generate clusters mickey --features 64 --samples 1500 --domain binary --seed 3 \
-         --out mickey.npy",
-    );
-    assert!(ok, "{err}");
+    mickey(d, "mickey.npy");
     for (hidden, chains) in [(10, "exact"), (24, "resampled")] {
         let mut records = Vec::new();
         for precision in ["f64", "f32"] {

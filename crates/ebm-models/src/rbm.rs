@@ -55,6 +55,21 @@ struct RbmRepr<F: Scalar> {
     weights: DMatrix<F>,
 }
 
+/// The layer of `n_units` units whose named tensors are `tensors` ([`Layer::from_tensors`],
+/// looking each name up in the list).
+fn layer_from<L: Layer, N: AsRef<str>>(
+    n_units: usize,
+    tensors: &[(N, Vec<usize>, Vec<L::Scalar>)],
+) -> ebm_core::Result<L> {
+    let get = |name: &str| {
+        tensors
+            .iter()
+            .find(|x| x.0.as_ref() == name)
+            .map(|x| (x.1.clone(), x.2.clone()))
+    };
+    L::from_tensors(n_units, &get)
+}
+
 fn named<F: Scalar>(t: Vec<crate::layer::NamedTensor<F>>) -> Vec<OwnedTensor<F>> {
     t.into_iter()
         .map(|(name, shape, data)| (name.to_string(), shape, data))
@@ -90,14 +105,8 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> TryFrom<RbmRepr<V::Scalar>> for Rbm
                 });
             }
         }
-        let lookup = |tensors: &[OwnedTensor<V::Scalar>], name: &str| {
-            tensors
-                .iter()
-                .find(|t| t.0 == name)
-                .map(|t| (t.1.clone(), t.2.clone()))
-        };
-        let visible = V::from_tensors(r.visible_units, &|n| lookup(&r.visible, n))?;
-        let hidden = H::from_tensors(r.hidden_units, &|n| lookup(&r.hidden, n))?;
+        let visible = layer_from(r.visible_units, &r.visible)?;
+        let hidden = layer_from(r.hidden_units, &r.hidden)?;
         Rbm::new(visible, hidden, r.weights)
     }
 }
@@ -228,13 +237,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
                     (name, shape, values)
                 })
                 .collect();
-            let get = |name: &str| {
-                mixed
-                    .iter()
-                    .find(|x| x.0 == name)
-                    .map(|x| (x.1.clone(), x.2.clone()))
-            };
-            L::from_tensors(a.n_units(), &get)
+            layer_from(a.n_units(), &mixed)
         }
         let weights = self.weights.zip_map(&other.weights, |x, y| {
             V::Scalar::from_f64(t * x.as_f64() + (1.0 - t) * y.as_f64())
@@ -290,13 +293,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
                 .into_iter()
                 .map(|(name, shape, values)| Ok((name, shape, convert(name, &values)?)))
                 .collect::<ebm_core::Result<Vec<_>>>()?;
-            let get = |name: &str| {
-                converted
-                    .iter()
-                    .find(|x| x.0 == name)
-                    .map(|x| (x.1.clone(), x.2.clone()))
-            };
-            L2::from_tensors(a.n_units(), &get)
+            layer_from(a.n_units(), &converted)
         }
         let (nv, nh) = self.weights.shape();
         let weights = convert("RBM weights", self.weights.as_slice())?;
