@@ -40,8 +40,11 @@ pub struct Rbm<V: Layer, H: Layer<Scalar = V::Scalar>> {
 }
 
 /// The serde form of an [`Rbm`]: unit kinds, sizes, each layer's named tensors and the weights.
-/// A named tensor in owned form: name, shape, row-major values.
-type OwnedTensor<F> = (String, Vec<usize>, Vec<F>);
+/// A named tensor: name, shape, row-major values.
+type Tensor<N, F> = (N, Vec<usize>, Vec<F>);
+
+/// A named tensor in owned form.
+type OwnedTensor<F> = Tensor<String, F>;
 
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(bound = "")]
@@ -59,7 +62,7 @@ struct RbmRepr<F: Scalar> {
 /// looking each name up in the list).
 fn layer_from<L: Layer, N: AsRef<str>>(
     n_units: usize,
-    tensors: &[(N, Vec<usize>, Vec<L::Scalar>)],
+    tensors: &[Tensor<N, L::Scalar>],
 ) -> ebm_core::Result<L> {
     let get = |name: &str| {
         tensors
