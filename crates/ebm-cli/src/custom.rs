@@ -29,7 +29,7 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::cli::{ScheduleArg, finite_f64, positive_u64, positive_usize};
-use crate::commands::sample::{PtSummary, pt_rounds, schedule_of};
+use crate::commands::sample::{PtNames, PtSummary, pt_rounds, schedule_of};
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, write_samples};
 use crate::progress::ProgressObserver;
@@ -140,7 +140,7 @@ where
     T: Into<OsString> + Clone,
 {
     run_commands(args, |command, ctx| match command {
-        ModelCommand::Sample(a) => sample(name, model, kernel, a, ctx),
+        ModelCommand::Sample(args) => sample(name, model, kernel, args, ctx),
         ModelCommand::LogZ(_) => bail!(
             "log-z needs exact draws and the exact log Z of the model at beta = 0 \
              (ebm_core::Tractable): use run_tractable_model"
@@ -157,8 +157,8 @@ where
     T: Into<OsString> + Clone,
 {
     run_commands(args, |command, ctx| match command {
-        ModelCommand::Sample(a) => sample(name, model, kernel, a, ctx),
-        ModelCommand::LogZ(a) => log_z(name, model, kernel, a, ctx),
+        ModelCommand::Sample(args) => sample(name, model, kernel, args, ctx),
+        ModelCommand::LogZ(args) => log_z(name, model, kernel, args, ctx),
     })
 }
 
@@ -207,7 +207,10 @@ where
         a.rounds,
         &mut state,
         progress,
-        (schedule_name, "kernel"),
+        PtNames {
+            schedule: schedule_name,
+            rung0: "kernel",
+        },
         |s| pt.step(&ladder, s, Par::Rayon),
     )?;
     summary.betas = betas;

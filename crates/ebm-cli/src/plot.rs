@@ -321,13 +321,13 @@ impl PixelValues {
     }
 }
 
-/// The colour of Potts state `a` of `q`: the series palette for `q <= 8`, evenly spaced hues
-/// beyond.
-fn state_colour(a: usize, q: usize) -> RGBColor {
+/// The colour of Potts state `state` of `q`: the series palette for `q <= 8`, evenly spaced
+/// hues beyond.
+fn state_colour(state: usize, q: usize) -> RGBColor {
     if q <= 8 {
-        return colour(a);
+        return colour(state);
     }
-    let (r, g, b) = HSLColor((a % q) as f64 / q as f64, 0.65, 0.5).rgb();
+    let (r, g, b) = HSLColor((state % q) as f64 / q as f64, 0.65, 0.5).rgb();
     RGBColor(r, g, b)
 }
 

@@ -20,11 +20,11 @@ use crate::record::{Context, record_path_for};
 pub(super) fn execute(cmd: &DataCommand, ctx: &Context) -> Result<()> {
     match cmd {
         DataCommand::Generate(g) => generate(g, ctx),
-        DataCommand::Info(a) => info(a, ctx),
-        DataCommand::Pca(a) => pca(a, ctx),
-        DataCommand::Split(a) => split(a, ctx),
-        DataCommand::Binarize(a) => binarize(a, ctx),
-        DataCommand::Subset(a) => subset(a, ctx),
+        DataCommand::Info(args) => info(args, ctx),
+        DataCommand::Pca(args) => pca(args, ctx),
+        DataCommand::Split(args) => split(args, ctx),
+        DataCommand::Binarize(args) => binarize(args, ctx),
+        DataCommand::Subset(args) => subset(args, ctx),
     }
 }
 
@@ -326,23 +326,23 @@ fn load_labelled(file: &Path, label_file: &Path) -> Result<ebm_data::Dataset> {
     }
 }
 
-fn split(a: &SplitArgs, ctx: &Context) -> Result<()> {
-    let mut outputs = vec![a.train.as_path(), a.test.as_path()];
-    outputs.extend(a.train_labels.as_deref());
-    outputs.extend(a.test_labels.as_deref());
-    let record = data_outputs(&a.file, &outputs)?;
-    let ds = match &a.label_file {
-        Some(l) => load_labelled(&a.file, l)?,
-        None => load_dataset(&a.file)?,
+fn split(args: &SplitArgs, ctx: &Context) -> Result<()> {
+    let mut outputs = vec![args.train.as_path(), args.test.as_path()];
+    outputs.extend(args.train_labels.as_deref());
+    outputs.extend(args.test_labels.as_deref());
+    let record = data_outputs(&args.file, &outputs)?;
+    let ds = match &args.label_file {
+        Some(l) => load_labelled(&args.file, l)?,
+        None => load_dataset(&args.file)?,
     };
     let (train, test) = ds
-        .split(a.train_fraction, a.seed)
-        .map_err(|e| CliError::new(format!("--train-fraction {}: {e}", a.train_fraction)))?;
+        .split(args.train_fraction, args.seed)
+        .map_err(|e| CliError::new(format!("--train-fraction {}: {e}", args.train_fraction)))?;
     if train.n_samples() == 0 || test.n_samples() == 0 {
         bail!(
             "--train-fraction {}: {} samples would leave the {} file empty; choose a fraction \
              in (0, 1) that leaves at least one sample on each side",
-            a.train_fraction,
+            args.train_fraction,
             ds.n_samples(),
             if train.n_samples() == 0 {
                 "training"
@@ -351,9 +351,9 @@ fn split(a: &SplitArgs, ctx: &Context) -> Result<()> {
             }
         );
     }
-    write_samples(&a.train, train.data())?;
-    write_samples(&a.test, test.data())?;
-    for (out, part) in [(&a.train_labels, &train), (&a.test_labels, &test)] {
+    write_samples(&args.train, train.data())?;
+    write_samples(&args.test, test.data())?;
+    for (out, part) in [(&args.train_labels, &train), (&args.test_labels, &test)] {
         if let Some(l) = out {
             write_labels(l, part.labels().unwrap_or(&[]))?;
         }
@@ -361,92 +361,96 @@ fn split(a: &SplitArgs, ctx: &Context) -> Result<()> {
     let results = [summarise(&train), summarise(&test)];
     ctx.say(format!(
         "{}: {} samples -> {} ({}) and {} ({})",
-        a.file.display(),
+        args.file.display(),
         ds.n_samples(),
-        a.train.display(),
+        args.train.display(),
         train.n_samples(),
-        a.test.display(),
+        args.test.display(),
         test.n_samples()
     ));
     ctx.finish(
         "data split",
-        Some(a.seed),
-        a,
-        &[&[a.file.as_path()], a.label_file.as_deref().as_slice()].concat(),
+        Some(args.seed),
+        args,
+        &[
+            &[args.file.as_path()],
+            args.label_file.as_deref().as_slice(),
+        ]
+        .concat(),
         &outputs,
         &results,
         Some(&record),
     )
 }
 
-fn binarize(a: &BinarizeArgs, ctx: &Context) -> Result<()> {
-    let record = data_outputs(&a.file, &[&a.out])?;
-    let ds = load_dataset(&a.file)?.binarize(a.threshold);
-    let ds = match a.domain {
+fn binarize(args: &BinarizeArgs, ctx: &Context) -> Result<()> {
+    let record = data_outputs(&args.file, &[&args.out])?;
+    let ds = load_dataset(&args.file)?.binarize(args.threshold);
+    let ds = match args.domain {
         DomainArg::Binary => ds,
         DomainArg::Spin => ds.to_domain(Domain::Spin)?,
     };
-    write_samples(&a.out, ds.data())?;
+    write_samples(&args.out, ds.data())?;
     let summary = summarise(&ds);
     ctx.say(format!(
         "{}: values > {} -> {}: wrote {}",
-        a.file.display(),
-        a.threshold,
-        match a.domain {
+        args.file.display(),
+        args.threshold,
+        match args.domain {
             DomainArg::Binary => "1, else 0",
             DomainArg::Spin => "+1, else -1",
         },
-        a.out.display()
+        args.out.display()
     ));
     say_summary(ctx, &summary);
     ctx.finish(
         "data binarize",
         None,
-        a,
-        &[&a.file],
-        &[&a.out],
+        args,
+        &[&args.file],
+        &[&args.out],
         &summary,
         Some(&record),
     )
 }
 
-fn subset(a: &SubsetArgs, ctx: &Context) -> Result<()> {
-    let mut outputs = vec![a.out.as_path()];
-    outputs.extend(a.labels_out.as_deref());
-    let record = data_outputs(&a.file, &outputs)?;
-    let ds = load_labelled(&a.file, &a.label_file)?;
+fn subset(args: &SubsetArgs, ctx: &Context) -> Result<()> {
+    let mut outputs = vec![args.out.as_path()];
+    outputs.extend(args.labels_out.as_deref());
+    let record = data_outputs(&args.file, &outputs)?;
+    let ds = load_labelled(&args.file, &args.label_file)?;
     let kept = ds
-        .filter_labels(&a.labels)
+        .filter_labels(&args.labels)
         .map_err(|e| CliError::new(format!("--labels: {e}")))?;
     if kept.n_samples() == 0 {
         bail!(
             "--labels {}: no sample of {} has one of these labels",
-            a.labels
+            args.labels
                 .iter()
                 .map(u32::to_string)
                 .collect::<Vec<_>>()
                 .join(","),
-            a.file.display()
+            args.file.display()
         );
     }
-    write_samples(&a.out, kept.data())?;
-    if let Some(l) = &a.labels_out {
+    write_samples(&args.out, kept.data())?;
+    if let Some(l) = &args.labels_out {
         write_labels(l, kept.labels().unwrap_or(&[]))?;
     }
     let summary = summarise(&kept);
     ctx.say(format!(
         "{}: kept {} of {} samples: wrote {}",
-        a.file.display(),
+        args.file.display(),
         kept.n_samples(),
         ds.n_samples(),
-        a.out.display()
+        args.out.display()
     ));
     say_summary(ctx, &summary);
     ctx.finish(
         "data subset",
         None,
-        a,
-        &[&a.file, &a.label_file],
+        args,
+        &[&args.file, &args.label_file],
         &outputs,
         &summary,
         Some(&record),
@@ -463,29 +467,33 @@ fn format_name(path: &Path) -> &'static str {
     }
 }
 
-fn info(a: &InfoArgs, ctx: &Context) -> Result<()> {
-    if let Some(out) = &a.out {
-        check_outputs(&[out], &[&a.file])?;
+fn info(args: &InfoArgs, ctx: &Context) -> Result<()> {
+    if let Some(out) = &args.out {
+        check_outputs(&[out], &[&args.file])?;
     }
-    let ds = load_dataset(&a.file)?;
+    let ds = load_dataset(&args.file)?;
     if ds.n_samples() == 0 {
         bail!(
             "{}: the file holds no samples (0 rows of {} values): no range or means to report",
-            a.file.display(),
+            args.file.display(),
             ds.n_features()
         );
     }
     let summary = summarise(&ds);
-    ctx.say(format!("{} ({})", a.file.display(), format_name(&a.file)));
+    ctx.say(format!(
+        "{} ({})",
+        args.file.display(),
+        format_name(&args.file)
+    ));
     say_summary(ctx, &summary);
     ctx.finish(
         "data info",
         None,
-        a,
-        &[&a.file],
+        args,
+        &[&args.file],
         &[],
         &summary,
-        a.out.as_deref(),
+        args.out.as_deref(),
     )
 }
 
@@ -502,44 +510,44 @@ struct PcaResults {
     n_projected: usize,
 }
 
-fn pca(a: &PcaArgs, ctx: &Context) -> Result<()> {
-    let out = a.out.as_path();
+fn pca(args: &PcaArgs, ctx: &Context) -> Result<()> {
+    let out = args.out.as_path();
     check_matrix_output(out)?;
     let record = record_path_for(out);
-    let mut inputs: Vec<&Path> = vec![&a.file];
-    if let Some(p) = &a.project {
+    let mut inputs: Vec<&Path> = vec![&args.file];
+    if let Some(p) = &args.project {
         inputs.push(p);
     }
     check_outputs(&[out, &record], &inputs)?;
-    let ds = load_dataset(&a.file)?;
-    if a.components > ds.n_features() {
+    let ds = load_dataset(&args.file)?;
+    if args.components > ds.n_features() {
         bail!(
             "--components {}: {} has only {} features",
-            a.components,
-            a.file.display(),
+            args.components,
+            args.file.display(),
             ds.n_features()
         );
     }
-    let centering = if a.uncentered {
+    let centering = if args.uncentered {
         Centering::Uncentered
     } else {
         Centering::Centered
     };
-    let fitted = ebm_data::pca(&ds, a.components, centering)?;
-    let target = match &a.project {
+    let fitted = ebm_data::pca(&ds, args.components, centering)?;
+    let target = match &args.project {
         Some(p) => load_dataset(p)?,
         None => ds,
     };
     let projected = fitted.project(target.data()).map_err(|e| {
         CliError::new(format!(
             "--project {}: {e}",
-            a.project.as_deref().unwrap_or(&a.file).display()
+            args.project.as_deref().unwrap_or(&args.file).display()
         ))
     })?;
     write_samples(out, &projected)?;
     let results = PcaResults {
-        components: a.components,
-        centering: if a.uncentered {
+        components: args.components,
+        centering: if args.uncentered {
             "uncentered"
         } else {
             "centered"
@@ -555,7 +563,7 @@ fn pca(a: &PcaArgs, ctx: &Context) -> Result<()> {
         .collect();
     ctx.say(format!(
         "PCA of {} ({}): explained variance {}; wrote {} projections to {}",
-        a.file.display(),
+        args.file.display(),
         results.centering,
         ratios.join(", "),
         results.n_projected,
@@ -564,7 +572,7 @@ fn pca(a: &PcaArgs, ctx: &Context) -> Result<()> {
     ctx.finish(
         "data pca",
         None,
-        a,
+        args,
         &inputs,
         &[out],
         &results,

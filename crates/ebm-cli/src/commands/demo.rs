@@ -515,10 +515,10 @@ pub(super) fn exact_mode_plus<V: Layer<Scalar = f64>>(
     Ok((plus, (plus * (1.0 - plus) / n as f64).sqrt()))
 }
 
-pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
+pub(super) fn execute(args: &DemoArgs, ctx: &Context) -> Result<()> {
     let started = Instant::now();
-    let plan = DemoPlan::new(a.quick);
-    let dir = &a.out;
+    let plan = DemoPlan::new(args.quick);
+    let dir = &args.out;
     if dir.exists() && !dir.is_dir() {
         bail!("--out {}: exists and is not a directory", dir.display());
     }
@@ -560,7 +560,7 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         ("@FIG_S", &figures[4]),
         ("@FIG_I", &figures[5]),
     ];
-    let seed = a.seed;
+    let seed = args.seed;
     let mut runner = Runner {
         prefix: "demo",
         paths,
@@ -695,7 +695,7 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         report: report.clone(),
         figures: figures.to_vec(),
     };
-    let text = report_text(a, &results, t_train, dir);
+    let text = report_text(args, &results, t_train, dir);
     ebm_io::write_atomically(&report, |w| w.write_all(text.as_bytes()))?;
 
     ctx.say(format!(
@@ -732,8 +732,8 @@ pub(super) fn execute(a: &DemoArgs, ctx: &Context) -> Result<()> {
         .collect();
     ctx.finish(
         "demo",
-        Some(a.seed),
-        a,
+        Some(args.seed),
+        args,
         &inputs,
         &outputs,
         &results,
@@ -758,7 +758,7 @@ fn file_name(p: &Path) -> String {
 }
 
 /// The markdown report: what was run, the measured mode weights and jumps, the figures.
-fn report_text(a: &DemoArgs, r: &DemoResults, train_seconds: f64, dir: &Path) -> String {
+fn report_text(args: &DemoArgs, r: &DemoResults, train_seconds: f64, dir: &Path) -> String {
     let plan = &r.plan;
     let mut s = String::new();
     let _ = writeln!(
@@ -776,8 +776,8 @@ fn report_text(a: &DemoArgs, r: &DemoResults, train_seconds: f64, dir: &Path) ->
          model to the current one, `--negative bridged`; {:.0} s) while its checkpoints were \
          kept for parallel trajectory tempering (PTT), whose first rung is the pretrained \
          model, refreshed by an exact draw every round.\n",
-        a.seed,
-        if a.quick {
+        args.seed,
+        if args.quick {
             " (quick mode: a smaller run)"
         } else {
             ""

@@ -41,11 +41,15 @@ use crate::record::Context;
 /// Runs one `ebm loglik` subcommand.
 pub(super) fn execute(c: &LoglikCommand, ctx: &Context) -> Result<()> {
     match c {
-        LoglikCommand::Exact(a) => exact(a, ctx),
-        LoglikCommand::Ais(a) => annealing(&a.path, &a.common, None, a, ctx),
-        LoglikCommand::ReverseAis(a) => annealing(&a.path, &a.common, Some(a), a, ctx),
-        LoglikCommand::TrAis(a) => trajectory(&a.trajectory, &a.common, None, a, ctx),
-        LoglikCommand::Ptt(a) => trajectory(&a.trajectory, &a.common, Some(a), a, ctx),
+        LoglikCommand::Exact(args) => exact(args, ctx),
+        LoglikCommand::Ais(args) => annealing(&args.path, &args.common, None, args, ctx),
+        LoglikCommand::ReverseAis(args) => {
+            annealing(&args.path, &args.common, Some(args), args, ctx)
+        }
+        LoglikCommand::TrAis(args) => trajectory(&args.trajectory, &args.common, None, args, ctx),
+        LoglikCommand::Ptt(args) => {
+            trajectory(&args.trajectory, &args.common, Some(args), args, ctx)
+        }
     }
 }
 
@@ -74,18 +78,18 @@ struct DatasetLikelihood {
     mean_free_energy: f64,
 }
 
-fn exact(a: &ExactArgs, ctx: &Context) -> Result<()> {
-    let mut inputs: Vec<&Path> = vec![&a.model];
-    inputs.extend(a.data.iter().map(PathBuf::as_path));
-    if let Some(out) = &a.out {
+fn exact(args: &ExactArgs, ctx: &Context) -> Result<()> {
+    let mut inputs: Vec<&Path> = vec![&args.model];
+    inputs.extend(args.data.iter().map(PathBuf::as_path));
+    if let Some(out) = &args.out {
         check_outputs(&[out], &inputs)?;
     }
-    let data = a
+    let data = args
         .data
         .iter()
         .map(|p| load_dataset(p))
         .collect::<Result<Vec<_>>>()?;
-    let (model, results) = with_model(&a.model, ExactTask { a, data })?;
+    let (model, results) = with_model(&args.model, ExactTask { args, data })?;
     ctx.say(format!(
         "{model}: log Z = {:.10} (enumerating {} {} configurations)",
         results.log_z, results.enumeration.configurations, results.enumeration.layer
@@ -103,16 +107,16 @@ fn exact(a: &ExactArgs, ctx: &Context) -> Result<()> {
     ctx.finish(
         "loglik exact",
         None,
-        a,
+        args,
         &inputs,
         &[],
         &results,
-        a.out.as_deref(),
+        args.out.as_deref(),
     )
 }
 
 struct ExactTask<'a> {
-    a: &'a ExactArgs,
+    args: &'a ExactArgs,
     data: Vec<Dataset>,
 }
 
@@ -126,7 +130,7 @@ impl RbmTask for ExactTask<'_> {
     ) -> Result<Self::Output> {
         // Validate every data file before the (possibly long) enumeration.
         let mut checked = Vec::new();
-        for (ds, path) in self.data.into_iter().zip(&self.a.data) {
+        for (ds, path) in self.data.into_iter().zip(&self.args.data) {
             if ds.n_samples() == 0 {
                 bail!("{}: no samples", path.display());
             }
@@ -137,8 +141,8 @@ impl RbmTask for ExactTask<'_> {
                 "{e}. For a model this large, estimate log Z and the log-likelihood with an \
                  error bar: `ebm loglik ais --model {} --data ...`, or `ebm loglik tr-ais \
                  --trajectory {} --data ...` along its training",
-                self.a.model.display(),
-                self.a
+                self.args.model.display(),
+                self.args
                     .model
                     .with_extension("trajectory.safetensors")
                     .display()
@@ -148,7 +152,7 @@ impl RbmTask for ExactTask<'_> {
             bail!(
                 "{}: log Z is {log_z}, not finite: the model's energies overflow f64 (a \
                  parameter too large)",
-                self.a.model.display()
+                self.args.model.display()
             );
         }
         let datasets = checked
@@ -1196,17 +1200,17 @@ struct PttPlan {
 }
 
 impl PttPlan {
-    fn new(a: &PttArgs, k: usize, n_chains: usize) -> Result<Self> {
+    fn new(args: &PttArgs, k: usize, n_chains: usize) -> Result<Self> {
         let k = k as u64;
-        let plan = match a.steps {
+        let plan = match args.steps {
             None => Self {
-                burn_in: a.burn_in.unwrap_or((10 * k).max(200)),
+                burn_in: args.burn_in.unwrap_or((10 * k).max(200)),
                 recorded: (100 * k).max(1800),
-                adaptive_burn_in: a.burn_in.is_none(),
+                adaptive_burn_in: args.burn_in.is_none(),
                 adaptive: true,
             },
             Some(steps) => {
-                let b = a.burn_in.unwrap_or(steps / 10);
+                let b = args.burn_in.unwrap_or(steps / 10);
                 if b >= steps {
                     bail!(
                         "--burn-in {b}: must be less than --steps {steps} (the rounds after it are \
@@ -1316,12 +1320,12 @@ fn first_checkpoint_start<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
 
 /// Whether two RBMs of the same kinds have the same parameters.
 fn same_parameters<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
-    a: &Rbm<V, H>,
+    args: &Rbm<V, H>,
     b: &Rbm<V, H>,
 ) -> bool {
-    a.weights() == b.weights()
-        && a.visible().tensors() == b.visible().tensors()
-        && a.hidden().tensors() == b.hidden().tensors()
+    args.weights() == b.weights()
+        && args.visible().tensors() == b.visible().tensors()
+        && args.hidden().tensors() == b.hidden().tensors()
 }
 
 impl KindsTask for TrajectoryTask<'_> {

@@ -62,11 +62,11 @@ fn run(command: &Command, ctx: &Context) -> Result<()> {
     }
     match command {
         Command::Data(d) => data::execute(d, ctx),
-        Command::Sample(a) => sample::execute(a, ctx),
-        Command::Train(a) => train::execute(a, ctx).map(|_| ()),
-        Command::TrainStack(a) => stack::train(a, ctx),
-        Command::Demo(a) => demo::execute(a, ctx),
-        Command::Reproduce(a) => reproduce::execute(a, ctx),
+        Command::Sample(args) => sample::execute(args, ctx),
+        Command::Train(args) => train::execute(args, ctx).map(|_| ()),
+        Command::TrainStack(args) => stack::train(args, ctx),
+        Command::Demo(args) => demo::execute(args, ctx),
+        Command::Reproduce(args) => reproduce::execute(args, ctx),
         Command::Loglik(l) => loglik::execute(l, ctx),
         Command::Plot(p) => plot::execute(p, ctx),
         Command::Tmc(t) => tmc::execute(t, ctx),
@@ -79,11 +79,11 @@ fn run(command: &Command, ctx: &Context) -> Result<()> {
 fn threads(command: &Command) -> Option<usize> {
     let t = match command {
         Command::Data(DataCommand::Pca(a)) => a.threads,
-        Command::Sample(a) => a.threads,
-        Command::Train(a) => a.threads,
-        Command::TrainStack(a) => a.threads,
-        Command::Demo(a) => a.threads,
-        Command::Reproduce(a) => a.threads,
+        Command::Sample(args) => args.threads,
+        Command::Train(args) => args.threads,
+        Command::TrainStack(args) => args.threads,
+        Command::Demo(args) => args.threads,
+        Command::Reproduce(args) => args.threads,
         Command::Loglik(LoglikCommand::Exact(a)) => a.threads,
         Command::Loglik(LoglikCommand::Ais(a)) => a.common.threads,
         Command::Loglik(LoglikCommand::ReverseAis(a)) => a.common.threads,

@@ -129,36 +129,38 @@ fn not_for(option: &str, sampler: &str, hint: &str) -> CliError {
 }
 
 /// Checks the options that must agree whatever the model.
-fn check_options(a: &SampleArgs) -> Result<()> {
-    let sampler = sampler_name(a.sampler);
-    if a.precision == Precision::F32 && matches!(a.sampler, SamplerArg::Tmc | SamplerArg::Stacked) {
+fn check_options(args: &SampleArgs) -> Result<()> {
+    let sampler = sampler_name(args.sampler);
+    if args.precision == Precision::F32
+        && matches!(args.sampler, SamplerArg::Tmc | SamplerArg::Stacked)
+    {
         bail!(
             "--precision f32 is not available with --sampler {sampler}, which runs in f64 only; \
              drop --precision f32"
         );
     }
-    if a.sampler == SamplerArg::Ptt && a.trajectory.is_none() {
+    if args.sampler == SamplerArg::Ptt && args.trajectory.is_none() {
         bail!("--sampler ptt needs --trajectory FILE (the checkpoints of a training run)");
     }
-    if a.sampler == SamplerArg::Stacked && a.stack.is_none() {
+    if args.sampler == SamplerArg::Stacked && args.stack.is_none() {
         bail!("--sampler stacked needs --stack FILE (written by `ebm train-stack`)");
     }
-    if a.sampler != SamplerArg::Stacked && a.stack.is_some() {
+    if args.sampler != SamplerArg::Stacked && args.stack.is_some() {
         return Err(not_for(
             "--stack",
             sampler,
             " (only stacked samples a stack; give the model with --model)",
         ));
     }
-    if a.sampler != SamplerArg::Ptt && a.trajectory.is_some() {
+    if args.sampler != SamplerArg::Ptt && args.trajectory.is_some() {
         return Err(not_for(
             "--trajectory",
             sampler,
             " (only ptt samples along a trajectory; give the model with --model)",
         ));
     }
-    if a.sampler != SamplerArg::Latent
-        && (a.ags_sweeps > 0 || a.latent_algorithm != LatentAlgorithmArg::Single)
+    if args.sampler != SamplerArg::Latent
+        && (args.ags_sweeps > 0 || args.latent_algorithm != LatentAlgorithmArg::Single)
     {
         return Err(not_for(
             "--ags-sweeps/--latent-algorithm",
@@ -166,15 +168,15 @@ fn check_options(a: &SampleArgs) -> Result<()> {
             " (they set --sampler latent)",
         ));
     }
-    super::tmc::check_sample_options(a, sampler)?;
-    match a.sampler {
+    super::tmc::check_sample_options(args, sampler)?;
+    match args.sampler {
         SamplerArg::Tmc => return Ok(()),
         SamplerArg::Gibbs | SamplerArg::Latent => {
             for (set, name) in [
-                (a.rungs.is_some(), "--rungs"),
-                (a.beta_min.is_some(), "--beta-min"),
-                (a.betas.is_some(), "--betas"),
-                (a.schedule.is_some(), "--schedule"),
+                (args.rungs.is_some(), "--rungs"),
+                (args.beta_min.is_some(), "--beta-min"),
+                (args.betas.is_some(), "--betas"),
+                (args.schedule.is_some(), "--schedule"),
             ] {
                 if set {
                     return Err(not_for(
@@ -184,7 +186,7 @@ fn check_options(a: &SampleArgs) -> Result<()> {
                     ));
                 }
             }
-            if let Some(b) = a.beta
+            if let Some(b) = args.beta
                 && b <= 0.0
             {
                 bail!("--beta {b}: the inverse temperature must be > 0");
@@ -192,10 +194,10 @@ fn check_options(a: &SampleArgs) -> Result<()> {
         }
         SamplerArg::Stacked => {
             for (set, name) in [
-                (a.rungs.is_some(), "--rungs"),
-                (a.beta_min.is_some(), "--beta-min"),
-                (a.betas.is_some(), "--betas"),
-                (a.beta.is_some(), "--beta"),
+                (args.rungs.is_some(), "--rungs"),
+                (args.beta_min.is_some(), "--beta-min"),
+                (args.betas.is_some(), "--betas"),
+                (args.beta.is_some(), "--beta"),
             ] {
                 if set {
                     return Err(not_for(
@@ -207,10 +209,10 @@ fn check_options(a: &SampleArgs) -> Result<()> {
             }
         }
         SamplerArg::Pt | SamplerArg::PtRef | SamplerArg::Ptt => {
-            if a.sampler == SamplerArg::Ptt {
+            if args.sampler == SamplerArg::Ptt {
                 for (set, name) in [
-                    (a.beta_min.is_some(), "--beta-min"),
-                    (a.betas.is_some(), "--betas"),
+                    (args.beta_min.is_some(), "--beta-min"),
+                    (args.betas.is_some(), "--betas"),
                 ] {
                     if set {
                         return Err(not_for(
@@ -221,14 +223,14 @@ fn check_options(a: &SampleArgs) -> Result<()> {
                     }
                 }
             }
-            if a.beta.is_some() {
+            if args.beta.is_some() {
                 return Err(not_for(
                     "--beta",
                     sampler,
                     " (the ladder's last rung is the target; for pt, end --betas at the beta wanted)",
                 ));
             }
-            if a.sampler == SamplerArg::PtRef && a.beta_min.is_some() {
+            if args.sampler == SamplerArg::PtRef && args.beta_min.is_some() {
                 return Err(not_for(
                     "--beta-min",
                     sampler,
@@ -236,12 +238,12 @@ fn check_options(a: &SampleArgs) -> Result<()> {
                 ));
             }
             let max = Tempered::MAX_RUNGS;
-            if let Some(k) = a.rungs
+            if let Some(k) = args.rungs
                 && !(2..=max).contains(&k)
             {
                 bail!("--rungs {k}: parallel tempering needs 2 to {max} rungs");
             }
-            if let Some(b) = &a.betas
+            if let Some(b) = &args.betas
                 && !(2..=max).contains(&b.len())
             {
                 bail!(
@@ -249,42 +251,43 @@ fn check_options(a: &SampleArgs) -> Result<()> {
                     b.len()
                 );
             }
-            if let Some(b) = a.beta_min
+            if let Some(b) = args.beta_min
                 && !(b > 0.0 && b < 1.0)
             {
                 bail!("--beta-min {b}: the smallest inverse temperature must be in (0, 1)");
             }
         }
     }
-    let uses_data = a.init == InitArg::Data
-        || a.trace_every.is_some()
-        || (a.sampler == SamplerArg::PtRef && a.data.is_some());
-    if a.data.is_none() {
-        if a.init == InitArg::Data {
+    let uses_data = args.init == InitArg::Data
+        || args.trace_every.is_some()
+        || (args.sampler == SamplerArg::PtRef && args.data.is_some());
+    if args.data.is_none() {
+        if args.init == InitArg::Data {
             bail!("--init data needs --data FILE");
         }
-        if a.trace_every.is_some() && a.chain_out.is_none() {
+        if args.trace_every.is_some() && args.chain_out.is_none() {
             bail!(
                 "--trace-every needs --data FILE (the modes are read on the data's PCA) or \
                  --chain-out FILE (the configurations of chain 0)"
             );
         }
-        if a.modes.is_some() {
+        if args.modes.is_some() {
             bail!("--modes needs --data FILE (the modes are defined on the data)");
         }
     } else if !uses_data {
         bail!("--data is used only by --sampler pt-ref, --init data or --trace-every; none is set");
     }
-    if a.mode_threshold.is_some() && a.trace_every.is_none() {
+    if args.mode_threshold.is_some() && args.trace_every.is_none() {
         bail!("--mode-threshold needs --trace-every");
     }
-    if a.modes.is_some() && a.trace_every.is_none() {
+    if args.modes.is_some() && args.trace_every.is_none() {
         bail!("--modes needs --trace-every N (the steps at which modes are recorded)");
     }
-    if a.mode_threshold.is_some() && a.modes.as_ref().is_some_and(|m| *m != ModeRuleArg::Pc1) {
+    if args.mode_threshold.is_some() && args.modes.as_ref().is_some_and(|m| *m != ModeRuleArg::Pc1)
+    {
         bail!("--mode-threshold sets the boundary of --modes pc1 only");
     }
-    if let Some(c) = &a.chain_out {
+    if let Some(c) = &args.chain_out {
         check_matrix_output(c)?;
     }
     Ok(())
@@ -312,26 +315,26 @@ pub(crate) fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
     }
 }
 
-pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
-    check_options(a)?;
+pub(super) fn execute(args: &SampleArgs, ctx: &Context) -> Result<()> {
+    check_options(args)?;
     // Gibbs runs sharded by chain, PT on a ladder and stacked tempering on a stack sharded by
     // rung (rank 0 holds the target, so it traces it); the other samplers run in one process.
     let by_rung = matches!(
-        a.sampler,
+        args.sampler,
         SamplerArg::Pt | SamplerArg::PtRef | SamplerArg::Ptt | SamplerArg::Stacked
     );
-    if a.sampler != SamplerArg::Gibbs && !by_rung {
-        ctx.one_process(&format!("--sampler {}", sampler_name(a.sampler)))?;
+    if args.sampler != SamplerArg::Gibbs && !by_rung {
+        ctx.one_process(&format!("--sampler {}", sampler_name(args.sampler)))?;
     }
-    if !by_rung && (a.trace_every.is_some() || a.chain_out.is_some()) {
+    if !by_rung && (args.trace_every.is_some() || args.chain_out.is_some()) {
         ctx.one_process(
             "--trace-every and --chain-out with --sampler gibbs (they follow chains that \
              different processes run)",
         )?;
     }
-    check_matrix_output(&a.out)?;
-    let record = record_path_for(&a.out);
-    let source: &Path = match (&a.model, &a.trajectory, &a.stack) {
+    check_matrix_output(&args.out)?;
+    let record = record_path_for(&args.out);
+    let source: &Path = match (&args.model, &args.trajectory, &args.stack) {
         (Some(m), _, _) => m,
         (None, Some(t), _) => t,
         (None, None, Some(s)) => s,
@@ -340,20 +343,20 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
         }
     };
     let mut inputs: Vec<&Path> = vec![source];
-    if let Some(d) = &a.data {
+    if let Some(d) = &args.data {
         inputs.push(d);
     }
-    if let Some(ModeRuleArg::Labels { file }) = &a.modes {
+    if let Some(ModeRuleArg::Labels { file }) = &args.modes {
         inputs.push(file);
     }
-    let mut outputs: Vec<&Path> = vec![&a.out];
-    outputs.extend(a.chain_out.as_deref());
+    let mut outputs: Vec<&Path> = vec![&args.out];
+    outputs.extend(args.chain_out.as_deref());
     check_outputs(&[outputs.as_slice(), &[&record]].concat(), &inputs)?;
-    let data = a.data.as_deref().map(load_dataset).transpose()?;
-    let outcome = if a.sampler == SamplerArg::Stacked {
-        super::stack::sample(a, ctx, data, source)?
+    let data = args.data.as_deref().map(load_dataset).transpose()?;
+    let outcome = if args.sampler == SamplerArg::Stacked {
+        super::stack::sample(args, ctx, data, source)?
     } else {
-        let (visible, hidden, dtype) = if a.trajectory.is_some() {
+        let (visible, hidden, dtype) = if args.trajectory.is_some() {
             let info = ebm_io::read_trajectory_info(source)?;
             (info.visible, info.hidden, info.dtype)
         } else {
@@ -361,7 +364,7 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
             (info.visible, info.hidden, info.dtype)
         };
         // f32 parameters are widened exactly; f64 ones are rounded to nearest.
-        let rounded = (a.precision == Precision::F32 && dtype == f64::NAME).then(|| {
+        let rounded = (args.precision == Precision::F32 && dtype == f64::NAME).then(|| {
             format!(
                 "{}: the model's f64 parameters are rounded to f32 (--precision f32)",
                 source.display()
@@ -370,8 +373,8 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
         if let Some(note) = &rounded {
             ctx.warn(note);
         }
-        let task = SampleTask { a, ctx, data };
-        let outcome = with_kinds_in(a.precision, &visible, &hidden, source, task)?;
+        let task = SampleTask { args, ctx, data };
+        let outcome = with_kinds_in(args.precision, &visible, &hidden, source, task)?;
         outcome.map(|mut o| {
             o.results.model_dtype = Some(dtype);
             o.results.rounded = rounded;
@@ -382,8 +385,8 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     let Some(outcome) = outcome else {
         return Ok(());
     };
-    write_samples(&a.out, &outcome.samples)?;
-    if let (Some(path), Some(chain)) = (&a.chain_out, &outcome.chain) {
+    write_samples(&args.out, &outcome.samples)?;
+    if let (Some(path), Some(chain)) = (&args.chain_out, &outcome.chain) {
         write_samples(path, &chain.states)?;
         ctx.say(format!(
             "chain 0 at {} steps: {}",
@@ -399,7 +402,7 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
         r.chains,
         r.steps,
         r.steps * r.gibbs_sweeps_per_step,
-        a.seed
+        args.seed
     ));
     if let Some(pt) = &r.pt {
         let rates: Vec<String> = pt
@@ -428,14 +431,14 @@ pub(super) fn execute(a: &SampleArgs, ctx: &Context) -> Result<()> {
     ctx.say(format!(
         "mean free energy of the samples {:.6}; samples: {}",
         r.mean_free_energy,
-        a.out.display()
+        args.out.display()
     ));
     ctx.finish(
         "sample",
-        Some(a.seed),
-        a,
+        Some(args.seed),
+        args,
         &inputs,
-        &[&a.out],
+        &[&args.out],
         r,
         Some(&record),
     )
@@ -477,7 +480,7 @@ fn say_modes(ctx: &Context, j: &JumpCurve) {
 }
 
 struct SampleTask<'a> {
-    a: &'a SampleArgs,
+    args: &'a SampleArgs,
     ctx: &'a Context,
     data: Option<Dataset>,
 }
@@ -499,9 +502,9 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
     fn run<V: CliLayer<Scalar = F>, H: CliLayer<Scalar = F>>(
         self,
     ) -> Result<Option<SampleOutcome>> {
-        let SampleTask { a, ctx, data } = self;
+        let SampleTask { args, ctx, data } = self;
         let (rbm, file, checkpoints): (Rbm<V, H>, &Path, Option<Checkpoints<V, H>>) =
-            match (&a.model, &a.trajectory) {
+            match (&args.model, &args.trajectory) {
                 (Some(m), _) => (ebm_io::load_rbm(m)?, m, None),
                 (None, Some(t)) => {
                     let trajectory = ebm_io::load_trajectory::<V, H>(t)?;
@@ -514,45 +517,49 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                 }
                 (None, None) => bail!("no model file"),
             };
-        let data = match (data, &a.data) {
+        let data = match (data, &args.data) {
             (Some(ds), Some(path)) => Some(visible_data(rbm.visible(), ds, path)?),
             _ => None,
         };
-        let copies = match a.sampler {
-            SamplerArg::Pt | SamplerArg::PtRef => a
+        let copies = match args.sampler {
+            SamplerArg::Pt | SamplerArg::PtRef => args
                 .betas
                 .as_ref()
-                .map_or(a.rungs.unwrap_or(DEFAULT_RUNGS), Vec::len),
+                .map_or(args.rungs.unwrap_or(DEFAULT_RUNGS), Vec::len),
             SamplerArg::Ptt => checkpoints.as_ref().map_or(1, |(_, m)| m.len()),
             _ => 1,
         };
         // The modes of every chain and the configuration of chain 0, at every record; the
         // replica index process of a ladder, every round.
-        let records = a.trace_every.map_or(0, |n| a.steps / n.max(1) + 1) as u128;
+        let records = args.trace_every.map_or(0, |n| args.steps / n.max(1) + 1) as u128;
         let index = if copies > 1 {
-            crate::models::index_process_bytes(a.steps.into(), copies, a.chains.min(INDEX_SYSTEMS))
+            crate::models::index_process_bytes(
+                args.steps.into(),
+                copies,
+                args.chains.min(INDEX_SYSTEMS),
+            )
         } else {
             0
         };
         let traced = records
-            .saturating_mul(a.chains as u128 + rbm.visible().width() as u128)
+            .saturating_mul(args.chains as u128 + rbm.visible().width() as u128)
             .saturating_mul(8)
             .saturating_add(index);
         check_chain_memory(
             "sampling (chains and traces)",
             &rbm,
-            a.chains,
+            args.chains,
             copies,
             traced,
         )?;
-        let chains = initial_chains(&rbm, a, data.as_ref())?;
-        let mut tracer = ModeTracer::new(a, data.as_ref())?;
+        let chains = initial_chains(&rbm, args, data.as_ref())?;
+        let mut tracer = ModeTracer::new(args, data.as_ref())?;
         let mut run_warnings = Vec::new();
         let mut tmc = None;
-        let (samples, beta, sweeps_per_step, description, pt) = match a.sampler {
+        let run = match args.sampler {
             SamplerArg::Gibbs => {
-                let beta = a.beta.unwrap_or(1.0);
-                let kernel = Gibbs::new(a.sweeps);
+                let beta = args.beta.unwrap_or(1.0);
+                let kernel = Gibbs::new(args.sweeps);
                 let world = ctx.world();
                 let samples = if world.size() > 1 {
                     // Each rank runs its chains; rank 0 gathers them (checked: no tracer).
@@ -562,8 +569,8 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                         &kernel,
                         beta,
                         &chains,
-                        a.seed,
-                        a.steps,
+                        args.seed,
+                        args.steps,
                         Par::Rayon,
                     )?;
                     let Some(gathered) = gathered else {
@@ -571,41 +578,47 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                     };
                     gathered.visible
                 } else {
-                    let mut state = ChainState::new(chains, a.seed);
+                    let mut state = ChainState::new(chains, args.seed);
                     tracer.record(0, &state.chains.visible)?;
-                    let progress = ProgressObserver(ctx.progress(a.steps, "gibbs"));
+                    let progress = ProgressObserver(ctx.progress(args.steps, "gibbs"));
                     let observers = (progress, &mut tracer);
                     run(
                         &rbm,
                         &kernel,
                         beta,
                         &mut state,
-                        a.steps,
+                        args.steps,
                         Par::Rayon,
                         observers,
                     )?;
                     state.chains.visible
                 };
-                (
+                SamplerRun {
                     samples,
                     beta,
-                    a.sweeps as u64,
-                    format!("Gibbs (beta {beta})"),
-                    None,
-                )
+                    sweeps_per_step: args.sweeps as u64,
+                    description: format!("Gibbs (beta {beta})"),
+                    pt: None,
+                }
             }
             SamplerArg::Latent => {
                 tracer.record(0, &chains.visible)?;
-                let r = super::latent::run_latent(&rbm, a, ctx, chains, &mut tracer)?;
-                (r.samples, r.beta, r.sweeps_per_step, r.description, None)
+                let r = super::latent::run_latent(&rbm, args, ctx, chains, &mut tracer)?;
+                SamplerRun {
+                    samples: r.samples,
+                    beta: r.beta,
+                    sweeps_per_step: r.sweeps_per_step,
+                    description: r.description,
+                    pt: None,
+                }
             }
             SamplerArg::Pt => {
-                let ladder = match &a.betas {
+                let ladder = match &args.betas {
                     Some(b) => TemperatureLadder::new(rbm.clone(), b.clone()),
                     None => TemperatureLadder::geometric(
                         rbm.clone(),
-                        a.beta_min.unwrap_or(DEFAULT_BETA_MIN),
-                        a.rungs.unwrap_or(DEFAULT_RUNGS),
+                        args.beta_min.unwrap_or(DEFAULT_BETA_MIN),
+                        args.rungs.unwrap_or(DEFAULT_RUNGS),
                     ),
                 }
                 .map_err(|e| CliError::new(format!("--betas: {e}")))?;
@@ -621,12 +634,15 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                 // The last rung is the target: the model at its own temperature unless --betas
                 // ends elsewhere.
                 let target = betas[betas.len() - 1];
-                let Some((samples, mut pt, pt_warnings)) =
-                    run_pt(a, ctx, &ladder, chains, &mut tracer)?
+                let Some(TemperedRun {
+                    target: samples,
+                    summary: mut pt,
+                    warnings,
+                }) = run_pt(args, ctx, &ladder, chains, &mut tracer)?
                 else {
                     return Ok(None);
                 };
-                run_warnings = pt_warnings;
+                run_warnings = warnings;
                 pt.betas = betas;
                 // The target is named only when the ladder does not end at the model itself.
                 let at = if target == 1.0 {
@@ -636,13 +652,19 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                 };
                 let desc = format!("PT ({}, {} rungs{at})", pt.schedule, pt.betas.len());
                 let k = pt.betas.len() as u64;
-                (samples, target, a.sweeps as u64 * k, desc, Some(pt))
+                SamplerRun {
+                    samples,
+                    beta: target,
+                    sweeps_per_step: args.sweeps as u64 * k,
+                    description: desc,
+                    pt: Some(pt),
+                }
             }
             SamplerArg::PtRef => {
-                let betas = match &a.betas {
+                let betas = match &args.betas {
                     Some(b) => b.clone(),
                     None => {
-                        let k = a.rungs.unwrap_or(DEFAULT_RUNGS);
+                        let k = args.rungs.unwrap_or(DEFAULT_RUNGS);
                         (0..k).map(|i| i as f64 / (k - 1) as f64).collect()
                     }
                 };
@@ -657,21 +679,30 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                     Rbm::new(reference_visible, rbm.hidden().clone(), zero_weights(&rbm))?;
                 let ladder = ReferenceLadder::new(&rbm, &reference_rbm, betas.clone())
                     .map_err(|e| CliError::new(format!("--betas: {e}")))?;
-                let Some((samples, mut pt, pt_warnings)) =
-                    run_pt(a, ctx, &ladder, chains, &mut tracer)?
+                let Some(TemperedRun {
+                    target: samples,
+                    summary: mut pt,
+                    warnings,
+                }) = run_pt(args, ctx, &ladder, chains, &mut tracer)?
                 else {
                     return Ok(None);
                 };
-                run_warnings = pt_warnings;
+                run_warnings = warnings;
                 pt.betas = betas;
                 pt.reference = Some(reference.into());
                 let desc = format!("PT-ref ({}, {} rungs)", pt.schedule, pt.betas.len());
                 let k = pt.betas.len() as u64;
-                (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
+                SamplerRun {
+                    samples,
+                    beta: 1.0,
+                    sweeps_per_step: args.sweeps as u64 * k,
+                    description: desc,
+                    pt: Some(pt),
+                }
             }
             SamplerArg::Tmc => {
                 let task = super::tmc::SampleTmc {
-                    a,
+                    args,
                     data: data.as_ref(),
                 };
                 let Some(r) = in_f64(&rbm, task)? else {
@@ -680,61 +711,87 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                 run_warnings = r.warnings;
                 tmc = Some(r.summary);
                 // In f64 (the only scalar in_f64 runs): the conversion is the identity.
-                let samples = r.samples.map(F::from_f64);
-                (samples, 1.0, r.sweeps_per_step, r.description, None)
+                SamplerRun {
+                    samples: r.samples.map(F::from_f64),
+                    beta: 1.0,
+                    sweeps_per_step: r.sweeps_per_step,
+                    description: r.description,
+                    pt: None,
+                }
             }
             SamplerArg::Stacked => bail!("--sampler stacked samples a stack (--stack FILE)"),
             SamplerArg::Ptt => {
                 let (updates, models) = checkpoints.expect("checked: ptt has --trajectory");
-                let keep = kept_checkpoints(models.len(), a.rungs, file)?;
+                let keep = kept_checkpoints(models.len(), args.rungs, file)?;
                 let ladder =
                     TrajectoryLadder::new(keep.iter().map(|&i| models[i].clone()).collect())?;
-                let Some((samples, mut pt, pt_warnings)) =
-                    run_pt(a, ctx, &ladder, chains, &mut tracer)?
+                let Some(TemperedRun {
+                    target: samples,
+                    summary: mut pt,
+                    warnings,
+                }) = run_pt(args, ctx, &ladder, chains, &mut tracer)?
                 else {
                     return Ok(None);
                 };
-                run_warnings = pt_warnings;
+                run_warnings = warnings;
                 pt.betas = vec![1.0; keep.len()];
                 pt.checkpoint_updates = Some(keep.iter().map(|&i| updates[i]).collect());
                 let desc = format!("PTT ({}, {} checkpoints)", pt.schedule, keep.len());
                 let k = keep.len() as u64;
-                (samples, 1.0, a.sweeps as u64 * k, desc, Some(pt))
+                SamplerRun {
+                    samples,
+                    beta: 1.0,
+                    sweeps_per_step: args.sweeps as u64 * k,
+                    description: desc,
+                    pt: Some(pt),
+                }
             }
         };
-        let mut o = outcome(
-            a,
-            &rbm,
-            (samples, beta, sweeps_per_step, description, pt),
-            tracer,
-            run_warnings,
-        )?;
+        let mut o = outcome(args, &rbm, run, tracer, run_warnings)?;
         o.results.tmc = tmc;
         Ok(Some(o))
     }
 }
 
-/// What a sampler produced: the target's samples (in the run's scalar `F`), their inverse
-/// temperature, the Gibbs sweeps per chain and step, the description and the PT diagnostics.
-pub(super) type SamplerRun<F> = (DMatrix<F>, f64, u64, String, Option<PtSummary>);
+/// What a sampler produced, before its samples are traced and recorded.
+pub(super) struct SamplerRun<F: Scalar> {
+    /// The target's final visible configurations, one column per chain, in the run's scalar.
+    pub samples: DMatrix<F>,
+    /// Their inverse temperature.
+    pub beta: f64,
+    /// Gibbs sweeps per chain and step (every rung's for a tempering sampler; a latent or a
+    /// tethered sweep counted as one).
+    pub sweeps_per_step: u64,
+    /// The sampler and its settings, in words (the record's `description`).
+    pub description: String,
+    /// The tempering diagnostics, for the samplers that have a ladder.
+    pub pt: Option<PtSummary>,
+}
 
 /// The outcome of a run of `--sampler` on `rbm` (the target): the samples' mean free energy,
 /// the mode jumps and weights traced, and the warnings. The samples are written in `f64`
 /// (exact for `f32` chains).
 pub(super) fn outcome<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
-    a: &SampleArgs,
+    args: &SampleArgs,
     rbm: &Rbm<V, H>,
-    (samples, beta, sweeps_per_step, description, pt): SamplerRun<V::Scalar>,
+    run: SamplerRun<V::Scalar>,
     tracer: ModeTracer,
     run_warnings: Vec<String>,
 ) -> Result<SampleOutcome> {
+    let SamplerRun {
+        samples,
+        beta,
+        sweeps_per_step,
+        description,
+        pt,
+    } = run;
     let f = free_energies(rbm, &samples, beta);
     let mean_free_energy = f.iter().sum::<f64>() / f.len().max(1) as f64;
     let (mode_jumps, mut warnings, chain) = tracer.finish(sweeps_per_step)?;
     warnings.extend(run_warnings);
     let chain_summary = chain
         .as_ref()
-        .zip(a.chain_out.as_ref())
+        .zip(args.chain_out.as_ref())
         .map(|(c, file)| ChainSummary {
             file: file.clone(),
             steps: c.steps.clone(),
@@ -743,11 +800,11 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
         chain,
         model: describe(rbm),
         results: SampleResults {
-            sampler: sampler_name(a.sampler).into(),
+            sampler: sampler_name(args.sampler).into(),
             description,
             model: ModelSummary::of(rbm),
-            chains: a.chains,
-            steps: a.steps,
+            chains: args.chains,
+            steps: args.steps,
             gibbs_sweeps_per_step: sweeps_per_step,
             beta,
             samples_shape: [samples.ncols(), samples.nrows()],
@@ -757,7 +814,7 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
             chain: chain_summary,
             warnings,
             tmc: None,
-            precision: a.precision,
+            precision: args.precision,
             model_dtype: None,
             rounded: None,
         },
@@ -765,11 +822,16 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     })
 }
 
-/// What a PT run returns: the target's visible configurations, the diagnostics, the warnings.
-type PtRun<F> = (DMatrix<F>, PtSummary, Vec<String>);
-
-/// The target's chains of a tempering run, its diagnostics and its warnings.
-pub(crate) type TemperedRun<F> = (RbmChains<F>, PtSummary, Vec<String>);
+/// What a tempering run returns: its target's state (the chains, or their visible
+/// configurations), its diagnostics and its warnings.
+pub(crate) struct TemperedRun<T> {
+    /// The state of the target rung at the end.
+    pub target: T,
+    /// The diagnostics of the ladder and of its replica index process.
+    pub summary: PtSummary,
+    /// Why the samples may not be trusted.
+    pub warnings: Vec<String>,
+}
 
 /// What explores rung 0 of a PT run.
 enum Rung0 {
@@ -826,31 +888,31 @@ const INDEX_SYSTEMS: usize = 64;
 /// are sharded over the K processes ([`ebm_mpi::tempering_by_rung`]) and rank 0, which holds
 /// the target, returns what one process would; the other ranks return `None`.
 fn run_pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>, L: Ladder<Model = Rbm<V, H>>>(
-    a: &SampleArgs,
+    args: &SampleArgs,
     ctx: &Context,
     ladder: &L,
     chains: RbmChains<V::Scalar>,
     tracer: &mut ModeTracer,
-) -> Result<Option<PtRun<V::Scalar>>> {
+) -> Result<Option<TemperedRun<DMatrix<V::Scalar>>>> {
     // PTT proposes every pair each round, bottom up (Béreux et al., *Fast training and sampling of RBMs*): a
     // configuration at the first checkpoint can climb several rungs in one round.
-    let default = match a.sampler {
+    let default = match args.sampler {
         SamplerArg::Ptt => ScheduleArg::Sweep,
         _ => ScheduleArg::Deo,
     };
-    let (schedule, schedule_name) = schedule_of(a.schedule.unwrap_or(default));
+    let (schedule, schedule_name) = schedule_of(args.schedule.unwrap_or(default));
     let bottom = ladder.rung(0);
     let enumerable =
         H::n_configurations(bottom.model.hidden()).is_some_and(|n| n <= MAX_RUNG0_ENUMERATION);
     let rung0 = match H::hidden_enumeration(bottom.model, bottom.beta, Par::Rayon) {
-        Some(e) if a.sampler == SamplerArg::Ptt && enumerable => Rung0::Exact(e?),
-        _ if a.sampler == SamplerArg::Ptt => {
+        Some(e) if args.sampler == SamplerArg::Ptt && enumerable => Rung0::Exact(e?),
+        _ if args.sampler == SamplerArg::Ptt => {
             super::pretrain::StaticRung0::of(bottom.model, bottom.beta)
-                .map_or(Rung0::Gibbs(Gibbs::new(a.sweeps)), |s| {
+                .map_or(Rung0::Gibbs(Gibbs::new(args.sweeps)), |s| {
                     Rung0::Static(std::sync::Arc::new(s))
                 })
         }
-        _ => Rung0::Gibbs(Gibbs::new(a.sweeps)),
+        _ => Rung0::Gibbs(Gibbs::new(args.sweeps)),
     };
     let rung0_name = match rung0 {
         Rung0::Exact(_) => "exact",
@@ -861,23 +923,30 @@ fn run_pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>, L: Ladder<Model = Rbm<V,
         Rung0::Static(s) => Some(std::sync::Arc::clone(s)),
         _ => None,
     };
-    let pt = ParallelTempering::new(Gibbs::new(a.sweeps), schedule).with_rung0_kernel(rung0);
+    let pt = ParallelTempering::new(Gibbs::new(args.sweeps), schedule).with_rung0_kernel(rung0);
     tracer.record(0, &chains.visible)?;
-    let state = PtState::new(vec![chains; ladder.n_rungs()], a.seed)?;
-    let names = (schedule_name, rung0_name);
-    let run = tempering(a, ctx, (&pt, ladder), state, tracer, names)?;
-    Ok(run.map(|(target, mut summary, mut warnings)| {
+    let state = PtState::new(vec![chains; ladder.n_rungs()], args.seed)?;
+    let names = PtNames {
+        schedule: schedule_name,
+        rung0: rung0_name,
+    };
+    let run = tempering(args, ctx, (&pt, ladder), state, tracer, names)?;
+    Ok(run.map(|mut run| {
         if let Some(acceptance) = static_rung0.and_then(|s| s.acceptance()) {
-            summary.rung0_acceptance = Some(acceptance);
+            run.summary.rung0_acceptance = Some(acceptance);
             if acceptance < MIN_RUNG0_ACCEPTANCE {
-                warnings.push(format!(
+                run.warnings.push(format!(
                     "rung 0 accepted {acceptance:.3} of its static proposals: it samples the \
                      first checkpoint exactly but refreshes slowly (the mesh's law is far from \
                      the checkpoint's), so PTT's bottom rung is not a fresh draw every round"
                 ));
             }
         }
-        (target.visible, summary, warnings)
+        TemperedRun {
+            target: run.target.visible,
+            summary: run.summary,
+            warnings: run.warnings,
+        }
     }))
 }
 
@@ -887,13 +956,13 @@ fn run_pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>, L: Ladder<Model = Rbm<V,
 /// ([`ebm_mpi::tempering_by_rung_from`]) and rank 0, which holds the target, returns what one
 /// process would, bit for bit; the other ranks return `None`.
 pub(crate) fn tempering<F, L, K, B>(
-    a: &SampleArgs,
+    args: &SampleArgs,
     ctx: &Context,
     (pt, ladder): (&ParallelTempering<K, B>, &L),
     mut state: PtState<RbmChains<F>>,
     tracer: &mut ModeTracer,
-    names: (&str, &str),
-) -> Result<Option<TemperedRun<F>>>
+    names: PtNames<'_>,
+) -> Result<Option<TemperedRun<RbmChains<F>>>>
 where
     F: Scalar,
     L: Exchange<State = RbmChains<F>>,
@@ -901,7 +970,7 @@ where
     K: Kernel<L::RungModel>,
     B: Kernel<L::RungModel>,
 {
-    let progress = ProgressObserver(ctx.progress(a.steps, sampler_name(a.sampler)));
+    let progress = ProgressObserver(ctx.progress(args.steps, sampler_name(args.sampler)));
     let world = ctx.world();
     let (summary, warnings) = if world.size() > 1 {
         let mut observer = (progress, tracer);
@@ -910,7 +979,7 @@ where
             pt,
             ladder,
             &state,
-            a.steps,
+            args.steps,
             INDEX_SYSTEMS,
             Par::Rayon,
             |round, target| observer.observe(round, target),
@@ -919,14 +988,28 @@ where
             return Ok(None);
         };
         state = run.state;
-        pt_summary(a.steps, &run.diagnostics, &run.index, names)
+        pt_summary(args.steps, &run.diagnostics, &run.index, names)
     } else {
-        pt_rounds(a.steps, &mut state, (progress, tracer), names, |s| {
+        pt_rounds(args.steps, &mut state, (progress, tracer), names, |s| {
             pt.step(ladder, s, Par::Rayon)
         })?
     };
     let target = state.into_rungs().pop().expect("at least two rungs");
-    Ok(Some((target, summary, warnings)))
+    Ok(Some(TemperedRun {
+        target,
+        summary,
+        warnings,
+    }))
+}
+
+/// How a PT run names its swap schedule and what explores its rung 0, as its record says
+/// (`schedule`, `rung0`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PtNames<'a> {
+    /// The swap schedule (`deo`, `seo`, `sweep`, ...).
+    pub schedule: &'a str,
+    /// What explores rung 0 (`gibbs`, `exact`, `static-mh`, `kernel`).
+    pub rung0: &'a str,
 }
 
 /// Runs `rounds` rounds of `round` (one PT round on any exchange: a ladder, or a stack of
@@ -941,7 +1024,7 @@ pub(crate) fn pt_rounds<S: Chains>(
     rounds: u64,
     state: &mut PtState<S>,
     mut observer: impl Observer<S>,
-    (schedule_name, rung0_name): (&str, &str),
+    names: PtNames<'_>,
     mut round: impl FnMut(&mut PtState<S>) -> PtInfo,
 ) -> Result<(PtSummary, Vec<String>)> {
     let k = state.rungs().len();
@@ -953,12 +1036,7 @@ pub(crate) fn pt_rounds<S: Chains>(
         index.record(state);
         observer.observe(r, &state.rungs()[k - 1])?;
     }
-    Ok(pt_summary(
-        rounds,
-        &diagnostics,
-        &index,
-        (schedule_name, rung0_name),
-    ))
+    Ok(pt_summary(rounds, &diagnostics, &index, names))
 }
 
 /// The summary of a PT run of `rounds` rounds from its diagnostics and replica index process
@@ -967,7 +1045,7 @@ fn pt_summary(
     rounds: u64,
     diagnostics: &PtDiagnostics,
     index: &IndexProcess,
-    (schedule_name, rung0_name): (&str, &str),
+    names: PtNames<'_>,
 ) -> (PtSummary, Vec<String>) {
     let finite = |x: f64| x.is_finite().then_some(x);
     let tau_exp = index.exponential_time().ok().and_then(|t| finite(t.tau));
@@ -990,7 +1068,7 @@ fn pt_summary(
         ));
     }
     let summary = PtSummary {
-        schedule: schedule_name.into(),
+        schedule: names.schedule.into(),
         betas: Vec::new(),
         checkpoint_updates: None,
         reference: None,
@@ -1003,7 +1081,7 @@ fn pt_summary(
         round_trips: diagnostics.round_trips,
         round_trip_rate: diagnostics.round_trip_rate(),
         ideal_deo_round_trip_rate: finite(diagnostics.ideal_deo_round_trip_rate()),
-        rung0: rung0_name.into(),
+        rung0: names.rung0.into(),
         rung0_acceptance: None,
         index_tau_exp: tau_exp,
         index_tau_int: tau_int,

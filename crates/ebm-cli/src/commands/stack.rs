@@ -13,7 +13,10 @@ use ebm_samplers::tempering::{StackLadder, StackedTempering};
 use ebm_train::{StackTrainer, Trainer, TrainingData};
 use serde::Serialize;
 
-use super::sample::{ModeTracer, SampleOutcome, initial_chains, outcome, schedule_of, tempering};
+use super::sample::{
+    ModeTracer, PtNames, SampleOutcome, SamplerRun, TemperedRun, initial_chains, outcome,
+    schedule_of, tempering,
+};
 use super::train::AnyNegative;
 use crate::cli::{OptimizerArg, SampleArgs, ScheduleArg, TrainSettings, TrainStackArgs};
 use crate::error::{CliError, Result, bail};
@@ -71,34 +74,34 @@ struct TrainStackResults {
 
 /// `ebm train-stack`: trains the stack on --data ([`StackTrainer`]) and writes the RBM files,
 /// the manifest and the run record.
-pub(super) fn train(a: &TrainStackArgs, ctx: &Context) -> Result<()> {
-    let rbm_files = ebm_io::stack_rbm_paths(&a.out, a.hidden_units.len())?;
-    let record = a.out.with_extension("record.json");
-    let mut outputs: Vec<&Path> = vec![&a.out];
+pub(super) fn train(args: &TrainStackArgs, ctx: &Context) -> Result<()> {
+    let rbm_files = ebm_io::stack_rbm_paths(&args.out, args.hidden_units.len())?;
+    let record = args.out.with_extension("record.json");
+    let mut outputs: Vec<&Path> = vec![&args.out];
     outputs.extend(rbm_files.iter().map(PathBuf::as_path));
     let mut all_outputs = outputs.clone();
     all_outputs.push(&record);
-    check_outputs(&all_outputs, &[&a.data])?;
+    check_outputs(&all_outputs, &[&args.data])?;
     let load = ebm_data::LoadOptions {
-        idx_labels: a.labels.clone(),
-        keep_labels: a.keep_labels.clone(),
-        binarize: a.binarize,
+        idx_labels: args.labels.clone(),
+        keep_labels: args.keep_labels.clone(),
+        binarize: args.binarize,
         ..Default::default()
     };
-    let mut ds = ebm_data::load(&a.data, &load)
-        .map_err(|e| CliError::new(format!("--data {}: {e}", a.data.display())))?;
-    if let Some(q) = a.visible_states {
+    let mut ds = ebm_data::load(&args.data, &load)
+        .map_err(|e| CliError::new(format!("--data {}: {e}", args.data.display())))?;
+    if let Some(q) = args.visible_states {
         ds = match ds.domain() {
             Domain::OneHot { q: dq } if dq == q => ds,
             Domain::OneHot { q: dq } => bail!(
                 "--visible-states {q}: {} holds one-hot data of {dq} states",
-                a.data.display()
+                args.data.display()
             ),
             _ => ebm_data::Dataset::new(ds.data().clone(), Domain::Categorical { q }).map_err(
                 |e| {
                     CliError::new(format!(
                         "--visible-states {q}: {} does not hold codes 0..{q}: {e}",
-                        a.data.display()
+                        args.data.display()
                     ))
                 },
             )?,
@@ -111,31 +114,31 @@ pub(super) fn train(a: &TrainStackArgs, ctx: &Context) -> Result<()> {
         Domain::Real => bail!(
             "--data {}: train-stack handles {{0,1}}, {{-1,+1}}, one-hot or categorical data, \
              got real values",
-            a.data.display()
+            args.data.display()
         ),
     };
-    let ds = super::train::potts_ready(ds, q, &a.data)?;
-    let trainer = trainer(a, &ds)?;
+    let ds = super::train::potts_ready(ds, q, &args.data)?;
+    let trainer = trainer(args, &ds)?;
     let samples = ds.n_samples();
     let task = Train {
-        a,
+        args,
         ctx,
         ds,
         q,
         trainer,
     };
-    let rbms = with_kinds(visible, "bernoulli", &a.data, task)?;
+    let rbms = with_kinds(visible, "bernoulli", &args.data, task)?;
     let results = TrainStackResults {
         rbms,
         files: rbm_files.clone(),
-        updates_per_rbm: a.updates,
+        updates_per_rbm: args.updates,
         samples,
     };
     ctx.finish(
         "train-stack",
-        Some(a.seed),
-        a,
-        &[&a.data],
+        Some(args.seed),
+        args,
+        &[&args.data],
         &outputs,
         &results,
         Some(&record),
@@ -145,27 +148,27 @@ pub(super) fn train(a: &TrainStackArgs, ctx: &Context) -> Result<()> {
 /// The trainer of every RBM of the stack: the options of train-stack resolved and checked by
 /// `ebm train`'s rules (negative phase, its ladder, batch size, learning rate), with Adam, and
 /// without `ebm train`'s checkpoint selection (a stack keeps only its trained RBMs).
-fn trainer(a: &TrainStackArgs, ds: &ebm_data::Dataset) -> Result<Trainer<AnyNegative>> {
+fn trainer(args: &TrainStackArgs, ds: &ebm_data::Dataset) -> Result<Trainer<AnyNegative>> {
     let samples = ds.weights().iter().filter(|&&w| w > 0.0).count();
     let settings = TrainSettings {
-        negative: a.negative,
-        sweeps: a.sweeps,
-        chains: Some(a.chains),
-        ladder: a.ladder.clone(),
+        negative: args.negative,
+        sweeps: args.sweeps,
+        chains: Some(args.chains),
+        ladder: args.ladder.clone(),
         optimizer: Some(OptimizerArg::Adam),
-        learning_rate: Some(a.learning_rate),
-        batch_size: Some(a.batch_size.min(samples)),
+        learning_rate: Some(args.learning_rate),
+        batch_size: Some(args.batch_size.min(samples)),
         ..TrainSettings::default()
     };
     let mut trainer =
-        super::train::resolve(&settings, crate::models::Precision::F64, a.updates, ds)?.trainer;
+        super::train::resolve(&settings, crate::models::Precision::F64, args.updates, ds)?.trainer;
     trainer.checkpoints = None;
     Ok(trainer)
 }
 
 /// The training of `ebm train-stack` once the visible unit type is known.
 struct Train<'a> {
-    a: &'a TrainStackArgs,
+    args: &'a TrainStackArgs,
     ctx: &'a Context,
     ds: ebm_data::Dataset,
     /// Potts states of the visible units (one-hot data).
@@ -180,7 +183,7 @@ impl KindsTask for Train<'_> {
         self,
     ) -> Result<Vec<ModelSummary>> {
         let Train {
-            a,
+            args,
             ctx,
             ds,
             q,
@@ -188,26 +191,31 @@ impl KindsTask for Train<'_> {
         } = self;
         let units = ds.n_features() / q.unwrap_or(1);
         let visible = V::with_units(units, q).map_err(CliError::new)?;
-        let ds = visible_data(&visible, ds, &a.data)?;
+        let ds = visible_data(&visible, ds, &args.data)?;
         let data =
             TrainingData::new(&visible, ds.data().clone())?.with_weights(ds.weights().to_vec())?;
-        let hidden = a
+        let hidden = args
             .hidden_units
             .iter()
             .map(|&m| H::with_units(m, None).map_err(CliError::new))
             .collect::<Result<Vec<_>>>()?;
-        let depth = a.hidden_units.len() as u64;
-        let mut progress = ProgressObserver(ctx.progress(a.updates * depth, "train-stack"));
+        let depth = args.hidden_units.len() as u64;
+        let mut progress = ProgressObserver(ctx.progress(args.updates * depth, "train-stack"));
         let stack = StackTrainer {
             trainer,
-            updates: a.updates,
+            updates: args.updates,
             weight_std: 0.01,
         }
-        .train(visible, hidden, &data, a.seed, Par::Rayon, |n, u, info| {
-            progress.observe(n as u64 * a.updates + u, info)
-        })?;
-        ebm_io::save_stack(&stack, &a.out)?;
-        ctx.say(format!("stack: {}", a.out.display()));
+        .train(
+            visible,
+            hidden,
+            &data,
+            args.seed,
+            Par::Rayon,
+            |n, u, info| progress.observe(n as u64 * args.updates + u, info),
+        )?;
+        ebm_io::save_stack(&stack, &args.out)?;
+        ctx.say(format!("stack: {}", args.out.display()));
         let mut summaries = Vec::new();
         for (n, r) in stack.rbms().iter().enumerate() {
             let (line, summary) = match r {
@@ -232,13 +240,13 @@ impl KindsTask for Train<'_> {
 /// `mpirun -n K` the RBMs are sharded over the K processes by rung, and rank 0, which holds
 /// the bottom RBM, returns what one process would; the other ranks return `None`.
 pub(super) fn sample(
-    a: &SampleArgs,
+    args: &SampleArgs,
     ctx: &Context,
     data: Option<ebm_data::Dataset>,
     path: &Path,
 ) -> Result<Option<SampleOutcome>> {
     struct Run<'a> {
-        a: &'a SampleArgs,
+        args: &'a SampleArgs,
         ctx: &'a Context,
         data: Option<ebm_data::Dataset>,
     }
@@ -249,41 +257,46 @@ pub(super) fn sample(
             stack: Stack<V, H>,
             _path: &Path,
         ) -> Result<Option<SampleOutcome>> {
-            let Run { a, ctx, data } = self;
+            let Run { args, ctx, data } = self;
             let bottom = stack.bottom().clone();
-            let data = match (data, &a.data) {
+            let data = match (data, &args.data) {
                 (Some(ds), Some(p)) => Some(visible_data(bottom.visible(), ds, p)?),
                 _ => None,
             };
-            let start = initial_chains(&bottom, a, data.as_ref())?;
-            let (schedule, schedule_name) = schedule_of(a.schedule.unwrap_or(ScheduleArg::Deo));
+            let start = initial_chains(&bottom, args, data.as_ref())?;
+            let (schedule, schedule_name) = schedule_of(args.schedule.unwrap_or(ScheduleArg::Deo));
             let mut st = StackedTempering::new(schedule);
-            st.pt.kernel.sweeps = a.sweeps;
+            st.pt.kernel.sweeps = args.sweeps;
             let depth = stack.len();
             let ladder = StackLadder::new(stack);
-            let state = st.init(&ladder, &start.visible, a.seed, Par::Rayon)?;
-            let mut tracer = ModeTracer::new(a, data.as_ref())?;
+            let state = st.init(&ladder, &start.visible, args.seed, Par::Rayon)?;
+            let mut tracer = ModeTracer::new(args, data.as_ref())?;
             tracer.record(0, &state.rungs()[depth - 1].visible)?;
             let engine = st.engine(&ladder);
-            let names = (schedule_name, "gibbs");
-            let Some((bottom_chains, mut pt, warnings)) =
-                tempering(a, ctx, (&engine, &ladder), state, &mut tracer, names)?
+            let names = PtNames {
+                schedule: schedule_name,
+                rung0: "gibbs",
+            };
+            let Some(TemperedRun {
+                target,
+                summary: mut pt,
+                warnings,
+            }) = tempering(args, ctx, (&engine, &ladder), state, &mut tracer, names)?
             else {
                 return Ok(None);
             };
             pt.betas = vec![1.0; depth];
-            let samples = bottom_chains.visible;
-            let run = (
-                samples,
-                1.0,
-                (a.sweeps * depth) as u64,
-                format!("ST ({schedule_name}, {depth} RBMs)"),
-                Some(pt),
-            );
-            let mut out = outcome(a, &bottom, run, tracer, warnings)?;
+            let run = SamplerRun {
+                samples: target.visible,
+                beta: 1.0,
+                sweeps_per_step: (args.sweeps * depth) as u64,
+                description: format!("ST ({schedule_name}, {depth} RBMs)"),
+                pt: Some(pt),
+            };
+            let mut out = outcome(args, &bottom, run, tracer, warnings)?;
             out.model = format!("stack of {depth} RBMs, bottom {}", out.model);
             Ok(Some(out))
         }
     }
-    with_stack(path, Run { a, ctx, data })
+    with_stack(path, Run { args, ctx, data })
 }

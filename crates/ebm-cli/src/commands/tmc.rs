@@ -109,22 +109,22 @@ fn reject(o: &TmcOptions, names: &[&str], what: &str, why: &str) -> Result<()> {
 
 /// Checks the options of `ebm sample` that concern TMC: none for other samplers; for tmc, no
 /// ladder, temperature, initialisation or tracing option, and `--data` only where it is used.
-pub(super) fn check_sample_options(a: &SampleArgs, sampler: &str) -> Result<()> {
-    if a.sampler != SamplerArg::Tmc {
-        if let Some(g) = given(&a.tmc).first() {
+pub(super) fn check_sample_options(args: &SampleArgs, sampler: &str) -> Result<()> {
+    if args.sampler != SamplerArg::Tmc {
+        if let Some(g) = given(&args.tmc).first() {
             bail!("{g} does not apply to --sampler {sampler} (it sets --sampler tmc)");
         }
         return Ok(());
     }
     for (set, name) in [
-        (a.rungs.is_some(), "--rungs"),
-        (a.beta_min.is_some(), "--beta-min"),
-        (a.betas.is_some(), "--betas"),
-        (a.schedule.is_some(), "--schedule"),
-        (a.beta.is_some(), "--beta"),
-        (a.init != crate::cli::InitArg::Default, "--init"),
-        (a.trace_every.is_some(), "--trace-every"),
-        (a.mode_threshold.is_some(), "--mode-threshold"),
+        (args.rungs.is_some(), "--rungs"),
+        (args.beta_min.is_some(), "--beta-min"),
+        (args.betas.is_some(), "--betas"),
+        (args.schedule.is_some(), "--schedule"),
+        (args.beta.is_some(), "--beta"),
+        (args.init != crate::cli::InitArg::Default, "--init"),
+        (args.trace_every.is_some(), "--trace-every"),
+        (args.mode_threshold.is_some(), "--mode-threshold"),
     ] {
         if set {
             bail!(
@@ -133,8 +133,8 @@ pub(super) fn check_sample_options(a: &SampleArgs, sampler: &str) -> Result<()> 
             );
         }
     }
-    reject_dimensions(&a.tmc, "ebm sample --sampler tmc")?;
-    check_data_use(&a.tmc, a.data.is_some())
+    reject_dimensions(&args.tmc, "ebm sample --sampler tmc")?;
+    check_data_use(&args.tmc, args.data.is_some())
 }
 
 /// `--dimensions` is for `ebm train --negative tmc` only: profiles and sampling on the
@@ -344,7 +344,7 @@ pub(super) struct TmcRun {
 }
 
 struct SampleTask<'a> {
-    a: &'a SampleArgs,
+    args: &'a SampleArgs,
     data: Option<&'a Dataset>,
 }
 
@@ -355,10 +355,10 @@ impl<H: TrainableLayer<Scalar = f64>> DiscreteTask<H> for SampleTask<'_> {
         self,
         rbm: &Rbm<V, H>,
     ) -> Result<TmcRun> {
-        let a = self.a;
-        let plan = plan(rbm, &a.tmc, self.data)?;
-        let sweeps = a.steps as usize * a.sweeps;
-        let gibbs_sweeps = a.tmc.gibbs_sweeps.unwrap_or(0);
+        let args = self.args;
+        let plan = plan(rbm, &args.tmc, self.data)?;
+        let sweeps = args.steps as usize * args.sweeps;
+        let gibbs_sweeps = args.tmc.gibbs_sweeps.unwrap_or(0);
         let settings = SamplingSettings {
             profile: plan.settings,
             sweeps,
@@ -369,8 +369,8 @@ impl<H: TrainableLayer<Scalar = f64>> DiscreteTask<H> for SampleTask<'_> {
             &plan.order,
             &plan.grid,
             &settings,
-            a.chains,
-            a.seed,
+            args.chains,
+            args.seed,
             Par::Rayon,
         )?;
         let summary = TmcSummary {
@@ -387,7 +387,7 @@ impl<H: TrainableLayer<Scalar = f64>> DiscreteTask<H> for SampleTask<'_> {
                  sweeps per sample)",
                 s.alpha, s.grid_points, s.replicas
             ),
-            sweeps_per_step: ((sweeps + gibbs_sweeps) as u64).div_ceil(a.steps),
+            sweeps_per_step: ((sweeps + gibbs_sweeps) as u64).div_ceil(args.steps),
             summary,
             warnings: out.warnings.iter().map(ToString::to_string).collect(),
         })
@@ -398,7 +398,7 @@ impl<H: TrainableLayer<Scalar = f64>> DiscreteTask<H> for SampleTask<'_> {
 /// [`check_sample_options`]): TMC sampling by [`profile::sample`].
 pub(super) struct SampleTmc<'a> {
     /// The command line.
-    pub a: &'a SampleArgs,
+    pub args: &'a SampleArgs,
     /// `--data`, in the visible units' domain.
     pub data: Option<&'a Dataset>,
 }
@@ -409,8 +409,8 @@ impl F64Task for SampleTmc<'_> {
         self,
         rbm: &Rbm<V, H>,
     ) -> Result<TmcRun> {
-        let SampleTmc { a, data } = self;
-        on_discrete_visible(rbm, SampleTask { a, data })
+        let SampleTmc { args, data } = self;
+        on_discrete_visible(rbm, SampleTask { args, data })
             .unwrap_or_else(|| Err(CliError::new(not_discrete("--sampler tmc"))))
     }
 }
@@ -635,7 +635,7 @@ struct ProfileResults {
 }
 
 struct ProfileTask<'a> {
-    a: &'a TmcProfileArgs,
+    args: &'a TmcProfileArgs,
     data: Option<Dataset>,
 }
 
@@ -647,12 +647,12 @@ impl RbmTask for ProfileTask<'_> {
         rbm: Rbm<V, H>,
         file: &Path,
     ) -> Result<Self::Output> {
-        let data = match (self.data, &self.a.data) {
+        let data = match (self.data, &self.args.data) {
             (Some(ds), Some(path)) => Some(visible_data(rbm.visible(), ds, path)?),
             _ => None,
         };
         struct Go<'a> {
-            a: &'a TmcProfileArgs,
+            args: &'a TmcProfileArgs,
             data: Option<&'a Dataset>,
         }
         impl<H: TrainableLayer<Scalar = f64>> DiscreteTask<H> for Go<'_> {
@@ -661,13 +661,13 @@ impl RbmTask for ProfileTask<'_> {
                 self,
                 rbm: &Rbm<V, H>,
             ) -> Self::Output {
-                let plan = plan(rbm, &self.a.tmc, self.data)?;
+                let plan = plan(rbm, &self.args.tmc, self.data)?;
                 let m = profile::measure(
                     rbm,
                     &plan.order,
                     &plan.grid,
                     &plan.settings,
-                    self.a.seed,
+                    self.args.seed,
                     Par::Rayon,
                 )?;
                 let summary = plan.summary.with_measured(&m);
@@ -677,7 +677,7 @@ impl RbmTask for ProfileTask<'_> {
         let (m, summary) = on_discrete_visible(
             &rbm,
             Go {
-                a: self.a,
+                args: self.args,
                 data: data.as_ref(),
             },
         )
@@ -695,36 +695,39 @@ impl RbmTask for ProfileTask<'_> {
 /// Runs `ebm tmc ...`.
 pub(super) fn execute(c: &TmcCommand, ctx: &Context) -> Result<()> {
     match c {
-        TmcCommand::Profile(a) => profile_command(a, ctx),
+        TmcCommand::Profile(args) => profile_command(args, ctx),
     }
 }
 
-fn profile_command(a: &TmcProfileArgs, ctx: &Context) -> Result<()> {
+fn profile_command(args: &TmcProfileArgs, ctx: &Context) -> Result<()> {
     reject(
-        &a.tmc,
+        &args.tmc,
         &["--gibbs-sweeps"],
         "ebm tmc profile",
         " (it sets the sampling of ebm sample --sampler tmc)",
     )?;
-    reject_dimensions(&a.tmc, "ebm tmc profile")?;
-    check_data_use(&a.tmc, a.data.is_some())?;
-    if a.out.extension().and_then(|e| e.to_str()) != Some("csv") {
-        bail!("--out {}: the profile is written as .csv", a.out.display());
+    reject_dimensions(&args.tmc, "ebm tmc profile")?;
+    check_data_use(&args.tmc, args.data.is_some())?;
+    if args.out.extension().and_then(|e| e.to_str()) != Some("csv") {
+        bail!(
+            "--out {}: the profile is written as .csv",
+            args.out.display()
+        );
     }
-    let plot = a
+    let plot = args
         .plot
         .clone()
-        .unwrap_or_else(|| a.out.with_extension("svg"));
+        .unwrap_or_else(|| args.out.with_extension("svg"));
     ImageFormat::from_path(&plot).map_err(|e| CliError::new(format!("--plot: {e}")))?;
-    let barrier_path = a.out.with_extension("barrier.csv");
-    let record = record_path_for(&a.out);
-    let mut inputs: Vec<&Path> = vec![&a.model];
-    if let Some(d) = &a.data {
+    let barrier_path = args.out.with_extension("barrier.csv");
+    let record = record_path_for(&args.out);
+    let mut inputs: Vec<&Path> = vec![&args.model];
+    if let Some(d) = &args.data {
         inputs.push(d);
     }
-    check_outputs(&[&a.out, &barrier_path, &plot, &record], &inputs)?;
-    let data = a.data.as_deref().map(load_dataset).transpose()?;
-    let (m, summary, description, model) = with_model(&a.model, ProfileTask { a, data })?;
+    check_outputs(&[&args.out, &barrier_path, &plot, &record], &inputs)?;
+    let data = args.data.as_deref().map(load_dataset).transpose()?;
+    let (m, summary, description, model) = with_model(&args.model, ProfileTask { args, data })?;
 
     let rec = &m.reconstruction;
     let gradient = m.profile.gradient();
@@ -760,7 +763,7 @@ fn profile_command(a: &TmcProfileArgs, ctx: &Context) -> Result<()> {
             m.left_weight_se
         ));
     }
-    for (path, text) in [(&a.out, &csv), (&barrier_path, &barrier_csv)] {
+    for (path, text) in [(&args.out, &csv), (&barrier_path, &barrier_csv)] {
         ebm_io::write_atomically(path, |w| w.write_all(text.as_bytes()))?;
     }
     let title = match &m.barrier {
@@ -792,7 +795,7 @@ fn profile_command(a: &TmcProfileArgs, ctx: &Context) -> Result<()> {
         summary.replicas,
         summary.burn_in,
         summary.measure,
-        a.seed
+        args.seed
     ));
     match &m.barrier {
         Some(b) => ctx.say(format!(
@@ -813,7 +816,7 @@ fn profile_command(a: &TmcProfileArgs, ctx: &Context) -> Result<()> {
     }
     ctx.say(format!(
         "profile: {}; barrier: {}; plot: {}",
-        a.out.display(),
+        args.out.display(),
         barrier_path.display(),
         plot.display()
     ));
@@ -824,10 +827,10 @@ fn profile_command(a: &TmcProfileArgs, ctx: &Context) -> Result<()> {
     };
     ctx.finish(
         "tmc profile",
-        Some(a.seed),
-        a,
+        Some(args.seed),
+        args,
         &inputs,
-        &[&a.out, &barrier_path, &plot],
+        &[&args.out, &barrier_path, &plot],
         &results,
         Some(&record),
     )

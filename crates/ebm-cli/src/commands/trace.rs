@@ -87,15 +87,15 @@ struct ModeRule {
 
 impl ModeRule {
     /// The rule of `--modes` (default `pc1`) fitted to `ds`.
-    fn new(a: &SampleArgs, ds: &Dataset) -> Result<Self> {
+    fn new(args: &SampleArgs, ds: &Dataset) -> Result<Self> {
         let fit = |k: usize| {
             ebm_data::pca(ds, k.min(ds.n_features()), Centering::Centered)
                 .map_err(|e| CliError::new(format!("--trace-every: PCA of the data: {e}")))
         };
-        let rule = a.modes.clone().unwrap_or(ModeRuleArg::Pc1);
+        let rule = args.modes.clone().unwrap_or(ModeRuleArg::Pc1);
         let (pca, classifier, description, names) = match rule {
             ModeRuleArg::Pc1 => {
-                let t = a.mode_threshold.unwrap_or(0.0);
+                let t = args.mode_threshold.unwrap_or(0.0);
                 (
                     fit(1)?,
                     ModeClassifier::Threshold {
@@ -134,7 +134,7 @@ impl ModeRule {
                 let pca = fit(k.min(MAX_MODE_COMPONENTS))?;
                 let x = pca.project(ds.data())?;
                 let km =
-                    ebm_data::kmeans::kmeans(&x, k, KMEANS_RESTARTS, KMEANS_ITERATIONS, a.seed)?;
+                    ebm_data::kmeans::kmeans(&x, k, KMEANS_RESTARTS, KMEANS_ITERATIONS, args.seed)?;
                 let centres = km
                     .centres
                     .column_iter()
@@ -142,7 +142,7 @@ impl ModeRule {
                 let description = format!(
                     "kmeans:{k}: the nearest of {k} k-means centres of the data (seed {}) on \
                      its first {} principal components",
-                    a.seed,
+                    args.seed,
                     pca.n_components()
                 );
                 (
@@ -258,19 +258,19 @@ struct TraceState {
 impl ModeTracer {
     /// A tracer for `--trace-every` (modes with `data`, chain 0 with `--chain-out`), or one
     /// that records nothing.
-    pub(crate) fn new(a: &SampleArgs, data: Option<&Dataset>) -> Result<Self> {
-        let Some(every) = a.trace_every else {
+    pub(crate) fn new(args: &SampleArgs, data: Option<&Dataset>) -> Result<Self> {
+        let Some(every) = args.trace_every else {
             return Ok(Self { state: None });
         };
         let modes = data
-            .map(|ds| ModeRule::new(a, ds).map(|r| (r, Vec::new())))
+            .map(|ds| ModeRule::new(args, ds).map(|r| (r, Vec::new())))
             .transpose()?;
         Ok(Self {
             state: Some(TraceState {
                 every,
                 steps: Vec::new(),
                 modes,
-                chain: a.chain_out.as_ref().map(|_| Vec::new()),
+                chain: args.chain_out.as_ref().map(|_| Vec::new()),
             }),
         })
     }

@@ -1154,12 +1154,12 @@ impl TrainOutputs {
         }
     }
 
-    /// The files a run of `a` reads.
-    fn inputs(a: &TrainArgs) -> Vec<&Path> {
+    /// The files a run of `args` reads.
+    fn inputs(args: &TrainArgs) -> Vec<&Path> {
         [
-            Some(a.data.as_path()),
-            a.test.as_deref(),
-            a.resume.as_deref(),
+            Some(args.data.as_path()),
+            args.test.as_deref(),
+            args.resume.as_deref(),
         ]
         .into_iter()
         .flatten()
@@ -1226,19 +1226,19 @@ pub(crate) struct TrainResults {
     pub tether_below_curvature: Option<TetherBelowCurvature>,
 }
 
-pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResults>> {
-    let deadline = a
+pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainResults>> {
+    let deadline = args
         .time_limit
         .map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s));
-    let ext = a.out.extension().and_then(|e| e.to_str());
+    let ext = args.out.extension().and_then(|e| e.to_str());
     if ext != Some("safetensors") {
         bail!(
             "--out {}: the model file must have the extension .safetensors",
-            a.out.display()
+            args.out.display()
         );
     }
-    let out = TrainOutputs::of(&a.out);
-    let inputs = TrainOutputs::inputs(a);
+    let out = TrainOutputs::of(&args.out);
+    let inputs = TrainOutputs::inputs(args);
     let written: [&Path; 6] = [
         &out.model,
         &out.trajectory,
@@ -1266,9 +1266,9 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
         ));
     }
     world.broadcast(&[]);
-    let resume = match &a.resume {
+    let resume = match &args.resume {
         Some(path) => {
-            let given = given_settings(&a.settings);
+            let given = given_settings(&args.settings);
             if !given.is_empty() {
                 bail!(
                     "{} cannot be given with --resume: the settings come from the state file",
@@ -1285,7 +1285,7 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
                 .check()
                 .map_err(|e| CliError::from(e.in_file(path)))?;
             let mut config = header.config;
-            if let Some(p) = a.precision
+            if let Some(p) = args.precision
                 && p != config.precision
             {
                 bail!(
@@ -1296,19 +1296,19 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
                     config.precision
                 );
             }
-            resume_learning_rate(&mut config, header.state.update, a, path)?;
+            resume_learning_rate(&mut config, header.state.update, args, path)?;
             Some((path.as_path(), value, config, header.data, header.log))
         }
         None => None,
     };
-    let data = load_dataset(&a.data)?;
-    let test = a.test.as_deref().map(load_dataset).transpose()?;
+    let data = load_dataset(&args.data)?;
+    let test = args.test.as_deref().map(load_dataset).transpose()?;
     let config = match &resume {
         Some((_, _, config, _, _)) => config.clone(),
         None => resolve(
-            &a.settings,
-            a.precision.unwrap_or_default(),
-            a.updates,
+            &args.settings,
+            args.precision.unwrap_or_default(),
+            args.updates,
             &data,
         )?,
     };
@@ -1319,7 +1319,7 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
         if config.pretrain.is_some() {
             ctx.one_process("--pretrain")?;
         }
-        if a.time_limit.is_some() {
+        if args.time_limit.is_some() {
             ctx.one_process("--time-limit")?;
         }
     }
@@ -1330,7 +1330,7 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
     );
     let exact_draws = config.trainer.checkpoints.as_ref().map(|p| p.exact_draws);
     let task = TrainTask {
-        a,
+        args,
         ctx,
         config,
         data,
@@ -1340,7 +1340,7 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
         deadline,
     };
     crate::signals::install();
-    let Some(outcome) = with_kinds_in(precision, &visible, &hidden, &a.data, task)? else {
+    let Some(outcome) = with_kinds_in(precision, &visible, &hidden, &args.data, task)? else {
         // Not rank 0: it reports and writes.
         return Ok(None);
     };
@@ -1407,9 +1407,9 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
             "stopped by --time-limit after update {} of {}: every output is written; continue \
              with --resume {} --updates {}",
             r.updates,
-            a.updates,
+            args.updates,
             out.state.display(),
-            a.updates
+            args.updates
         ));
     }
     if let Some(signal) = outcome.interrupted {
@@ -1419,9 +1419,9 @@ pub(super) fn execute(a: &TrainArgs, ctx: &Context) -> Result<Option<TrainResult
                  with --resume {} --updates {}",
                 crate::signals::name(signal),
                 r.updates,
-                a.updates,
+                args.updates,
                 out.state.display(),
-                a.updates
+                args.updates
             ),
             crate::signals::exit_code(signal),
         ));
@@ -1441,7 +1441,7 @@ struct RecordedSettings<'a> {
 }
 
 struct TrainTask<'a> {
-    a: &'a TrainArgs,
+    args: &'a TrainArgs,
     ctx: &'a Context,
     config: TrainConfig,
     data: Dataset,
@@ -1509,7 +1509,7 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
 
     fn run<V: CliLayer<Scalar = F>, H: CliLayer<Scalar = F>>(self) -> Result<Option<TrainOutcome>> {
         let TrainTask {
-            a,
+            args,
             ctx,
             config,
             data,
@@ -1520,7 +1520,7 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
         } = self;
         // The visible layer's shape from the data.
         let q = config.visible_states;
-        let data = potts_ready(data, q, &a.data)?;
+        let data = potts_ready(data, q, &args.data)?;
         let width = data.n_features();
         let units = match q {
             Some(q) => {
@@ -1528,7 +1528,7 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
                     bail!(
                         "{}: {width} values per sample are not whole one-hot blocks of {q} \
                          states (potts units)",
-                        a.data.display()
+                        args.data.display()
                     );
                 }
                 width / q
@@ -1545,8 +1545,8 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
         )?;
         let layer =
             V::with_units(units, q).map_err(|e| CliError::new(format!("--visible: {e}")))?;
-        let data = visible_data(&layer, data, &a.data)?;
-        let test = match (test, &a.test) {
+        let data = visible_data(&layer, data, &args.data)?;
+        let test = match (test, &args.test) {
             (Some(t), Some(path)) => {
                 let t = potts_ready(t, q, path)?;
                 Some(visible_data(&layer, t, path)?)
@@ -1567,7 +1567,7 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
                     bail!(
                         "{}: these are not the training data of the state {} ({} samples x {} \
                          values, hash {}; the state was trained on {} x {}, hash {})",
-                        a.data.display(),
+                        args.data.display(),
                         path.display(),
                         fingerprint.samples,
                         fingerprint.features,
@@ -1594,7 +1594,7 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
                     .pretrain
                     .as_ref()
                     .map(|p| {
-                        let figure = a.out.with_extension("pretrain.svg");
+                        let figure = args.out.with_extension("pretrain.svg");
                         let n = config.hidden_units;
                         super::pretrain::Pretrained::<V, H>::fit(
                             p,
@@ -1636,23 +1636,23 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
             }
         };
         let first = state.update;
-        if a.updates <= first {
+        if args.updates <= first {
             bail!(
                 "--updates {}: the state is already at update {first}; give a larger total",
-                a.updates
+                args.updates
             );
         }
         // This invocation ends at --updates, or earlier with --stop-after.
-        let stop = a
+        let stop = args
             .stop_after
-            .map_or(a.updates, |n| first.saturating_add(n).min(a.updates));
+            .map_or(args.updates, |n| first.saturating_add(n).min(args.updates));
         let todo = stop - first;
         let trainer = &config.trainer;
 
         let mut tracker = Tracker::default();
         let mut log = CsvLog::new(Vec::new());
         let exact_ll = enumerable(state.model.visible(), state.model.hidden());
-        let mut pll = a.pll_every.map(|_| PllLog::new(config.seed, exact_ll));
+        let mut pll = args.pll_every.map(|_| PllLog::new(config.seed, exact_ll));
         // The resumed log, checked against the state (after the state's own checks).
         let previous = match resume.as_ref() {
             Some((p, _, _, digest)) => {
@@ -1672,7 +1672,7 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
             None => String::new(),
         };
         let outputs = Outputs {
-            a,
+            args,
             ctx,
             out,
             config: &config,
@@ -1692,8 +1692,8 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
             }
             let boundary = |every: Option<u64>, u: u64| every.map_or(u64::MAX, |n| (u / n + 1) * n);
             while state.update < stop {
-                let next = boundary(a.pll_every, state.update)
-                    .min(boundary(a.save_every, state.update))
+                let next = boundary(args.pll_every, state.update)
+                    .min(boundary(args.save_every, state.update))
                     .min(stop);
                 let stretch = next - state.update;
                 // The interrupt observer comes last: every other one has seen the update.
@@ -1716,12 +1716,15 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
                     (done, _) => done?,
                 }
                 if let Some(p) = pll.as_mut()
-                    && a.pll_every
+                    && args
+                        .pll_every
                         .is_some_and(|n| state.update.is_multiple_of(n) || state.update == stop)
                 {
                     p.record(state.update, &state.model, train.samples())?;
                 }
-                if a.save_every.is_some_and(|n| state.update.is_multiple_of(n))
+                if args
+                    .save_every
+                    .is_some_and(|n| state.update.is_multiple_of(n))
                     && state.update < stop
                     && ctx.world().is_root()
                 {
@@ -1787,7 +1790,7 @@ impl Observer<TrainInfo> for Interrupt {
 
 /// What the outputs of a run are written from, besides the state.
 struct Outputs<'a> {
-    a: &'a TrainArgs,
+    args: &'a TrainArgs,
     ctx: &'a Context,
     out: &'a TrainOutputs,
     config: &'a TrainConfig,
@@ -1849,20 +1852,20 @@ impl Outputs<'_> {
             ebm_io::write_atomically(&set.stage(&out.pll), |w| w.write_all(p.text.as_bytes()))?;
         }
         let results = self.results(state, tracker, trajectory.updates(), pll);
-        let a = self.a;
+        let args = self.args;
         let settings = RecordedSettings {
-            data: &a.data,
-            test: a.test.as_deref(),
-            out: &a.out,
-            resume: a.resume.as_deref(),
-            updates: a.updates,
+            data: &args.data,
+            test: args.test.as_deref(),
+            out: &args.out,
+            resume: args.resume.as_deref(),
+            updates: args.updates,
             config: self.config,
         };
         let record = self.ctx.record(
             "train",
             Some(self.config.seed),
             &settings,
-            &TrainOutputs::inputs(a),
+            &TrainOutputs::inputs(args),
             &out.written(pll.is_some()),
             &results,
         )?;

@@ -166,10 +166,10 @@ struct LiftedResults {
     commands: Vec<String>,
 }
 
-pub(super) fn lifted_training_digits(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
+pub(super) fn lifted_training_digits(args: &ReproduceArgs, ctx: &Context) -> Result<()> {
     let started = Instant::now();
-    let plan = Plan::new(a.quick);
-    let dir = output_dir(a, "lifted-training-digits")?;
+    let plan = Plan::new(args.quick);
+    let dir = output_dir(args, "lifted-training-digits")?;
     let p = |name: &str| dir.join(name);
     let data = p("digits-nudged.npy");
     let (csv, report) = (p("results.csv"), p("report.md"));
@@ -203,7 +203,7 @@ pub(super) fn lifted_training_digits(a: &ReproduceArgs, ctx: &Context) -> Result
         "the 1797 binarised 8x8 digits and their one-pixel translations (8985 images)",
         "data generate digits --nudge --out @DATA",
     )?;
-    let seed = a.seed;
+    let seed = args.seed;
     let updates = plan.updates_per_epoch * plan.epochs;
     let mut curves = Vec::new();
     let mut small_curves = Vec::new();
@@ -312,7 +312,7 @@ pub(super) fn lifted_training_digits(a: &ReproduceArgs, ctx: &Context) -> Result
     };
     ebm_io::write_atomically(&csv, |w| w.write_all(long_csv(&results).as_bytes()))?;
     ebm_io::write_atomically(&report, |w| {
-        w.write_all(lifted_report(a, &results, &dir).as_bytes())
+        w.write_all(lifted_report(args, &results, &dir).as_bytes())
     })?;
     for c in results.curves.iter().chain(&results.small_curves) {
         let last = c.rows.last().expect("at least one row");
@@ -329,7 +329,7 @@ pub(super) fn lifted_training_digits(a: &ReproduceArgs, ctx: &Context) -> Result
         ));
     }
     super::finish(
-        a,
+        args,
         ctx,
         &dir,
         (&results.verdict, &results.reason),
@@ -546,7 +546,7 @@ fn long_csv(r: &LiftedResults) -> String {
     s
 }
 
-fn lifted_report(a: &ReproduceArgs, r: &LiftedResults, dir: &Path) -> String {
+fn lifted_report(args: &ReproduceArgs, r: &LiftedResults, dir: &Path) -> String {
     let plan = &r.plan;
     let per = plan.updates_per_epoch;
     let mut s = super::report_head(
@@ -569,8 +569,8 @@ fn lifted_report(a: &ReproduceArgs, r: &LiftedResults, dir: &Path) -> String {
          deterministic even/odd one. Every variant uses the step alpha/B (the authors' PT code \
          used alpha/T). The visible fields start at the data frequencies, the \
          weights at N(0, 0.01^2).\n",
-        a.seed,
-        if a.quick { ", quick mode" } else { "" },
+        args.seed,
+        if args.quick { ", quick mode" } else { "" },
         r.training_images,
         plan.hidden_units,
         plan.epochs,

@@ -99,7 +99,7 @@ struct ModelFiles {
 /// them): its trajectory (`MODEL.trajectory.safetensors`, also beside it), its data (`--data`,
 /// or the training's `--data` as the record gives it, relative to where the training ran) and
 /// the training's results.
-fn given_model(a: &ReproduceArgs, model: &Path) -> Result<(ModelFiles, TrainResults)> {
+fn given_model(args: &ReproduceArgs, model: &Path) -> Result<(ModelFiles, TrainResults)> {
     let files = TrainOutputs::of(model);
     let record = read_record::<TrainResults>(&files.record, "train")
         .map_err(|e| CliError::new(format!("--model {}: {e}", model.display())))?;
@@ -118,7 +118,7 @@ fn given_model(a: &ReproduceArgs, model: &Path) -> Result<(ModelFiles, TrainResu
             model.display()
         );
     }
-    let data = match &a.data {
+    let data = match &args.data {
         Some(d) => d.clone(),
         None => {
             let recorded = record.settings["data"].as_str().map(PathBuf::from);
@@ -145,12 +145,16 @@ fn given_model(a: &ReproduceArgs, model: &Path) -> Result<(ModelFiles, TrainResu
     Ok((files, record.results))
 }
 
-pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
+pub(super) fn logz_estimators(args: &ReproduceArgs, ctx: &Context) -> Result<()> {
     let started = Instant::now();
-    let plan = DemoPlan::new(a.quick);
-    let dir = output_dir(a, "logz-estimators")?;
+    let plan = DemoPlan::new(args.quick);
+    let dir = output_dir(args, "logz-estimators")?;
     let p = |name: &str| dir.join(name);
-    let given = a.model.as_deref().map(|m| given_model(a, m)).transpose()?;
+    let given = args
+        .model
+        .as_deref()
+        .map(|m| given_model(args, m))
+        .transpose()?;
     let files = match &given {
         Some((f, _)) => f.clone(),
         None => ModelFiles {
@@ -187,7 +191,7 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
         ],
         commands: Vec::new(),
     };
-    let seed = a.seed;
+    let seed = args.seed;
     let trained = match given {
         Some((_, trained)) => trained,
         None => ising_and_training(&plan, seed, false, model, &mut runner, ctx)?.1,
@@ -201,8 +205,8 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
         .as_f64()
         .ok_or_else(|| CliError::new("reproduce: the exact record has no log_z"))?;
     let k = trained.checkpoint_updates.len() as u64;
-    let chains = if a.quick { 200 } else { 500 };
-    let budgets: Vec<u64> = if a.quick {
+    let chains = if args.quick { 200 } else { 500 };
+    let budgets: Vec<u64> = if args.quick {
         vec![30, 120]
     } else {
         vec![50, 200, 800, 3200]
@@ -346,11 +350,11 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
     let results = LogZResults {
         claim: "logz-estimators",
         paper_statement: PAPER_000_FIG3,
-        plan: a.model.is_none().then_some(plan),
+        plan: args.model.is_none().then_some(plan),
         model: TrainedModel {
             files: files.clone(),
             summary: trained.model.clone(),
-            given: a.model.is_some(),
+            given: args.model.is_some(),
         },
         exact_log_z: exact,
         chains,
@@ -363,13 +367,13 @@ pub(super) fn logz_estimators(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
         commands: std::mem::take(&mut runner.commands),
     };
     ebm_io::write_atomically(&report, |w| {
-        w.write_all(report_text(a, &results, &dir).as_bytes())
+        w.write_all(report_text(args, &results, &dir).as_bytes())
     })?;
     for (label, e) in &results.ranking {
         ctx.say(format!("reproduce: {label:<18} |error| {e:.4}"));
     }
     super::finish(
-        a,
+        args,
         ctx,
         &dir,
         (&results.verdict, &results.reason),
@@ -461,7 +465,7 @@ fn write_csv(path: &Path, rows: &[LogZRow], exact: f64) -> Result<()> {
     Ok(())
 }
 
-fn report_text(a: &ReproduceArgs, r: &LogZResults, dir: &Path) -> String {
+fn report_text(args: &ReproduceArgs, r: &LogZResults, dir: &Path) -> String {
     let mut s = super::report_head(
         "paper 000, Fig. 3 — error of log Z against cost",
         r.paper_statement,
@@ -496,8 +500,8 @@ fn report_text(a: &ReproduceArgs, r: &LogZResults, dir: &Path) -> String {
          draws of the model (`ebm loglik reverse-ais`, as many chains; its sweeps are the \
          check's, not the budget's): a gap beyond 3 combined standard errors warns \
          `sandwich_gap`.\n",
-        a.seed,
-        if a.quick { ", quick mode" } else { "" },
+        args.seed,
+        if args.quick { ", quick mode" } else { "" },
         r.exact_log_z,
         r.chains,
         r.budgets

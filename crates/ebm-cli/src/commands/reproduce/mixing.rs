@@ -150,10 +150,10 @@ const STACK_UPPER: &str = "8,2";
 /// RBMs in the stack: the trained size and [`STACK_UPPER`].
 const STACK_DEPTH: u64 = 3;
 
-pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> Result<()> {
+pub(super) fn ptt_mixing(args: &ReproduceArgs, ctx: &Context, set: MixingData) -> Result<()> {
     let started = Instant::now();
-    let plan = DemoPlan::new(a.quick);
-    let dir = output_dir(a, set.claim())?;
+    let plan = DemoPlan::new(args.quick);
+    let dir = output_dir(args, set.claim())?;
     let p = |name: &str| dir.join(name);
     let (data, test, model) = (p("data.npy"), p("data-test.npy"), p("model.safetensors"));
     let trajectory = p("model.trajectory.safetensors");
@@ -199,7 +199,7 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
         paths,
         commands: Vec::new(),
     };
-    let seed = a.seed;
+    let seed = args.seed;
     let (data_description, trained) = match set {
         MixingData::Ising => {
             let (_, trained) = ising_and_training(&plan, seed, false, &model, &mut runner, ctx)?;
@@ -215,7 +215,7 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
             )
         }
         MixingData::Digits01 => {
-            let (digits, description, origin) = match &a.data {
+            let (digits, description, origin) = match &args.data {
                 None => {
                     let d = ebm_data::loaders::digits::digits().filter_labels(&[0, 1])?;
                     let n = d.n_samples();
@@ -247,7 +247,7 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
             (description, read_trained(&model)?)
         }
         MixingData::Clusters => {
-            let features = if a.quick { 32 } else { 64 };
+            let features = if args.quick { 32 } else { 64 };
             runner.step(
                 ctx,
                 "three separated clusters in a plane (a stand-in for the paper's HGD)",
@@ -408,7 +408,7 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
         commands: std::mem::take(&mut runner.commands),
     };
     ebm_io::write_atomically(&report, |w| {
-        w.write_all(mixing_report(a, &results, &dir).as_bytes())
+        w.write_all(mixing_report(args, &results, &dir).as_bytes())
     })?;
     ebm_io::write_atomically(&csv, |w| w.write_all(mixing_csv(&results).as_bytes()))?;
     for r in &results.rows {
@@ -430,7 +430,7 @@ pub(super) fn ptt_mixing(a: &ReproduceArgs, ctx: &Context, set: MixingData) -> R
         ));
     }
     super::finish(
-        a,
+        args,
         ctx,
         &dir,
         (&results.verdict, &results.reason),
@@ -546,7 +546,7 @@ fn mixing_csv(r: &MixingResults) -> String {
     s
 }
 
-fn mixing_report(a: &ReproduceArgs, r: &MixingResults, dir: &Path) -> String {
+fn mixing_report(args: &ReproduceArgs, r: &MixingResults, dir: &Path) -> String {
     let plan = &r.plan;
     let mut s = super::report_head(
         &format!(
@@ -566,8 +566,8 @@ fn mixing_report(a: &ReproduceArgs, r: &MixingResults, dir: &Path) -> String {
          rounds; AGS: that many sweeps; stacked tempering (ST) on its own stack of {} RBMs, \
          {},{} hidden units, trained by the same negative phase, at {} Gibbs sweeps per \
          iteration).\n",
-        a.seed,
-        if a.quick { ", quick mode" } else { "" },
+        args.seed,
+        if args.quick { ", quick mode" } else { "" },
         r.data_description,
         r.data_set.visible(),
         plan.hidden_units,

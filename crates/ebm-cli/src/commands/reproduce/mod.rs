@@ -20,9 +20,9 @@ mod lifted_training;
 mod logz;
 mod mixing;
 
-pub(super) fn execute(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
-    if let Some(file) = &a.model
-        && a.claim != ClaimArg::LogzEstimators
+pub(super) fn execute(args: &ReproduceArgs, ctx: &Context) -> Result<()> {
+    if let Some(file) = &args.model
+        && args.claim != ClaimArg::LogzEstimators
     {
         bail!(
             "--model {}: only logz-estimators takes a trained model (the other claims train \
@@ -30,9 +30,9 @@ pub(super) fn execute(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
             file.display()
         );
     }
-    let data_allowed = a.claim == ClaimArg::PttMixingDigits
-        || (a.claim == ClaimArg::LogzEstimators && a.model.is_some());
-    if let Some(file) = &a.data
+    let data_allowed = args.claim == ClaimArg::PttMixingDigits
+        || (args.claim == ClaimArg::LogzEstimators && args.model.is_some());
+    if let Some(file) = &args.data
         && !data_allowed
     {
         bail!(
@@ -41,18 +41,18 @@ pub(super) fn execute(a: &ReproduceArgs, ctx: &Context) -> Result<()> {
             file.display()
         );
     }
-    match a.claim {
-        ClaimArg::PttMixingIsing => mixing::ptt_mixing(a, ctx, mixing::MixingData::Ising),
-        ClaimArg::PttMixingDigits => mixing::ptt_mixing(a, ctx, mixing::MixingData::Digits01),
-        ClaimArg::PttMixingClusters => mixing::ptt_mixing(a, ctx, mixing::MixingData::Clusters),
-        ClaimArg::LogzEstimators => logz::logz_estimators(a, ctx),
-        ClaimArg::LiftedTrainingDigits => lifted_training::lifted_training_digits(a, ctx),
+    match args.claim {
+        ClaimArg::PttMixingIsing => mixing::ptt_mixing(args, ctx, mixing::MixingData::Ising),
+        ClaimArg::PttMixingDigits => mixing::ptt_mixing(args, ctx, mixing::MixingData::Digits01),
+        ClaimArg::PttMixingClusters => mixing::ptt_mixing(args, ctx, mixing::MixingData::Clusters),
+        ClaimArg::LogzEstimators => logz::logz_estimators(args, ctx),
+        ClaimArg::LiftedTrainingDigits => lifted_training::lifted_training_digits(args, ctx),
     }
 }
 
 /// The output directory of claim `name`: `--out`, or `reproduce-NAME`; created if missing.
-fn output_dir(a: &ReproduceArgs, name: &str) -> Result<PathBuf> {
-    let dir = a
+fn output_dir(args: &ReproduceArgs, name: &str) -> Result<PathBuf> {
+    let dir = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("reproduce-{name}")));
@@ -68,7 +68,7 @@ fn output_dir(a: &ReproduceArgs, name: &str) -> Result<PathBuf> {
 /// the run record `reproduce.json` into `dir` (listing `outputs`).
 #[allow(clippy::too_many_arguments)]
 fn finish<R: Serialize>(
-    a: &ReproduceArgs,
+    args: &ReproduceArgs,
     ctx: &Context,
     dir: &Path,
     (verdict, reason): (&str, &str),
@@ -85,8 +85,8 @@ fn finish<R: Serialize>(
     let inputs: [&Path; 0] = [];
     ctx.finish(
         "reproduce",
-        Some(a.seed),
-        a,
+        Some(args.seed),
+        args,
         &inputs,
         outputs,
         results,
