@@ -131,8 +131,10 @@ fn say_summary(ctx: &Context, s: &DatasetSummary) {
     }
 }
 
-fn generate(g: &Generator, ctx: &Context) -> Result<()> {
-    let (name, spec, common): (&str, GeneratorSpec, &GenerateCommon) = match g {
+/// The generator a `data generate` subcommand names: its name, its specification and the
+/// options every generator shares.
+fn generator_spec(g: &Generator) -> (&'static str, GeneratorSpec, &GenerateCommon) {
+    match g {
         Generator::Ising {
             size,
             beta,
@@ -166,14 +168,7 @@ fn generate(g: &Generator, ctx: &Context) -> Result<()> {
             samples,
             common,
         } => {
-            let p = match preset {
-                PresetArg::Mickey => ClusterPreset::Mickey,
-                PresetArg::TwoClusters1d => ClusterPreset::TwoClusters1d,
-                PresetArg::FiveClusters1d => ClusterPreset::FiveClusters1d,
-                PresetArg::ThreeClusters2d => ClusterPreset::ThreeClusters2d,
-                PresetArg::ThreeClustersOverlap2d => ClusterPreset::ThreeClustersOverlap2d,
-            };
-            let mut cfg = p.config();
+            let mut cfg = cluster_preset(*preset).config();
             if let Some(n) = features {
                 cfg.n_features = *n;
             }
@@ -237,7 +232,23 @@ fn generate(g: &Generator, ctx: &Context) -> Result<()> {
             }),
             common,
         ),
-    };
+    }
+}
+
+/// The library's cluster preset named on the command line.
+fn cluster_preset(preset: PresetArg) -> ClusterPreset {
+    match preset {
+        PresetArg::Mickey => ClusterPreset::Mickey,
+        PresetArg::TwoClusters1d => ClusterPreset::TwoClusters1d,
+        PresetArg::FiveClusters1d => ClusterPreset::FiveClusters1d,
+        PresetArg::ThreeClusters2d => ClusterPreset::ThreeClusters2d,
+        PresetArg::ThreeClustersOverlap2d => ClusterPreset::ThreeClustersOverlap2d,
+    }
+}
+
+/// Runs `ebm data generate`: the generator's data (and labels) written, the summary said.
+fn generate(g: &Generator, ctx: &Context) -> Result<()> {
+    let (name, spec, common) = generator_spec(g);
     let out = common.out.as_path();
     check_matrix_output(out)?;
     let record = record_path_for(out);

@@ -92,110 +92,123 @@ impl ModeRule {
             ebm_data::pca(ds, k.min(ds.n_features()), Centering::Centered)
                 .map_err(|e| CliError::new(format!("--trace-every: PCA of the data: {e}")))
         };
-        let rule = args.modes.clone().unwrap_or(ModeRuleArg::Pc1);
-        let (pca, classifier, description, names) = match rule {
+        match args.modes.clone().unwrap_or(ModeRuleArg::Pc1) {
             ModeRuleArg::Pc1 => {
                 let t = args.mode_threshold.unwrap_or(0.0);
-                (
-                    fit(1)?,
-                    ModeClassifier::Threshold {
-                        component: 0,
-                        value: t,
-                    },
-                    format!(
-                        "pc1: mode 1 if the first principal component of the data is >= {t}, \
-                         else mode 0"
-                    ),
-                    vec![format!("PC1 < {t}"), format!("PC1 >= {t}")],
-                )
+                let classifier = ModeClassifier::Threshold {
+                    component: 0,
+                    value: t,
+                };
+                let description = format!(
+                    "pc1: mode 1 if the first principal component of the data is >= {t}, else \
+                     mode 0"
+                );
+                let names = vec![format!("PC1 < {t}"), format!("PC1 >= {t}")];
+                Self::fitted(fit(1)?, classifier, description, names, ds)
             }
             ModeRuleArg::PcPlane { a: x, b: y, c } => {
                 if ds.n_features() < 2 {
                     bail!("--modes pc-plane needs data with at least 2 features");
                 }
                 let plane = format!("{x} PC1 + {y} PC2 + {c}");
-                (
-                    fit(2)?,
-                    ModeClassifier::HalfPlane {
-                        normal: vec![x, y],
-                        offset: c,
-                    },
-                    format!("pc-plane: mode 1 if {plane} >= 0 on the data's PCA, else mode 0"),
-                    vec![format!("{plane} < 0"), format!("{plane} >= 0")],
-                )
+                let classifier = ModeClassifier::HalfPlane {
+                    normal: vec![x, y],
+                    offset: c,
+                };
+                let description =
+                    format!("pc-plane: mode 1 if {plane} >= 0 on the data's PCA, else mode 0");
+                let names = vec![format!("{plane} < 0"), format!("{plane} >= 0")];
+                Self::fitted(fit(2)?, classifier, description, names, ds)
             }
-            ModeRuleArg::Kmeans { k } => {
-                if ds.n_samples() < k {
-                    bail!(
-                        "--modes kmeans:{k}: the data have only {} samples",
-                        ds.n_samples()
-                    );
-                }
-                let pca = fit(k.min(MAX_MODE_COMPONENTS))?;
-                let x = pca.project(ds.data())?;
-                let km =
-                    ebm_data::kmeans::kmeans(&x, k, KMEANS_RESTARTS, KMEANS_ITERATIONS, args.seed)?;
-                let centres = km
-                    .centres
-                    .column_iter()
-                    .map(|c| c.iter().copied().collect());
-                let description = format!(
-                    "kmeans:{k}: the nearest of {k} k-means centres of the data (seed {}) on \
-                     its first {} principal components",
-                    args.seed,
-                    pca.n_components()
-                );
-                (
-                    pca,
-                    ModeClassifier::NearestCentre {
-                        centres: centres.collect(),
-                    },
-                    description,
-                    (1..=k).map(|i| format!("cluster {i}")).collect(),
-                )
-            }
-            ModeRuleArg::Labels { file } => {
-                let labels = read_labels(&file, ds.n_samples())?;
-                let mut classes: Vec<u32> = labels.clone();
-                classes.sort_unstable();
-                classes.dedup();
-                if classes.len() < 2 {
-                    bail!(
-                        "--modes labels:{}: one label only ({}); modes need at least two",
-                        file.display(),
-                        classes[0]
-                    );
-                }
-                let pca = fit(classes.len().min(MAX_MODE_COMPONENTS))?;
-                let x = pca.project(ds.data())?;
-                let centres = classes
-                    .iter()
-                    .map(|&c| {
-                        let members: Vec<usize> =
-                            (0..labels.len()).filter(|&j| labels[j] == c).collect();
-                        (0..x.nrows())
-                            .map(|i| {
-                                members.iter().map(|&j| x[(i, j)]).sum::<f64>()
-                                    / members.len() as f64
-                            })
-                            .collect()
-                    })
-                    .collect();
-                let description = format!(
-                    "labels:{}: the nearest class centre of the data's {} labels on its first \
-                     {} principal components",
-                    file.display(),
-                    classes.len(),
-                    pca.n_components()
-                );
-                (
-                    pca,
-                    ModeClassifier::NearestCentre { centres },
-                    description,
-                    classes.iter().map(|c| format!("label {c}")).collect(),
-                )
-            }
+            ModeRuleArg::Kmeans { k } => Self::kmeans(k, args.seed, ds, fit),
+            ModeRuleArg::Labels { file } => Self::labels(&file, ds, fit),
+        }
+    }
+
+    /// `--modes kmeans:K`: the nearest of `k` k-means centres of the data (seeded by `seed`)
+    /// on its first principal components (`fit` fits the data's PCA).
+    fn kmeans(
+        k: usize,
+        seed: u64,
+        ds: &Dataset,
+        fit: impl Fn(usize) -> Result<Pca>,
+    ) -> Result<Self> {
+        if ds.n_samples() < k {
+            bail!(
+                "--modes kmeans:{k}: the data have only {} samples",
+                ds.n_samples()
+            );
+        }
+        let pca = fit(k.min(MAX_MODE_COMPONENTS))?;
+        let x = pca.project(ds.data())?;
+        let km = ebm_data::kmeans::kmeans(&x, k, KMEANS_RESTARTS, KMEANS_ITERATIONS, seed)?;
+        let centres = km
+            .centres
+            .column_iter()
+            .map(|c| c.iter().copied().collect());
+        let description = format!(
+            "kmeans:{k}: the nearest of {k} k-means centres of the data (seed {seed}) on its \
+             first {} principal components",
+            pca.n_components()
+        );
+        let classifier = ModeClassifier::NearestCentre {
+            centres: centres.collect(),
         };
+        let names = (1..=k).map(|i| format!("cluster {i}")).collect();
+        Self::fitted(pca, classifier, description, names, ds)
+    }
+
+    /// `--modes labels:FILE`: the nearest class centre of the data's labels in `file` on its
+    /// first principal components (`fit` fits the data's PCA).
+    fn labels(file: &Path, ds: &Dataset, fit: impl Fn(usize) -> Result<Pca>) -> Result<Self> {
+        let labels = read_labels(file, ds.n_samples())?;
+        let mut classes: Vec<u32> = labels.clone();
+        classes.sort_unstable();
+        classes.dedup();
+        if classes.len() < 2 {
+            bail!(
+                "--modes labels:{}: one label only ({}); modes need at least two",
+                file.display(),
+                classes[0]
+            );
+        }
+        let pca = fit(classes.len().min(MAX_MODE_COMPONENTS))?;
+        let x = pca.project(ds.data())?;
+        let centres = classes
+            .iter()
+            .map(|&c| {
+                let members: Vec<usize> = (0..labels.len()).filter(|&j| labels[j] == c).collect();
+                (0..x.nrows())
+                    .map(|i| members.iter().map(|&j| x[(i, j)]).sum::<f64>() / members.len() as f64)
+                    .collect()
+            })
+            .collect();
+        let description = format!(
+            "labels:{}: the nearest class centre of the data's {} labels on its first {} \
+             principal components",
+            file.display(),
+            classes.len(),
+            pca.n_components()
+        );
+        let names = classes.iter().map(|c| format!("label {c}")).collect();
+        Self::fitted(
+            pca,
+            ModeClassifier::NearestCentre { centres },
+            description,
+            names,
+            ds,
+        )
+    }
+
+    /// The rule of `classifier` on the data's projection `pca`, with the data's own fractions
+    /// of each mode.
+    fn fitted(
+        pca: Pca,
+        classifier: ModeClassifier,
+        description: String,
+        names: Vec<String>,
+        ds: &Dataset,
+    ) -> Result<Self> {
         let data_labels = classifier.assign(&pca.project(ds.data())?)?;
         let data_fractions = mode_fractions(&data_labels, classifier.n_modes());
         Ok(Self {
