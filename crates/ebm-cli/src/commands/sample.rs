@@ -131,6 +131,17 @@ fn not_for(option: &str, sampler: &str, hint: &str) -> CliError {
 /// Checks the options that must agree whatever the model.
 fn check_options(args: &SampleArgs) -> Result<()> {
     let sampler = sampler_name(args.sampler);
+    check_sampler_inputs(args, sampler)?;
+    super::tmc::check_sample_options(args, sampler)?;
+    if args.sampler == SamplerArg::Tmc {
+        return Ok(());
+    }
+    check_ladder_options(args, sampler)?;
+    check_trace_options(args)
+}
+
+/// What each sampler samples (a model, a trajectory or a stack) and in which precision.
+fn check_sampler_inputs(args: &SampleArgs, sampler: &str) -> Result<()> {
     if args.precision == Precision::F32
         && matches!(args.sampler, SamplerArg::Tmc | SamplerArg::Stacked)
     {
@@ -168,9 +179,14 @@ fn check_options(args: &SampleArgs) -> Result<()> {
             " (they set --sampler latent)",
         ));
     }
-    super::tmc::check_sample_options(args, sampler)?;
+    Ok(())
+}
+
+/// The ladder options (`--rungs`, `--beta-min`, `--betas`, `--beta`, `--schedule`) of each
+/// sampler.
+fn check_ladder_options(args: &SampleArgs, sampler: &str) -> Result<()> {
     match args.sampler {
-        SamplerArg::Tmc => return Ok(()),
+        SamplerArg::Tmc => {}
         SamplerArg::Gibbs | SamplerArg::Latent => {
             for (set, name) in [
                 (args.rungs.is_some(), "--rungs"),
@@ -258,6 +274,12 @@ fn check_options(args: &SampleArgs) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// The data, the start and the mode trace (`--data`, `--init`, `--trace-every`, `--modes`,
+/// `--mode-threshold`, `--chain-out`).
+fn check_trace_options(args: &SampleArgs) -> Result<()> {
     let uses_data = args.init == InitArg::Data
         || args.trace_every.is_some()
         || (args.sampler == SamplerArg::PtRef && args.data.is_some());
