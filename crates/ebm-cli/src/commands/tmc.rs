@@ -692,6 +692,83 @@ impl RbmTask for ProfileTask<'_> {
     }
 }
 
+/// The profile table of `ebm tmc profile` (`--out`): per grid point, m_hat, the tethered
+/// mean of m, its error, Omega', Omega, ln p, p, the error of ln p and R-hat.
+fn profile_csv(m: &Measured) -> String {
+    let rec = &m.reconstruction;
+    let gradient = m.profile.gradient();
+    let p = rec.density();
+    let mut csv =
+        String::from("m_hat,mean_m,std_error,omega_prime,omega,log_p,p,log_p_error,rhat\n");
+    for j in 0..rec.grid.len() {
+        csv.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{}\n",
+            rec.grid[j],
+            m.profile.mean_order[j],
+            m.profile.std_error[j],
+            gradient[j],
+            rec.omega[j],
+            rec.log_density[j],
+            p[j],
+            m.log_p_error[j],
+            m.profile.rhat[j]
+        ));
+    }
+    csv
+}
+
+/// The barrier table of `ebm tmc profile` (`*.barrier.csv`): the header, and one row when
+/// p(m_hat) has an interior dip.
+fn barrier_csv(m: &Measured) -> String {
+    let mut barrier_csv = String::from(
+        "left_mode,saddle,right_mode,from_left,from_right,left_weight,left_weight_se\n",
+    );
+    if let Some(b) = &m.barrier {
+        barrier_csv.push_str(&format!(
+            "{},{},{},{},{},{},{}\n",
+            b.left_mode,
+            b.saddle,
+            b.right_mode,
+            b.from_left,
+            b.from_right,
+            b.left_weight,
+            m.left_weight_se
+        ));
+    }
+    barrier_csv
+}
+
+/// What `ebm tmc profile` says of the profile and of its barrier.
+fn say_profile(ctx: &Context, description: &str, summary: &TmcSummary, m: &Measured, seed: u64) {
+    ctx.say(format!(
+        "TMC profile of a {description}: direction {}, alpha {}, {} grid points on [{:.4}, {:.4}] \
+         x {} replicas, {} + {} sweeps, seed {}",
+        summary.direction.name(),
+        summary.alpha,
+        summary.grid_points,
+        summary.grid_range[0],
+        summary.grid_range[1],
+        summary.replicas,
+        summary.burn_in,
+        summary.measure,
+        seed
+    ));
+    match &m.barrier {
+        Some(b) => ctx.say(format!(
+            "barrier at m_hat = {:.4} between modes at {:.4} and {:.4}: {:.2} nats from the \
+             left, {:.2} from the right; left weight {:.4} +- {:.4}",
+            b.saddle,
+            b.left_mode,
+            b.right_mode,
+            b.from_left,
+            b.from_right,
+            b.left_weight,
+            m.left_weight_se
+        )),
+        None => ctx.say("p(m_hat) has no interior dip on the grid (one mode)"),
+    }
+}
+
 /// Runs `ebm tmc ...`.
 pub(super) fn execute(c: &TmcCommand, ctx: &Context) -> Result<()> {
     match c {
@@ -729,41 +806,11 @@ fn profile_command(args: &TmcProfileArgs, ctx: &Context) -> Result<()> {
     let data = args.data.as_deref().map(load_dataset).transpose()?;
     let (m, summary, description, model) = with_model(&args.model, ProfileTask { args, data })?;
 
-    let rec = &m.reconstruction;
-    let gradient = m.profile.gradient();
-    let p = rec.density();
-    let mut csv =
-        String::from("m_hat,mean_m,std_error,omega_prime,omega,log_p,p,log_p_error,rhat\n");
-    for j in 0..rec.grid.len() {
-        csv.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{}\n",
-            rec.grid[j],
-            m.profile.mean_order[j],
-            m.profile.std_error[j],
-            gradient[j],
-            rec.omega[j],
-            rec.log_density[j],
-            p[j],
-            m.log_p_error[j],
-            m.profile.rhat[j]
-        ));
-    }
-    let mut barrier_csv = String::from(
-        "left_mode,saddle,right_mode,from_left,from_right,left_weight,left_weight_se\n",
-    );
-    if let Some(b) = &m.barrier {
-        barrier_csv.push_str(&format!(
-            "{},{},{},{},{},{},{}\n",
-            b.left_mode,
-            b.saddle,
-            b.right_mode,
-            b.from_left,
-            b.from_right,
-            b.left_weight,
-            m.left_weight_se
-        ));
-    }
-    for (path, text) in [(&args.out, &csv), (&barrier_path, &barrier_csv)] {
+    let tables = [
+        (&args.out, profile_csv(&m)),
+        (&barrier_path, barrier_csv(&m)),
+    ];
+    for (path, text) in &tables {
         ebm_io::write_atomically(path, |w| w.write_all(text.as_bytes()))?;
     }
     let title = match &m.barrier {
@@ -775,42 +822,17 @@ fn profile_command(args: &TmcProfileArgs, ctx: &Context) -> Result<()> {
     };
     let series = [Series {
         label: "ln p(m_hat)".into(),
-        points: rec
+        points: m
+            .reconstruction
             .grid
             .iter()
             .copied()
-            .zip(rec.log_density.iter().copied())
+            .zip(m.reconstruction.log_density.iter().copied())
             .collect(),
     }];
     tethered_log_density(&plot, &title, &series)?;
 
-    ctx.say(format!(
-        "TMC profile of a {description}: direction {}, alpha {}, {} grid points on [{:.4}, {:.4}] \
-         x {} replicas, {} + {} sweeps, seed {}",
-        summary.direction.name(),
-        summary.alpha,
-        summary.grid_points,
-        summary.grid_range[0],
-        summary.grid_range[1],
-        summary.replicas,
-        summary.burn_in,
-        summary.measure,
-        args.seed
-    ));
-    match &m.barrier {
-        Some(b) => ctx.say(format!(
-            "barrier at m_hat = {:.4} between modes at {:.4} and {:.4}: {:.2} nats from the \
-             left, {:.2} from the right; left weight {:.4} +- {:.4}",
-            b.saddle,
-            b.left_mode,
-            b.right_mode,
-            b.from_left,
-            b.from_right,
-            b.left_weight,
-            m.left_weight_se
-        )),
-        None => ctx.say("p(m_hat) has no interior dip on the grid (one mode)"),
-    }
+    say_profile(ctx, &description, &summary, &m, args.seed);
     for w in &m.warnings {
         ctx.warn(w.to_string());
     }
