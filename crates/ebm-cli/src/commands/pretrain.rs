@@ -204,7 +204,14 @@ impl<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> Pretrained<V, H> {
         ctx: &Context,
         figure: &Path,
     ) -> Result<Self> {
-        let args = (s, data, hidden, seed, ctx, figure);
+        let args = FitArgs {
+            settings: s,
+            data,
+            hidden,
+            seed,
+            ctx,
+            figure,
+        };
         match (V::KIND, H::KIND) {
             ("bernoulli", "bernoulli") => Start::<Bernoulli, Bernoulli>::fit(args)?.in_run(ctx),
             ("bernoulli", "spin") => Start::<Bernoulli, Spin>::fit(args)?.in_run(ctx),
@@ -334,15 +341,22 @@ struct Start<V: Layer<Scalar = f64>, H: Layer<Scalar = f64>> {
     report: PretrainReport,
 }
 
-/// The arguments of [`Start::fit`]: settings, data, hidden units, seed, context, figure path.
-type FitArgs<'a> = (
-    &'a PretrainSettings,
-    &'a DMatrix<f64>,
-    usize,
-    u64,
-    &'a Context,
-    &'a Path,
-);
+/// The arguments of [`Start::fit`].
+#[derive(Clone, Copy)]
+struct FitArgs<'a> {
+    /// `--rcm-*`: directions, mesh and hyperplanes.
+    settings: &'a PretrainSettings,
+    /// The training data, one sample per column, in the visible units' states.
+    data: &'a DMatrix<f64>,
+    /// The hidden units of the model to train (the fitted model is padded to them).
+    hidden: usize,
+    /// Seed of the fit, of its static draws and of the figure's samples.
+    seed: u64,
+    /// Where the fit reports.
+    ctx: &'a Context,
+    /// The figure of the low-rank model's samples over the data.
+    figure: &'a Path,
+}
 
 impl<V, H> Start<V, H>
 where
@@ -351,7 +365,15 @@ where
 {
     /// Fits the RCM on `data` (one sample per column, in the visible units' states), pads the
     /// model to `hidden` units, reports and draws the figure `figure`.
-    fn fit((s, data, hidden, seed, ctx, figure): FitArgs<'_>) -> Result<Self> {
+    fn fit(args: FitArgs<'_>) -> Result<Self> {
+        let FitArgs {
+            settings: s,
+            data,
+            hidden,
+            seed,
+            ctx,
+            figure,
+        } = args;
         let t0 = std::time::Instant::now();
         ctx.say(format!(
             "pre-training: RCM on {} directions plus the bias direction, mesh of {}^{} points, \
@@ -378,51 +400,9 @@ where
             }
             _ => None,
         };
-        let mut warnings = Vec::new();
-        if let Some(z) = log_z_exact {
-            let gap = (z - start.log_z_mesh).abs();
-            if gap > MAX_LOG_Z_GAP_FATAL {
-                bail!(
-                    "--pretrain rcm failed: the pretrained model's log Z is {z:.4} exactly but \
-                     {:.4} on the mesh, so the mesh does not hold its mass (the projected data \
-                     lie where the mesh has no converged point and the fit diverged: {} Newton \
-                     steps, gradient {:.2e}); try fewer --rcm-directions or a finer --rcm-mesh",
-                    start.log_z_mesh,
-                    start.pretrained.fit.iterations,
-                    start.pretrained.fit.gradient_norm
-                );
-            }
-            if gap > MAX_LOG_Z_GAP {
-                let line = format!(
-                    "pre-training: the pretrained model's log Z is {z:.4} exactly but {:.4} on \
-                     the mesh: the mesh's saddle-point law is not the model's, so its static \
-                     draws are not the model's either (the persistent chains are drawn exactly \
-                     instead, and the online log-likelihood starts from the exact log Z); a \
-                     finer --rcm-mesh narrows the gap",
-                    start.log_z_mesh
-                );
-                ctx.warn(&line);
-                warnings.push(line);
-            }
-        }
+        let warnings = Self::check_log_z(&start, log_z_exact, ctx)?;
+        Self::draw_figure(&start, data, seed, figure)?;
         let pre = &start.pretrained;
-        let draws = FIGURE_DRAWS.min(10 * data.ncols()).max(1);
-        let mut rngs = RngStreams::new(seed ^ 0xF16, draws);
-        let pair = start.projections(data, rngs.as_mut_slice())?;
-        let name = |r: usize| {
-            if pre.bias && r == 0 {
-                "m0 (bias direction)".to_string()
-            } else {
-                format!("m{r} (direction {r})")
-            }
-        };
-        crate::plot::samples_over_data(
-            figure,
-            &pair.data,
-            &pair.model,
-            "samples of the low-rank model",
-            (&name(pair.rows.0), &name(pair.rows.1)),
-        )?;
         let report = PretrainReport {
             dimensions: pre.basis.dim(),
             mesh_points: pre.mesh.len(),
@@ -456,6 +436,72 @@ where
             figure.display()
         ));
         Ok(Self { start, report })
+    }
+
+    /// The pretrained model's exact log Z (`log_z_exact`, when its hidden layer can be
+    /// enumerated) against the mesh's: an error when the mesh lost the model's mass, a warning
+    /// (returned, and said) when its saddle-point law is off.
+    fn check_log_z(
+        start: &PretrainedStart<V, H>,
+        log_z_exact: Option<f64>,
+        ctx: &Context,
+    ) -> Result<Vec<String>> {
+        let mut warnings = Vec::new();
+        if let Some(z) = log_z_exact {
+            let gap = (z - start.log_z_mesh).abs();
+            if gap > MAX_LOG_Z_GAP_FATAL {
+                bail!(
+                    "--pretrain rcm failed: the pretrained model's log Z is {z:.4} exactly but \
+                     {:.4} on the mesh, so the mesh does not hold its mass (the projected data \
+                     lie where the mesh has no converged point and the fit diverged: {} Newton \
+                     steps, gradient {:.2e}); try fewer --rcm-directions or a finer --rcm-mesh",
+                    start.log_z_mesh,
+                    start.pretrained.fit.iterations,
+                    start.pretrained.fit.gradient_norm
+                );
+            }
+            if gap > MAX_LOG_Z_GAP {
+                let line = format!(
+                    "pre-training: the pretrained model's log Z is {z:.4} exactly but {:.4} on \
+                     the mesh: the mesh's saddle-point law is not the model's, so its static \
+                     draws are not the model's either (the persistent chains are drawn exactly \
+                     instead, and the online log-likelihood starts from the exact log Z); a \
+                     finer --rcm-mesh narrows the gap",
+                    start.log_z_mesh
+                );
+                ctx.warn(&line);
+                warnings.push(line);
+            }
+        }
+        Ok(warnings)
+    }
+
+    /// The figure of the low-rank model's samples over the data, on the two first directions.
+    fn draw_figure(
+        start: &PretrainedStart<V, H>,
+        data: &DMatrix<f64>,
+        seed: u64,
+        figure: &Path,
+    ) -> Result<()> {
+        let pre = &start.pretrained;
+        let draws = FIGURE_DRAWS.min(10 * data.ncols()).max(1);
+        let mut rngs = RngStreams::new(seed ^ 0xF16, draws);
+        let pair = start.projections(data, rngs.as_mut_slice())?;
+        let name = |r: usize| {
+            if pre.bias && r == 0 {
+                "m0 (bias direction)".to_string()
+            } else {
+                format!("m{r} (direction {r})")
+            }
+        };
+        crate::plot::samples_over_data(
+            figure,
+            &pair.data,
+            &pair.model,
+            "samples of the low-rank model",
+            (&name(pair.rows.0), &name(pair.rows.1)),
+        )?;
+        Ok(())
     }
 
     /// The run's initial model: the fitted one in the unit types and scalar of the run. In
