@@ -757,14 +757,26 @@ fn file_name(p: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The markdown report: what was run, the measured mode weights and jumps, the figures.
+/// The demo's report (report.md): the setting, the mode weights against the exact ones with
+/// a verdict per sampler, the ladders' acceptances, the online log-likelihood, the figures and
+/// the commands.
 fn report_text(args: &DemoArgs, r: &DemoResults, train_seconds: f64, dir: &Path) -> String {
-    let plan = &r.plan;
     let mut s = String::new();
     let _ = writeln!(
         s,
         "# ebm demo: Gibbs sampling, parallel tempering and trajectory tempering\n"
     );
+    write_setting(&mut s, args, r, train_seconds);
+    write_weights(&mut s, r);
+    write_verdicts(&mut s, r);
+    write_acceptance_and_loglik(&mut s, r);
+    write_figures_and_commands(&mut s, r, dir);
+    s
+}
+
+/// The data, the training and the samplers compared.
+fn write_setting(s: &mut String, args: &DemoArgs, r: &DemoResults, train_seconds: f64) {
+    let plan = &r.plan;
     let _ = writeln!(
         s,
         "Seed {}{}. Data: {} equilibrium configurations of the {l}x{l} 2D Ising model at \
@@ -809,6 +821,11 @@ fn report_text(args: &DemoArgs, r: &DemoResults, train_seconds: f64, dir: &Path)
         r.budget_seconds,
         pt = plan.pt_rungs,
     );
+}
+
+/// The table of mode weights against the model's exact one.
+fn write_weights(s: &mut String, r: &DemoResults) {
+    let plan = &r.plan;
     let _ = writeln!(s, "## Mode weights against the model's exact ones\n");
     let _ = writeln!(
         s,
@@ -858,6 +875,10 @@ fn report_text(args: &DemoArgs, r: &DemoResults, train_seconds: f64, dir: &Path)
         "| data (reference only) | | | {:.3} | | | |",
         r.data_mode_plus
     );
+}
+
+/// One verdict per sampler: agrees, warned, or wrong (and whether it said so).
+fn write_verdicts(s: &mut String, r: &DemoResults) {
     let _ = writeln!(s);
     for x in &r.samplers {
         let name = x.name();
@@ -892,6 +913,11 @@ fn report_text(args: &DemoArgs, r: &DemoResults, train_seconds: f64, dir: &Path)
         };
         let _ = writeln!(s, "{verdict}\n");
     }
+}
+
+/// The ladders' swap acceptances, PTT's checkpoints and the online log-likelihood with its
+/// warnings.
+fn write_acceptance_and_loglik(s: &mut String, r: &DemoResults) {
     let _ = writeln!(
         s,
         "Swap acceptance between neighbouring rungs at equal sweeps (a ladder's lowest pair is \
@@ -935,6 +961,10 @@ fn report_text(args: &DemoArgs, r: &DemoResults, train_seconds: f64, dir: &Path)
         }
         let _ = writeln!(s);
     }
+}
+
+/// The figures and the commands that made them.
+fn write_figures_and_commands(s: &mut String, r: &DemoResults, dir: &Path) {
     let _ = writeln!(s, "## Figures\n");
     for (title, f) in [
         ("Gibbs samples over the data, PC1–PC2", &r.figures[0]),
@@ -964,7 +994,6 @@ fn report_text(args: &DemoArgs, r: &DemoResults, train_seconds: f64, dir: &Path)
         let _ = writeln!(s, "{c}");
     }
     let _ = writeln!(s, "```");
-    s
 }
 
 #[cfg(test)]
