@@ -874,90 +874,17 @@ impl Figure for Scatter<'_> {
             .fold(0.0f64, |a, &b| a.max(b))
             * 1.1;
         let peak = if peak > 0.0 { peak } else { 1.0 };
-        let bin_edges = |r: &Range<f64>, b: usize| {
-            let w = (r.end - r.start) / BINS as f64;
-            (r.start + w * b as f64, r.start + w * (b + 1) as f64)
-        };
-
-        let mut top_chart = ChartBuilder::on(top)
-            .margin(10)
-            .x_label_area_size(0)
-            .y_label_area_size(70)
-            .build_cartesian_2d(xr.clone(), 0.0..peak)
-            .map_err(text)?;
-        top_chart
-            .configure_mesh()
-            .y_label_formatter(&tick)
-            .disable_x_mesh()
-            .disable_y_mesh()
-            .x_labels(0)
-            .y_labels(3)
-            .y_desc("fraction")
-            .label_style(font(13))
-            .axis_desc_style(font(15))
-            .draw()
-            .map_err(text)?;
-        for (hist, c, fill) in [
+        // The data's bars filled, the samples' outlined.
+        let x_bars = [
             (&hx_data, data_colour, true),
             (&hx_samples, sample_colour, false),
-        ] {
-            top_chart
-                .draw_series(
-                    hist.iter()
-                        .enumerate()
-                        .filter(|h| *h.1 > 0.0)
-                        .map(|(b, &f)| {
-                            let (a, z) = bin_edges(&xr, b);
-                            let style = if fill {
-                                c.mix(0.4).filled()
-                            } else {
-                                c.stroke_width(2)
-                            };
-                            Rectangle::new([(a, 0.0), (z, f)], style)
-                        }),
-                )
-                .map_err(text)?;
-        }
-
-        let mut side_chart = ChartBuilder::on(side)
-            .margin(10)
-            .x_label_area_size(50)
-            .y_label_area_size(0)
-            .build_cartesian_2d(0.0..peak, yr.clone())
-            .map_err(text)?;
-        side_chart
-            .configure_mesh()
-            .x_label_formatter(&tick)
-            .disable_x_mesh()
-            .disable_y_mesh()
-            .y_labels(0)
-            .x_labels(3)
-            .x_desc("fraction")
-            .label_style(font(13))
-            .axis_desc_style(font(15))
-            .draw()
-            .map_err(text)?;
-        for (hist, c, fill) in [
+        ];
+        let y_bars = [
             (&hy_data, data_colour, true),
             (&hy_samples, sample_colour, false),
-        ] {
-            side_chart
-                .draw_series(
-                    hist.iter()
-                        .enumerate()
-                        .filter(|h| *h.1 > 0.0)
-                        .map(|(b, &f)| {
-                            let (a, z) = bin_edges(&yr, b);
-                            let style = if fill {
-                                c.mix(0.4).filled()
-                            } else {
-                                c.stroke_width(2)
-                            };
-                            Rectangle::new([(0.0, a), (f, z)], style)
-                        }),
-                )
-                .map_err(text)?;
-        }
+        ];
+        marginal(top, Along::X, &xr, peak, x_bars)?;
+        marginal(side, Along::Y, &yr, peak, y_bars)?;
 
         corner
             .draw(&Text::new("samples over data", (15, 40), font(20)))
@@ -967,6 +894,82 @@ impl Figure for Scatter<'_> {
             .map_err(text)?;
         Ok(())
     }
+}
+
+/// Which axis of the scatter plot a marginal histogram runs along.
+#[derive(Clone, Copy, PartialEq)]
+enum Along {
+    /// Above the main panel: bins along x, fractions up.
+    X,
+    /// Beside the main panel: bins along y, fractions to the right.
+    Y,
+}
+
+/// A marginal histogram of the scatter plot on `area`: for each of `bars` (the fraction per
+/// bin of `range`, its colour, filled or outlined), a rectangle per non-empty bin, the
+/// fractions on an axis from 0 to `peak`.
+fn marginal<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    along: Along,
+    range: &Range<f64>,
+    peak: f64,
+    bars: [(&Vec<f64>, RGBColor, bool); 2],
+) -> Result<(), String> {
+    let (x_area, y_area, xs, ys) = match along {
+        Along::X => (0, 70, range.clone(), 0.0..peak),
+        Along::Y => (50, 0, 0.0..peak, range.clone()),
+    };
+    let mut chart = ChartBuilder::on(area)
+        .margin(10)
+        .x_label_area_size(x_area)
+        .y_label_area_size(y_area)
+        .build_cartesian_2d(xs, ys)
+        .map_err(text)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_x_mesh()
+        .disable_y_mesh()
+        .label_style(font(13))
+        .axis_desc_style(font(15));
+    match along {
+        Along::X => mesh
+            .y_label_formatter(&tick)
+            .x_labels(0)
+            .y_labels(3)
+            .y_desc("fraction"),
+        Along::Y => mesh
+            .x_label_formatter(&tick)
+            .y_labels(0)
+            .x_labels(3)
+            .x_desc("fraction"),
+    };
+    mesh.draw().map_err(text)?;
+    let width = (range.end - range.start) / BINS as f64;
+    for (hist, c, fill) in bars {
+        chart
+            .draw_series(
+                hist.iter()
+                    .enumerate()
+                    .filter(|h| *h.1 > 0.0)
+                    .map(|(b, &f)| {
+                        let (a, z) = (
+                            range.start + width * b as f64,
+                            range.start + width * (b + 1) as f64,
+                        );
+                        let style = if fill {
+                            c.mix(0.4).filled()
+                        } else {
+                            c.stroke_width(2)
+                        };
+                        let corners = match along {
+                            Along::X => [(a, 0.0), (z, f)],
+                            Along::Y => [(0.0, a), (f, z)],
+                        };
+                        Rectangle::new(corners, style)
+                    }),
+            )
+            .map_err(text)?;
+    }
+    Ok(())
 }
 
 /// Swap acceptance and round trips.
