@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use ebm_data::generators::clusters::ClusterPreset;
+use ebm_data::generators::clusters::{ClusterConfig, ClusterPreset};
 use ebm_data::generators::ising::IsingConfig;
 use ebm_data::{Centering, Dataset, Domain, Format, GeneratorSpec};
 use serde::Serialize;
@@ -168,13 +168,7 @@ fn generator_spec(g: &Generator) -> (&'static str, GeneratorSpec, &GenerateCommo
             samples,
             common,
         } => {
-            let mut cfg = cluster_preset(*preset).config();
-            if let Some(n) = features {
-                cfg.n_features = *n;
-            }
-            if let Some(n) = samples {
-                cfg.n_samples = *n;
-            }
+            let cfg = cluster_config(*preset, *features, *samples);
             ("clusters", GeneratorSpec::Clusters(cfg), common)
         }
         Generator::Digits { common, .. } => ("digits", GeneratorSpec::Digits, common),
@@ -235,15 +229,27 @@ fn generator_spec(g: &Generator) -> (&'static str, GeneratorSpec, &GenerateCommo
     }
 }
 
-/// The library's cluster preset named on the command line.
-fn cluster_preset(preset: PresetArg) -> ClusterPreset {
-    match preset {
+/// The clustered set `preset`, with `features` and `samples` when given.
+fn cluster_config(
+    preset: PresetArg,
+    features: Option<usize>,
+    samples: Option<usize>,
+) -> ClusterConfig {
+    let preset = match preset {
         PresetArg::Mickey => ClusterPreset::Mickey,
         PresetArg::TwoClusters1d => ClusterPreset::TwoClusters1d,
         PresetArg::FiveClusters1d => ClusterPreset::FiveClusters1d,
         PresetArg::ThreeClusters2d => ClusterPreset::ThreeClusters2d,
         PresetArg::ThreeClustersOverlap2d => ClusterPreset::ThreeClustersOverlap2d,
+    };
+    let mut cfg = preset.config();
+    if let Some(n) = features {
+        cfg.n_features = n;
     }
+    if let Some(n) = samples {
+        cfg.n_samples = n;
+    }
+    cfg
 }
 
 /// Runs `ebm data generate`: the generator's data (and labels) written, the summary said.
