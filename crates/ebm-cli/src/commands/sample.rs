@@ -378,30 +378,7 @@ pub(super) fn execute(args: &SampleArgs, ctx: &Context) -> Result<()> {
     let outcome = if args.sampler == SamplerArg::Stacked {
         super::stack::sample(args, ctx, data, source)?
     } else {
-        let (visible, hidden, dtype) = if args.trajectory.is_some() {
-            let info = ebm_io::read_trajectory_info(source)?;
-            (info.visible, info.hidden, info.dtype)
-        } else {
-            let info = ebm_io::read_rbm_info(source)?;
-            (info.visible, info.hidden, info.dtype)
-        };
-        // f32 parameters are widened exactly; f64 ones are rounded to nearest.
-        let rounded = (args.precision == Precision::F32 && dtype == f64::NAME).then(|| {
-            format!(
-                "{}: the model's f64 parameters are rounded to f32 (--precision f32)",
-                source.display()
-            )
-        });
-        if let Some(note) = &rounded {
-            ctx.warn(note);
-        }
-        let task = SampleTask { args, ctx, data };
-        let outcome = with_kinds_in(args.precision, &visible, &hidden, source, task)?;
-        outcome.map(|mut o| {
-            o.results.model_dtype = Some(dtype);
-            o.results.rounded = rounded;
-            o
-        })
+        sample_model(args, ctx, data, source)?
     };
     // The other ranks of a sharded run sent their chains to rank 0, which writes.
     let Some(outcome) = outcome else {
@@ -416,6 +393,56 @@ pub(super) fn execute(args: &SampleArgs, ctx: &Context) -> Result<()> {
             path.display()
         ));
     }
+    say_outcome(ctx, args, &outcome);
+    let r = &outcome.results;
+    ctx.finish(
+        "sample",
+        Some(args.seed),
+        args,
+        &inputs,
+        &[&args.out],
+        r,
+        Some(&record),
+    )
+}
+
+/// Samples the model (or trajectory) in `source` with the unit kinds its header names, in
+/// the precision of `--precision`; `None` on the ranks of a sharded run other than 0.
+fn sample_model(
+    args: &SampleArgs,
+    ctx: &Context,
+    data: Option<Dataset>,
+    source: &Path,
+) -> Result<Option<SampleOutcome>> {
+    let (visible, hidden, dtype) = if args.trajectory.is_some() {
+        let info = ebm_io::read_trajectory_info(source)?;
+        (info.visible, info.hidden, info.dtype)
+    } else {
+        let info = ebm_io::read_rbm_info(source)?;
+        (info.visible, info.hidden, info.dtype)
+    };
+    // f32 parameters are widened exactly; f64 ones are rounded to nearest.
+    let rounded = (args.precision == Precision::F32 && dtype == f64::NAME).then(|| {
+        format!(
+            "{}: the model's f64 parameters are rounded to f32 (--precision f32)",
+            source.display()
+        )
+    });
+    if let Some(note) = &rounded {
+        ctx.warn(note);
+    }
+    let task = SampleTask { args, ctx, data };
+    let outcome = with_kinds_in(args.precision, &visible, &hidden, source, task)?;
+    Ok(outcome.map(|mut o| {
+        o.results.model_dtype = Some(dtype);
+        o.results.rounded = rounded;
+        o
+    }))
+}
+
+/// What `ebm sample` says of a run: the sampler and its cost, the ladder's swaps, the modes,
+/// TMC's profile, the warnings and the samples' mean free energy.
+fn say_outcome(ctx: &Context, args: &SampleArgs, outcome: &SampleOutcome) {
     let r = &outcome.results;
     ctx.say(format!(
         "{} on a {}: {} chains x {} steps ({} Gibbs sweeps per chain), seed {}",
@@ -455,15 +482,6 @@ pub(super) fn execute(args: &SampleArgs, ctx: &Context) -> Result<()> {
         r.mean_free_energy,
         args.out.display()
     ));
-    ctx.finish(
-        "sample",
-        Some(args.seed),
-        args,
-        &inputs,
-        &[&args.out],
-        r,
-        Some(&record),
-    )
 }
 
 /// The summary lines of the modes: the rule, the jumps and the weights by mode.
