@@ -366,42 +366,35 @@ where
     /// Fits the RCM on `data` (one sample per column, in the visible units' states), pads the
     /// model to `hidden` units, reports and draws the figure `figure`.
     fn fit(args: FitArgs<'_>) -> Result<Self> {
-        let FitArgs {
-            settings: s,
-            data,
-            hidden,
-            seed,
-            ctx,
-            figure,
-        } = args;
         let t0 = std::time::Instant::now();
-        ctx.say(format!(
+        args.ctx.say(format!(
             "pre-training: RCM on {} directions plus the bias direction, mesh of {}^{} points, \
              {} hyperplanes",
-            s.directions,
-            s.mesh,
-            s.directions + 1,
-            s.hyperplanes
+            args.settings.directions,
+            args.settings.mesh,
+            args.settings.directions + 1,
+            args.settings.hyperplanes
         ));
         let cfg = PretrainConfig {
-            directions: s.directions,
+            directions: args.settings.directions,
             bias: true,
-            points_per_dim: s.mesh,
+            points_per_dim: args.settings.mesh,
             rcm: RcmConfig {
-                hyperplanes: s.hyperplanes,
-                seed,
+                hyperplanes: args.settings.hyperplanes,
+                seed: args.seed,
                 ..RcmConfig::default()
             },
         };
-        let start = PretrainedStart::<V, H>::new(data, &cfg, hidden, seed, Par::Rayon)?;
+        let start =
+            PretrainedStart::<V, H>::new(args.data, &cfg, args.hidden, args.seed, Par::Rayon)?;
         let log_z_exact = match CliLayer::n_configurations(start.model.hidden()) {
             Some(n) if n <= MAX_EXACT_HIDDEN => {
                 Some(exact_log_partition(&start.model, 1.0, Par::Rayon)?.0)
             }
             _ => None,
         };
-        let warnings = Self::check_log_z(&start, log_z_exact, ctx)?;
-        Self::draw_figure(&start, data, seed, figure)?;
+        let warnings = Self::check_log_z(&start, log_z_exact, args.ctx)?;
+        Self::draw_figure(&start, args.data, args.seed, args.figure)?;
         let pre = &start.pretrained;
         let report = PretrainReport {
             dimensions: pre.basis.dim(),
@@ -415,12 +408,12 @@ where
             log_z_mesh: start.log_z_mesh,
             log_z_exact,
             seconds: t0.elapsed().as_secs_f64(),
-            figure: figure.to_path_buf(),
+            figure: args.figure.to_path_buf(),
             chains_start: None,
             static_check: None,
             warnings,
         };
-        ctx.say(format!(
+        args.ctx.say(format!(
             "pre-training: {} mesh points kept ({} outside the attainable region), RCM objective \
              {:.5}, {} hyperplanes kept ({} dropped), {} Newton steps; initial log Z {:.4} (mesh){}; \
              {:.1} s; figure {}",
@@ -433,7 +426,7 @@ where
             report.log_z_mesh,
             log_z_exact.map_or(String::new(), |z| format!(", {z:.4} (exact)")),
             report.seconds,
-            figure.display()
+            args.figure.display()
         ));
         Ok(Self { start, report })
     }

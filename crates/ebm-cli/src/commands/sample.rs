@@ -691,14 +691,7 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                     format!(", target beta {target}")
                 };
                 let desc = format!("PT ({}, {} rungs{at})", pt.schedule, pt.betas.len());
-                let k = pt.betas.len() as u64;
-                SamplerRun {
-                    samples,
-                    beta: target,
-                    sweeps_per_step: args.sweeps as u64 * k,
-                    description: desc,
-                    pt: Some(pt),
-                }
+                SamplerRun::tempered(samples, target, args.sweeps, desc, pt)
             }
             SamplerArg::PtRef => {
                 let betas = match &args.betas {
@@ -731,14 +724,7 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                 pt.betas = betas;
                 pt.reference = Some(reference.into());
                 let desc = format!("PT-ref ({}, {} rungs)", pt.schedule, pt.betas.len());
-                let k = pt.betas.len() as u64;
-                SamplerRun {
-                    samples,
-                    beta: 1.0,
-                    sweeps_per_step: args.sweeps as u64 * k,
-                    description: desc,
-                    pt: Some(pt),
-                }
+                SamplerRun::tempered(samples, 1.0, args.sweeps, desc, pt)
             }
             SamplerArg::Tmc => {
                 let task = super::tmc::SampleTmc {
@@ -777,14 +763,7 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                 pt.betas = vec![1.0; keep.len()];
                 pt.checkpoint_updates = Some(keep.iter().map(|&i| updates[i]).collect());
                 let desc = format!("PTT ({}, {} checkpoints)", pt.schedule, keep.len());
-                let k = keep.len() as u64;
-                SamplerRun {
-                    samples,
-                    beta: 1.0,
-                    sweeps_per_step: args.sweeps as u64 * k,
-                    description: desc,
-                    pt: Some(pt),
-                }
+                SamplerRun::tempered(samples, 1.0, args.sweeps, desc, pt)
             }
         };
         let mut o = outcome(args, &rbm, run, tracer, run_warnings)?;
@@ -806,6 +785,27 @@ pub(super) struct SamplerRun<F: Scalar> {
     pub description: String,
     /// The tempering diagnostics, for the samplers that have a ladder.
     pub pt: Option<PtSummary>,
+}
+
+impl<F: Scalar> SamplerRun<F> {
+    /// The run of a tempering sampler whose rungs (`pt.betas`, one per rung) each made
+    /// `sweeps` Gibbs sweeps per step, and whose target is at `beta`.
+    pub(super) fn tempered(
+        samples: DMatrix<F>,
+        beta: f64,
+        sweeps: usize,
+        description: String,
+        pt: PtSummary,
+    ) -> Self {
+        let rungs = pt.betas.len() as u64;
+        Self {
+            samples,
+            beta,
+            sweeps_per_step: sweeps as u64 * rungs,
+            description,
+            pt: Some(pt),
+        }
+    }
 }
 
 /// The outcome of a run of `--sampler` on `rbm` (the target): the samples' mean free energy,

@@ -286,13 +286,8 @@ pub(super) fn sample(
                 return Ok(None);
             };
             pt.betas = vec![1.0; depth];
-            let run = SamplerRun {
-                samples: target.visible,
-                beta: 1.0,
-                sweeps_per_step: (args.sweeps * depth) as u64,
-                description: format!("ST ({schedule_name}, {depth} RBMs)"),
-                pt: Some(pt),
-            };
+            let description = format!("ST ({schedule_name}, {depth} RBMs)");
+            let run = SamplerRun::tempered(target.visible, 1.0, args.sweeps, description, pt);
             let mut out = outcome(args, &bottom, run, tracer, warnings)?;
             out.model = format!("stack of {depth} RBMs, bottom {}", out.model);
             Ok(Some(out))
