@@ -876,12 +876,12 @@ impl Figure for Scatter<'_> {
         let peak = if peak > 0.0 { peak } else { 1.0 };
         // The data's bars filled, the samples' outlined.
         let x_bars = [
-            (&hx_data, data_colour, true),
-            (&hx_samples, sample_colour, false),
+            (hx_data.as_slice(), data_colour, true),
+            (hx_samples.as_slice(), sample_colour, false),
         ];
         let y_bars = [
-            (&hy_data, data_colour, true),
-            (&hy_samples, sample_colour, false),
+            (hy_data.as_slice(), data_colour, true),
+            (hy_samples.as_slice(), sample_colour, false),
         ];
         marginal(top, Along::X, &xr, peak, x_bars)?;
         marginal(side, Along::Y, &yr, peak, y_bars)?;
@@ -897,7 +897,7 @@ impl Figure for Scatter<'_> {
 }
 
 /// Which axis of the scatter plot a marginal histogram runs along.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Along {
     /// Above the main panel: bins along x, fractions up.
     X,
@@ -913,7 +913,7 @@ fn marginal<DB: DrawingBackend>(
     along: Along,
     range: &Range<f64>,
     peak: f64,
-    bars: [(&Vec<f64>, RGBColor, bool); 2],
+    bars: [(&[f64], RGBColor, bool); 2],
 ) -> Result<(), String> {
     let (x_area, y_area, xs, ys) = match along {
         Along::X => (0, 70, range.clone(), 0.0..peak),

@@ -185,7 +185,7 @@ pub enum Warning {
         z: f64,
     },
     /// Reverse AIS (a stochastic upper bound) came out above forward AIS (a stochastic lower
-    /// bound) by more than [`HALVES_Z`] combined standard errors: the two bracket \(\log Z\)
+    /// bound) by more than [`HALVES_Z`] combined standard errors: the two bracket \\(\log Z\\)
     /// in expectation, but at least one is biased beyond its error bar, typically forward AIS
     /// whose chains all missed a mode (its weights then look healthy).
     SandwichGap {

@@ -39,13 +39,13 @@ pub struct Rbm<V: Layer, H: Layer<Scalar = V::Scalar>> {
     weights: DMatrix<V::Scalar>,
 }
 
-/// The serde form of an [`Rbm`]: unit kinds, sizes, each layer's named tensors and the weights.
 /// A named tensor: name, shape, row-major values.
 type Tensor<N, F> = (N, Vec<usize>, Vec<F>);
 
 /// A named tensor in owned form.
 type OwnedTensor<F> = Tensor<String, F>;
 
+/// The serde form of an [`Rbm`]: unit kinds, sizes, each layer's named tensors and the weights.
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(bound = "")]
 struct RbmRepr<F: Scalar> {

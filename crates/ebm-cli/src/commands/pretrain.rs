@@ -342,7 +342,6 @@ struct Start<V: Layer<Scalar = f64>, H: Layer<Scalar = f64>> {
 }
 
 /// The arguments of [`Start::fit`].
-#[derive(Clone, Copy)]
 struct FitArgs<'a> {
     /// `--rcm-*`: directions, mesh and hyperplanes.
     settings: &'a PretrainSettings,
