@@ -23,12 +23,12 @@ pub trait EnergyModel: Sync {
     fn energies(&self, x: &Self::State, beta: f64, out: &mut [f64], par: Par);
     // ANCHOR_END: energies
 
-    /// Writes \(E_{\beta_j}(x_i)\) for every chain `i` of `x` and every inverse temperature
+    /// Writes \\(E_{\beta_j}(x_i)\\) for every chain `i` of `x` and every inverse temperature
     /// `betas[j]` into `out[i * betas.len() + j]`.
     ///
     /// The default calls [`EnergyModel::energies`] once per temperature. Models whose energy
     /// at several temperatures shares most of its cost override it (an RBM computes the
-    /// inputs \(W^\top v\) once): a temperature-ladder exchange needs each state's energy at
+    /// inputs \\(W^\top v\\) once): a temperature-ladder exchange needs each state's energy at
     /// two neighbouring temperatures.
     ///
     /// # Panics
@@ -47,8 +47,8 @@ pub trait EnergyModel: Sync {
 
     /// [`EnergyModel::energies_at`], also writing into `kept` the product that the first
     /// half-step of a block Gibbs sweep from `x` computes, when the energies need the same one
-    /// (for an RBM: \(W^\top v\), in `kept.hidden`), so that
-    /// [`EnergyModel::sample_hidden_from_kept`] can draw \(h \mid v\) without recomputing
+    /// (for an RBM: \\(W^\top v\\), in `kept.hidden`), so that
+    /// [`EnergyModel::sample_hidden_from_kept`] can draw \\(h \mid v\\) without recomputing
     /// it. Returns whether it kept anything; the default keeps nothing. `kept` may hold any
     /// state of the same model (its buffers are reused); only the product is written (the
     /// rest of `kept` is unspecified), so `kept` belongs to `x` as it is now: the caller
@@ -93,7 +93,7 @@ pub trait EnergyModel: Sync {
         false
     }
 
-    /// Draws \(h \sim p_\beta(h \mid v)\) for every chain of `x` from the product kept by
+    /// Draws \\(h \sim p_\beta(h \mid v)\\) for every chain of `x` from the product kept by
     /// [`EnergyModel::energies_at_keeping`], bit for bit as
     /// [`ConditionalSampler::sample_hidden`] would (same numbers, same random numbers from
     /// each chain's stream), and returns `true`; or returns `false`, touching nothing, if
@@ -172,7 +172,7 @@ pub trait Kernel<M: EnergyModel + ?Sized>: Sync {
     /// Whether [`Kernel::step`] begins with the exact block draw
     /// [`ConditionalSampler::sample_hidden`] (alternating Gibbs sampling does): a caller that
     /// already holds that draw's product (parallel tempering, whose exchange computed it for
-    /// the free energies) then draws \(h \mid v\) itself and calls
+    /// the free energies) then draws \\(h \mid v\\) itself and calls
     /// [`Kernel::step_after_hidden`]. The default is `false`.
     fn begins_with_hidden_draw(&self) -> bool {
         false

@@ -399,7 +399,7 @@ where
     ))
 }
 
-/// The result of a forward run: the profile of \(\log Z_k\) from rung 0's `log_z0` and the
+/// The result of a forward run: the profile of \\(\log Z_k\\) from rung 0's `log_z0` and the
 /// log ratios after each rung (`base` at the start), and the estimate of the last rung.
 fn forward_run<L, S>(
     ladder: &L,

@@ -30,7 +30,7 @@ pub struct LogZEstimate {
     /// How `std_err` was obtained.
     pub error_bar: ErrorBar,
     /// Estimators from importance weights: the fraction of the total weight carried by the
-    /// largest chain, \(\max_i e^{w_i} / \sum_j e^{w_j}\) (`None` for other estimators).
+    /// largest chain, \\(\max_i e^{w_i} / \sum_j e^{w_j}\\) (`None` for other estimators).
     #[serde(default)]
     pub largest_weight_fraction: Option<f64>,
     /// Why the estimate or its error bar should not be trusted; empty when every check of

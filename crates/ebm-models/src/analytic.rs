@@ -230,8 +230,8 @@ impl ExactLogPartition for CurieWeiss {
     }
 }
 
-/// Spin configurations listed by the bits of \(k\): bit \(i\) set means \(v_i = +1\).
-/// Exact tests can list up to about \(2^{20}\) of them; the exact law for larger \(N\) is
+/// Spin configurations listed by the bits of \\(k\\): bit \\(i\\) set means \\(v_i = +1\\).
+/// Exact tests can list up to about \\(2^{20}\\) of them; the exact law for larger \\(N\\) is
 /// the law of the up count ([`CurieWeiss::up_count_distribution`]).
 impl Enumerable for CurieWeiss {
     fn n_states(&self) -> usize {
@@ -247,7 +247,7 @@ impl Enumerable for CurieWeiss {
     }
 }
 
-/// \(2^n\), saturating at `usize::MAX`.
+/// \\(2^n\\), saturating at `usize::MAX`.
 fn spin_configurations(n: usize) -> usize {
     u32::try_from(n)
         .ok()
@@ -255,7 +255,7 @@ fn spin_configurations(n: usize) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// Writes configuration `k` of \(\pm 1\) spins: bit \(i\) of `k` set means `v[i] = +1`.
+/// Writes configuration `k` of \\(\pm 1\\) spins: bit \\(i\\) of `k` set means `v[i] = +1`.
 fn write_spins(k: usize, v: &mut [f64]) {
     for (i, s) in v.iter_mut().enumerate() {
         *s = if i < usize::BITS as usize && (k >> i) & 1 == 1 {

@@ -377,7 +377,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
         self.free_energies_keeping(v, betas, out, &mut inputs, par);
     }
 
-    /// [`Rbm::free_energies_at`], leaving the hidden inputs \(W^\top v\) in `inputs`
+    /// [`Rbm::free_energies_at`], leaving the hidden inputs \\(W^\top v\\) in `inputs`
     /// (column-major, `H::width()` values per chain), computed per chunk of chains exactly as
     /// the product of [`ConditionalSampler::sample_hidden`].
     fn free_energies_keeping(
@@ -420,7 +420,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Rbm<V, H> {
     }
 
     /// The tempered free energies of the columns `vs` (`cols` chains) from their hidden inputs
-    /// `inputs` = \(W^\top v\): \(F_\beta(v) = \beta U_V(v) - \Gamma^\beta_H(W^\top v)\)
+    /// `inputs` = \\(W^\top v\\): \\(F_\beta(v) = \beta U_V(v) - \Gamma^\beta_H(W^\top v)\\)
     /// at each temperature, into `out[i * betas.len() + j]`. The one place this arithmetic
     /// lives, so energies from kept inputs are bit-identical to energies with the product
     /// recomputed.
@@ -716,13 +716,13 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         self.free_energy_visible(&x.visible, beta, out, par);
     }
 
-    /// One product \(W^\top v\) per chunk of chains, then the tempered free energy at each
+    /// One product \\(W^\top v\\) per chunk of chains, then the tempered free energy at each
     /// temperature; bit-identical to calling [`EnergyModel::energies`] per temperature.
     fn energies_at(&self, x: &Self::State, betas: &[f64], out: &mut [f64], par: Par) {
         self.free_energies_at(&x.visible, betas, out, par);
     }
 
-    /// Keeps the inputs \(W^\top v\) of the free energies in `kept.hidden`, and leaves
+    /// Keeps the inputs \\(W^\top v\\) of the free energies in `kept.hidden`, and leaves
     /// `kept.visible` empty (no rows, one column per chain): moving kept products with their
     /// chains ([`Chains::swap_chain`]) then moves only the inputs.
     fn energies_at_keeping(
@@ -744,7 +744,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         true
     }
 
-    /// The free energies from the kept inputs \(W^\top v\): the same numbers as
+    /// The free energies from the kept inputs \\(W^\top v\\): the same numbers as
     /// [`EnergyModel::energies_at`] without the product.
     fn energies_from_kept(
         &self,

@@ -189,7 +189,7 @@ where
 /// [`chain_range`]`(n, size, r)` of the start's `n` with their own streams
 /// ([`shard_population`], then [`ais_on_shard`]); rank 0 gathers weights, chains and streams
 /// and computes the estimate ([`ais_from_weights`]). The run (estimate, error bar, warnings,
-/// profile of \(\log Z_k\), final population) equals bit for bit that of `ais(annealer,
+/// profile of \\(\log Z_k\\), final population) equals bit for bit that of `ais(annealer,
 /// ladder, start.clone(), par)` in one process, for any number of ranks.
 ///
 /// Every rank must pass the same `start` (drawn from the same seed). Communication: once, at
@@ -278,7 +278,7 @@ where
 }
 
 /// Reverse annealed importance sampling ([`ebm_estimators::reverse_ais`]) from `target`
-/// (draws of the last rung of `ladder`) down to rung 0, whose exact \(\log Z_0\) is
+/// (draws of the last rung of `ladder`) down to rung 0, whose exact \\(\log Z_0\\) is
 /// `log_z0`, sharded over the ranks of `c` by chain: rank `r` anneals the chains
 /// [`chain_range`]`(n, size, r)` of the `n` with their own streams ([`shard_population`],
 /// then [`reverse_ais_on_shard`]); rank 0 gathers the weights, chains and streams and computes

@@ -117,13 +117,13 @@ pub struct RungRun<S> {
 /// own stream, and each exchange is decided by the rank holding its lower rung from the same
 /// energies, with the same uniform, as in one process.
 ///
-/// Communication per round, for \(n\) systems, across each of the `size - 1` block
-/// boundaries whose pair is proposed: \(2n\) energies down the ladder (plus \(n\) flags for
-/// the lifted schedule), \(2n\) decision words up, and the moving parts of the accepted
+/// Communication per round, for \\(n\\) systems, across each of the `size - 1` block
+/// boundaries whose pair is proposed: \\(2n\\) energies down the ladder (plus \\(n\\) flags for
+/// the lifted schedule), \\(2n\\) decision words up, and the moving parts of the accepted
 /// exchanges both ways ([`Exchange::part_mut`]: whole chains for a ladder, one layer for a
 /// stack), with two words of labels each. An exchange that refreshes its two rungs
 /// ([`Exchange::refreshes`], a stack) draws from the lower rung's streams on both sides: the
-/// lower block lends them up (\(4n\) words, the 256-bit stream states) and gets them back
+/// lower block lends them up (\\(4n\\) words, the 256-bit stream states) and gets them back
 /// advanced. The pairs of a round are decided bottom up, as in one process, so the exchange
 /// phase passes from block to block; the exploration, the bulk of a round, runs on all
 /// blocks at once.

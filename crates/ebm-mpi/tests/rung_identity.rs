@@ -203,7 +203,7 @@ fn rung_blocks_tile_the_ladder_from_the_top() {
     }
 }
 
-/// A link that corrupts the energies a block sends down: \(E_{k+1}\) replaced by \(E_k\), the
+/// A link that corrupts the energies a block sends down: \\(E_{k+1}\\) replaced by \\(E_k\\), the
 /// energy at the wrong rung. Each boundary exchange sends `.2` messages down, the energies
 /// first: then the labels of the replicas leaving, and for a stack the lent streams back.
 struct WrongRung<'a>(RungNeighbours<'a, Threads>, usize, usize);
@@ -317,7 +317,7 @@ where
     })
 }
 
-/// Stacked tempering sharded by rung: the exchange of \(h_n\) with \(v_{n+1}\) across a
+/// Stacked tempering sharded by rung: the exchange of \\(h_n\\) with \\(v_{n+1}\\) across a
 /// boundary is decided from the energies of the two moving layers, moves only those layers,
 /// and its refresh draws from the lower rung's streams on both sides. Five RBMs: blocks of 5;
 /// 3 + 2; 2 + 2 + 1; 2 + 1 + 1 + 1 on 1 to 4 ranks; every schedule.

@@ -214,7 +214,7 @@ pub struct LatentInfo {
 /// Per-chain scratch of a latent sweep.
 struct Scratch<F> {
     input: Vec<F>,
-    /// \(\sum_i \Gamma^\beta_{V,i}(I_i)\) of the current `input`, once computed; `None`
+    /// \\(\sum_i \Gamma^\beta_{V,i}(I_i)\\) of the current `input`, once computed; `None`
     /// whenever `input` changes. The candidate equal to the current values of a block has
     /// exactly this cumulant, so a binary unit's update evaluates one cumulant instead of two.
     input_cgf: Option<f64>,

@@ -1,5 +1,5 @@
-//! The PT loop reuses the hidden inputs \(W^\top v\) that an exchange computed for the free
-//! energies in the first half-step \(h \mid v\) of the next Gibbs sweep: the kept products and
+//! The PT loop reuses the hidden inputs \\(W^\top v\\) that an exchange computed for the free
+//! energies in the first half-step \\(h \mid v\\) of the next Gibbs sweep: the kept products and
 //! energies equal recomputed ones exactly, and PT gives the same chains, bit for bit, as with
 //! every product recomputed (temperature and trajectory ladders, every schedule). A counting
 //! model shows that the products are reused; a model that perturbs what it keeps is the
@@ -27,7 +27,7 @@ fn random_rbm(nv: usize, nh: usize, scale: f64, seed: u64) -> Model {
     Rbm::new(Bernoulli::new(g), Bernoulli::new(c), w).unwrap()
 }
 
-/// An RBM that counts its products \(W^\top v\) for \(h \mid v\) and its reuses of kept
+/// An RBM that counts its products \\(W^\top v\\) for \\(h \mid v\\) and its reuses of kept
 /// ones, and adds `perturb` to the inputs it keeps (0 except in the negative control).
 #[derive(Debug)]
 struct Counting {
@@ -264,7 +264,7 @@ fn pt_with_kept_products_gives_the_chains_of_recomputed_ones() {
 }
 
 /// The energies of a keeping exchange are those of [`Exchange::log_accept`], bit for bit, and
-/// the kept inputs of each rung after the exchange are \(W^\top v\) of its new state under its
+/// the kept inputs of each rung after the exchange are \\(W^\top v\\) of its new state under its
 /// own model, exactly as recomputed.
 #[test]
 fn kept_energies_and_inputs_equal_recomputed_ones_exactly() {

@@ -573,7 +573,7 @@ fn cost_accounting_counts_l_ags_steps_per_iteration() {
     assert!(state.rungs().iter().all(|r| r.n_chains() == n));
 }
 
-/// `StackedTempering::step` explores with a kernel that keeps the product \(W_n h_n\) of each
+/// `StackedTempering::step` explores with a kernel that keeps the product \\(W_n h_n\\) of each
 /// RBM's last half-step for the next exchange: the chains are bit for bit those of the plain PT
 /// loop with [`Gibbs`] on the same ladder, which recomputes every product, under every
 /// schedule. (Changing any kept input, e.g. adding 1e-3 to it, makes this test fail.)

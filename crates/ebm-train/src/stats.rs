@@ -76,7 +76,7 @@ impl Layout {
         self.nv * self.nh + self.nv + self.nh + self.pv + self.ph
     }
 
-    /// Words of a block's sums after its \(\langle v h^\top\rangle\) terms: the means and
+    /// Words of a block's sums after its \\(\langle v h^\top\rangle\\) terms: the means and
     /// statistics.
     fn statistics_len(&self) -> usize {
         self.nv + self.nh + self.pv + self.ph
@@ -450,7 +450,7 @@ impl Moments {
 }
 
 impl Moments {
-    /// Every value, in one vector: \(\langle v h^\top\rangle\) column-major, the visible and
+    /// Every value, in one vector: \\(\langle v h^\top\rangle\\) column-major, the visible and
     /// hidden means, the visible and hidden statistics (for a message between processes).
     pub fn to_words(&self) -> Vec<f64> {
         let mut x = self.visible_hidden.as_slice().to_vec();

@@ -65,15 +65,15 @@ impl Default for CheckpointPolicy {
     }
 }
 
-/// Hidden layers with at most this many configurations (\(N_h \le 20\) binary units, the
+/// Hidden layers with at most this many configurations (\\(N_h \le 20\\) binary units, the
 /// exact-computation rule of paper 000) can be enumerated to draw the samples of checkpoint
 /// selection exactly ([`SelectionAcceptance::Exact`]).
 pub const MAX_EXACT_SELECTION_CONFIGURATIONS: u128 = 1 << 20;
 
 /// [`SelectionAcceptance::Auto`] draws exactly only up to this many hidden configurations
-/// (\(N_h \le 16\) binary units). Selection enumerates the hidden layer of every offered model,
-/// that is after every update by default: at \(2^{16}\) configurations that costs about as much
-/// as a small update, at \(2^{20}\) it costs 16 times more and dominated the default training
+/// (\\(N_h \le 16\\) binary units). Selection enumerates the hidden layer of every offered model,
+/// that is after every update by default: at \\(2^{16}\\) configurations that costs about as much
+/// as a small update, at \\(2^{20}\\) it costs 16 times more and dominated the default training
 /// (20 hidden units), where `Exact` stays available on request.
 pub const AUTO_EXACT_SELECTION_CONFIGURATIONS: u128 = 1 << 16;
 

@@ -189,9 +189,9 @@ pub fn mode_jumps(labels_by_time: &[Vec<usize>]) -> Result<JumpStats> {
 /// Mode weights estimated as time averages over a window of recorded times, with error bars
 /// from independent chains, and the checks that say when they cannot be trusted.
 ///
-/// Each chain's weight of mode \(k\) is the fraction of its records in the window that are in
-/// \(k\); the estimate is the mean over chains and its standard error the standard deviation
-/// over chains divided by \(\sqrt{\text{chains}}\). Because the chains are independent, this error
+/// Each chain's weight of mode \\(k\\) is the fraction of its records in the window that are in
+/// \\(k\\); the estimate is the mean over chains and its standard error the standard deviation
+/// over chains divided by \\(\sqrt{\text{chains}}\\). Because the chains are independent, this error
 /// bar is honest whatever the autocorrelation along each chain, **provided** the chains are in
 /// equilibrium during the window. Two checks test that:
 ///
@@ -211,7 +211,7 @@ pub struct WindowedWeights {
     pub weights: Vec<f64>,
     /// Standard error of each weight over independent chains.
     pub se: Vec<f64>,
-    /// Largest \(|w_k^{(1)} - w_k^{(2)}| / \sqrt{se_1^2 + se_2^2}\) over modes between the two
+    /// Largest \\(|w_k^{(1)} - w_k^{(2)}| / \sqrt{se_1^2 + se_2^2}\\) over modes between the two
     /// halves of the window (0 when both halves agree exactly).
     pub drift: f64,
     /// Mean number of mode changes per chain inside the window.

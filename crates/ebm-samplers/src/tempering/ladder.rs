@@ -75,7 +75,7 @@ pub trait Exchange: Sync {
     /// energies that the next exploration of rungs `k` and `k + 1` can reuse
     /// ([`EnergyModel::energies_at_keeping`]); [`Exchange::exchange_keeping`] then moves them
     /// with the chains. The default keeps nothing; ladders ([`Ladder`]) keep the inputs
-    /// \(W^\top v\) of every state, which the first half-step of the next Gibbs sweep needs.
+    /// \\(W^\top v\\) of every state, which the first half-step of the next Gibbs sweep needs.
     fn log_accept_keeping(
         &self,
         k: usize,
@@ -125,9 +125,9 @@ pub trait Exchange: Sync {
 
     /// For an exchange that [`Exchange::splits_by_state`]: writes the energies of every chain
     /// of `x`, held at rung `k + 1` if `upper` else at rung `k`, under the two rungs of pair
-    /// `k`, \(E_k(x_i)\) into `out[2 i]` and \(E_{k+1}(x_i)\) into `out[2 i + 1]`, the
+    /// `k`, \\(E_k(x_i)\\) into `out[2 i]` and \\(E_{k+1}(x_i)\\) into `out[2 i + 1]`, the
     /// very numbers [`Exchange::log_accept`] combines ([`Exchange::log_accept_from_energies`]).
-    /// For a ladder \(E_k\) is rung \(k\)'s energy of the whole state; for a stack it is a
+    /// For a ladder \\(E_k\\) is rung \\(k\\)'s energy of the whole state; for a stack it is a
     /// marginal free energy of the part of the state that the exchange moves.
     ///
     /// # Panics
@@ -139,10 +139,10 @@ pub trait Exchange: Sync {
 
     /// The log acceptance of pair `k` from [`Exchange::pair_energies`] of the lower state
     /// (`lo`) and of the upper one (`hi`), into `out` (one entry per chain): by default
-    /// [`pair_log_accept`], \(\log\alpha = E_k(x_k) + E_{k+1}(x_{k+1}) - E_{k+1}(x_k) -
-    /// E_k(x_{k+1})\). An exchange whose [`Exchange::log_accept`] sums the same four numbers
+    /// [`pair_log_accept`], \\(\log\alpha = E_k(x_k) + E_{k+1}(x_{k+1}) - E_{k+1}(x_k) -
+    /// E_k(x_{k+1})\\). An exchange whose [`Exchange::log_accept`] sums the same four numbers
     /// in another order overrides it with that order, so that two processes compute the
-    /// one-process \(\log\alpha\) bit for bit.
+    /// one-process \\(\log\alpha\\) bit for bit.
     fn log_accept_from_energies(&self, k: usize, lo: &[f64], hi: &[f64], out: &mut [f64]) {
         let _ = k;
         pair_log_accept(lo, hi, out);
@@ -151,7 +151,7 @@ pub trait Exchange: Sync {
     /// For an exchange that [`Exchange::splits_by_state`]: the part of `x` (held at rung
     /// `k + 1` if `upper` else at rung `k`) that an accepted exchange of pair `k` swaps with
     /// the same part of the other rung's chain: `x` itself for a ladder (whole chains move),
-    /// one layer for a stack (\(h_n\) of the upper rung, \(v_{n+1}\) of the lower).
+    /// one layer for a stack (\\(h_n\\) of the upper rung, \\(v_{n+1}\\) of the lower).
     ///
     /// # Panics
     /// If the exchange does not split by state.
@@ -215,7 +215,7 @@ impl<L: Ladder> Exchange for L {
 
     /// When both rungs share one model (a temperature ladder), each state's energies at the
     /// two temperatures come from one [`EnergyModel::energies_at`] call (for an RBM one
-    /// product \(W^\top v\) per state instead of two).
+    /// product \\(W^\top v\\) per state instead of two).
     fn log_accept(&self, k: usize, lo: &Self::State, hi: &Self::State, out: &mut [f64], par: Par) {
         ladder_log_accept(self, k, lo, hi, out, None, par);
     }
@@ -307,7 +307,7 @@ impl<L: Ladder> Exchange for L {
 }
 
 /// Products that an exchange of a [`Ladder`] computed for its energies and that the next
-/// exploration of a rung reuses (for an RBM, the hidden inputs \(W^\top v\) of the first
+/// exploration of a rung reuses (for an RBM, the hidden inputs \\(W^\top v\\) of the first
 /// half-step of a Gibbs sweep; see [`EnergyModel::energies_at_keeping`]). The PT loop holds
 /// one per rung in its [`super::PtState`]; the buffers are allocated once.
 #[derive(Debug)]
@@ -325,7 +325,7 @@ pub struct KeptProducts<S> {
 
 impl<S> KeptProducts<S> {
     /// The products kept for the rung's current state, if any (for an RBM, the hidden inputs
-    /// \(W^\top v\), in `hidden`). Valid by construction: the PT loop drops them whenever
+    /// \\(W^\top v\\), in `hidden`). Valid by construction: the PT loop drops them whenever
     /// the rung's chains change otherwise than by an exchange that moves them along
     /// ([`super::PtState::rungs_mut`]).
     pub fn products(&self) -> Option<&S> {
@@ -441,8 +441,8 @@ fn ladder_log_accept<L: Ladder>(
 
 /// The log acceptance of exchanging chain `i` of rungs `k` and `k + 1` from the energies of
 /// their states at both rungs ([`Exchange::pair_energies`] of the lower state, `lo`, and of the
-/// upper, `hi`): \(\log\alpha_i = E_k(x_{k,i}) + E_{k+1}(x_{k+1,i}) - E_{k+1}(x_{k,i}) -
-/// E_k(x_{k+1,i})\), into `out[i]`. One formula for the one-process exchange and for two
+/// upper, `hi`): \\(\log\alpha_i = E_k(x_{k,i}) + E_{k+1}(x_{k+1,i}) - E_{k+1}(x_{k,i}) -
+/// E_k(x_{k+1,i})\\), into `out[i]`. One formula for the one-process exchange and for two
 /// processes that each computed the energies of their own rung.
 pub fn pair_log_accept(lo: &[f64], hi: &[f64], out: &mut [f64]) {
     for (i, o) in out.iter_mut().enumerate() {
@@ -561,7 +561,7 @@ impl<M: EnergyModel> TemperatureLadder<M> {
     /// of `kernel` per grid point, and [`select_rungs`](super::select_rungs) keeps the rungs
     /// (Béreux et al., *Fast training and sampling of RBMs*, where the reference code scans 1000 points with 10 Gibbs
     /// sweeps and targets 0.3). Start `state` in equilibrium at `grid[0]` (for RBMs at
-    /// \(\beta = 0\): uniform random states, or any state after one Gibbs sweep).
+    /// \\(\beta = 0\\): uniform random states, or any state after one Gibbs sweep).
     ///
     /// # Errors
     /// As [`TemperatureLadder::new`] for the grid, and as [`select_rungs`](super::select_rungs).

@@ -121,12 +121,12 @@ where
         }
     }
 
-    /// Inside the ladder, whole chains, then the exact refresh \(h \sim P_{\beta}(h \mid v)\)
+    /// Inside the ladder, whole chains, then the exact refresh \\(h \sim P_{\beta}(h \mid v)\\)
     /// on both rungs; above the target, the stack's exchange with its refresh.
     ///
     /// The ladder's ratio is that of the visible marginals (free energies), so its swap is
-    /// valid for the \(v\)'s only; a plain PT loop does not care, since every Gibbs sweep
-    /// first redraws \(h \mid v\). Here the stack's exchange at the target uses \(h_1\)
+    /// valid for the \\(v\\)'s only; a plain PT loop does not care, since every Gibbs sweep
+    /// first redraws \\(h \mid v\\). Here the stack's exchange at the target uses \\(h_1\\)
     /// directly, so the hidden layers are redrawn after each temperature swap (the product
     /// of the joint laws is then invariant; without it, it is not: see the tests).
     fn exchange<R: Rng + Send>(

@@ -55,7 +55,7 @@ impl SwapSchedule {
 /// ([`ParallelTempering::with_rung0_kernel`]), typically [`crate::ExactRefresh`] when the
 /// ladder's models are [`ebm_core::Tractable`]: every round then injects independent exact
 /// draws at the bottom, as PTT does with its exactly sampled first model (the PTT paper
-/// Béreux et al., *Fast training and sampling of RBMs*). For RBM ladders whose rung 0 is at \(\beta = 0\) or is an
+/// Béreux et al., *Fast training and sampling of RBMs*). For RBM ladders whose rung 0 is at \\(\beta = 0\\) or is an
 /// independent-site reference (zero weights), one Gibbs sweep at rung 0 already is an exact
 /// draw, because neither conditional depends on the other layer there.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -604,16 +604,16 @@ impl<K, B> ParallelTempering<K, B> {
     /// holding every rung `link` is never used, and this is [`ParallelTempering::step`].
     ///
     /// Every block explores its rungs and runs the exchanges of its own pairs, in the order
-    /// of the one-process round (pairs bottom up). A pair \((k, k+1)\) across the boundary
-    /// with the block above is decided by this block, which holds rung \(k\) and so the
+    /// of the one-process round (pairs bottom up). A pair \\((k, k+1)\\) across the boundary
+    /// with the block above is decided by this block, which holds rung \\(k\\) and so the
     /// stream of its swap uniforms: the block above sends the energies of its states at the
-    /// two rungs ([`Exchange::pair_energies`], \(2n\) numbers for \(n\) systems), this block
-    /// computes \(\log\alpha\) with the one-process formula
+    /// two rungs ([`Exchange::pair_energies`], \\(2n\\) numbers for \\(n\\) systems), this block
+    /// computes \\(\log\alpha\\) with the one-process formula
     /// ([`Exchange::log_accept_from_energies`]), draws the uniforms, and sends up the
     /// decisions; then the two blocks swap the moving parts ([`Exchange::part_mut`]: whole
     /// chains, or a stack's exchanged layers) of the accepted exchanges only, with their
     /// replica labels and last-visited ends. An exchange that then refreshes both rungs
-    /// ([`Exchange::refreshes`]) draws from rung \(k\)'s streams: this block lends them to
+    /// ([`Exchange::refreshes`]) draws from rung \\(k\\)'s streams: this block lends them to
     /// the block above (four words per stream), which refreshes its state and returns them,
     /// and this block refreshes its own ([`Exchange::refresh`]). Such a refresh touches every
     /// chain of both rungs, so under schedules whose systems choose different pairs its
@@ -953,7 +953,7 @@ enum Phase {
 }
 
 /// The exchange decisions of pair `k`: for every proposing system `i`, accept with probability
-/// \(\min(1, \alpha_i)\) from a uniform of the lower rung's stream `rngs[i]`; counts into
+/// \\(\min(1, \alpha_i)\\) from a uniform of the lower rung's stream `rngs[i]`; counts into
 /// `info`.
 fn decide(
     k: usize,
@@ -1022,7 +1022,7 @@ fn arrive(labels: &mut [u32], last_end: &mut [Vec<Option<bool>>], which: &[usize
 }
 
 /// One exploration step of a rung with `kernel`. When the kernel begins with a block draw of
-/// \(h \mid v\) (Gibbs) and the last exchange kept that draw's product for the rung's current
+/// \\(h \mid v\\) (Gibbs) and the last exchange kept that draw's product for the rung's current
 /// state, the draw uses it ([`ebm_core::EnergyModel::sample_hidden_from_kept`]) instead of
 /// recomputing it: the same numbers, so the same chains.
 fn explore<M, K, R>(
@@ -1106,7 +1106,7 @@ mod tests {
 
     const BETAS: [f64; 3] = [0.3, 0.65, 1.0];
 
-    /// The lifting states \((\eta, \varepsilon)\) of three rungs: all but (0, down), (2, up).
+    /// The lifting states \\((\eta, \varepsilon)\\) of three rungs: all but (0, down), (2, up).
     const LIFTS: [(u32, bool); 4] = [(0, true), (1, false), (1, true), (2, false)];
 
     /// The exact transition matrix of one lifted exchange (no exploration) on
@@ -1306,7 +1306,7 @@ mod tests {
     /// [`PtState::rungs_mut`] between rounds moves as a state freshly built from the written
     /// rungs (with the same streams, labels and counters) does, for every schedule; writing
     /// the rungs behind the state's back, its kept products left in place (negative control),
-    /// draws \(h \mid v\) from the old configurations and differs.
+    /// draws \\(h \mid v\\) from the old configurations and differs.
     #[test]
     fn rungs_written_through_rungs_mut_move_as_a_freshly_built_state() {
         let model = rbm(1.5);

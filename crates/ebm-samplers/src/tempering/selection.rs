@@ -33,8 +33,8 @@ pub fn estimated_swap_acceptance<M: EnergyModel>(
     swap_acceptance_with_error(a, xa, b, xb, rng, par).0
 }
 
-/// [`estimated_swap_acceptance`] with its standard error, \(s / \sqrt n\) for the sample
-/// standard deviation \(s\) of the \(n\) terms: calibrated when the two batches are
+/// [`estimated_swap_acceptance`] with its standard error, \\(s / \sqrt n\\) for the sample
+/// standard deviation \\(s\\) of the \\(n\\) terms: calibrated when the two batches are
 /// independent draws of their models (e.g. exact draws), an underestimate when the chains of
 /// each batch are correlated.
 ///
@@ -277,8 +277,8 @@ where
 /// chains of `state` with `sweeps` steps of `kernel` at each rung (rung 0 included) (annealing them along the
 /// ladder, as PTT's initial pass up the trajectory does), and keeps the furthest rung whose
 /// estimated swap acceptance ([`estimated_swap_acceptance`]) with the last kept rung is still at
-/// least `target_acceptance`: when rung \(k\) falls below the target, rung \(k - 1\) is kept
-/// (or \(k\) itself if \(k - 1\) is the last kept rung, the fine ladder being too coarse
+/// least `target_acceptance`: when rung \\(k\\) falls below the target, rung \\(k - 1\\) is kept
+/// (or \\(k\\) itself if \\(k - 1\\) is the last kept rung, the fine ladder being too coarse
 /// there). Rung 0 and the last rung are always kept. Returns the kept rung indices, increasing.
 ///
 /// Applied to a dense [`super::TemperatureLadder`] this chooses temperatures (the greedy rule
@@ -290,7 +290,7 @@ where
 /// neighbouring rungs.
 ///
 /// # Errors
-/// [`Error::InvalidParameter`] for a target outside \((0, 1)\) or `sweeps == 0`.
+/// [`Error::InvalidParameter`] for a target outside \\((0, 1)\\) or `sweeps == 0`.
 pub fn select_rungs<L, K>(
     fine: &L,
     kernel: &K,

@@ -36,16 +36,16 @@ use std::sync::Mutex;
 #[derive(Debug)]
 pub struct StackLadder<V: Layer, H: Layer<Scalar = V::Scalar>> {
     stack: Stack<V, H>,
-    /// The upper RBMs transposed (`transposed[n - 1]` is RBM \(n + 1\)), whose hidden free
-    /// energy is the visible free energy of the RBM: \(F^v_{n+1}\) is evaluated by the same
-    /// code path as \(F^h_n\), so a mirrored pair gives \(\Delta F = 0\) bit for bit.
+    /// The upper RBMs transposed (`transposed[n - 1]` is RBM \\(n + 1\\)), whose hidden free
+    /// energy is the visible free energy of the RBM: \\(F^v_{n+1}\\) is evaluated by the same
+    /// code path as \\(F^h_n\\), so a mirrored pair gives \\(\Delta F = 0\\) bit for bit.
     transposed: Vec<ebm_models::Rbm<H, H>>,
     /// Per pair, the products of the last [`Exchange::log_accept`], reused by the refresh of
     /// [`Exchange::exchange`] and kept between rounds (no allocation per round).
     scratch: Vec<Mutex<PairProducts<V::Scalar>>>,
-    /// Per rung, the visible inputs \(W h\) of the last Gibbs half-step \(v \mid h\) of
-    /// [`StackedTempering`]'s exploration, with the \(h\) they belong to: the input of
-    /// \(F^h_n(h_n)\) in the next exchange, which then costs no product.
+    /// Per rung, the visible inputs \\(W h\\) of the last Gibbs half-step \\(v \mid h\\) of
+    /// [`StackedTempering`]'s exploration, with the \\(h\\) they belong to: the input of
+    /// \\(F^h_n(h_n)\\) in the next exchange, which then costs no product.
     kept: Vec<Mutex<KeptInputs<V::Scalar>>>,
 }
 
@@ -54,7 +54,7 @@ pub struct StackLadder<V: Layer, H: Layer<Scalar = V::Scalar>> {
 struct KeptInputs<F: ebm_core::Scalar> {
     /// The hidden configurations the inputs were computed from.
     hidden: DMatrix<F>,
-    /// \(W h\), one column per chain.
+    /// \\(W h\\), one column per chain.
     inputs: DMatrix<F>,
     /// Whether `inputs` belong to `hidden` (false once handed to an exchange).
     valid: bool,
@@ -77,23 +77,23 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Clone for StackLadder<V, H> {
     }
 }
 
-/// The four matrix products of the exchange of pair \((h_n, v_{n+1})\), and copies of the
-/// configurations they were computed from. The refresh needs the input of \(v_n\) given the
-/// new \(h_n\) and that of \(h_{n+1}\) given the new \(v_{n+1}\): after the swap decision
-/// these are columns of the products already computed for \(\Delta F\), so an exchange costs
+/// The four matrix products of the exchange of pair \\((h_n, v_{n+1})\\), and copies of the
+/// configurations they were computed from. The refresh needs the input of \\(v_n\\) given the
+/// new \\(h_n\\) and that of \\(h_{n+1}\\) given the new \\(v_{n+1}\\): after the swap decision
+/// these are columns of the products already computed for \\(\Delta F\\), so an exchange costs
 /// two products per RBM of the pair instead of three.
 #[derive(Debug)]
 struct PairProducts<F: ebm_core::Scalar> {
-    /// \(h_n\) and \(v_{n+1}\) as they were when the products were computed.
+    /// \\(h_n\\) and \\(v_{n+1}\\) as they were when the products were computed.
     h_n: DMatrix<F>,
     v_up: DMatrix<F>,
-    /// \(W_n v_{n+1}\) and \(W_n h_n\): visible inputs of RBM \(n\).
+    /// \\(W_n v_{n+1}\\) and \\(W_n h_n\\): visible inputs of RBM \\(n\\).
     lower_v: DMatrix<F>,
     lower_h: DMatrix<F>,
-    /// \(W_{n+1}^\top h_n\) and \(W_{n+1}^\top v_{n+1}\): hidden inputs of RBM \(n + 1\).
+    /// \\(W_{n+1}^\top h_n\\) and \\(W_{n+1}^\top v_{n+1}\\): hidden inputs of RBM \\(n + 1\\).
     upper_h: DMatrix<F>,
     upper_v: DMatrix<F>,
-    /// The four free energies of \(\Delta F\), one per chain each.
+    /// The four free energies of \\(\Delta F\\), one per chain each.
     free_energies: Vec<f64>,
     /// Whether the products belong to `h_n` and `v_up`.
     valid: bool,
@@ -215,8 +215,8 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackLadder<V, H> {
         p.valid = true;
     }
 
-    /// The free-energy difference \(\Delta F\) of swapping `h_n` (the hidden layer of `hi`,
-    /// RBM \(n\) at rung `k + 1`) with `v_{n+1}` (the visible layer of `lo`, RBM \(n + 1\)
+    /// The free-energy difference \\(\Delta F\\) of swapping `h_n` (the hidden layer of `hi`,
+    /// RBM \\(n\\) at rung `k + 1`) with `v_{n+1}` (the visible layer of `lo`, RBM \\(n + 1\\)
     /// at rung `k`), for every chain, into `out`.
     ///
     /// # Panics
@@ -248,16 +248,16 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
         self.stack.len()
     }
 
-    /// \(\Delta F\) splits by state: each of its four free energies is a function of one
-    /// layer that the exchange moves, \(h_n\) of the upper rung or \(v_{n+1}\) of the lower
+    /// \\(\Delta F\\) splits by state: each of its four free energies is a function of one
+    /// layer that the exchange moves, \\(h_n\\) of the upper rung or \\(v_{n+1}\\) of the lower
     /// ([`Exchange::pair_energies`]).
     fn splits_by_state(&self) -> bool {
         true
     }
 
-    /// The free energies of the layer that the exchange moves (\(h_n\) if `upper`, else
-    /// \(v_{n+1}\)) under both RBMs of the pair: \(E_k = F^v_{n+1}\) into `out[2 i]` and
-    /// \(E_{k+1} = F^h_n\) into `out[2 i + 1]`, with the products and the code path of
+    /// The free energies of the layer that the exchange moves (\\(h_n\\) if `upper`, else
+    /// \\(v_{n+1}\\)) under both RBMs of the pair: \\(E_k = F^v_{n+1}\\) into `out[2 i]` and
+    /// \\(E_{k+1} = F^h_n\\) into `out[2 i + 1]`, with the products and the code path of
     /// [`Exchange::log_accept`] (so the same numbers).
     fn pair_energies(&self, k: usize, x: &Self::State, upper: bool, out: &mut [f64], par: Par) {
         let layer = if upper { &x.hidden } else { &x.visible };
@@ -279,7 +279,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
         }
     }
 
-    /// \(-\Delta F\) summed as [`StackLadder::delta_free_energy`] sums it (a mirrored pair
+    /// \\(-\Delta F\\) summed as [`StackLadder::delta_free_energy`] sums it (a mirrored pair
     /// gives exactly 0).
     fn log_accept_from_energies(&self, _k: usize, lo: &[f64], hi: &[f64], out: &mut [f64]) {
         for (i, o) in out.iter_mut().enumerate() {
@@ -287,7 +287,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
         }
     }
 
-    /// \(h_n\) (the hidden layer) of the upper rung, \(v_{n+1}\) (the visible layer) of the
+    /// \\(h_n\\) (the hidden layer) of the upper rung, \\(v_{n+1}\\) (the visible layer) of the
     /// lower.
     fn part_mut<'a>(&self, _k: usize, x: &'a mut Self::State, upper: bool) -> &'a mut Self::Part {
         if upper { &mut x.hidden } else { &mut x.visible }
@@ -297,8 +297,8 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
         true
     }
 
-    /// \(v_n \sim P_n(v \mid h_n)\) on the upper rung, \(h_{n+1} \sim P_{n+1}(h \mid
-    /// v_{n+1})\) on the lower, from the products \(W_n h_n\) and \(W_{n+1}^\top v_{n+1}\)
+    /// \\(v_n \sim P_n(v \mid h_n)\\) on the upper rung, \\(h_{n+1} \sim P_{n+1}(h \mid
+    /// v_{n+1})\\) on the lower, from the products \\(W_n h_n\\) and \\(W_{n+1}^\top v_{n+1}\\)
     /// computed as [`Exchange::exchange`] computes them.
     fn refresh<R: Rng + Send>(
         &self,
@@ -330,7 +330,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
         }
     }
 
-    /// \(\log\alpha = -\Delta F\) ([`StackLadder::delta_free_energy`]).
+    /// \\(\log\alpha = -\Delta F\\) ([`StackLadder::delta_free_energy`]).
     fn log_accept(&self, k: usize, lo: &Self::State, hi: &Self::State, out: &mut [f64], par: Par) {
         self.delta_free_energy(k, lo, hi, out, par);
         for x in out.iter_mut() {
@@ -338,8 +338,8 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
         }
     }
 
-    /// Swaps \(h_n\) (`hi.hidden`) and \(v_{n+1}\) (`lo.visible`) of the accepted chains,
-    /// then refreshes \(v_n \mid h_n\) and \(h_{n+1} \mid v_{n+1}\) for every chain. The
+    /// Swaps \\(h_n\\) (`hi.hidden`) and \\(v_{n+1}\\) (`lo.visible`) of the accepted chains,
+    /// then refreshes \\(v_n \mid h_n\\) and \\(h_{n+1} \mid v_{n+1}\\) for every chain. The
     /// inputs of the refresh are the products of the preceding [`Exchange::log_accept`] on the
     /// same states (checked by comparing the configurations; recomputed otherwise), so the
     /// refresh costs no matrix product.
@@ -380,10 +380,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// [`Gibbs`] on the rungs of a [`StackLadder`] that keeps the product of its last half-step:
-/// the visible inputs \(W_n h_n\) from which \(v_n\) is drawn are also the inputs of the
-/// hidden free energy \(F^h_n(h_n)\) that the next exchange of RBM \(n\) with RBM
-/// \(n + 1\) needs, so they are kept with a copy of \(h_n\) (the exchange uses them only
-/// if \(h_n\) is unchanged). The draws are bit for bit those of [`Gibbs`]: the same product
+/// the visible inputs \\(W_n h_n\\) from which \\(v_n\\) is drawn are also the inputs of the
+/// hidden free energy \\(F^h_n(h_n)\\) that the next exchange of RBM \\(n\\) with RBM
+/// \\(n + 1\\) needs, so they are kept with a copy of \\(h_n\\) (the exchange uses them only
+/// if \\(h_n\\) is unchanged). The draws are bit for bit those of [`Gibbs`]: the same product
 /// per chunk of chains, then the same sampling pass on the same streams.
 #[derive(Debug)]
 struct KeepingGibbs<'a, V: Layer, H: Layer<Scalar = V::Scalar>> {
@@ -427,7 +427,7 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Kernel<StackedRbm<V, H>> for Keepin
 /// iterations), each with its refresh. It is [`ParallelTempering`] with [`Gibbs`] on a
 /// [`StackLadder`]: the same loop, schedules (SEO, DEO, lifted) and diagnostics as
 /// temperature and trajectory ladders. [`StackedTempering::step`] runs the Gibbs steps through a
-/// kernel that keeps the product \(W_n h_n\) of each RBM's last half-step for the next
+/// kernel that keeps the product \\(W_n h_n\\) of each RBM's last half-step for the next
 /// exchange (same draws, one product fewer per exchange).
 ///
 /// Cost accounting (§3.6): one iteration costs \\(L\\) AGS steps, one per RBM, the unit in
@@ -515,7 +515,7 @@ impl StackedTempering {
     }
 
     /// The PT loop that [`StackedTempering::step`] runs on `ladder`: [`StackedTempering::pt`]
-    /// with its Gibbs steps through a kernel that keeps each RBM's last product \(W_n h_n\)
+    /// with its Gibbs steps through a kernel that keeps each RBM's last product \\(W_n h_n\\)
     /// for the next exchange (the same draws as [`Gibbs`]). Run it with
     /// [`ParallelTempering::step_linked`] on a block of rungs ([`PtState::for_rungs`]) for
     /// stacked tempering sharded by rung.
