@@ -13,6 +13,7 @@
 //! | [`train`] (`ebm-train`) | PCD/CD/PT/Jarzynski training, optimisers, online log-likelihood, checkpoint trajectories, resume |
 //! | [`io`] (`ebm-io`) | RBM files: safetensors + JSON metadata, atomic writes, validated loading |
 //! | [`data`] (`ebm-data`) | dataset generators and loaders, PCA, mixing and sample-quality metrics |
+//! | [`cuda`] (`ebm-cuda`) | the CUDA backend: Gibbs sweeps, temperature PT and PCD training of Bernoulli/spin RBMs on an NVIDIA GPU (libraries loaded at run time: nothing to install to build) |
 //! | [`distributed`] (`ebm-mpi`) | sampling and PT sharded across processes (MPI behind the feature `mpi`), identical to one process |
 //! | `testkit` (`ebm-testkit`, feature `testkit`, on by default) | exact invariance, detailed-balance and chi-square tests of any kernel on any [`Enumerable`](core::Enumerable) model |
 //!
@@ -42,6 +43,7 @@
 #[cfg(feature = "cli")]
 pub use ebm_cli as cli;
 pub use ebm_core as core;
+pub use ebm_cuda as cuda;
 pub use ebm_data as data;
 pub use ebm_estimators as estimators;
 pub use ebm_io as io;

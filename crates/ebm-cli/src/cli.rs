@@ -634,6 +634,12 @@ pub(crate) struct SampleArgs {
     /// latent only: AGS sweeps before each latent step (0: latent moves only).
     #[arg(long, default_value_t = 0)]
     pub ags_sweeps: usize,
+    /// Where the chains run: cpu, or an NVIDIA GPU, cuda (device 0) or cuda:N. The GPU runs
+    /// --sampler gibbs of bernoulli and spin units, in the --precision given, its random
+    /// numbers its own (counter-based Philox: the same seed gives the same samples on any GPU,
+    /// not those of the CPU). A machine without a usable GPU gets an error that says why.
+    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
+    pub device: ebm_cuda::Device,
     /// tmc only: the tethered direction, grid and profile (TMC sweeps per sample: --steps x
     /// --sweeps).
     #[command(flatten)]
@@ -1402,6 +1408,16 @@ pub(crate) struct TrainArgs {
     /// [default: f64; with --resume: the state's, which must not differ].
     #[arg(long, value_enum, value_name = "PRECISION")]
     pub precision: Option<Precision>,
+    /// Where the training runs: cpu, or an NVIDIA GPU, cuda (device 0) or cuda:N. The GPU
+    /// trains bernoulli and spin units with --negative pcd, plain SGD at a constant learning
+    /// rate, the centred gradient and no penalty, every update on the device (its random
+    /// numbers its own: the same seed gives the same run on any GPU, not the CPU's); from
+    /// scratch, from --pretrain rcm or --resume. Not with --test, --loglik-every,
+    /// --pll-every, --save-every, --stop-after, --time-limit or checkpoint selection, and the
+    /// log has no per-update rows for the GPU's updates. A machine without a usable GPU gets
+    /// an error that says why.
+    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
+    pub device: ebm_cuda::Device,
     /// The training settings (not with --resume: they come from the state file).
     #[command(flatten)]
     pub settings: TrainSettings,

@@ -51,6 +51,12 @@ impl From<ebm_core::Error> for CliError {
     }
 }
 
+impl From<ebm_cuda::Error> for CliError {
+    fn from(e: ebm_cuda::Error) -> Self {
+        Self::new(e.to_string())
+    }
+}
+
 impl From<ebm_data::Error> for CliError {
     fn from(e: ebm_data::Error) -> Self {
         Self::new(e.to_string())

@@ -3,6 +3,7 @@
 
 mod data;
 mod demo;
+mod device;
 mod help;
 mod latent;
 mod loglik;

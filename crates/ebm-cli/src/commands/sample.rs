@@ -339,6 +339,7 @@ pub(crate) fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
 
 pub(super) fn execute(args: &SampleArgs, ctx: &Context) -> Result<()> {
     check_options(args)?;
+    super::device::check_sample(args, ctx)?;
     // Gibbs runs sharded by chain, PT on a ladder and stacked tempering on a stack sharded by
     // rung (rank 0 holds the target, so it traces it); the other samplers run in one process.
     let by_rung = matches!(
@@ -601,7 +602,11 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                 let beta = args.beta.unwrap_or(1.0);
                 let kernel = Gibbs::new(args.sweeps);
                 let world = ctx.world();
-                let samples = if world.size() > 1 {
+                let samples = if args.device != ebm_cuda::Device::Cpu {
+                    let sweeps = args.steps.saturating_mul(args.sweeps as u64);
+                    let job = (beta, sweeps, args.seed);
+                    super::device::sample(ctx, args.device, &rbm, &chains.visible, job)?
+                } else if world.size() > 1 {
                     // Each rank runs its chains; rank 0 gathers them (checked: no tracer).
                     let gathered = ebm_mpi::sample(
                         world,
@@ -906,7 +911,7 @@ impl<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> Kernel<Rbm<V, H>> for Rung0 {
 }
 
 /// Hidden layers with at most this many configurations are enumerated to refresh rung 0 of
-/// PTT exactly (\(N_h \le 20\) binary units, as in paper 000).
+/// PTT exactly (\\(N_h \le 20\\) binary units, as in paper 000).
 const MAX_RUNG0_ENUMERATION: u128 = 1 << 20;
 
 /// Below this mean acceptance of rung 0's static proposals a PTT run warns.

@@ -1312,6 +1312,7 @@ pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainRes
             &data,
         )?,
     };
+    super::device::check_train(args, &config, ctx)?;
     if world.size() > 1 {
         if !shards(&config.trainer.negative) {
             ctx.one_process(&format!("--negative {}", config.trainer.negative.name()))?;
@@ -1683,7 +1684,9 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
         };
         let mut interrupted = None;
         let mut interrupt = Interrupt::new(deadline);
-        {
+        if args.device != ebm_cuda::Device::Cpu {
+            super::device::train(ctx, args.device, &config, &mut state, &train, todo)?;
+        } else {
             let mut progress = ProgressObserver(ctx.progress(todo, "train"));
             // In stretches ending at the multiples of --pll-every (each followed by a PLL row)
             // and of --save-every (each followed by a save of every output).

@@ -23,6 +23,10 @@ use serde_json::Value;
 pub fn ebm_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
+        // A prebuilt binary, for a machine without cargo (`scripts/gpu-check.sh`).
+        if let Some(bin) = std::env::var_os("EBM_BIN") {
+            return PathBuf::from(bin);
+        }
         if let Some(bin) = option_env!("CARGO_BIN_EXE_ebm") {
             return PathBuf::from(bin);
         }
