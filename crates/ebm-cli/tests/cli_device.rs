@@ -118,6 +118,10 @@ fn cuda_runs_on_a_gpu_and_says_why_not_elsewhere() {
     ok(d, train);
     let record = json(&d.join("g.json"));
     assert_eq!(record["results"]["updates"], 8, "{record}");
+    // PCD's default 10 sweeps per update, on the GPU the record names.
+    assert_eq!(record["results"]["negative_sweeps"], 80, "{record}");
+    let device = record["results"]["device"].as_str().unwrap();
+    assert!(device.starts_with("cuda:0 ("), "{device}");
     // The state resumes on the CPU.
     ok(
         d,

@@ -124,6 +124,13 @@ pub(super) fn check_train(args: &TrainArgs, config: &TrainConfig, ctx: &Context)
     usable(d)
 }
 
+/// What [`train`] did: the GPU (`cuda:N (name)`) and the sweeps per chain of its negative
+/// phase.
+pub(super) struct GpuTraining {
+    pub device: String,
+    pub sweeps: u64,
+}
+
 /// `todo` PCD updates of `state` on the GPU of `device` (checked by [`check_train`]): the
 /// model, the persistent chains and the update count of `state` are replaced by the GPU's.
 /// The GPU's random numbers are its own, seeded from the run's seed and the first update (so a
@@ -135,7 +142,7 @@ pub(super) fn train<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     state: &mut TrainState<V, H, AnyNegativeState<V::Scalar>>,
     data: &TrainingData<V::Scalar>,
     todo: u64,
-) -> Result<()> {
+) -> Result<GpuTraining> {
     let (AnyNegative::Pcd(pcd), LearningRate::Constant(rate)) =
         (&config.trainer.negative, config.trainer.learning_rate)
     else {
@@ -170,10 +177,14 @@ pub(super) fn train<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     chains.chains.hidden = hidden;
     state.update += todo;
     ctx.warn(format!(
-        "--device {device}: updates {} to {} ran on the GPU; the log has no rows for them and \
-         no checkpoint was selected among them",
+        "--device {device}: updates {} to {} ran on the GPU; the log has no rows for them, no \
+         checkpoint was selected among them, and the record's last gradient norm is not \
+         computed",
         state.update - todo + 1,
         state.update
     ));
-    Ok(())
+    Ok(GpuTraining {
+        device: format!("{device} ({})", gpu.name()),
+        sweeps: todo.saturating_mul(pcd.sweeps as u64),
+    })
 }

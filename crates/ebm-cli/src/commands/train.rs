@@ -1209,7 +1209,8 @@ pub(crate) struct TrainResults {
     pub train_ll: Option<(u64, f64)>,
     /// The last logged mean log-likelihood of the test data (update, value).
     pub test_ll: Option<(u64, f64)>,
-    /// Norm of the last gradient estimate.
+    /// Norm of the last gradient estimate (0 when the updates of this run ran on a GPU, which
+    /// does not compute it; see `device`).
     pub last_gradient_norm: f64,
     /// The last row of the `--pll-every` log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1224,6 +1225,9 @@ pub(crate) struct TrainResults {
     /// curvature bound (their gradient may be biased).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tether_below_curvature: Option<TetherBelowCurvature>,
+    /// `--device cuda`: the GPU the updates of this run ran on (`cuda:N (name)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainResults>> {
@@ -1685,7 +1689,9 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
         let mut interrupted = None;
         let mut interrupt = Interrupt::new(deadline);
         if args.device != ebm_cuda::Device::Cpu {
-            super::device::train(ctx, args.device, &config, &mut state, &train, todo)?;
+            let gpu = super::device::train(ctx, args.device, &config, &mut state, &train, todo)?;
+            tracker.sweeps += gpu.sweeps;
+            tracker.device = Some(gpu.device);
         } else {
             let mut progress = ProgressObserver(ctx.progress(todo, "train"));
             // In stretches ending at the multiples of --pll-every (each followed by a PLL row)
@@ -1904,6 +1910,7 @@ impl Outputs<'_> {
             pretrain: self.pretrain.cloned(),
             precision: self.config.precision,
             tether_below_curvature: tracker.tether.clone(),
+            device: tracker.device.clone(),
         }
     }
 }
@@ -1943,6 +1950,8 @@ fn merge_logs(previous: &str, new: &str) -> String {
 #[derive(Default)]
 struct Tracker {
     sweeps: u64,
+    /// The GPU of `--device cuda`, as `cuda:N (name)`.
+    device: Option<String>,
     train: Option<(u64, f64)>,
     test: Option<(u64, f64)>,
     gradient_norm: f64,

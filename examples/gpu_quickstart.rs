@@ -3,13 +3,13 @@
 //! machine without a GPU it prints why and exits 0.
 //!
 //! ```text
-//! cargo run --release -p ebm-cuda --example gpu_quickstart
+//! cargo run --release --example gpu_quickstart
 //! ```
 
-use ebm_core::{Enumerable, Par};
-use ebm_cuda::{Gpu, GpuChains, GpuPcd, GpuPt, GpuRbm, GpuSchedule, PcdSettings};
-use ebm_models::{Bernoulli, DiscreteLayer, Rbm};
-use nalgebra::DMatrix;
+use ebm::core::{Enumerable, Par};
+use ebm::cuda::{Gpu, GpuChains, GpuPcd, GpuPt, GpuRbm, GpuSchedule, PcdSettings};
+use ebm::models::{Bernoulli, DiscreteLayer, Rbm};
+use ebm::nalgebra::DMatrix;
 
 /// Total-variation distance between the empirical law of the columns of `x` and `p`.
 fn tv(rbm: &Rbm<Bernoulli, Bernoulli>, x: &DMatrix<f64>, p: &[f64]) -> f64 {
@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let exact = rbm.probabilities(1.0, Par::Rayon);
     // 50 000 chains from all-zero, 200 sweeps each, on the device.
     let start = DMatrix::zeros(8, 50_000);
-    let samples = ebm_cuda::gibbs(&gpu, &rbm, &start, 1.0, 200, 7)?;
+    let samples = ebm::cuda::gibbs(&gpu, &rbm, &start, 1.0, 200, 7)?;
     let d = tv(&rbm, &samples, &exact);
     println!("Gibbs: total variation to the exact law {d:.4}");
     assert!(d < 0.02);
