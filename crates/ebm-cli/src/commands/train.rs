@@ -654,6 +654,40 @@ pub(super) fn resolve(
     updates: u64,
     data: &Dataset,
 ) -> Result<TrainConfig> {
+    let units = resolve_units(s, data)?;
+    let negative = resolve_negative(s, units.visible, data)?;
+    let trainer = resolve_trainer(s, negative, updates, data)?;
+    let init_std = s.init_std.unwrap_or(0.01);
+    if init_std < 0.0 {
+        bail!("--init-std {init_std}: must be >= 0");
+    }
+    let trainer = with_policies(s, trainer)?;
+    Ok(TrainConfig {
+        seed: s.seed.unwrap_or(0),
+        visible: units.visible.kind().into(),
+        hidden: units.hidden.kind().into(),
+        hidden_units: s.hidden_units.unwrap_or(20),
+        visible_states: units.visible_states,
+        hidden_states: units.hidden_states,
+        init_std,
+        precision,
+        trainer,
+        pretrain: super::pretrain::resolve(s, units.visible, units.hidden)?,
+        schedule_updates: Some(updates),
+        learning_rate_changes: Vec::new(),
+    })
+}
+
+/// The unit kinds of a fresh run and the states of Potts layers.
+struct Units {
+    visible: UnitArg,
+    hidden: UnitArg,
+    visible_states: Option<usize>,
+    hidden_states: Option<usize>,
+}
+
+/// `--visible` (default: from the data's domain), `--hidden` and their Potts states.
+fn resolve_units(s: &TrainSettings, data: &Dataset) -> Result<Units> {
     let domain = inferred_domain(data);
     let visible = match s.visible {
         Some(v) => v,
@@ -676,6 +710,17 @@ pub(super) fn resolve(
         (_, Some(_)) => bail!("--hidden-states applies to --hidden potts only"),
         (_, None) => None,
     };
+    Ok(Units {
+        visible,
+        hidden,
+        visible_states,
+        hidden_states,
+    })
+}
+
+/// The negative phase of `--negative` (default pcd) with its options, each refused where it
+/// does not apply.
+fn resolve_negative(s: &TrainSettings, visible: UnitArg, data: &Dataset) -> Result<AnyNegative> {
     let negative_arg = s.negative.unwrap_or(NegativeArg::Pcd);
     let neg = match negative_arg {
         NegativeArg::Pcd => "pcd",
@@ -710,57 +755,16 @@ pub(super) fn resolve(
     let sweeps = s.sweeps.unwrap_or(if pt || bridged { 1 } else { 10 });
     let chains = s.chains.unwrap_or(500);
     let tmc = super::tmc::negative(s, neg, visible, sweeps, data)?;
-    let negative = match negative_arg {
+    Ok(match negative_arg {
         NegativeArg::Pcd => AnyNegative::Pcd(Pcd { sweeps, chains }),
         NegativeArg::Cd => AnyNegative::Cd(Cd { sweeps }),
-        NegativeArg::Pt => {
-            let max = Tempered::MAX_RUNGS;
-            let betas = match &s.ladder.betas {
-                Some(b) if b.len() < 2 || b.len() > max => bail!(
-                    "--betas: parallel tempering needs 2 to {max} inverse temperatures (a \
-                     ladder increasing to 1), got {}",
-                    b.len()
-                ),
-                Some(b) => b.clone(),
-                None => {
-                    let k = s.ladder.rungs.unwrap_or(10);
-                    if !(2..=max).contains(&k) {
-                        bail!("--rungs {k}: parallel tempering needs 2 to {max} rungs");
-                    }
-                    let b0 = s.ladder.beta_min.unwrap_or(0.1);
-                    if !(b0 > 0.0 && b0 < 1.0) {
-                        bail!(
-                            "--beta-min {b0}: the smallest inverse temperature must be in (0, 1)"
-                        );
-                    }
-                    // Geometric: beta_i = beta_min^(1 - i/(k-1)), ending at exactly 1.
-                    (0..k)
-                        .map(|i| {
-                            if i + 1 == k {
-                                1.0
-                            } else {
-                                b0.powf(1.0 - i as f64 / (k - 1) as f64)
-                            }
-                        })
-                        .collect()
-                }
-            };
-            if betas.last() != Some(&1.0)
-                || betas.windows(2).any(|w| w[0] >= w[1])
-                || betas[0] < 0.0
-            {
-                bail!("--betas: the ladder must be strictly increasing from >= 0 to exactly 1");
-            }
-            let schedule =
-                super::sample::schedule_of(s.ladder.schedule.unwrap_or(ScheduleArg::Deo)).0;
-            AnyNegative::Pt(Tempered {
-                betas,
-                schedule,
-                sweeps,
-                rounds: s.ladder.rounds.unwrap_or(1),
-                chains,
-            })
-        }
+        NegativeArg::Pt => AnyNegative::Pt(Tempered {
+            betas: pt_ladder(s)?,
+            schedule: super::sample::schedule_of(s.ladder.schedule.unwrap_or(ScheduleArg::Deo)).0,
+            sweeps,
+            rounds: s.ladder.rounds.unwrap_or(1),
+            chains,
+        }),
         NegativeArg::Jarzynski => {
             let r = s.resample_below.unwrap_or(0.5);
             if !(r > 0.0 && r <= 1.0) {
@@ -793,18 +797,94 @@ pub(super) fn resolve(
                 cache: BridgeCache::default(),
             })
         }
+    })
+}
+
+/// The temperature ladder of `--negative pt`: `--betas`, or `--rungs` geometric from
+/// `--beta-min` to 1.
+fn pt_ladder(s: &TrainSettings) -> Result<Vec<f64>> {
+    let max = Tempered::MAX_RUNGS;
+    let betas = match &s.ladder.betas {
+        Some(b) if b.len() < 2 || b.len() > max => bail!(
+            "--betas: parallel tempering needs 2 to {max} inverse temperatures (a \
+             ladder increasing to 1), got {}",
+            b.len()
+        ),
+        Some(b) => b.clone(),
+        None => {
+            let k = s.ladder.rungs.unwrap_or(10);
+            if !(2..=max).contains(&k) {
+                bail!("--rungs {k}: parallel tempering needs 2 to {max} rungs");
+            }
+            let b0 = s.ladder.beta_min.unwrap_or(0.1);
+            if !(b0 > 0.0 && b0 < 1.0) {
+                bail!("--beta-min {b0}: the smallest inverse temperature must be in (0, 1)");
+            }
+            // Geometric: beta_i = beta_min^(1 - i/(k-1)), ending at exactly 1.
+            (0..k)
+                .map(|i| {
+                    if i + 1 == k {
+                        1.0
+                    } else {
+                        b0.powf(1.0 - i as f64 / (k - 1) as f64)
+                    }
+                })
+                .collect()
+        }
     };
+    if betas.last() != Some(&1.0) || betas.windows(2).any(|w| w[0] >= w[1]) || betas[0] < 0.0 {
+        bail!("--betas: the ladder must be strictly increasing from >= 0 to exactly 1");
+    }
+    Ok(betas)
+}
+
+/// The trainer of `negative`: batch size, learning rate and its schedule over `updates`,
+/// optimiser, penalties and centring.
+fn resolve_trainer(
+    s: &TrainSettings,
+    negative: AnyNegative,
+    updates: u64,
+    data: &Dataset,
+) -> Result<Trainer<AnyNegative>> {
     let n = data.weights().iter().filter(|&&w| w > 0.0).count();
     let batch_size = s.batch_size.unwrap_or(100.min(n));
     if batch_size > n {
         bail!("--batch-size {batch_size}: the training data have only {n} samples");
     }
+    let mut trainer = Trainer::new(negative, batch_size);
+    trainer.learning_rate = learning_rate(s, updates)?;
+    trainer.optimizer = match s.optimizer.unwrap_or(OptimizerArg::Sgd) {
+        OptimizerArg::Sgd => {
+            let m = s.momentum.unwrap_or(0.0);
+            if !(0.0..1.0).contains(&m) {
+                bail!("--momentum {m}: must lie in [0, 1)");
+            }
+            Optimizer::Sgd { momentum: m }
+        }
+        OptimizerArg::Adam => {
+            if s.momentum.is_some() {
+                bail!("--momentum applies to --optimizer sgd only");
+            }
+            Optimizer::ADAM
+        }
+    };
+    let (l1, l2) = (s.l1.unwrap_or(0.0), s.l2.unwrap_or(0.0));
+    if l1 < 0.0 || l2 < 0.0 {
+        bail!("--l1 and --l2 must be >= 0, got {l1} and {l2}");
+    }
+    trainer.penalty = Penalty { l1, l2 };
+    trainer.centred = !s.uncentred;
+    Ok(trainer)
+}
+
+/// `--learning-rate` (default 0.01) and its `--lr-schedule` over the run's `updates`.
+fn learning_rate(s: &TrainSettings, updates: u64) -> Result<LearningRate> {
     let rate = s.learning_rate.unwrap_or(0.01);
     if rate <= 0.0 {
         bail!("--learning-rate {rate}: must be > 0");
     }
     let schedule = s.lr_schedule.unwrap_or(LrScheduleArg::Constant);
-    let learning_rate = match (schedule, s.final_learning_rate) {
+    Ok(match (schedule, s.final_learning_rate) {
         (LrScheduleArg::Constant, None) => LearningRate::Constant(rate),
         (LrScheduleArg::Constant, Some(_)) => {
             bail!("--final-learning-rate needs --lr-schedule linear or exponential")
@@ -831,30 +911,15 @@ pub(super) fn resolve(
                 floor: last,
             }
         }
-    };
-    let optimizer = match s.optimizer.unwrap_or(OptimizerArg::Sgd) {
-        OptimizerArg::Sgd => {
-            let m = s.momentum.unwrap_or(0.0);
-            if !(0.0..1.0).contains(&m) {
-                bail!("--momentum {m}: must lie in [0, 1)");
-            }
-            Optimizer::Sgd { momentum: m }
-        }
-        OptimizerArg::Adam => {
-            if s.momentum.is_some() {
-                bail!("--momentum applies to --optimizer sgd only");
-            }
-            Optimizer::ADAM
-        }
-    };
-    let (l1, l2) = (s.l1.unwrap_or(0.0), s.l2.unwrap_or(0.0));
-    if l1 < 0.0 || l2 < 0.0 {
-        bail!("--l1 and --l2 must be >= 0, got {l1} and {l2}");
-    }
-    let init_std = s.init_std.unwrap_or(0.01);
-    if init_std < 0.0 {
-        bail!("--init-std {init_std}: must be >= 0");
-    }
+    })
+}
+
+/// The trainer with its checkpoint selection (`--target-acceptance`, `--checkpoint-every`,
+/// `--selection-*`) and its online log-likelihood (`--loglik-every`, `--loglik-chains`).
+fn with_policies(
+    s: &TrainSettings,
+    mut trainer: Trainer<AnyNegative>,
+) -> Result<Trainer<AnyNegative>> {
     let target = s.target_acceptance.unwrap_or(DEFAULT_TARGET_ACCEPTANCE);
     if !(target > 0.0 && target < 1.0) {
         bail!("--target-acceptance {target}: must lie in (0, 1)");
@@ -866,11 +931,6 @@ pub(super) fn resolve(
     if loglik_chains < 2 {
         bail!("--loglik-chains {loglik_chains}: needs at least 2 chains");
     }
-    let mut trainer = Trainer::new(negative, batch_size);
-    trainer.learning_rate = learning_rate;
-    trainer.optimizer = optimizer;
-    trainer.penalty = Penalty { l1, l2 };
-    trainer.centred = !s.uncentred;
     trainer.checkpoints = Some(CheckpointPolicy {
         target_acceptance: target,
         every: s.checkpoint_every.unwrap_or(1),
@@ -890,20 +950,7 @@ pub(super) fn resolve(
         every,
         ..LikelihoodPolicy::default()
     });
-    Ok(TrainConfig {
-        seed: s.seed.unwrap_or(0),
-        visible: visible.kind().into(),
-        hidden: hidden.kind().into(),
-        hidden_units: s.hidden_units.unwrap_or(20),
-        visible_states,
-        hidden_states,
-        init_std,
-        precision,
-        trainer,
-        pretrain: super::pretrain::resolve(s, visible, hidden)?,
-        schedule_updates: Some(updates),
-        learning_rate_changes: Vec::new(),
-    })
+    Ok(trainer)
 }
 
 /// The learning rate of a resumed run: the state's schedule, which must span the resumed
