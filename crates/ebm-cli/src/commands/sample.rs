@@ -544,192 +544,43 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
         self,
     ) -> Result<Option<SampleOutcome>> {
         let SampleTask { args, ctx, data } = self;
-        let (rbm, file, checkpoints): (Rbm<V, H>, &Path, Option<Checkpoints<V, H>>) =
-            match (&args.model, &args.trajectory) {
-                (Some(m), _) => (ebm_io::load_rbm(m)?, m, None),
-                (None, Some(t)) => {
-                    let trajectory = ebm_io::load_trajectory::<V, H>(t)?;
-                    let updates = trajectory.updates().to_vec();
-                    let models = trajectory.into_models();
-                    let Some(target) = models.last().cloned() else {
-                        bail!("{}: the trajectory has no checkpoint", t.display());
-                    };
-                    (target, t, Some((updates, models)))
-                }
-                (None, None) => bail!("no model file"),
-            };
+        let (rbm, file, checkpoints) = load_target::<V, H>(args)?;
         let data = match (data, &args.data) {
             (Some(ds), Some(path)) => Some(visible_data(rbm.visible(), ds, path)?),
             _ => None,
         };
-        let copies = match args.sampler {
-            SamplerArg::Pt | SamplerArg::PtRef => args
-                .betas
-                .as_ref()
-                .map_or(args.rungs.unwrap_or(DEFAULT_RUNGS), Vec::len),
-            SamplerArg::Ptt => checkpoints.as_ref().map_or(1, |(_, m)| m.len()),
-            _ => 1,
-        };
-        // The modes of every chain and the configuration of chain 0, at every record; the
-        // replica index process of a ladder, every round.
-        let records = args.trace_every.map_or(0, |n| args.steps / n.max(1) + 1) as u128;
-        let index = if copies > 1 {
-            crate::models::index_process_bytes(
-                args.steps.into(),
-                copies,
-                args.chains.min(INDEX_SYSTEMS),
-            )
-        } else {
-            0
-        };
-        let traced = records
-            .saturating_mul(args.chains as u128 + rbm.visible().width() as u128)
-            .saturating_mul(8)
-            .saturating_add(index);
-        check_chain_memory(
-            "sampling (chains and traces)",
-            &rbm,
-            args.chains,
-            copies,
-            traced,
-        )?;
+        check_sampling_memory(args, &rbm, checkpoints.as_ref())?;
         let chains = initial_chains(&rbm, args, data.as_ref())?;
         let mut tracer = ModeTracer::new(args, data.as_ref())?;
         let mut run_warnings = Vec::new();
         let mut tmc = None;
+        // A tempering sampler's warnings go with its run.
+        let tempered = |run: LadderRun<F>, warnings: &mut Vec<String>| {
+            run.map(|(run, w)| {
+                *warnings = w;
+                run
+            })
+        };
         let run = match args.sampler {
-            SamplerArg::Gibbs => {
-                let beta = args.beta.unwrap_or(1.0);
-                let kernel = Gibbs::new(args.sweeps);
-                let world = ctx.world();
-                let samples = if args.device != ebm_cuda::Device::Cpu {
-                    let sweeps = args.steps.saturating_mul(args.sweeps as u64);
-                    let job = (beta, sweeps, args.seed);
-                    super::device::sample(ctx, args.device, &rbm, &chains.visible, job)?
-                } else if world.size() > 1 {
-                    // Each rank runs its chains; rank 0 gathers them (checked: no tracer).
-                    let gathered = ebm_mpi::sample(
-                        world,
-                        &rbm,
-                        &kernel,
-                        beta,
-                        &chains,
-                        args.seed,
-                        args.steps,
-                        Par::Rayon,
-                    )?;
-                    let Some(gathered) = gathered else {
-                        return Ok(None);
-                    };
-                    gathered.visible
-                } else {
-                    let mut state = ChainState::new(chains, args.seed);
-                    tracer.record(0, &state.chains.visible)?;
-                    let progress = ProgressObserver(ctx.progress(args.steps, "gibbs"));
-                    let observers = (progress, &mut tracer);
-                    run(
-                        &rbm,
-                        &kernel,
-                        beta,
-                        &mut state,
-                        args.steps,
-                        Par::Rayon,
-                        observers,
-                    )?;
-                    state.chains.visible
-                };
-                SamplerRun {
-                    samples,
-                    beta,
-                    sweeps_per_step: args.sweeps as u64,
-                    description: format!("Gibbs (beta {beta})"),
-                    pt: None,
-                }
-            }
+            SamplerArg::Gibbs => gibbs(args, ctx, &rbm, chains, &mut tracer)?,
             SamplerArg::Latent => {
                 tracer.record(0, &chains.visible)?;
                 let r = super::latent::run_latent(&rbm, args, ctx, chains, &mut tracer)?;
-                SamplerRun {
+                Some(SamplerRun {
                     samples: r.samples,
                     beta: r.beta,
                     sweeps_per_step: r.sweeps_per_step,
                     description: r.description,
                     pt: None,
-                }
+                })
             }
             SamplerArg::Pt => {
-                let ladder = match &args.betas {
-                    Some(b) => TemperatureLadder::new(rbm.clone(), b.clone()),
-                    None => TemperatureLadder::geometric(
-                        rbm.clone(),
-                        args.beta_min.unwrap_or(DEFAULT_BETA_MIN),
-                        args.rungs.unwrap_or(DEFAULT_RUNGS),
-                    ),
-                }
-                .map_err(|e| CliError::new(format!("--betas: {e}")))?;
-                if (V::REAL_VALUED || H::REAL_VALUED) && ladder.betas()[0] <= 0.0 {
-                    bail!(
-                        "--betas: {} has real-valued units, whose conditional laws need beta > 0, \
-                         but the ladder starts at {}",
-                        file.display(),
-                        ladder.betas()[0]
-                    );
-                }
-                let betas = ladder.betas().to_vec();
-                // The last rung is the target: the model at its own temperature unless --betas
-                // ends elsewhere.
-                let target = betas[betas.len() - 1];
-                let Some(TemperedRun {
-                    target: samples,
-                    summary: mut pt,
-                    warnings,
-                }) = run_pt(args, ctx, &ladder, chains, &mut tracer)?
-                else {
-                    return Ok(None);
-                };
-                run_warnings = warnings;
-                pt.betas = betas;
-                // The target is named only when the ladder does not end at the model itself.
-                let at = if target == 1.0 {
-                    String::new()
-                } else {
-                    format!(", target beta {target}")
-                };
-                let desc = format!("PT ({}, {} rungs{at})", pt.schedule, pt.betas.len());
-                SamplerRun::tempered(samples, target, args.sweeps, desc, pt)
+                let run = pt(args, ctx, &rbm, file, chains, &mut tracer)?;
+                tempered(run, &mut run_warnings)
             }
             SamplerArg::PtRef => {
-                let betas = match &args.betas {
-                    Some(b) => b.clone(),
-                    None => {
-                        let k = args.rungs.unwrap_or(DEFAULT_RUNGS);
-                        (0..k).map(|i| i as f64 / (k - 1) as f64).collect()
-                    }
-                };
-                let (reference_visible, reference) = match data
-                    .as_ref()
-                    .and_then(|ds| V::from_means(ds.weighted_mean().as_slice()))
-                {
-                    Some(layer) => (layer, "visible fields from the data means"),
-                    None => (rbm.visible().clone(), "the model's own visible fields"),
-                };
-                let reference_rbm =
-                    Rbm::new(reference_visible, rbm.hidden().clone(), zero_weights(&rbm))?;
-                let ladder = ReferenceLadder::new(&rbm, &reference_rbm, betas.clone())
-                    .map_err(|e| CliError::new(format!("--betas: {e}")))?;
-                let Some(TemperedRun {
-                    target: samples,
-                    summary: mut pt,
-                    warnings,
-                }) = run_pt(args, ctx, &ladder, chains, &mut tracer)?
-                else {
-                    return Ok(None);
-                };
-                run_warnings = warnings;
-                pt.betas = betas;
-                pt.reference = Some(reference.into());
-                let desc = format!("PT-ref ({}, {} rungs)", pt.schedule, pt.betas.len());
-                SamplerRun::tempered(samples, 1.0, args.sweeps, desc, pt)
+                let run = pt_ref(args, ctx, &rbm, data.as_ref(), chains, &mut tracer)?;
+                tempered(run, &mut run_warnings)
             }
             SamplerArg::Tmc => {
                 let task = super::tmc::SampleTmc {
@@ -742,39 +593,276 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                 run_warnings = r.warnings;
                 tmc = Some(r.summary);
                 // In f64 (the only scalar in_f64 runs): the conversion is the identity.
-                SamplerRun {
+                Some(SamplerRun {
                     samples: r.samples.map(F::from_f64),
                     beta: 1.0,
                     sweeps_per_step: r.sweeps_per_step,
                     description: r.description,
                     pt: None,
-                }
+                })
             }
             SamplerArg::Stacked => bail!("--sampler stacked samples a stack (--stack FILE)"),
             SamplerArg::Ptt => {
-                let (updates, models) = checkpoints.expect("checked: ptt has --trajectory");
-                let keep = kept_checkpoints(models.len(), args.rungs, file)?;
-                let ladder =
-                    TrajectoryLadder::new(keep.iter().map(|&i| models[i].clone()).collect())?;
-                let Some(TemperedRun {
-                    target: samples,
-                    summary: mut pt,
-                    warnings,
-                }) = run_pt(args, ctx, &ladder, chains, &mut tracer)?
-                else {
-                    return Ok(None);
-                };
-                run_warnings = warnings;
-                pt.betas = vec![1.0; keep.len()];
-                pt.checkpoint_updates = Some(keep.iter().map(|&i| updates[i]).collect());
-                let desc = format!("PTT ({}, {} checkpoints)", pt.schedule, keep.len());
-                SamplerRun::tempered(samples, 1.0, args.sweeps, desc, pt)
+                let checkpoints = checkpoints.expect("checked: ptt has --trajectory");
+                let run = ptt(args, ctx, checkpoints, file, chains, &mut tracer)?;
+                tempered(run, &mut run_warnings)
             }
+        };
+        // `None`: a rank of a sharded run other than 0.
+        let Some(run) = run else {
+            return Ok(None);
         };
         let mut o = outcome(args, &rbm, run, tracer, run_warnings)?;
         o.results.tmc = tmc;
         Ok(Some(o))
     }
+}
+
+/// The model to sample, the file it came from, and a trajectory's checkpoints.
+type Loaded<'a, V, H> = (Rbm<V, H>, &'a Path, Option<Checkpoints<V, H>>);
+
+/// The model to sample (`--model`, or the last checkpoint of `--trajectory`), its file, and
+/// the trajectory's updates and checkpoints.
+fn load_target<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    args: &SampleArgs,
+) -> Result<Loaded<'_, V, H>> {
+    Ok(match (&args.model, &args.trajectory) {
+        (Some(m), _) => (ebm_io::load_rbm(m)?, m, None),
+        (None, Some(t)) => {
+            let trajectory = ebm_io::load_trajectory::<V, H>(t)?;
+            let updates = trajectory.updates().to_vec();
+            let models = trajectory.into_models();
+            let Some(target) = models.last().cloned() else {
+                bail!("{}: the trajectory has no checkpoint", t.display());
+            };
+            (target, t, Some((updates, models)))
+        }
+        (None, None) => bail!("no model file"),
+    })
+}
+
+/// Refuses a run whose chains (on every rung) and traces would not fit in memory.
+fn check_sampling_memory<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    args: &SampleArgs,
+    rbm: &Rbm<V, H>,
+    checkpoints: Option<&Checkpoints<V, H>>,
+) -> Result<()> {
+    let copies = match args.sampler {
+        SamplerArg::Pt | SamplerArg::PtRef => args
+            .betas
+            .as_ref()
+            .map_or(args.rungs.unwrap_or(DEFAULT_RUNGS), Vec::len),
+        SamplerArg::Ptt => checkpoints.map_or(1, |(_, m)| m.len()),
+        _ => 1,
+    };
+    // The modes of every chain and the configuration of chain 0, at every record; the
+    // replica index process of a ladder, every round.
+    let records = args.trace_every.map_or(0, |n| args.steps / n.max(1) + 1) as u128;
+    let index = if copies > 1 {
+        crate::models::index_process_bytes(
+            args.steps.into(),
+            copies,
+            args.chains.min(INDEX_SYSTEMS),
+        )
+    } else {
+        0
+    };
+    let traced = records
+        .saturating_mul(args.chains as u128 + rbm.visible().width() as u128)
+        .saturating_mul(8)
+        .saturating_add(index);
+    check_chain_memory(
+        "sampling (chains and traces)",
+        rbm,
+        args.chains,
+        copies,
+        traced,
+    )
+}
+
+/// `--sampler gibbs`: on the GPU (`--device cuda`), sharded over the processes of an MPI
+/// run (`None` on the ranks other than 0), or here with the tracer.
+fn gibbs<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    args: &SampleArgs,
+    ctx: &Context,
+    rbm: &Rbm<V, H>,
+    chains: RbmChains<V::Scalar>,
+    tracer: &mut ModeTracer,
+) -> Result<Option<SamplerRun<V::Scalar>>> {
+    let beta = args.beta.unwrap_or(1.0);
+    let kernel = Gibbs::new(args.sweeps);
+    let world = ctx.world();
+    let samples = if args.device != ebm_cuda::Device::Cpu {
+        let sweeps = args.steps.saturating_mul(args.sweeps as u64);
+        let job = (beta, sweeps, args.seed);
+        super::device::sample(ctx, args.device, rbm, &chains.visible, job)?
+    } else if world.size() > 1 {
+        // Each rank runs its chains; rank 0 gathers them (checked: no tracer).
+        let gathered = ebm_mpi::sample(
+            world,
+            rbm,
+            &kernel,
+            beta,
+            &chains,
+            args.seed,
+            args.steps,
+            Par::Rayon,
+        )?;
+        let Some(gathered) = gathered else {
+            return Ok(None);
+        };
+        gathered.visible
+    } else {
+        let mut state = ChainState::new(chains, args.seed);
+        tracer.record(0, &state.chains.visible)?;
+        let progress = ProgressObserver(ctx.progress(args.steps, "gibbs"));
+        let observers = (progress, tracer);
+        run(
+            rbm,
+            &kernel,
+            beta,
+            &mut state,
+            args.steps,
+            Par::Rayon,
+            observers,
+        )?;
+        state.chains.visible
+    };
+    Ok(Some(SamplerRun {
+        samples,
+        beta,
+        sweeps_per_step: args.sweeps as u64,
+        description: format!("Gibbs (beta {beta})"),
+        pt: None,
+    }))
+}
+
+/// A tempering sampler's run and its warnings (`None` on the ranks other than 0).
+type LadderRun<F> = Option<(SamplerRun<F>, Vec<String>)>;
+
+/// `--sampler pt`: the temperature ladder of `--betas` or the geometric one of `--beta-min`
+/// and `--rungs`; its last rung is the target.
+fn pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    args: &SampleArgs,
+    ctx: &Context,
+    rbm: &Rbm<V, H>,
+    file: &Path,
+    chains: RbmChains<V::Scalar>,
+    tracer: &mut ModeTracer,
+) -> Result<LadderRun<V::Scalar>> {
+    let ladder = match &args.betas {
+        Some(b) => TemperatureLadder::new(rbm.clone(), b.clone()),
+        None => TemperatureLadder::geometric(
+            rbm.clone(),
+            args.beta_min.unwrap_or(DEFAULT_BETA_MIN),
+            args.rungs.unwrap_or(DEFAULT_RUNGS),
+        ),
+    }
+    .map_err(|e| CliError::new(format!("--betas: {e}")))?;
+    if (V::REAL_VALUED || H::REAL_VALUED) && ladder.betas()[0] <= 0.0 {
+        bail!(
+            "--betas: {} has real-valued units, whose conditional laws need beta > 0, \
+             but the ladder starts at {}",
+            file.display(),
+            ladder.betas()[0]
+        );
+    }
+    let betas = ladder.betas().to_vec();
+    // The last rung is the target: the model at its own temperature unless --betas ends
+    // elsewhere.
+    let target = betas[betas.len() - 1];
+    ladder_run(args, ctx, &ladder, chains, tracer, |pt| {
+        pt.betas = betas;
+        // The target is named only when the ladder does not end at the model itself.
+        let at = if target == 1.0 {
+            String::new()
+        } else {
+            format!(", target beta {target}")
+        };
+        let desc = format!("PT ({}, {} rungs{at})", pt.schedule, pt.betas.len());
+        (target, desc)
+    })
+}
+
+/// `--sampler pt-ref`: the ladder from the independent-site reference (visible fields from
+/// the data's means, or the model's own) to the model.
+fn pt_ref<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    args: &SampleArgs,
+    ctx: &Context,
+    rbm: &Rbm<V, H>,
+    data: Option<&Dataset>,
+    chains: RbmChains<V::Scalar>,
+    tracer: &mut ModeTracer,
+) -> Result<LadderRun<V::Scalar>> {
+    let betas = match &args.betas {
+        Some(b) => b.clone(),
+        None => {
+            let k = args.rungs.unwrap_or(DEFAULT_RUNGS);
+            (0..k).map(|i| i as f64 / (k - 1) as f64).collect()
+        }
+    };
+    let (reference_visible, reference) =
+        match data.and_then(|ds| V::from_means(ds.weighted_mean().as_slice())) {
+            Some(layer) => (layer, "visible fields from the data means"),
+            None => (rbm.visible().clone(), "the model's own visible fields"),
+        };
+    let reference_rbm = Rbm::new(reference_visible, rbm.hidden().clone(), zero_weights(rbm))?;
+    let ladder = ReferenceLadder::new(rbm, &reference_rbm, betas.clone())
+        .map_err(|e| CliError::new(format!("--betas: {e}")))?;
+    ladder_run(args, ctx, &ladder, chains, tracer, |pt| {
+        pt.betas = betas;
+        pt.reference = Some(reference.into());
+        let desc = format!("PT-ref ({}, {} rungs)", pt.schedule, pt.betas.len());
+        (1.0, desc)
+    })
+}
+
+/// `--sampler ptt`: tempering along the kept checkpoints of the trajectory.
+fn ptt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    args: &SampleArgs,
+    ctx: &Context,
+    (updates, models): Checkpoints<V, H>,
+    file: &Path,
+    chains: RbmChains<V::Scalar>,
+    tracer: &mut ModeTracer,
+) -> Result<LadderRun<V::Scalar>> {
+    let keep = kept_checkpoints(models.len(), args.rungs, file)?;
+    let ladder = TrajectoryLadder::new(keep.iter().map(|&i| models[i].clone()).collect())?;
+    ladder_run(args, ctx, &ladder, chains, tracer, |pt| {
+        pt.betas = vec![1.0; keep.len()];
+        pt.checkpoint_updates = Some(keep.iter().map(|&i| updates[i]).collect());
+        let desc = format!("PTT ({}, {} checkpoints)", pt.schedule, keep.len());
+        (1.0, desc)
+    })
+}
+
+/// Runs PT on `ladder` ([`run_pt`]) and makes the sampler's run of it: `describe` completes
+/// the summary (ladder, reference or checkpoints) and returns the target's inverse temperature
+/// and the description. `None` on the ranks other than 0 of a sharded run.
+fn ladder_run<V, H, L>(
+    args: &SampleArgs,
+    ctx: &Context,
+    ladder: &L,
+    chains: RbmChains<V::Scalar>,
+    tracer: &mut ModeTracer,
+    describe: impl FnOnce(&mut PtSummary) -> (f64, String),
+) -> Result<LadderRun<V::Scalar>>
+where
+    V: CliLayer,
+    H: CliLayer<Scalar = V::Scalar>,
+    L: Ladder<Model = Rbm<V, H>>,
+{
+    let Some(TemperedRun {
+        target: samples,
+        summary: mut pt,
+        warnings,
+    }) = run_pt(args, ctx, ladder, chains, tracer)?
+    else {
+        return Ok(None);
+    };
+    let (beta, desc) = describe(&mut pt);
+    let run = SamplerRun::tempered(samples, beta, args.sweeps, desc, pt);
+    Ok(Some((run, warnings)))
 }
 
 /// What a sampler produced, before its samples are traced and recorded.
