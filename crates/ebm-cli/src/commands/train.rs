@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ebm_core::{ChainState, Observer, Par, Scalar};
 use ebm_data::{Dataset, Domain};
-use ebm_models::{Bernoulli, Rbm, RbmChains};
+use ebm_models::{Bernoulli, Layer, Rbm, RbmChains};
 use ebm_samplers::tempering::PtState;
 use ebm_samplers::tethered::profile::TmcWarning;
 use ebm_train::observe::CsvLog;
@@ -1612,80 +1612,13 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
             .map(|t| training_data(&layer, t))
             .transpose()?;
 
-        let mut pretrain = None;
-        let mut state: TrainState<V, H, AnyNegativeState<F>> = match &resume {
+        let (mut state, pretrain) = match &resume {
             Some((path, value, expected, _)) => {
-                if *expected != fingerprint {
-                    bail!(
-                        "{}: these are not the training data of the state {} ({} samples x {} \
-                         values, hash {}; the state was trained on {} x {}, hash {})",
-                        args.data.display(),
-                        path.display(),
-                        fingerprint.samples,
-                        fingerprint.features,
-                        fingerprint.hash,
-                        expected.samples,
-                        expected.features,
-                        expected.hash
-                    );
-                }
-                let file: StateFile<TrainState<V, H, AnyNegativeState<F>>> =
-                    serde_json::from_value(value.clone()).map_err(|e| {
-                        CliError::new(format!("{}: malformed training state: {e}", path.display()))
-                    })?;
-                config
-                    .trainer
-                    .check_state(&file.state, &train)
-                    .map_err(|e| e.in_file(path))?;
-                file.state
+                let expected = (*path, value, expected);
+                let state = resumed_state::<V, H>(args, &config, expected, &fingerprint, &train)?;
+                (state, None)
             }
-            None => {
-                let hidden = H::with_units(config.hidden_units, config.hidden_states)
-                    .map_err(|e| CliError::new(format!("--hidden: {e}")))?;
-                let start = config
-                    .pretrain
-                    .as_ref()
-                    .map(|p| {
-                        let figure = args.out.with_extension("pretrain.svg");
-                        let n = config.hidden_units;
-                        super::pretrain::Pretrained::<V, H>::fit(
-                            p,
-                            data.data(),
-                            n,
-                            config.seed,
-                            ctx,
-                            &figure,
-                        )
-                    })
-                    .transpose()?;
-                let model = match &start {
-                    Some(s) => s.model().clone(),
-                    None => {
-                        initial_model(layer, hidden, Some(&train), config.init_std, config.seed)?
-                    }
-                };
-                let mut trainer = config.trainer.clone();
-                if let Some(policy) = trainer.likelihood.as_mut() {
-                    if let Some(s) = &start {
-                        policy.initial_log_z = s.exact_log_z();
-                    } else if config.init_std > 0.0 && enumerable(model.visible(), model.hidden()) {
-                        // Exact by enumeration; otherwise the trainer anneals to the initial
-                        // model by AIS (the initialisation never depends on --loglik-every).
-                        policy.initial_log_z =
-                            Some(exact_log_partition(&model, 1.0, Par::Rayon)?.0);
-                    }
-                }
-                let mut state = trainer.init(model, &train, config.seed, Par::Rayon)?;
-                if let Some(s) = start {
-                    pretrain = Some(s.seed_chains(
-                        &trainer.negative,
-                        &mut state.negative,
-                        config.seed,
-                        ctx,
-                    )?);
-                }
-                state
-            }
+            None => fresh_state::<V, H>(args, ctx, &config, layer, data.data(), &train)?,
         };
         let first = state.update;
         if args.updates <= first {
@@ -1707,20 +1640,7 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
         let mut pll = args.pll_every.map(|_| PllLog::new(config.seed, exact_ll));
         // The resumed log, checked against the state (after the state's own checks).
         let previous = match resume.as_ref() {
-            Some((p, _, _, digest)) => {
-                previous_log(p, digest.as_ref(), first)?.unwrap_or_else(|| {
-                    ctx.warn(format!(
-                        "no log beside {} ({}): the log of the resumed run starts at update {}, \
-                     without the rows of updates 1 to {first}",
-                        p.display(),
-                        log_of_state(p).map_or("no <model>.log.csv name".into(), |l| l
-                            .display()
-                            .to_string()),
-                        first + 1
-                    ));
-                    String::new()
-                })
-            }
+            Some((p, _, _, digest)) => resumed_log(ctx, p, digest.as_ref(), first)?,
             None => String::new(),
         };
         let outputs = Outputs {
@@ -1800,6 +1720,107 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
             timed_out: interrupt.timed_out,
         }))
     }
+}
+
+/// A training state of the command line's negative phases.
+type CliState<V, H> = TrainState<V, H, AnyNegativeState<<V as Layer>::Scalar>>;
+
+/// The state of `--resume`, `(file, content, fingerprint of its data)`, after checking that
+/// `fingerprint` (the data given) is its training data and that the state fits the run.
+fn resumed_state<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    args: &TrainArgs,
+    config: &TrainConfig,
+    (path, value, expected): (&Path, &serde_json::Value, &DataFingerprint),
+    fingerprint: &DataFingerprint,
+    train: &TrainingData<V::Scalar>,
+) -> Result<CliState<V, H>> {
+    if expected != fingerprint {
+        bail!(
+            "{}: these are not the training data of the state {} ({} samples x {} \
+             values, hash {}; the state was trained on {} x {}, hash {})",
+            args.data.display(),
+            path.display(),
+            fingerprint.samples,
+            fingerprint.features,
+            fingerprint.hash,
+            expected.samples,
+            expected.features,
+            expected.hash
+        );
+    }
+    let file: StateFile<CliState<V, H>> = serde_json::from_value(value.clone())
+        .map_err(|e| CliError::new(format!("{}: malformed training state: {e}", path.display())))?;
+    config
+        .trainer
+        .check_state(&file.state, train)
+        .map_err(|e| e.in_file(path))?;
+    Ok(file.state)
+}
+
+/// The state of a fresh run: the initial model (random weights, or `--pretrain`'s fit of
+/// `data`) with the negative phase's chains, the initial log Z of the online log-likelihood
+/// when it is known exactly, and the pretraining's summary.
+fn fresh_state<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    args: &TrainArgs,
+    ctx: &Context,
+    config: &TrainConfig,
+    layer: V,
+    data: &DMatrix<f64>,
+    train: &TrainingData<V::Scalar>,
+) -> Result<(CliState<V, H>, Option<super::pretrain::PretrainReport>)> {
+    let hidden = H::with_units(config.hidden_units, config.hidden_states)
+        .map_err(|e| CliError::new(format!("--hidden: {e}")))?;
+    let start = config
+        .pretrain
+        .as_ref()
+        .map(|p| {
+            let figure = args.out.with_extension("pretrain.svg");
+            let n = config.hidden_units;
+            super::pretrain::Pretrained::<V, H>::fit(p, data, n, config.seed, ctx, &figure)
+        })
+        .transpose()?;
+    let model = match &start {
+        Some(s) => s.model().clone(),
+        None => initial_model(layer, hidden, Some(train), config.init_std, config.seed)?,
+    };
+    let mut trainer = config.trainer.clone();
+    if let Some(policy) = trainer.likelihood.as_mut() {
+        if let Some(s) = &start {
+            policy.initial_log_z = s.exact_log_z();
+        } else if config.init_std > 0.0 && enumerable(model.visible(), model.hidden()) {
+            // Exact by enumeration; otherwise the trainer anneals to the initial model by AIS
+            // (the initialisation never depends on --loglik-every).
+            policy.initial_log_z = Some(exact_log_partition(&model, 1.0, Par::Rayon)?.0);
+        }
+    }
+    let mut state = trainer.init(model, train, config.seed, Par::Rayon)?;
+    let pretrain = match start {
+        Some(s) => Some(s.seed_chains(&trainer.negative, &mut state.negative, config.seed, ctx)?),
+        None => None,
+    };
+    Ok((state, pretrain))
+}
+
+/// The log written beside the resumed state `state`, checked against its digest; empty, with
+/// a warning, when there is none.
+fn resumed_log(
+    ctx: &Context,
+    state: &Path,
+    digest: Option<&LogDigest>,
+    first: u64,
+) -> Result<String> {
+    Ok(previous_log(state, digest, first)?.unwrap_or_else(|| {
+        ctx.warn(format!(
+            "no log beside {} ({}): the log of the resumed run starts at update {}, without the \
+             rows of updates 1 to {first}",
+            state.display(),
+            log_of_state(state).map_or("no <model>.log.csv name".into(), |l| l
+                .display()
+                .to_string()),
+            first + 1
+        ));
+        String::new()
+    }))
 }
 
 /// Stops a run between updates when SIGINT or SIGTERM was received ([`crate::signals`]);
