@@ -83,7 +83,7 @@ fn pt_round(gpu: &Arc<Gpu>) {
     );
 }
 
-fn mnist(gpu: &Arc<Gpu>, images: &str, labels: &str, updates: usize, out: Option<&str>) {
+fn mnist(gpu: &Arc<Gpu>, images: &str, labels: &str, updates: u64, out: Option<&str>) {
     let opts = ebm_data::loaders::idx::MnistOptions {
         keep_labels: Some(vec![0, 1]),
         binarize_threshold: Some(127.0),

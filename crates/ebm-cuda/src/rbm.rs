@@ -223,10 +223,8 @@ impl<F: GpuScalar> GpuRbm<F> {
     ) -> Result<()> {
         let gpu = &self.gpu;
         let nh = self.nh;
-        let (scale, lo) = match self.hidden {
-            Units::Bernoulli => (F::one(), F::zero()),
-            Units::Spin => (F::from_f64(2.0), F::from_f64(-1.0)),
-        };
+        let (scale, lo) = self.hidden.logistic();
+        let (scale, lo) = (F::from_f64(scale), F::from_f64(lo));
         let (units, total) = (nh as u32, (nh * n) as u64);
         let k = &F::kernels(gpu).binary_means;
         let mut l = gpu.stream().launch_builder(k);
@@ -238,7 +236,6 @@ impl<F: GpuScalar> GpuRbm<F> {
     }
 
     /// Draws one binary layer from its local inputs, each chain at its own temperature.
-    #[allow(clippy::too_many_arguments)]
     fn sample_layer(
         &self,
         units: Units,
@@ -343,7 +340,7 @@ impl<F: GpuScalar> GpuRbm<F> {
     ///
     /// # Errors
     /// As [`GpuRbm::sweep`].
-    pub fn sweeps(&self, chains: &mut GpuChains<F>, k: usize) -> Result<()> {
+    pub fn sweeps(&self, chains: &mut GpuChains<F>, k: u64) -> Result<()> {
         for _ in 0..k {
             self.sweep(chains)?;
         }

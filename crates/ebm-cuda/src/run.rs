@@ -54,9 +54,7 @@ fn sweep_all<F: GpuScalar, S: Scalar>(
 ) -> Result<DMatrix<S>> {
     let mut chains = GpuChains::upload(&model, start, seed)?;
     chains.set_betas(&vec![beta; start.ncols()])?;
-    for _ in 0..sweeps {
-        model.sweep(&mut chains)?;
-    }
+    model.sweeps(&mut chains, sweeps)?;
     chains.visible_as()
 }
 
@@ -85,9 +83,7 @@ where
         mut pcd: GpuPcd<F>,
         updates: u64,
     ) -> Result<Trained<V, H, V::Scalar>> {
-        for _ in 0..updates {
-            pcd.update()?;
-        }
+        pcd.train(updates)?;
         let (v, h) = pcd.download_chains()?;
         Ok((pcd.download()?, v, h))
     }

@@ -193,7 +193,7 @@ impl<F: GpuScalar> GpuPcd<F> {
     ///
     /// # Errors
     /// [`Error::Cuda`] if a device operation fails.
-    pub fn train(&mut self, n: usize) -> Result<()> {
+    pub fn train(&mut self, n: u64) -> Result<()> {
         for _ in 0..n {
             self.update()?;
         }
@@ -238,7 +238,7 @@ impl<F: GpuScalar> GpuPcd<F> {
         let m = &self.model;
         m.hidden_inputs(&self.batch, &mut self.batch_inputs, bs)?;
         m.hidden_means(&self.batch_inputs, &mut self.batch_means, bs)?;
-        m.sweeps(&mut self.chains, self.k)?;
+        m.sweeps(&mut self.chains, self.k as u64)?;
         m.refresh_inputs(&mut self.chains)?;
         m.hidden_means(&self.chains.hin, &mut self.chain_means, r)?;
         let blas = gpu.blas();
