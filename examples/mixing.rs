@@ -15,7 +15,7 @@
 use ebm::models::Stack;
 use ebm::prelude::*;
 use ebm::samplers::tempering::{
-    IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtState, ReferenceLadder, StackLadder,
+    Ladder, ParallelTempering, PtDiagnostics, PtState, ReferenceLadder, StackLadder,
     StackedTempering, SwapSchedule, TemperatureLadder, TrajectoryLadder, equalised_schedule,
     select_rungs,
 };
@@ -68,27 +68,29 @@ fn run_pt<L: Ladder<Model = Model>>(
     // ANCHOR: pt_loop
     let mut state = PtState::new(rungs, seed)?;
     let pt = ParallelTempering::new(Gibbs::new(1), schedule);
-    let mut diagnostics = PtDiagnostics::new(systems);
-    let mut index = IndexProcess::new();
     let mut labels = vec![true; systems];
     let (mut jumps, mut plus, mut total) = (0usize, 0usize, 0usize);
-    for round in 0..rounds {
-        diagnostics.record(&pt.step(ladder, &mut state, Par::Rayon));
-        index.record(&state);
-        // ANCHOR_END: pt_loop
+    // After every round (numbered from 1) the observer sees the target rung's chains.
+    let observer = FnObserver(|round: u64, target: &RbmChains<f64>| {
         let before = labels.clone();
-        update_labels(&state.rungs()[k - 1], &mut labels, threshold);
-        if round >= burn_in {
+        update_labels(target, &mut labels, threshold);
+        if round > burn_in as u64 {
             jumps += before.iter().zip(&labels).filter(|(a, b)| a != b).count();
             plus += labels.iter().filter(|&&l| l).count();
             total += systems;
         }
+        Ok(())
+    });
+    let report = pt.run(ladder, &mut state, rounds as u64, Par::Rayon, observer)?;
+    for w in &report.warnings {
+        eprintln!("{name}: warning: {w}");
     }
-    let rates = diagnostics.acceptance_rates();
+    // ANCHOR_END: pt_loop
+    let rates = report.diagnostics.acceptance_rates();
     let min_rate = rates.iter().cloned().fold(1.0, f64::min);
-    let tau = index
-        .integrated_time()
-        .map_or("n/a".to_string(), |t| format!("{:.0}", t.tau));
+    let tau = report
+        .index_tau_int
+        .map_or("n/a".to_string(), |t| format!("{t:.0}"));
     Ok(Outcome {
         name,
         rungs: k,
@@ -97,7 +99,7 @@ fn run_pt<L: Ladder<Model = Model>>(
         plus_weight: plus as f64 / total as f64,
         details: format!(
             "min acceptance {min_rate:.2}, barrier {:.2}, round trips/system {:.2}, tau_int(index) {tau} rounds",
-            diagnostics.communication_barrier(),
+            report.diagnostics.communication_barrier(),
             state.round_trips as f64 / systems as f64,
         ),
     })
@@ -120,11 +122,9 @@ fn equalised_reference_betas(
             .collect();
         let mut state = PtState::new(rungs, 100 + pilot)?;
         let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
-        let mut diagnostics = PtDiagnostics::new(systems);
-        for _ in 0..300 {
-            diagnostics.record(&pt.step(&ladder, &mut state, Par::Rayon));
-        }
-        betas = equalised_schedule(&betas, &diagnostics.acceptance_rates(), betas.len())?;
+        let pilot = pt.run(&ladder, &mut state, 300, Par::Rayon, ())?;
+        let rates = pilot.diagnostics.acceptance_rates();
+        betas = equalised_schedule(&betas, &rates, betas.len())?;
     }
     // ANCHOR_END: equalise
     Ok(betas)

@@ -29,7 +29,7 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::cli::{ScheduleArg, finite_f64, positive_u64, positive_usize};
-use crate::commands::sample::{PtNames, PtSummary, pt_rounds, schedule_of};
+use crate::commands::sample::{PtNames, PtSummary, pt_summary, schedule_of};
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, write_samples};
 use crate::progress::ProgressObserver;
@@ -203,16 +203,14 @@ where
     let rungs = betas.iter().map(|_| ladder.model().new_state(a.chains));
     let mut state = PtState::new(rungs.collect(), a.seed)?;
     let progress = ProgressObserver(ctx.progress(a.rounds, "pt"));
-    let (mut summary, warnings) = pt_rounds(
-        a.rounds,
-        &mut state,
-        progress,
+    let report = pt.run(&ladder, &mut state, a.rounds, Par::Rayon, progress)?;
+    let (mut summary, warnings) = pt_summary(
+        &report,
         PtNames {
             schedule: schedule_name,
             rung0: "kernel",
         },
-        |s| pt.step(&ladder, s, Par::Rayon),
-    )?;
+    );
     summary.betas = betas;
     let target = state.into_rungs().pop().expect("at least one rung");
     let mut energies = vec![0.0; a.chains];

@@ -806,16 +806,6 @@ pub(crate) fn check_chain_memory<V: Layer, H: Layer<Scalar = V::Scalar>>(
     Ok(ebm_core::Error::check_memory(what, bytes)?)
 }
 
-/// The memory, in bytes, of the replica index process of a tempering run of `rounds` rounds on
-/// `rungs` rungs recording `systems` systems ([`ebm_samplers::tempering::IndexProcess`]: a
-/// `u32` per system, rung and round, copied to `f64` when its autocorrelation is computed): it
-/// grows with the run, so it enters the memory check before the run starts.
-pub(crate) fn index_process_bytes(rounds: u128, rungs: usize, systems: usize) -> u128 {
-    [rounds, rungs as u128, systems as u128, 4 + 8]
-        .into_iter()
-        .fold(1u128, u128::saturating_mul)
-}
-
 /// An all-zero weight matrix of the model's shape, for independent-site references.
 pub(crate) fn zero_weights<V: Layer, H: Layer<Scalar = V::Scalar>>(
     rbm: &Rbm<V, H>,

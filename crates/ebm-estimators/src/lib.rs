@@ -56,6 +56,7 @@ mod likelihood;
 mod online;
 mod population;
 mod pseudo;
+mod ptt;
 pub mod trust;
 
 pub use ais::{
@@ -75,4 +76,5 @@ pub use pseudo::{
     PseudoLogLikelihood, pseudo_log_likelihood, pseudo_log_likelihood_estimate,
     pseudo_log_likelihoods,
 };
+pub use ptt::{MAX_EXTENSION, PttEstimate, PttPlan, ptt_log_z};
 pub use trust::Warning;

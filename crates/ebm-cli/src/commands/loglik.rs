@@ -10,15 +10,14 @@ use ebm_core::{EnergyModel, Par, RngStreams, Scalar};
 use ebm_data::Dataset;
 use ebm_estimators::trust::{self, Sandwich, SandwichCheck};
 use ebm_estimators::{
-    Ais, Annealer, DescribeLadder, LadderKind, LogZEstimate, Method, PairAccumulator, PairEstimate,
-    Population, RungLogZ, Start, TransitionInfo, Warning,
+    Ais, Annealer, DescribeLadder, LadderKind, LogZEstimate, Method, PairEstimate, Population,
+    PttPlan, RungLogZ, Start, TransitionInfo, Warning, ptt_log_z,
 };
 use ebm_models::{Rbm, RbmChains};
 use ebm_mpi::Collective;
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
-    IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtState, Rung, TemperatureLadder,
-    TrajectoryLadder,
+    Ladder, ParallelTempering, PtState, Rung, TemperatureLadder, TrajectoryLadder,
 };
 use indicatif::ProgressBar;
 use rand::Rng;
@@ -1182,114 +1181,27 @@ struct TrajectoryTask<'a> {
     data: Vec<Dataset>,
 }
 
-/// Systems whose replica index process is recorded for the run-length rule of `ptt`.
-const INDEX_SYSTEMS: usize = 64;
-/// The longest default run of `ptt`, in multiples of its initial plan.
-const MAX_EXTENSION: u64 = 10;
-
 /// How long `ptt` runs: the burn-in and recorded rounds given (`--steps`, `--burn-in`), or the
 /// defaults that grow with the number of checkpoints, extended with the measured index process
 /// (see `ebm loglik ptt --help`).
-struct PttPlan {
-    burn_in: u64,
-    recorded: u64,
-    /// Whether the burn-in is extended with the measured autocorrelation time.
-    adaptive_burn_in: bool,
-    /// Whether the recorded rounds are.
-    adaptive: bool,
-}
-
-impl PttPlan {
-    fn new(args: &PttArgs, k: usize, n_chains: usize) -> Result<Self> {
-        let k = k as u64;
-        let plan = match args.steps {
-            None => Self {
-                burn_in: args.burn_in.unwrap_or((10 * k).max(200)),
-                recorded: (100 * k).max(1800),
-                adaptive_burn_in: args.burn_in.is_none(),
-                adaptive: true,
-            },
-            Some(steps) => {
-                let b = args.burn_in.unwrap_or(steps / 10);
-                if b >= steps {
-                    bail!(
-                        "--burn-in {b}: must be less than --steps {steps} (the rounds after it are \
-                         the samples)"
-                    );
-                }
-                Self {
-                    burn_in: b,
-                    recorded: steps - b,
-                    adaptive_burn_in: false,
-                    adaptive: false,
-                }
-            }
-        };
-        if plan.recorded < 2 && n_chains < 8 {
-            bail!(
-                "--steps {}: the error bar needs at least 2 recorded rounds or 8 chains",
-                plan.burn_in + plan.recorded
-            );
-        }
-        Ok(plan)
-    }
-
-    /// The memory, in bytes, that the run's records can grow to on `k` rungs of `n_chains`
-    /// systems: the replica index process (a `u32` per recorded system and rung each round,
-    /// copied to `f64` for its autocorrelation) over the longest burn-in and recording the plan
-    /// allows, and BAR's works (an `f64` per pair of rungs, chain and direction each recorded
-    /// round, and a copy of them for the estimate).
-    fn record_bytes(&self, k: usize, n_chains: usize) -> u128 {
-        let longest = |adaptive: bool, n: u64| {
-            u128::from(n).saturating_mul(if adaptive { MAX_EXTENSION.into() } else { 1 })
-        };
-        let burn_in = longest(self.adaptive_burn_in, self.burn_in);
-        let recorded = longest(self.adaptive, self.recorded);
-        let index = crate::models::index_process_bytes(
-            burn_in.saturating_add(recorded),
-            k,
-            n_chains.min(INDEX_SYSTEMS),
-        );
-        let works = [
-            recorded,
-            k.saturating_sub(1) as u128,
-            n_chains as u128,
-            2 * 2 * 8,
-        ]
-        .into_iter()
-        .fold(1u128, u128::saturating_mul);
-        index.saturating_add(works)
-    }
-
-    /// The burn-in: the plan's, extended (when adaptive) to [`trust::BURN_IN_TAU_EXP`]
-    /// exponential times `tau_exp` of the index process measured during it.
-    fn burn_in_for(&self, tau_exp: Option<f64>) -> u64 {
-        if !self.adaptive_burn_in {
-            return self.burn_in;
-        }
-        let needed = (trust::BURN_IN_TAU_EXP * tau_exp.unwrap_or(0.0)).ceil() as u64;
-        needed.clamp(self.burn_in, MAX_EXTENSION * self.burn_in)
-    }
-
-    /// The recorded rounds: the plan's, extended (when adaptive) to
-    /// [`trust::RECORDED_TAU_INT`] integrated times `tau_int` of the index process.
-    fn recorded_for(&self, tau_int: Option<f64>) -> u64 {
-        if !self.adaptive {
-            return self.recorded;
-        }
-        let needed = (trust::RECORDED_TAU_INT * tau_int.unwrap_or(0.0)).ceil() as u64;
-        needed.clamp(self.recorded, MAX_EXTENSION * self.recorded)
-    }
-}
-
-/// The exponential and integrated autocorrelation times of an index process (`None` when they
-/// cannot be measured, e.g. a two-rung ladder swapping every round).
-fn index_times(index: &IndexProcess) -> (Option<f64>, Option<f64>) {
-    let finite = |x: f64| x.is_finite().then_some(x);
-    (
-        index.exponential_time().ok().and_then(|t| finite(t.tau)),
-        index.integrated_time().ok().and_then(|t| finite(t.tau)),
-    )
+fn ptt_plan(args: &PttArgs, k: usize, n_chains: usize) -> Result<PttPlan> {
+    let plan = match args.steps {
+        None => PttPlan::adaptive(k, args.burn_in),
+        Some(steps) => PttPlan::fixed(steps, args.burn_in).map_err(|_| {
+            CliError::new(format!(
+                "--burn-in {}: must be less than --steps {steps} (the rounds after it are the \
+                 samples)",
+                args.burn_in.unwrap_or(steps / 10)
+            ))
+        })?,
+    };
+    plan.check(n_chains).map_err(|_| {
+        CliError::new(format!(
+            "--steps {}: the error bar needs at least 2 recorded rounds or 8 chains",
+            plan.burn_in + plan.recorded
+        ))
+    })?;
+    Ok(plan)
 }
 
 /// Exact draws of the first checkpoint and its exact \\(\log Z\\): in closed form when its
@@ -1359,7 +1271,7 @@ impl KindsTask for TrajectoryTask<'_> {
         let (copies, records) = match ptt {
             Some(a) => (
                 keep.len(),
-                PttPlan::new(a, keep.len(), n_chains)?.record_bytes(keep.len(), n_chains),
+                ptt_plan(a, keep.len(), n_chains)?.record_bytes(keep.len(), n_chains),
             ),
             None => (1, 0),
         };
@@ -1430,64 +1342,42 @@ impl KindsTask for TrajectoryTask<'_> {
                 let mut state = PtState::new(rungs, common.seed)?;
                 let (schedule, name) = super::sample::schedule_of(a.schedule);
                 let pt = ParallelTempering::new(Gibbs::new(common.sweeps), schedule);
-                let mut diagnostics = PtDiagnostics::new(n_chains);
-                let mut pairs = PairAccumulator::new(k)?;
-                let plan = PttPlan::new(a, k, n_chains)?;
+                let plan = ptt_plan(a, k, n_chains)?;
                 let bar = ctx.progress(plan.burn_in + plan.recorded, "ptt");
-                let mut round = |state: &mut PtState<RbmChains<f64>>, index: &mut IndexProcess| {
-                    diagnostics.record(&pt.step(&ladder, state, Par::Rayon));
-                    index.record(state);
-                    bar.inc(1);
-                };
-                // Burn-in, extended (by default) to BURN_IN_TAU_EXP times of its index process.
-                let mut early = IndexProcess::with_max_systems(INDEX_SYSTEMS);
-                let (mut burn_in, mut target) = (0, plan.burn_in);
-                while burn_in < target {
-                    round(&mut state, &mut early);
-                    burn_in += 1;
-                    if burn_in == plan.burn_in {
-                        target = plan.burn_in_for(index_times(&early).0);
-                    }
-                }
-                let (_, tau_int) = index_times(&early);
-                let recorded = plan.recorded_for(tau_int);
-                bar.set_length(burn_in + recorded);
-                bar.set_position(burn_in);
-                let mut index = IndexProcess::with_max_systems(INDEX_SYSTEMS);
-                for _ in 0..recorded {
-                    round(&mut state, &mut index);
-                    pairs.record_pt(&ladder, &state, Par::Rayon)?;
-                }
+                let run = ptt_log_z(
+                    &pt,
+                    &ladder,
+                    &mut state,
+                    &log_z0,
+                    &plan,
+                    Par::Rayon,
+                    |d, p| {
+                        bar.set_length(p);
+                        bar.set_position(d);
+                    },
+                )?;
                 bar.finish_and_clear();
-                let (tau_exp, tau_int) = index_times(&index);
-                let mut bar_estimate = pairs.bar(&log_z0)?;
-                if let Some(w) = trust::run_length_warning(burn_in, recorded, tau_exp, tau_int) {
-                    bar_estimate.estimate.warn(w);
-                }
+                let (burn_in, recorded) = (run.burn_in, run.recorded);
                 let summary = PttSummary {
                     schedule: name,
                     rounds: burn_in + recorded,
                     burn_in,
-                    index_tau_exp: tau_exp,
-                    index_tau_int: tau_int,
-                    acceptance_rates: diagnostics
+                    index_tau_exp: run.index_tau_exp,
+                    index_tau_int: run.index_tau_int,
+                    acceptance_rates: run
+                        .diagnostics
                         .acceptance_rates()
                         .into_iter()
                         .map(finite)
                         .collect(),
-                    pairs: bar_estimate.pairs,
+                    pairs: run.ladder.pairs,
                 };
                 let desc = format!(
                     "PTT + BAR ({k} checkpoints, {n_chains} systems, {recorded} rounds after \
                      {burn_in} burn-in, {name} swaps, {} Gibbs sweeps per checkpoint and round)",
                     common.sweeps
                 );
-                (
-                    bar_estimate.estimate,
-                    bar_estimate.profile,
-                    Some(summary),
-                    desc,
-                )
+                (run.ladder.estimate, run.ladder.profile, Some(summary), desc)
             }
         };
         if let Some(bad) = profile.iter().position(|r| !r.log_z.is_finite()) {

@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use ebm_core::{ChainState, Chains, Kernel, Observer, Par, RngStreams, Scalar};
+use ebm_core::{ChainState, Kernel, Observer, Par, RngStreams, Scalar};
 use ebm_data::Dataset;
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
-    Exchange, IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtInfo, PtState,
-    ReferenceLadder, SwapSchedule, TemperatureLadder, TrajectoryLadder,
+    Exchange, INDEX_SYSTEMS, Ladder, ParallelTempering, PtReport, PtState, ReferenceLadder,
+    SwapSchedule, TemperatureLadder, TrajectoryLadder,
 };
 use ebm_samplers::{Gibbs, run};
 use ebm_train::Tempered;
@@ -76,7 +76,7 @@ pub(crate) struct SampleResults {
     pub rounded: Option<String>,
 }
 
-/// Parallel-tempering diagnostics of a run ([`PtDiagnostics`]).
+/// Parallel-tempering diagnostics of a run ([`PtReport`]).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub(crate) struct PtSummary {
     /// `seo`, `deo`, `random-pair` or `lifted`.
@@ -659,7 +659,7 @@ fn check_sampling_memory<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     // replica index process of a ladder, every round.
     let records = args.trace_every.map_or(0, |n| args.steps / n.max(1) + 1) as u128;
     let index = if copies > 1 {
-        crate::models::index_process_bytes(
+        ebm_samplers::tempering::IndexProcess::bytes(
             args.steps.into(),
             copies,
             args.chains.min(INDEX_SYSTEMS),
@@ -1005,9 +1005,6 @@ const MAX_RUNG0_ENUMERATION: u128 = 1 << 20;
 /// Below this mean acceptance of rung 0's static proposals a PTT run warns.
 const MIN_RUNG0_ACCEPTANCE: f64 = 0.1;
 
-/// Systems whose replica index process is recorded (memory: systems x rungs x rounds).
-const INDEX_SYSTEMS: usize = 64;
-
 /// Runs `--steps` rounds of PT on `ladder`, every rung starting from `chains`; returns the
 /// visible configurations of the target rung, the diagnostics and the run's warnings.
 ///
@@ -1017,7 +1014,7 @@ const INDEX_SYSTEMS: usize = 64;
 /// static sampler of paper 000's draw every round and accepts it by Metropolis-Hastings
 /// (exact for the checkpoint's own law; the record keeps the acceptance, and the run warns
 /// below 0.1); other samplers, and PTT on other first checkpoints, explore rung 0 with Gibbs.
-/// The rounds and their warnings are those of [`pt_rounds`]. Under `mpirun -n K` the rungs
+/// The rounds and their warnings are those of [`ParallelTempering::run`]. Under `mpirun -n K` the rungs
 /// are sharded over the K processes ([`ebm_mpi::tempering_by_rung`]) and rank 0, which holds
 /// the target, returns what one process would; the other ranks return `None`.
 fn run_pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>, L: Ladder<Model = Rbm<V, H>>>(
@@ -1085,7 +1082,7 @@ fn run_pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>, L: Ladder<Model = Rbm<V,
 
 /// Runs `--steps` rounds of `pt` on `ladder` (a ladder or a stack) from `state`, whose last
 /// rung is the target; returns the target's chains, the diagnostics and the warnings of
-/// [`pt_rounds`]. Under `mpirun -n K` the rungs are sharded over the K processes
+/// [`ParallelTempering::run`]. Under `mpirun -n K` the rungs are sharded over the K processes
 /// ([`ebm_mpi::tempering_by_rung_from`]) and rank 0, which holds the target, returns what one
 /// process would, bit for bit; the other ranks return `None`.
 pub(crate) fn tempering<F, L, K, B>(
@@ -1105,7 +1102,7 @@ where
 {
     let progress = ProgressObserver(ctx.progress(args.steps, sampler_name(args.sampler)));
     let world = ctx.world();
-    let (summary, warnings) = if world.size() > 1 {
+    let report = if world.size() > 1 {
         let mut observer = (progress, tracer);
         let Some(run) = ebm_mpi::tempering_by_rung_from(
             world,
@@ -1121,12 +1118,17 @@ where
             return Ok(None);
         };
         state = run.state;
-        pt_summary(args.steps, &run.diagnostics, &run.index, names)
+        PtReport::new(run.diagnostics, run.index)
     } else {
-        pt_rounds(args.steps, &mut state, (progress, tracer), names, |s| {
-            pt.step(ladder, s, Par::Rayon)
-        })?
+        pt.run(
+            ladder,
+            &mut state,
+            args.steps,
+            Par::Rayon,
+            (progress, tracer),
+        )?
     };
+    let (summary, warnings) = pt_summary(&report, names);
     let target = state.into_rungs().pop().expect("at least two rungs");
     Ok(Some(TemperedRun {
         target,
@@ -1145,61 +1147,10 @@ pub(crate) struct PtNames<'a> {
     pub rung0: &'a str,
 }
 
-/// Runs `rounds` rounds of `round` (one PT round on any exchange: a ladder, or a stack of
-/// RBMs, of any model) on `state`, whose last rung is the target, showing the target's chains
-/// to `observer` (the progress bar, the mode tracer) after every round; returns the
-/// diagnostics (the ladder's betas left empty) and the run's warnings.
-///
-/// The run warns when the ladder completed no round trip, or when it was shorter than 20
-/// exponential autocorrelation times of its replica index process (Sokal's conservative
-/// thermalisation time, the criterion of paper 000, SI B.1).
-pub(crate) fn pt_rounds<S: Chains>(
-    rounds: u64,
-    state: &mut PtState<S>,
-    mut observer: impl Observer<S>,
-    names: PtNames<'_>,
-    mut round: impl FnMut(&mut PtState<S>) -> PtInfo,
-) -> Result<(PtSummary, Vec<String>)> {
-    let k = state.rungs().len();
-    let mut diagnostics = PtDiagnostics::new(state.rungs()[0].n_chains());
-    let mut index = IndexProcess::with_max_systems(INDEX_SYSTEMS);
-    for r in 1..=rounds {
-        let info = round(state);
-        diagnostics.record(&info);
-        index.record(state);
-        observer.observe(r, &state.rungs()[k - 1])?;
-    }
-    Ok(pt_summary(rounds, &diagnostics, &index, names))
-}
-
-/// The summary of a PT run of `rounds` rounds from its diagnostics and replica index process
-/// (the betas left empty), and its warnings (see [`pt_rounds`]).
-fn pt_summary(
-    rounds: u64,
-    diagnostics: &PtDiagnostics,
-    index: &IndexProcess,
-    names: PtNames<'_>,
-) -> (PtSummary, Vec<String>) {
+/// The record's summary of a PT run (the betas left empty) and its warnings, as sentences.
+pub(crate) fn pt_summary(report: &PtReport, names: PtNames<'_>) -> (PtSummary, Vec<String>) {
     let finite = |x: f64| x.is_finite().then_some(x);
-    let tau_exp = index.exponential_time().ok().and_then(|t| finite(t.tau));
-    let tau_int = index.integrated_time().ok().and_then(|t| finite(t.tau));
-    let mut warnings = Vec::new();
-    if diagnostics.round_trips == 0 {
-        warnings.push(format!(
-            "no replica completed a round trip between rung 0 and the target in {} rounds: \
-             the ladder did not communicate, so the target's samples are not equilibrated",
-            rounds
-        ));
-    }
-    if let Some(t) = tau_exp.filter(|t| (rounds as f64) < 20.0 * t) {
-        warnings.push(format!(
-            "the run lasted {} rounds, fewer than 20 exponential autocorrelation times of the \
-             replica index process (tau_exp = {t:.1} rounds): it may not have equilibrated; run \
-             at least {} rounds",
-            rounds,
-            (20.0 * t).ceil()
-        ));
-    }
+    let diagnostics = &report.diagnostics;
     let summary = PtSummary {
         schedule: names.schedule.into(),
         betas: Vec::new(),
@@ -1216,9 +1167,10 @@ fn pt_summary(
         ideal_deo_round_trip_rate: finite(diagnostics.ideal_deo_round_trip_rate()),
         rung0: names.rung0.into(),
         rung0_acceptance: None,
-        index_tau_exp: tau_exp,
-        index_tau_int: tau_int,
+        index_tau_exp: report.index_tau_exp,
+        index_tau_int: report.index_tau_int,
     };
+    let warnings = report.warnings.iter().map(ToString::to_string).collect();
     (summary, warnings)
 }
 

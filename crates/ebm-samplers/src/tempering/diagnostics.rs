@@ -147,6 +147,16 @@ impl IndexProcess {
         }
     }
 
+    /// The memory, in bytes, of the index process of a run of `rounds` rounds on `rungs`
+    /// rungs recording `systems` systems: a `u32` per system, rung and round, copied to `f64`
+    /// when its autocorrelation is computed. It grows with the run, so a caller checks it
+    /// before the run starts.
+    pub fn bytes(rounds: u128, rungs: usize, systems: usize) -> u128 {
+        [rounds, rungs as u128, systems as u128, 4 + 8]
+            .into_iter()
+            .fold(1u128, u128::saturating_mul)
+    }
+
     /// Number of rounds recorded.
     pub fn rounds(&self) -> usize {
         self.series.first().map_or(0, Vec::len)
@@ -198,6 +208,18 @@ impl IndexProcess {
         let s = self.as_f64();
         let refs: Vec<&[f64]> = s.iter().map(Vec::as_slice).collect();
         ebm_core::diagnostics::exponential_autocorrelation_time(&refs).map_err(index_error)
+    }
+
+    /// The exponential and integrated autocorrelation times, in rounds, where they can be
+    /// measured (`None` for an error of [`IndexProcess::exponential_time`] or
+    /// [`IndexProcess::integrated_time`], or a time that is not finite: too few rounds, or an
+    /// index that forgets its rung within a round).
+    pub fn measured_times(&self) -> (Option<f64>, Option<f64>) {
+        let finite = |x: f64| x.is_finite().then_some(x);
+        (
+            self.exponential_time().ok().and_then(|t| finite(t.tau)),
+            self.integrated_time().ok().and_then(|t| finite(t.tau)),
+        )
     }
 }
 

@@ -6,6 +6,7 @@ mod diagnostics;
 mod ladder;
 mod mixed;
 mod pt;
+mod run;
 mod selection;
 mod stacked;
 
@@ -16,6 +17,7 @@ pub use ladder::{
 };
 pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, RungLink, Side, SwapSchedule};
+pub use run::{INDEX_SYSTEMS, PtReport, PtWarning, THERMALISATION_TAU_EXP};
 pub use selection::{
     CheckpointSelector, Selection, equalised_schedule, estimated_swap_acceptance, select_rungs,
     swap_acceptance_with_error,

@@ -1,0 +1,291 @@
+//! The PT run loop: rounds of [`ParallelTempering::step`] on any [`Exchange`] (a temperature
+//! ladder, a ladder with a reference, a trajectory, a stack), with the run's diagnostics, its
+//! replica index process and the warnings that say when its samples cannot be trusted.
+//!
+//! ```
+//! use ebm_core::{EnergyModel, Par};
+//! use ebm_models::CurieWeiss;
+//! use ebm_samplers::tempering::{ParallelTempering, PtState, SwapSchedule, TemperatureLadder};
+//! use ebm_samplers::SingleSiteMetropolis;
+//!
+//! let model = CurieWeiss::new(20, 1.0, 0.0).unwrap();
+//! let ladder = TemperatureLadder::geometric(model, 0.3, 6).unwrap();
+//! let rungs = (0..6).map(|_| ladder.model().new_state(32)).collect();
+//! let mut state = PtState::new(rungs, 7).unwrap();
+//! let pt = ParallelTempering::new(SingleSiteMetropolis::new(1), SwapSchedule::DeterministicEvenOdd);
+//! let report = pt.run(&ladder, &mut state, 2000, Par::Seq, ()).unwrap();
+//! assert_eq!(report.diagnostics.rounds, 2000);
+//! for w in &report.warnings {
+//!     eprintln!("warning: {w}");
+//! }
+//! ```
+
+use super::{Exchange, IndexProcess, ParallelTempering, PtDiagnostics, PtState};
+use ebm_core::{Kernel, Observer, Par, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The systems (chains per rung) whose replica index process a run records by default: the
+/// systems are independent, so the first 64 estimate its autocorrelation times without bias,
+/// in memory bounded by 64 × rungs × rounds whatever the number of chains.
+pub const INDEX_SYSTEMS: usize = 64;
+
+/// Rounds a PT run must last, in exponential autocorrelation times of its replica index
+/// process, before its samples are taken as equilibrated: Sokal's conservative thermalisation
+/// time, the criterion of Béreux et al., *Fast training and sampling of RBMs*, SI B.1.
+pub const THERMALISATION_TAU_EXP: f64 = 20.0;
+
+/// Why the samples of a PT run should not be trusted ([`PtReport::warnings`]). The
+/// [`Display`](fmt::Display) text is the sentence the command line prints.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PtWarning {
+    /// No replica went from rung 0 to the target and back: the ladder did not communicate, so
+    /// the target's chains never met what rung 0 explores.
+    NoRoundTrip {
+        /// Rounds run.
+        rounds: u64,
+    },
+    /// The run lasted fewer than [`THERMALISATION_TAU_EXP`] exponential autocorrelation times
+    /// of its replica index process.
+    RunTooShort {
+        /// Rounds run.
+        rounds: u64,
+        /// The exponential autocorrelation time of the index process, in rounds.
+        tau_exp: f64,
+    },
+}
+
+impl fmt::Display for PtWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            PtWarning::NoRoundTrip { rounds } => write!(
+                f,
+                "no replica completed a round trip between rung 0 and the target in {rounds} \
+                 rounds: the ladder did not communicate, so the target's samples are not \
+                 equilibrated"
+            ),
+            PtWarning::RunTooShort { rounds, tau_exp } => write!(
+                f,
+                "the run lasted {rounds} rounds, fewer than 20 exponential autocorrelation times \
+                 of the replica index process (tau_exp = {tau_exp:.1} rounds): it may not have \
+                 equilibrated; run at least {} rounds",
+                (THERMALISATION_TAU_EXP * tau_exp).ceil()
+            ),
+        }
+    }
+}
+
+/// What a PT run measured: the exchange diagnostics of every round, the replica index process
+/// of its first systems with its autocorrelation times, and the warnings of the rule below.
+///
+/// The rule: [`PtWarning::NoRoundTrip`] when no replica completed a round trip on a ladder of
+/// at least two rungs (a run of no round, or on one rung, has nothing to communicate);
+/// [`PtWarning::RunTooShort`] when the run lasted fewer than [`THERMALISATION_TAU_EXP`]
+/// exponential times \\(\tau_{\text{exp}}\\) of the index process. A run whose times cannot be
+/// measured (too few rounds, or an index that forgets its rung within a round) is judged by its
+/// round trips alone.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PtReport {
+    /// Acceptance rates per pair, communication barrier, round trips.
+    pub diagnostics: PtDiagnostics,
+    /// The replica index process of the first systems (every round of the run).
+    pub index: IndexProcess,
+    /// Exponential autocorrelation time of the index process, in rounds (`None`: not
+    /// measurable from this run).
+    pub index_tau_exp: Option<f64>,
+    /// Integrated autocorrelation time of the index process, in rounds (`None`: not
+    /// measurable).
+    pub index_tau_int: Option<f64>,
+    /// Why the run's samples should not be trusted; empty when nothing was detected.
+    pub warnings: Vec<PtWarning>,
+}
+
+impl PtReport {
+    /// The report of a run from what it recorded: its times measured from `index`, its
+    /// warnings by the rule of the type's documentation, over the `diagnostics.rounds` rounds.
+    pub fn new(diagnostics: PtDiagnostics, index: IndexProcess) -> Self {
+        let (index_tau_exp, index_tau_int) = index.measured_times();
+        let rounds = diagnostics.rounds;
+        let mut warnings = Vec::new();
+        if diagnostics.round_trips == 0 && !diagnostics.proposed.is_empty() {
+            warnings.push(PtWarning::NoRoundTrip { rounds });
+        }
+        if let Some(tau_exp) =
+            index_tau_exp.filter(|&t| (rounds as f64) < THERMALISATION_TAU_EXP * t)
+        {
+            warnings.push(PtWarning::RunTooShort { rounds, tau_exp });
+        }
+        Self {
+            diagnostics,
+            index,
+            index_tau_exp,
+            index_tau_int,
+            warnings,
+        }
+    }
+
+    /// Whether no warning was raised.
+    pub fn is_trusted(&self) -> bool {
+        self.warnings.is_empty()
+    }
+}
+
+impl<K, B> ParallelTempering<K, B> {
+    /// Runs `rounds` rounds of [`ParallelTempering::step`] on `ladder` from `state`, shows the
+    /// target's chains (the last rung) to `observer` after every round (rounds numbered from
+    /// 1), and returns the [`PtReport`] of these rounds: the diagnostics of every round and
+    /// the replica index process of the first [`INDEX_SYSTEMS`] systems.
+    ///
+    /// The state after the call is the one `rounds` calls of [`ParallelTempering::step`]
+    /// leave, bit for bit, whatever `par`; running `n` rounds, then `m`, gives the state of
+    /// `n + m` rounds (each report covers its own rounds).
+    ///
+    /// # Errors
+    /// The first error of `observer`; the state then holds the round just observed.
+    ///
+    /// # Panics
+    /// As [`ParallelTempering::step`]: a state whose rungs do not match the ladder.
+    pub fn run<L, O>(
+        &self,
+        ladder: &L,
+        state: &mut PtState<L::State>,
+        rounds: u64,
+        par: Par,
+        mut observer: O,
+    ) -> Result<PtReport>
+    where
+        L: Exchange,
+        K: Kernel<L::RungModel>,
+        B: Kernel<L::RungModel>,
+        O: Observer<L::State>,
+    {
+        let mut diagnostics = PtDiagnostics::new(state.n_chains());
+        let mut index = IndexProcess::with_max_systems(INDEX_SYSTEMS);
+        for r in 1..=rounds {
+            let info = self.step(ladder, state, par);
+            diagnostics.record(&info);
+            index.record(state);
+            let target = state.rungs().last().expect("a PT state has rungs");
+            observer.observe(r, target)?;
+        }
+        Ok(PtReport::new(diagnostics, index))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SingleSiteMetropolis;
+    use crate::tempering::{SwapSchedule, TemperatureLadder};
+    use ebm_core::EnergyModel;
+    use ebm_models::CurieWeiss;
+
+    fn pt_on(
+        betas: Vec<f64>,
+    ) -> (
+        TemperatureLadder<CurieWeiss>,
+        PtState<nalgebra::DMatrix<f64>>,
+    ) {
+        let ladder = TemperatureLadder::new(CurieWeiss::new(30, 1.0, 0.0).unwrap(), betas).unwrap();
+        let rungs = (0..ladder.betas().len())
+            .map(|_| ladder.model().new_state(32))
+            .collect();
+        (ladder, PtState::new(rungs, 11).unwrap())
+    }
+
+    /// `run` leaves the state that repeated `step`s leave, records every round, and its report
+    /// is the one built from a hand-written loop.
+    #[test]
+    fn run_equals_the_hand_written_loop() {
+        let pt = ParallelTempering::new(
+            SingleSiteMetropolis::new(1),
+            SwapSchedule::DeterministicEvenOdd,
+        );
+        let (ladder, start) = pt_on(vec![0.2, 0.5, 0.8, 1.2]);
+        let mut by_run = start.clone();
+        let mut seen = 0;
+        let report = pt
+            .run(
+                &ladder,
+                &mut by_run,
+                300,
+                Par::Seq,
+                ebm_core::FnObserver(|r: u64, _: &nalgebra::DMatrix<f64>| {
+                    seen = r;
+                    Ok(())
+                }),
+            )
+            .unwrap();
+        let mut by_hand = start;
+        let mut diagnostics = PtDiagnostics::new(32);
+        let mut index = IndexProcess::with_max_systems(INDEX_SYSTEMS);
+        for _ in 0..300 {
+            diagnostics.record(&pt.step(&ladder, &mut by_hand, Par::Seq));
+            index.record(&by_hand);
+        }
+        assert_eq!(seen, 300);
+        assert_eq!(by_run, by_hand);
+        assert_eq!(report, PtReport::new(diagnostics, index));
+        assert_eq!(report.diagnostics.rounds, 300);
+    }
+
+    /// A ladder that communicates, run long enough, raises nothing; the same ladder run for a
+    /// few rounds is flagged too short; a ladder with a gap no swap crosses completes no round
+    /// trip and is flagged (the negative controls).
+    #[test]
+    fn warnings_follow_the_rule() {
+        let pt = ParallelTempering::new(
+            SingleSiteMetropolis::new(1),
+            SwapSchedule::DeterministicEvenOdd,
+        );
+        let betas: Vec<f64> = (0..12).map(|k| 0.2 + 0.1 * k as f64).collect();
+        let (ladder, mut state) = pt_on(betas.clone());
+        let long = pt.run(&ladder, &mut state, 4000, Par::Seq, ()).unwrap();
+        assert!(long.is_trusted(), "{:?}", long.warnings);
+        let tau = long.index_tau_exp.expect("measured");
+        assert!(tau > 1.0 && 20.0 * tau < 4000.0, "tau_exp {tau}");
+
+        let (ladder, mut state) = pt_on(betas);
+        let short = pt.run(&ladder, &mut state, 50, Par::Seq, ()).unwrap();
+        assert!(
+            short
+                .warnings
+                .iter()
+                .any(|w| matches!(w, PtWarning::RunTooShort { rounds: 50, .. })),
+            "{:?} (tau_exp {:?})",
+            short.warnings,
+            short.index_tau_exp
+        );
+
+        // Between beta 0.2 and beta 50 the energies of a 30-spin Curie-Weiss model differ by
+        // tens of nats: no exchange is ever accepted.
+        let (ladder, mut state) = pt_on(vec![0.2, 50.0]);
+        let stuck = pt.run(&ladder, &mut state, 500, Par::Seq, ()).unwrap();
+        assert_eq!(stuck.diagnostics.round_trips, 0);
+        assert_eq!(stuck.warnings, vec![PtWarning::NoRoundTrip { rounds: 500 }]);
+    }
+
+    /// The warnings print the command line's sentences.
+    #[test]
+    fn warnings_read_as_sentences() {
+        let w = PtWarning::RunTooShort {
+            rounds: 10,
+            tau_exp: 2.04,
+        };
+        assert_eq!(
+            w.to_string(),
+            "the run lasted 10 rounds, fewer than 20 exponential autocorrelation times of the \
+             replica index process (tau_exp = 2.0 rounds): it may not have equilibrated; run at \
+             least 41 rounds"
+        );
+        assert!(
+            PtWarning::NoRoundTrip { rounds: 3 }
+                .to_string()
+                .starts_with(
+                    "no replica completed a round trip between rung 0 and the target in 3"
+                )
+        );
+    }
+}
