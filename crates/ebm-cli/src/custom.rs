@@ -29,11 +29,11 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::cli::{ScheduleArg, finite_f64, positive_u64, positive_usize};
-use crate::commands::sample::{PtNames, PtSummary, pt_summary, schedule_of};
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, write_samples};
 use crate::progress::ProgressObserver;
 use crate::record::{Context, record_path_for};
+use crate::tempering::{PtNames, PtSummary, pt_summary, schedule_of};
 
 /// The command line of a custom model.
 #[derive(Debug, Parser)]

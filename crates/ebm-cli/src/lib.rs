@@ -51,6 +51,7 @@ pub mod plot;
 mod progress;
 mod record;
 mod signals;
+mod tempering;
 mod world;
 
 use std::ffi::OsString;

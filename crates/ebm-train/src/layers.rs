@@ -94,6 +94,32 @@ pub trait TrainableLayer: Layer + LinearFields + 'static {
         _par: Par,
     ) {
     }
+
+    /// Runs `task` on `rbm`, whose visible layer is this one, when its units are discrete
+    /// (Bernoulli, spin or Potts: the units single-site moves apply to, e.g. tethered Monte
+    /// Carlo, [`crate::Tmc`]); `None` for real-valued units. Static dispatch: the discrete
+    /// layers override it, so a caller generic over any layer reaches the discrete code
+    /// without a downcast.
+    fn on_discrete<H, T>(rbm: &Rbm<Self, H>, task: T) -> Option<T::Output>
+    where
+        Self: Sized,
+        H: TrainableLayer<Scalar = Self::Scalar>,
+        T: DiscreteTask<H>,
+    {
+        let _ = (rbm, task);
+        None
+    }
+}
+
+/// Work on an RBM whose visible units are discrete, for [`TrainableLayer::on_discrete`].
+pub trait DiscreteTask<H: TrainableLayer> {
+    /// What the task returns.
+    type Output;
+    /// Runs the task on `rbm`.
+    fn run<V: DiscreteLayer<Scalar = H::Scalar> + TrainableLayer>(
+        self,
+        rbm: &Rbm<V, H>,
+    ) -> Self::Output;
 }
 
 /// The discrete-layer methods of [`TrainableLayer`]: enumeration of the layer.
@@ -101,6 +127,14 @@ macro_rules! discrete_enumeration {
     () => {
         fn discrete_configurations(&self) -> Option<u128> {
             Some(DiscreteLayer::n_configurations(self))
+        }
+
+        fn on_discrete<H, T>(rbm: &Rbm<Self, H>, task: T) -> Option<T::Output>
+        where
+            H: TrainableLayer<Scalar = Self::Scalar>,
+            T: DiscreteTask<H>,
+        {
+            Some(task.run(rbm))
         }
 
         fn draw_exact_as_hidden<V: Layer<Scalar = Self::Scalar>>(

@@ -49,6 +49,7 @@
 //! boundaries independent of the thread count: a run is bit-identical for [`ebm_core::Par::Seq`]
 //! and [`ebm_core::Par::Rayon`], and "n updates, save, load, N - n updates" equals N updates.
 
+mod any_negative;
 mod bridge;
 mod data;
 pub mod decorrelation;
@@ -65,10 +66,11 @@ mod stats;
 mod tethered;
 mod trainer;
 
+pub use any_negative::{AnyNegative, AnyNegativeState, BridgeSpec, BridgedState};
 pub use bridge::Bridged;
 pub use data::TrainingData;
 pub use kernel_phase::PersistentKernel;
-pub use layers::TrainableLayer;
+pub use layers::{DiscreteTask, TrainableLayer};
 pub use negative::{Cd, Jarzynski, JarzynskiState, NegativeInfo, NegativePhase, Pcd, Tempered};
 pub use optim::{LearningRate, Optimizer, OptimizerState, Penalty};
 pub use params::{independent_log_partition, initial_model, zero_sum_gauge};

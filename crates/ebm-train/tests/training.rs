@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ExactNegative, exact_ll};
+use common::{ExactNegative, exact_ll, two_clusters};
 use ebm_core::{Error, Every, FnObserver, Par};
 use ebm_models::exact::log_partition_by_hidden;
 use ebm_models::{Bernoulli, Potts, Rbm, Spin};
@@ -17,14 +17,6 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 /// 8 binary units, two noisy prototypes (first half on / second half on), 60 samples.
-fn two_clusters(n: usize) -> DMatrix<f64> {
-    DMatrix::from_fn(8, n, |i, j| {
-        let proto = (i < 4) == (j % 3 != 0);
-        let flip = (i * 31 + j * 17) % 11 == 0;
-        (proto != flip) as u8 as f64
-    })
-}
-
 fn json<T: Serialize>(x: &T) -> String {
     serde_json::to_string(x).unwrap()
 }

@@ -11,7 +11,8 @@ use ebm_train::{LearningRate, Optimizer, TrainState, TrainingData};
 use nalgebra::DMatrix;
 use std::sync::Arc;
 
-use super::train::{AnyNegative, AnyNegativeState, TrainConfig};
+use super::train::TrainConfig;
+use ebm_train::{AnyNegative, AnyNegativeState};
 
 /// What the GPU samples and trains.
 const GPU_UNITS: [&str; 2] = ["bernoulli", "spin"];

@@ -23,7 +23,6 @@ use indicatif::ProgressBar;
 use rand::Rng;
 use serde::Serialize;
 
-use super::sample::kept_checkpoints;
 use crate::cli::{
     AnnealingPathArgs, EstimatorArgs, ExactArgs, LoglikCommand, PathArg, PttArgs, ReverseAisArgs,
     ReverseStartArg, TrajectoryArgs,
@@ -36,6 +35,7 @@ use crate::models::{
     weighted_mean_and_error, with_kinds, with_model, zero_weights,
 };
 use crate::record::Context;
+use crate::tempering::{kept_checkpoints, schedule_of};
 
 /// Runs one `ebm loglik` subcommand.
 pub(super) fn execute(c: &LoglikCommand, ctx: &Context) -> Result<()> {
@@ -1340,7 +1340,7 @@ impl KindsTask for TrajectoryTask<'_> {
             Some(a) => {
                 let rungs = vec![start.population.chains; k];
                 let mut state = PtState::new(rungs, common.seed)?;
-                let (schedule, name) = super::sample::schedule_of(a.schedule);
+                let (schedule, name) = schedule_of(a.schedule);
                 let pt = ParallelTempering::new(Gibbs::new(common.sweeps), schedule);
                 let plan = ptt_plan(a, k, n_chains)?;
                 let bar = ctx.progress(plan.burn_in + plan.recorded, "ptt");

@@ -5,7 +5,6 @@ mod data;
 mod demo;
 mod device;
 mod help;
-mod latent;
 mod loglik;
 mod pll_log;
 mod plot;

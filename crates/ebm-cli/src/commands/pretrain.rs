@@ -13,11 +13,11 @@ use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::train::{AnyNegative, AnyNegativeState};
 use crate::cli::{PretrainArg, TrainSettings, UnitArg};
 use crate::error::{CliError, Result, bail};
 use crate::models::{CliLayer, exact_log_partition};
 use crate::record::Context;
+use ebm_train::{AnyNegative, AnyNegativeState};
 
 /// Largest number of mesh points of the default `--rcm-mesh`.
 const DEFAULT_MESH_POINTS: f64 = 1e5;

@@ -1,5 +1,7 @@
 //! `ebm sample`: Gibbs sampling and parallel tempering on a model file.
 
+mod latent;
+
 use std::path::Path;
 
 use ebm_core::{ChainState, Kernel, Observer, Par, RngStreams, Scalar};
@@ -7,7 +9,7 @@ use ebm_data::Dataset;
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
     Exchange, INDEX_SYSTEMS, Ladder, ParallelTempering, PtReport, PtState, ReferenceLadder,
-    SwapSchedule, TemperatureLadder, TrajectoryLadder,
+    TemperatureLadder, TrajectoryLadder,
 };
 use ebm_samplers::{Gibbs, run};
 use ebm_train::Tempered;
@@ -25,6 +27,7 @@ use crate::models::{
 };
 use crate::progress::ProgressObserver;
 use crate::record::{Context, record_path_for};
+use crate::tempering::{PtNames, PtSummary, kept_checkpoints, pt_summary, schedule_of};
 
 /// Default number of rungs of `pt` and `pt-ref`.
 const DEFAULT_RUNGS: usize = 10;
@@ -74,43 +77,6 @@ pub(crate) struct SampleResults {
     /// What was rounded, when the model file's parameters were rounded to `--precision`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounded: Option<String>,
-}
-
-/// Parallel-tempering diagnostics of a run ([`PtReport`]).
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub(crate) struct PtSummary {
-    /// `seo`, `deo`, `random-pair` or `lifted`.
-    pub schedule: String,
-    /// The ladder's inverse temperatures (pt), interpolation coefficients (pt-ref), 1 for
-    /// every checkpoint (ptt) and for every RBM of the stack (stacked tempering).
-    pub betas: Vec<f64>,
-    /// ptt: the training update of the checkpoint at each rung.
-    pub checkpoint_updates: Option<Vec<u64>>,
-    /// What rung 0 of pt-ref is: fields from data means or the model's own.
-    pub reference: Option<String>,
-    /// Mean swap acceptance probability of each neighbouring pair (null if never proposed).
-    pub acceptance_rates: Vec<Option<f64>>,
-    /// \\(\hat\Lambda = \sum_k (1 - \hat a_k)\\).
-    pub communication_barrier: Option<f64>,
-    /// Round trips completed, summed over systems.
-    pub round_trips: u64,
-    /// Round trips per system and round.
-    pub round_trip_rate: f64,
-    /// The DEO round-trip rate under perfect exploration given the acceptance rates.
-    pub ideal_deo_round_trip_rate: Option<f64>,
-    /// How rung 0 was explored: `gibbs`, `exact` (an independent exact draw every round,
-    /// the hidden layer of the first checkpoint enumerated: PTT as in paper 000), or
-    /// `static-mh` (a draw of the static sampler of a low-rank first checkpoint, accepted by
-    /// Metropolis-Hastings against the checkpoint's own law: exact at any size).
-    pub rung0: String,
-    /// `static-mh` only: the mean fraction of rung 0's chains that accepted their proposal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rung0_acceptance: Option<f64>,
-    /// Exponential and integrated autocorrelation times of the replica index process, in
-    /// rounds (Béreux et al., *Fast training and sampling of RBMs*), from the first 64 systems; null when they could
-    /// not be estimated.
-    pub index_tau_exp: Option<f64>,
-    pub index_tau_int: Option<f64>,
 }
 
 /// Where `--chain-out` wrote chain 0, and the step of each row.
@@ -324,16 +290,6 @@ fn sampler_name(s: SamplerArg) -> &'static str {
         SamplerArg::Stacked => "stacked",
         SamplerArg::Latent => "latent",
         SamplerArg::Tmc => "tmc",
-    }
-}
-
-pub(crate) fn schedule_of(s: ScheduleArg) -> (SwapSchedule, &'static str) {
-    match s {
-        ScheduleArg::Seo => (SwapSchedule::StochasticEvenOdd, "seo"),
-        ScheduleArg::Deo => (SwapSchedule::DeterministicEvenOdd, "deo"),
-        ScheduleArg::RandomPair => (SwapSchedule::RandomPair, "random-pair"),
-        ScheduleArg::Lifted => (SwapSchedule::Lifted, "lifted"),
-        ScheduleArg::Sweep => (SwapSchedule::Sweep, "sweep"),
     }
 }
 
@@ -565,14 +521,7 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
             SamplerArg::Gibbs => gibbs(args, ctx, &rbm, chains, &mut tracer)?,
             SamplerArg::Latent => {
                 tracer.record(0, &chains.visible)?;
-                let r = super::latent::run_latent(&rbm, args, ctx, chains, &mut tracer)?;
-                Some(SamplerRun {
-                    samples: r.samples,
-                    beta: r.beta,
-                    sweeps_per_step: r.sweeps_per_step,
-                    description: r.description,
-                    pt: None,
-                })
+                Some(latent::run_latent(&rbm, args, ctx, chains, &mut tracer)?)
             }
             SamplerArg::Pt => {
                 let run = pt(args, ctx, &rbm, file, chains, &mut tracer)?;
@@ -1135,64 +1084,6 @@ where
         summary,
         warnings,
     }))
-}
-
-/// How a PT run names its swap schedule and what explores its rung 0, as its record says
-/// (`schedule`, `rung0`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PtNames<'a> {
-    /// The swap schedule (`deo`, `seo`, `sweep`, ...).
-    pub schedule: &'a str,
-    /// What explores rung 0 (`gibbs`, `exact`, `static-mh`, `kernel`).
-    pub rung0: &'a str,
-}
-
-/// The record's summary of a PT run (the betas left empty) and its warnings, as sentences.
-pub(crate) fn pt_summary(report: &PtReport, names: PtNames<'_>) -> (PtSummary, Vec<String>) {
-    let finite = |x: f64| x.is_finite().then_some(x);
-    let diagnostics = &report.diagnostics;
-    let summary = PtSummary {
-        schedule: names.schedule.into(),
-        betas: Vec::new(),
-        checkpoint_updates: None,
-        reference: None,
-        acceptance_rates: diagnostics
-            .acceptance_rates()
-            .into_iter()
-            .map(finite)
-            .collect(),
-        communication_barrier: finite(diagnostics.communication_barrier()),
-        round_trips: diagnostics.round_trips,
-        round_trip_rate: diagnostics.round_trip_rate(),
-        ideal_deo_round_trip_rate: finite(diagnostics.ideal_deo_round_trip_rate()),
-        rung0: names.rung0.into(),
-        rung0_acceptance: None,
-        index_tau_exp: report.index_tau_exp,
-        index_tau_int: report.index_tau_int,
-    };
-    let warnings = report.warnings.iter().map(ToString::to_string).collect();
-    (summary, warnings)
-}
-
-/// The indices of the checkpoints kept as rungs: all of them, or `rungs` evenly spaced ones
-/// (rounded to the nearest index), always the first and the last.
-pub(super) fn kept_checkpoints(n: usize, rungs: Option<usize>, file: &Path) -> Result<Vec<usize>> {
-    if n < 2 {
-        bail!(
-            "{}: trajectory tempering needs at least 2 checkpoints, the file has {n}",
-            file.display()
-        );
-    }
-    let Some(k) = rungs else {
-        return Ok((0..n).collect());
-    };
-    if k > n {
-        bail!("--rungs {k}: {} has only {n} checkpoints", file.display());
-    }
-    // i (n - 1) / (k - 1), rounded; strictly increasing because k <= n.
-    Ok((0..k)
-        .map(|i| (2 * i * (n - 1) + (k - 1)) / (2 * (k - 1)))
-        .collect())
 }
 
 /// The starting chains: every unit in its default state, or data samples drawn with the seed

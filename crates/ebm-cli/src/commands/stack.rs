@@ -14,16 +14,16 @@ use ebm_train::{StackTrainer, Trainer, TrainingData};
 use serde::Serialize;
 
 use super::sample::{
-    ModeTracer, PtNames, SampleOutcome, SamplerRun, TemperedRun, initial_chains, outcome,
-    schedule_of, tempering,
+    ModeTracer, SampleOutcome, SamplerRun, TemperedRun, initial_chains, outcome, tempering,
 };
-use super::train::AnyNegative;
 use crate::cli::{OptimizerArg, SampleArgs, ScheduleArg, TrainSettings, TrainStackArgs};
 use crate::error::{CliError, Result, bail};
 use crate::files::check_outputs;
 use crate::models::{CliLayer, KindsTask, ModelSummary, describe, visible_data, with_kinds};
 use crate::progress::ProgressObserver;
 use crate::record::Context;
+use crate::tempering::{PtNames, schedule_of};
+use ebm_train::AnyNegative;
 
 /// Loads the stack in `path` ([`ebm_io::load_stack`]) and runs `task` on it, with the unit
 /// types named in the bottom RBM's file (the upper RBMs must have the bottom's hidden kind on

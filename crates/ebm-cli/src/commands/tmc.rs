@@ -5,17 +5,16 @@
 //! ([`ebm_samplers::tethered::profile::measure`], [`ebm_samplers::tethered::profile::sample`],
 //! or the trainer with [`ebm_train::Tmc`]) and reports.
 
-use std::any::Any;
 use std::path::Path;
 
-use ebm_core::{Par, Scalar};
+use ebm_core::Par;
 use ebm_data::{Centering, Dataset};
-use ebm_models::{Bernoulli, DiscreteLayer, Layer, Potts, Rbm, Spin};
+use ebm_models::{DiscreteLayer, Layer, Rbm};
 use ebm_samplers::tethered::OrderParameter;
 use ebm_samplers::tethered::profile::{
     self, Barrier, Measured, ModeWeights, ProfileSettings, SamplingSettings, uniform_grid,
 };
-use ebm_train::{NegativeInfo, NegativePhase, Tmc, TmcDirection, TmcState, TrainableLayer};
+use ebm_train::{DiscreteTask, Tmc, TmcDirection, TrainableLayer};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
@@ -46,36 +45,6 @@ const MAX_POINTS: usize = 1001;
 // ---------------------------------------------------------------------------------------------
 // Discrete visible units
 // ---------------------------------------------------------------------------------------------
-
-/// Work on an RBM whose visible units are discrete (Bernoulli, spin or Potts): the units
-/// TMC's single-site Metropolis moves apply to.
-pub(crate) trait DiscreteTask<H: TrainableLayer> {
-    /// What the task returns.
-    type Output;
-    /// Runs the task.
-    fn run<V: DiscreteLayer<Scalar = H::Scalar> + TrainableLayer>(
-        self,
-        rbm: &Rbm<V, H>,
-    ) -> Self::Output;
-}
-
-/// Runs `task` on `rbm` if its visible units are discrete; `None` otherwise.
-fn on_discrete_visible<V, H, T>(rbm: &Rbm<V, H>, task: T) -> Option<T::Output>
-where
-    V: Layer + 'static,
-    H: TrainableLayer<Scalar = V::Scalar> + 'static,
-    T: DiscreteTask<H>,
-{
-    let any: &dyn Any = rbm;
-    if let Some(r) = any.downcast_ref::<Rbm<Bernoulli<H::Scalar>, H>>() {
-        Some(task.run(r))
-    } else if let Some(r) = any.downcast_ref::<Rbm<Spin<H::Scalar>, H>>() {
-        Some(task.run(r))
-    } else {
-        any.downcast_ref::<Rbm<Potts<H::Scalar>, H>>()
-            .map(|r| task.run(r))
-    }
-}
 
 fn not_discrete(what: &str) -> String {
     format!(
@@ -410,7 +379,7 @@ impl F64Task for SampleTmc<'_> {
         rbm: &Rbm<V, H>,
     ) -> Result<TmcRun> {
         let SampleTmc { args, data } = self;
-        on_discrete_visible(rbm, SampleTask { args, data })
+        V::on_discrete(rbm, SampleTask { args, data })
             .unwrap_or_else(|| Err(CliError::new(not_discrete("--sampler tmc"))))
     }
 }
@@ -531,97 +500,6 @@ pub(super) fn negative(
     Ok(Some(tmc))
 }
 
-/// The TMC negative phase on a model whose visible type is known only at run time (the
-/// trainer is generic over the phase; [`Tmc`] needs discrete visible units).
-struct Init<'a> {
-    tmc: &'a Tmc,
-    batch: usize,
-    seed: u64,
-    par: Par,
-}
-
-impl<H: TrainableLayer> DiscreteTask<H> for Init<'_> {
-    type Output = ebm_core::Result<TmcState<H::Scalar>>;
-    fn run<V: DiscreteLayer<Scalar = H::Scalar> + TrainableLayer>(
-        self,
-        rbm: &Rbm<V, H>,
-    ) -> ebm_core::Result<TmcState<H::Scalar>> {
-        self.tmc.init(rbm, self.batch, self.seed, self.par)
-    }
-}
-
-struct Sample<'a, F: Scalar> {
-    tmc: &'a Tmc,
-    state: &'a mut TmcState<F>,
-    batch: &'a DMatrix<F>,
-    par: Par,
-}
-
-impl<H: TrainableLayer> DiscreteTask<H> for Sample<'_, H::Scalar> {
-    type Output = ebm_core::Result<NegativeInfo>;
-    fn run<V: DiscreteLayer<Scalar = H::Scalar> + TrainableLayer>(
-        self,
-        rbm: &Rbm<V, H>,
-    ) -> ebm_core::Result<NegativeInfo> {
-        self.tmc.sample(rbm, self.state, self.batch, self.par)
-    }
-}
-
-fn not_discrete_error() -> ebm_core::Error {
-    ebm_core::Error::InvalidParameter {
-        name: "visible units".into(),
-        reason: not_discrete("the TMC negative phase"),
-    }
-}
-
-/// [`NegativePhase::init`] of `tmc` on `model`.
-pub(super) fn init<V, H>(
-    tmc: &Tmc,
-    model: &Rbm<V, H>,
-    batch: usize,
-    seed: u64,
-    par: Par,
-) -> ebm_core::Result<TmcState<V::Scalar>>
-where
-    V: TrainableLayer + 'static,
-    H: TrainableLayer<Scalar = V::Scalar> + 'static,
-{
-    on_discrete_visible(
-        model,
-        Init {
-            tmc,
-            batch,
-            seed,
-            par,
-        },
-    )
-    .unwrap_or_else(|| Err(not_discrete_error()))
-}
-
-/// [`NegativePhase::sample`] of `tmc` on `model`.
-pub(super) fn sample_negative<V, H>(
-    tmc: &Tmc,
-    model: &Rbm<V, H>,
-    state: &mut TmcState<V::Scalar>,
-    batch: &DMatrix<V::Scalar>,
-    par: Par,
-) -> ebm_core::Result<NegativeInfo>
-where
-    V: TrainableLayer + 'static,
-    H: TrainableLayer<Scalar = V::Scalar> + 'static,
-{
-    on_discrete_visible(
-        model,
-        Sample {
-            tmc,
-            state,
-            batch,
-            par,
-        },
-    )
-    .unwrap_or_else(|| Err(not_discrete_error()))
-}
-
 // ---------------------------------------------------------------------------------------------
 // ebm tmc profile
 // ---------------------------------------------------------------------------------------------
@@ -674,7 +552,7 @@ impl RbmTask for ProfileTask<'_> {
                 Ok((m, summary))
             }
         }
-        let (m, summary) = on_discrete_visible(
+        let (m, summary) = V::on_discrete(
             &rbm,
             Go {
                 args: self.args,

@@ -1,21 +1,17 @@
 //! `ebm train`: trains an RBM on a data file with `ebm-train`, writes the model, the
 //! checkpoint trajectory, the training state (for `--resume`), a CSV log and the run record.
 
-use std::any::Any;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use ebm_core::{ChainState, Observer, Par, Scalar};
+use ebm_core::{Observer, Par, Scalar};
 use ebm_data::{Dataset, Domain};
-use ebm_models::{Bernoulli, Layer, Rbm, RbmChains};
-use ebm_samplers::tempering::PtState;
+use ebm_models::Layer;
 use ebm_samplers::tethered::profile::TmcWarning;
 use ebm_train::observe::CsvLog;
 use ebm_train::{
-    Bridged, Cd, CheckpointPolicy, Jarzynski, JarzynskiState, LearningRate, LikelihoodPolicy,
-    NegativeInfo, NegativePhase, Optimizer, Pcd, Penalty, SelectionAcceptance, ShardedPhase,
-    Tempered, Tmc, TmcState, TrainInfo, TrainState, TrainableLayer, Trainer, TrainingData,
-    initial_model,
+    AnyNegative, AnyNegativeState, BridgeSpec, Cd, CheckpointPolicy, Jarzynski, LearningRate,
+    LikelihoodPolicy, Optimizer, Pcd, Penalty, SelectionAcceptance, Tempered, TrainInfo,
+    TrainState, Trainer, TrainingData, initial_model,
 };
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
@@ -59,436 +55,6 @@ const MAX_INITIAL_ENUMERATION: u128 = 1 << 22;
 /// round-trip rate depends on the summed rejections, not their number) for about three times
 /// the rungs of 0.25.
 const DEFAULT_TARGET_ACCEPTANCE: f64 = 0.7;
-
-// ---------------------------------------------------------------------------------------------
-// The negative phase chosen at run time
-// ---------------------------------------------------------------------------------------------
-
-/// One of the negative phases of `ebm-train`, chosen on the command line: the trainer is
-/// generic over its negative phase, and this enum dispatches to the chosen one (so the
-/// training code is instantiated once per pair of unit types).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum AnyNegative {
-    /// PCD-k.
-    Pcd(Pcd),
-    /// CD-k.
-    Cd(Cd),
-    /// Parallel tempering on a temperature ladder.
-    Pt(Tempered),
-    /// Reweighted chains with resampling.
-    Jarzynski(Jarzynski),
-    /// Tethered Monte Carlo.
-    Tmc(Tmc),
-    /// Parallel tempering on the bridge from the run's initial model.
-    Bridged(BridgeSpec),
-}
-
-/// The settings of [`ebm_train::Bridged`] on the command line. Its reference, the run's
-/// initial model, lives in the state ([`BridgedState`]), so that a resumed run bridges from
-/// the same model; the phase built from it (with the enumeration of its hidden layer) is kept
-/// for the run in a cache that is neither saved nor compared.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct BridgeSpec {
-    /// Rungs of the bridge, the reference and the current model included.
-    pub rungs: usize,
-    /// Gibbs sweeps per rung and round.
-    pub sweeps: usize,
-    /// PT rounds per update.
-    pub rounds: usize,
-    /// Systems (chains per rung).
-    pub chains: usize,
-    #[serde(skip)]
-    cache: BridgeCache,
-}
-
-/// A built phase (a [`Bridged`] of the run's unit types) and the reference it was built from.
-type BuiltBridge = (serde_json::Value, Arc<dyn Any + Send + Sync>);
-
-/// The phase last built by [`BridgeSpec::phase`], with the reference it was built from.
-#[derive(Clone, Debug, Default)]
-struct BridgeCache(Arc<std::sync::Mutex<Option<BuiltBridge>>>);
-
-impl PartialEq for BridgeCache {
-    /// A cache is not part of the settings.
-    fn eq(&self, _other: &Self) -> bool {
-        true
-    }
-}
-
-impl BridgeSpec {
-    /// The library phase bridging from `reference` (an [`Rbm`] in its serde form), built once
-    /// per reference.
-    fn phase<V, H>(&self, reference: &serde_json::Value) -> ebm_core::Result<Arc<Bridged<V, H>>>
-    where
-        V: TrainableLayer + 'static,
-        H: TrainableLayer<Scalar = V::Scalar> + 'static,
-    {
-        let mut cache = self.cache.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((r, phase)) = cache.as_ref()
-            && r == reference
-            && let Ok(phase) = phase.clone().downcast::<Bridged<V, H>>()
-        {
-            return Ok(phase);
-        }
-        let model: Rbm<V, H> = serde_json::from_value(reference.clone()).map_err(|e| {
-            ebm_core::Error::InvalidParameter {
-                name: "bridged reference model".into(),
-                reason: format!("not a valid {}-{} model: {e}", V::KIND, H::KIND),
-            }
-        })?;
-        let phase = Arc::new(Bridged::new(
-            model,
-            self.rungs,
-            self.sweeps,
-            self.rounds,
-            self.chains,
-            super::pretrain::MAX_EXACT_HIDDEN,
-            Par::Rayon,
-        )?);
-        *cache = Some((reference.clone(), phase.clone()));
-        Ok(phase)
-    }
-}
-
-/// The state of `--negative bridged`: the replicas and the reference model.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(bound = "")]
-pub(crate) struct BridgedState<F: Scalar> {
-    /// Replicas of every rung.
-    pub pt: PtState<RbmChains<F>>,
-    /// The run's initial model, in its serde form.
-    pub reference: serde_json::Value,
-}
-
-/// The state of an [`AnyNegative`] in the scalar `F` of the run: the state of the chosen
-/// phase.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", bound = "")]
-pub(crate) enum AnyNegativeState<F: Scalar> {
-    /// Persistent chains of PCD.
-    Pcd(ChainState<RbmChains<F>>),
-    /// Chains of CD.
-    Cd(ChainState<RbmChains<F>>),
-    /// Replicas of PT.
-    Pt(PtState<RbmChains<F>>),
-    /// Weighted chains of Jarzynski.
-    Jarzynski(JarzynskiState<F>),
-    /// Tethered chains of TMC.
-    Tmc(TmcState<F>),
-    /// Replicas of the bridge and its reference.
-    Bridged(BridgedState<F>),
-}
-
-impl AnyNegative {
-    fn name(&self) -> &'static str {
-        match self {
-            AnyNegative::Pcd(_) => "pcd",
-            AnyNegative::Cd(_) => "cd",
-            AnyNegative::Pt(_) => "pt",
-            AnyNegative::Jarzynski(_) => "jarzynski",
-            AnyNegative::Tmc(_) => "tmc",
-            AnyNegative::Bridged(_) => "bridged",
-        }
-    }
-}
-
-fn state_name<F: Scalar>(s: &AnyNegativeState<F>) -> &'static str {
-    match s {
-        AnyNegativeState::Pcd(_) => "pcd",
-        AnyNegativeState::Cd(_) => "cd",
-        AnyNegativeState::Pt(_) => "pt",
-        AnyNegativeState::Jarzynski(_) => "jarzynski",
-        AnyNegativeState::Tmc(_) => "tmc",
-        AnyNegativeState::Bridged(_) => "bridged",
-    }
-}
-
-const MISMATCH: &str = "the negative phase's state is checked against its configuration first";
-
-/// [`Tmc`] needs discrete visible units, known here only at run time: `init` and `sample`
-/// dispatch on the visible type (`super::tmc`); its other methods do not depend on it and go
-/// through the nominal `Bernoulli` instance.
-impl<V, H> NegativePhase<V, H> for AnyNegative
-where
-    V: TrainableLayer + 'static,
-    H: TrainableLayer<Scalar = V::Scalar> + 'static,
-{
-    type State = AnyNegativeState<V::Scalar>;
-
-    fn init(
-        &self,
-        model: &Rbm<V, H>,
-        batch_size: usize,
-        seed: u64,
-        par: Par,
-    ) -> ebm_core::Result<AnyNegativeState<V::Scalar>> {
-        Ok(match self {
-            AnyNegative::Pcd(p) => AnyNegativeState::Pcd(NegativePhase::<V, H>::init(
-                p, model, batch_size, seed, par,
-            )?),
-            AnyNegative::Cd(p) => AnyNegativeState::Cd(NegativePhase::<V, H>::init(
-                p, model, batch_size, seed, par,
-            )?),
-            AnyNegative::Pt(p) => AnyNegativeState::Pt(NegativePhase::<V, H>::init(
-                p, model, batch_size, seed, par,
-            )?),
-            AnyNegative::Jarzynski(p) => AnyNegativeState::Jarzynski(NegativePhase::<V, H>::init(
-                p, model, batch_size, seed, par,
-            )?),
-            AnyNegative::Tmc(p) => {
-                AnyNegativeState::Tmc(super::tmc::init(p, model, batch_size, seed, par)?)
-            }
-            AnyNegative::Bridged(p) => {
-                let reference =
-                    serde_json::to_value(model).map_err(|e| ebm_core::Error::InvalidParameter {
-                        name: "bridged reference model".into(),
-                        reason: e.to_string(),
-                    })?;
-                let pt = p
-                    .phase::<V, H>(&reference)?
-                    .init(model, batch_size, seed, par)?;
-                AnyNegativeState::Bridged(BridgedState { pt, reference })
-            }
-        })
-    }
-
-    fn sample(
-        &self,
-        model: &Rbm<V, H>,
-        state: &mut AnyNegativeState<V::Scalar>,
-        batch: &DMatrix<V::Scalar>,
-        par: Par,
-    ) -> ebm_core::Result<NegativeInfo> {
-        match (self, state) {
-            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => p.sample(model, s, batch, par),
-            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => p.sample(model, s, batch, par),
-            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => p.sample(model, s, batch, par),
-            (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
-                p.sample(model, s, batch, par)
-            }
-            (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
-                super::tmc::sample_negative(p, model, s, batch, par)
-            }
-            (AnyNegative::Bridged(p), AnyNegativeState::Bridged(s)) => p
-                .phase::<V, H>(&s.reference)?
-                .sample(model, &mut s.pt, batch, par),
-            _ => unreachable!("{MISMATCH}"),
-        }
-    }
-
-    fn chains_held(&self, batch_size: usize) -> usize {
-        match self {
-            AnyNegative::Pcd(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
-            AnyNegative::Cd(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
-            AnyNegative::Pt(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
-            AnyNegative::Jarzynski(p) => NegativePhase::<V, H>::chains_held(p, batch_size),
-            AnyNegative::Tmc(p) => {
-                NegativePhase::<Bernoulli<V::Scalar>, H>::chains_held(p, batch_size)
-            }
-            AnyNegative::Bridged(p) => p.chains.saturating_mul(p.rungs),
-        }
-    }
-
-    fn check_state(
-        &self,
-        state: &AnyNegativeState<V::Scalar>,
-        batch_size: usize,
-    ) -> ebm_core::Result<()> {
-        match (self, state) {
-            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
-                NegativePhase::<V, H>::check_state(p, s, batch_size)
-            }
-            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => {
-                NegativePhase::<V, H>::check_state(p, s, batch_size)
-            }
-            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => {
-                NegativePhase::<V, H>::check_state(p, s, batch_size)
-            }
-            (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
-                NegativePhase::<V, H>::check_state(p, s, batch_size)
-            }
-            (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
-                NegativePhase::<Bernoulli<V::Scalar>, H>::check_state(p, s, batch_size)
-            }
-            (AnyNegative::Bridged(p), AnyNegativeState::Bridged(s)) => p
-                .phase::<V, H>(&s.reference)?
-                .check_state(&s.pt, batch_size),
-            (p, s) => Err(ebm_core::Error::ShapeMismatch {
-                what: "negative phase state".into(),
-                expected: p.name().into(),
-                got: state_name(s).into(),
-            }),
-        }
-    }
-
-    fn chains<'a>(&self, state: &'a AnyNegativeState<V::Scalar>) -> &'a RbmChains<V::Scalar> {
-        match (self, state) {
-            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => NegativePhase::<V, H>::chains(p, s),
-            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => NegativePhase::<V, H>::chains(p, s),
-            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => NegativePhase::<V, H>::chains(p, s),
-            (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
-                NegativePhase::<V, H>::chains(p, s)
-            }
-            (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
-                NegativePhase::<Bernoulli<V::Scalar>, H>::chains(p, s)
-            }
-            (AnyNegative::Bridged(_), AnyNegativeState::Bridged(s)) => {
-                s.pt.rungs().last().expect("at least two rungs")
-            }
-            _ => unreachable!("{MISMATCH}"),
-        }
-    }
-
-    fn every_chain<'a>(
-        &self,
-        state: &'a AnyNegativeState<V::Scalar>,
-    ) -> Vec<&'a RbmChains<V::Scalar>> {
-        match (self, state) {
-            (AnyNegative::Pt(_), AnyNegativeState::Pt(s)) => s.rungs().iter().collect(),
-            (AnyNegative::Bridged(_), AnyNegativeState::Bridged(s)) => {
-                s.pt.rungs().iter().collect()
-            }
-            _ => vec![NegativePhase::<V, H>::chains(self, state)],
-        }
-    }
-
-    fn samples_the_model(&self) -> bool {
-        !matches!(self, AnyNegative::Cd(_))
-    }
-
-    fn weights<'a>(&self, state: &'a AnyNegativeState<V::Scalar>) -> Option<&'a [f64]> {
-        match (self, state) {
-            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => NegativePhase::<V, H>::weights(p, s),
-            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => NegativePhase::<V, H>::weights(p, s),
-            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => NegativePhase::<V, H>::weights(p, s),
-            (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
-                NegativePhase::<V, H>::weights(p, s)
-            }
-            (AnyNegative::Tmc(p), AnyNegativeState::Tmc(s)) => {
-                NegativePhase::<Bernoulli<V::Scalar>, H>::weights(p, s)
-            }
-            (AnyNegative::Bridged(_), AnyNegativeState::Bridged(_)) => None,
-            _ => unreachable!("{MISMATCH}"),
-        }
-    }
-
-    fn after_update(
-        &self,
-        old: &Rbm<V, H>,
-        new: &Rbm<V, H>,
-        state: &mut AnyNegativeState<V::Scalar>,
-        info: &mut NegativeInfo,
-        par: Par,
-    ) -> ebm_core::Result<()> {
-        match (self, state) {
-            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
-                p.after_update(old, new, s, info, par)
-            }
-            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => p.after_update(old, new, s, info, par),
-            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => p.after_update(old, new, s, info, par),
-            (AnyNegative::Jarzynski(p), AnyNegativeState::Jarzynski(s)) => {
-                p.after_update(old, new, s, info, par)
-            }
-            (AnyNegative::Tmc(_), AnyNegativeState::Tmc(_))
-            | (AnyNegative::Bridged(_), AnyNegativeState::Bridged(_)) => Ok(()),
-            _ => unreachable!("{MISMATCH}"),
-        }
-    }
-}
-
-// --- data-parallel training ---
-/// `mpirun -n K ebm train` shards the chains of `--negative pcd` and `cd` and the systems of
-/// `--negative pt`; the other phases refuse to run on several processes before any work
-/// ([`execute`]).
-impl<V, H> ShardedPhase<V, H> for AnyNegative
-where
-    V: TrainableLayer + 'static,
-    H: TrainableLayer<Scalar = V::Scalar> + 'static,
-{
-    fn shard(
-        &self,
-        state: &AnyNegativeState<V::Scalar>,
-        range: std::ops::Range<usize>,
-    ) -> ebm_core::Result<AnyNegativeState<V::Scalar>> {
-        Ok(match (self, state) {
-            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
-                AnyNegativeState::Pcd(ShardedPhase::<V, H>::shard(p, s, range)?)
-            }
-            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => {
-                AnyNegativeState::Cd(ShardedPhase::<V, H>::shard(p, s, range)?)
-            }
-            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => {
-                AnyNegativeState::Pt(ShardedPhase::<V, H>::shard(p, s, range)?)
-            }
-            _ => return Err(not_sharded(self.name())),
-        })
-    }
-
-    fn join(
-        &self,
-        parts: Vec<AnyNegativeState<V::Scalar>>,
-    ) -> ebm_core::Result<AnyNegativeState<V::Scalar>> {
-        let name = self.name();
-        // The parts as states of the variant, joined by its phase.
-        macro_rules! join {
-            ($variant:ident, $phase:expr) => {{
-                let parts = parts
-                    .into_iter()
-                    .map(|s| match s {
-                        AnyNegativeState::$variant(s) => Ok(s),
-                        _ => Err(not_sharded(name)),
-                    })
-                    .collect::<ebm_core::Result<Vec<_>>>()?;
-                AnyNegativeState::$variant(ShardedPhase::<V, H>::join($phase, parts)?)
-            }};
-        }
-        Ok(match self {
-            AnyNegative::Pcd(p) => join!(Pcd, p),
-            AnyNegative::Cd(p) => join!(Cd, p),
-            AnyNegative::Pt(p) => join!(Pt, p),
-            _ => return Err(not_sharded(name)),
-        })
-    }
-
-    fn sample_on_shard<D: ebm_train::Shard>(
-        &self,
-        shard: &D,
-        model: &Rbm<V, H>,
-        state: &mut AnyNegativeState<V::Scalar>,
-        batch: &DMatrix<V::Scalar>,
-        par: Par,
-    ) -> ebm_core::Result<NegativeInfo> {
-        match (self, state) {
-            (AnyNegative::Pcd(p), AnyNegativeState::Pcd(s)) => {
-                p.sample_on_shard(shard, model, s, batch, par)
-            }
-            (AnyNegative::Cd(p), AnyNegativeState::Cd(s)) => {
-                p.sample_on_shard(shard, model, s, batch, par)
-            }
-            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => {
-                p.sample_on_shard(shard, model, s, batch, par)
-            }
-            _ => Err(not_sharded(self.name())),
-        }
-    }
-}
-
-/// Whether `mpirun -n K ebm train` runs this negative phase sharded ([`ShardedPhase`]).
-fn shards(negative: &AnyNegative) -> bool {
-    matches!(
-        negative,
-        AnyNegative::Pcd(_) | AnyNegative::Cd(_) | AnyNegative::Pt(_)
-    )
-}
-
-fn not_sharded(negative: &str) -> ebm_core::Error {
-    ebm_core::Error::InvalidParameter {
-        name: "--negative".into(),
-        reason: format!("--negative {negative} does not run sharded over MPI processes"),
-    }
-}
-// --- end data-parallel training ---
 
 // ---------------------------------------------------------------------------------------------
 // Settings
@@ -760,7 +326,8 @@ fn resolve_negative(s: &TrainSettings, visible: UnitArg, data: &Dataset) -> Resu
         NegativeArg::Cd => AnyNegative::Cd(Cd { sweeps }),
         NegativeArg::Pt => AnyNegative::Pt(Tempered {
             betas: pt_ladder(s)?,
-            schedule: super::sample::schedule_of(s.ladder.schedule.unwrap_or(ScheduleArg::Deo)).0,
+            schedule: crate::tempering::schedule_of(s.ladder.schedule.unwrap_or(ScheduleArg::Deo))
+                .0,
             sweeps,
             rounds: s.ladder.rounds.unwrap_or(1),
             chains,
@@ -789,13 +356,7 @@ fn resolve_negative(s: &TrainSettings, visible: UnitArg, data: &Dataset) -> Resu
             if chains == 0 || sweeps == 0 {
                 bail!("--chains and --sweeps must be at least 1");
             }
-            AnyNegative::Bridged(BridgeSpec {
-                rungs: k,
-                sweeps,
-                rounds,
-                chains,
-                cache: BridgeCache::default(),
-            })
+            AnyNegative::Bridged(BridgeSpec::new(k, sweeps, rounds, chains))
         }
     })
 }
@@ -1365,7 +926,7 @@ pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainRes
     };
     super::device::check_train(args, &config, ctx)?;
     if world.size() > 1 {
-        if !shards(&config.trainer.negative) {
+        if !config.trainer.negative.shards() {
             ctx.one_process(&format!("--negative {}", config.trainer.negative.name()))?;
         }
         if config.pretrain.is_some() {

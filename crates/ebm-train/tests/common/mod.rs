@@ -11,6 +11,16 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 /// Mean of -F(v) over the columns of `data` (uniform weights).
+/// `n` samples of 8 binary units from two clusters (prototypes 11110000 and 00001111, two
+/// samples in three from the first), about one unit in eleven flipped.
+pub fn two_clusters(n: usize) -> DMatrix<f64> {
+    DMatrix::from_fn(8, n, |i, j| {
+        let proto = (i < 4) == (j % 3 != 0);
+        let flip = (i * 31 + j * 17) % 11 == 0;
+        (proto != flip) as u8 as f64
+    })
+}
+
 pub fn mean_neg_free_energy<V: Layer, H: Layer<Scalar = V::Scalar>>(
     rbm: &Rbm<V, H>,
     data: &DMatrix<V::Scalar>,

@@ -9,25 +9,13 @@ use ebm_core::{ChainState, Observer, Par, Scalar};
 use ebm_models::{Bernoulli, Gaussian, Rbm, RbmChains, ReLU, Spin};
 use ebm_samplers::latent::LatentUnits;
 use ebm_samplers::{Alternate, Gibbs, LatentGibbs, LatentInfo, StepInfo, run};
-use nalgebra::DMatrix;
 
+use super::SamplerRun;
 use crate::cli::{LatentAlgorithmArg, SampleArgs};
 use crate::error::{Result, bail};
 use crate::models::CliLayer;
 use crate::progress::ProgressObserver;
 use crate::record::Context;
-
-/// What a latent run in the scalar `F` hands back to `ebm sample`.
-pub(super) struct LatentRun<F: Scalar> {
-    /// Final visible configurations (one column per chain).
-    pub samples: DMatrix<F>,
-    /// Inverse temperature.
-    pub beta: f64,
-    /// Sweeps per step (AGS sweeps plus latent sweeps, a latent sweep counted as one).
-    pub sweeps_per_step: u64,
-    /// Human-readable description, with the acceptance of grid moves.
-    pub description: String,
-}
 
 /// Forwards the chains of every step to an observer of chains (the mode tracer).
 struct Chains<O>(O);
@@ -51,7 +39,7 @@ pub(super) fn run_latent<V, H, O>(
     ctx: &Context,
     chains: RbmChains<V::Scalar>,
     tracer: O,
-) -> Result<LatentRun<V::Scalar>>
+) -> Result<SamplerRun<V::Scalar>>
 where
     V: CliLayer,
     H: CliLayer<Scalar = V::Scalar>,
@@ -80,7 +68,7 @@ fn go<V, H, O>(
     ctx: &Context,
     chains: RbmChains<V::Scalar>,
     tracer: O,
-) -> Result<LatentRun<V::Scalar>>
+) -> Result<SamplerRun<V::Scalar>>
 where
     V: CliLayer,
     H: CliLayer<Scalar = V::Scalar> + LatentUnits,
@@ -130,7 +118,7 @@ where
     } else {
         String::new()
     };
-    Ok(LatentRun {
+    Ok(SamplerRun {
         samples: state.chains.visible,
         beta,
         sweeps_per_step: (a.ags_sweeps + a.sweeps) as u64,
@@ -138,5 +126,6 @@ where
             "latent Gibbs ({algorithm}; {} AGS + {} latent sweeps per step, beta {beta}{grid})",
             a.ags_sweeps, a.sweeps
         ),
+        pt: None,
     })
 }

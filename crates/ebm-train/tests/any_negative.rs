@@ -1,0 +1,153 @@
+//! A negative phase chosen at run time ([`AnyNegative`]): it trains exactly as the phase it
+//! holds, its settings and state serialise in the format of `ebm train`'s state files, and TMC
+//! reaches discrete visible units without a downcast while refusing real-valued ones.
+
+mod common;
+
+use common::two_clusters;
+use ebm_core::Par;
+use ebm_models::{Bernoulli, Gaussian, Rbm, Spin};
+use ebm_samplers::tempering::SwapSchedule;
+use ebm_train::{
+    AnyNegative, AnyNegativeState, BridgeSpec, Cd, NegativePhase, Pcd, Tempered, Tmc, TmcDirection,
+    Trainer, TrainingData, initial_model,
+};
+
+fn tmc() -> Tmc {
+    Tmc {
+        alpha: 400.0,
+        points: 11,
+        replicas: 4,
+        sweeps: 4,
+        measure: 2,
+        border: 0.2,
+        direction: TmcDirection::Weights,
+        dimensions: 1,
+    }
+}
+
+/// Trains `updates` updates with `phase` from the same start; returns the model.
+fn trained<P: NegativePhase<Bernoulli<f64>, Bernoulli<f64>>>(
+    phase: P,
+    updates: u64,
+) -> Rbm<Bernoulli<f64>, Bernoulli<f64>> {
+    let data = TrainingData::new(&Bernoulli::zeros(8), two_clusters(60)).unwrap();
+    let model = initial_model(
+        Bernoulli::zeros(8),
+        Bernoulli::zeros(4),
+        Some(&data),
+        1e-2,
+        1,
+    )
+    .unwrap();
+    let trainer = Trainer::new(phase, 20);
+    let mut state = trainer.init(model, &data, 7, Par::Rayon).unwrap();
+    trainer
+        .run(&mut state, &data, None, updates, Par::Rayon, ())
+        .unwrap();
+    state.model
+}
+
+/// Each phase behind `AnyNegative` trains bit for bit as the phase itself; two different
+/// phases do not (the negative control: the comparison can fail).
+#[test]
+fn dispatch_trains_as_the_phase_it_holds() {
+    let pcd = Pcd {
+        sweeps: 2,
+        chains: 30,
+    };
+    let pt = Tempered {
+        betas: vec![0.5, 0.75, 1.0],
+        sweeps: 1,
+        chains: 10,
+        schedule: SwapSchedule::DeterministicEvenOdd,
+        rounds: 1,
+    };
+    assert_eq!(trained(AnyNegative::Pcd(pcd), 15), trained(pcd, 15));
+    assert_eq!(
+        trained(AnyNegative::Cd(Cd { sweeps: 1 }), 15),
+        trained(Cd { sweeps: 1 }, 15)
+    );
+    assert_eq!(trained(AnyNegative::Pt(pt.clone()), 15), trained(pt, 15));
+    assert_eq!(trained(AnyNegative::Tmc(tmc()), 5), trained(tmc(), 5));
+    assert_ne!(
+        trained(AnyNegative::Pcd(pcd), 15),
+        trained(Cd { sweeps: 1 }, 15)
+    );
+}
+
+/// The settings and the state are written as `ebm train`'s state files hold them: the phase
+/// as a kebab-case tag, the bridge without its cache; they read back equal.
+#[test]
+fn settings_and_state_keep_their_format() {
+    let pcd = AnyNegative::Pcd(Pcd {
+        sweeps: 3,
+        chains: 5,
+    });
+    assert_eq!(
+        serde_json::to_string(&pcd).unwrap(),
+        r#"{"pcd":{"sweeps":3,"chains":5}}"#
+    );
+    let bridged = AnyNegative::Bridged(BridgeSpec::new(4, 1, 2, 8));
+    assert_eq!(
+        serde_json::to_string(&bridged).unwrap(),
+        r#"{"bridged":{"rungs":4,"sweeps":1,"rounds":2,"chains":8}}"#
+    );
+    for phase in [pcd, bridged] {
+        let back: AnyNegative =
+            serde_json::from_str(&serde_json::to_string(&phase).unwrap()).unwrap();
+        assert_eq!(back, phase);
+        assert_eq!(
+            phase.shards(),
+            matches!(phase, AnyNegative::Pcd(_)),
+            "{}",
+            phase.name()
+        );
+    }
+    let model: Rbm<Spin<f64>, Bernoulli<f64>> =
+        initial_model(Spin::zeros(6), Bernoulli::zeros(3), None, 0.1, 1).unwrap();
+    let phase = AnyNegative::Pcd(Pcd {
+        sweeps: 1,
+        chains: 4,
+    });
+    let state: AnyNegativeState<f64> =
+        NegativePhase::<Spin<f64>, Bernoulli<f64>>::init(&phase, &model, 4, 3, Par::Seq).unwrap();
+    let text = serde_json::to_string(&state).unwrap();
+    assert!(text.starts_with(r#"{"pcd":"#), "{text}");
+    let back: AnyNegativeState<f64> = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, state);
+    // A state of another phase is refused by name.
+    let cd = AnyNegative::Cd(Cd { sweeps: 1 });
+    let e = NegativePhase::<Spin<f64>, Bernoulli<f64>>::check_state(&cd, &state, 4).unwrap_err();
+    assert!(
+        e.to_string().contains("cd") && e.to_string().contains("pcd"),
+        "{e}"
+    );
+}
+
+/// TMC on real-valued visible units is an error, not a panic; on discrete ones it starts.
+#[test]
+fn tmc_needs_discrete_visible_units() {
+    let gaussian: Rbm<Gaussian<f64>, Bernoulli<f64>> =
+        initial_model(Gaussian::standard(6), Bernoulli::zeros(3), None, 0.1, 1).unwrap();
+    let e = NegativePhase::<Gaussian<f64>, Bernoulli<f64>>::init(
+        &AnyNegative::Tmc(tmc()),
+        &gaussian,
+        4,
+        1,
+        Par::Seq,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("discrete visible units"), "{e}");
+    let spins: Rbm<Spin<f64>, Bernoulli<f64>> =
+        initial_model(Spin::zeros(6), Bernoulli::zeros(3), None, 0.1, 1).unwrap();
+    let state = NegativePhase::<Spin<f64>, Bernoulli<f64>>::init(
+        &AnyNegative::Tmc(tmc()),
+        &spins,
+        4,
+        1,
+        Par::Seq,
+    )
+    .unwrap();
+    assert!(matches!(state, AnyNegativeState::Tmc(_)));
+}
