@@ -14,7 +14,7 @@ use crate::error::{Result, bail};
 /// Parallel-tempering diagnostics of a run ([`PtReport`]).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub(crate) struct PtSummary {
-    /// `seo`, `deo`, `random-pair` or `lifted`.
+    /// `seo`, `deo`, `random-pair`, `lifted` or `sweep`.
     pub schedule: String,
     /// The ladder's inverse temperatures (pt), interpolation coefficients (pt-ref), 1 for
     /// every checkpoint (ptt) and for every RBM of the stack (stacked tempering).

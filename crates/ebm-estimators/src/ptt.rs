@@ -133,7 +133,7 @@ impl PttPlan {
             return self.burn_in;
         }
         let needed = (trust::BURN_IN_TAU_EXP * tau_exp.unwrap_or(0.0)).ceil() as u64;
-        needed.clamp(self.burn_in, MAX_EXTENSION * self.burn_in)
+        needed.clamp(self.burn_in, self.burn_in.saturating_mul(MAX_EXTENSION))
     }
 
     /// The recorded rounds: the plan's, extended (when adaptive) to [`trust::RECORDED_TAU_INT`]
@@ -143,7 +143,7 @@ impl PttPlan {
             return self.recorded;
         }
         let needed = (trust::RECORDED_TAU_INT * tau_int.unwrap_or(0.0)).ceil() as u64;
-        needed.clamp(self.recorded, MAX_EXTENSION * self.recorded)
+        needed.clamp(self.recorded, self.recorded.saturating_mul(MAX_EXTENSION))
     }
 }
 

@@ -265,22 +265,78 @@ fn ptt_log_z_matches_every_checkpoint_and_flags_short_runs() {
     assert_eq!(run.ladder.profile, by_hand.profile);
     assert_eq!(run.ladder.estimate.log_z, by_hand.estimate.log_z);
 
+    // 70 recorded rounds: enough to measure the index process (tau_int about 10 rounds), far
+    // fewer than the 100 tau_int the rule asks.
     let short = ptt_log_z(
         &pt,
         &ladder,
         &mut fresh(),
         &z0,
-        &PttPlan::fixed(40, Some(4)).unwrap(),
+        &PttPlan::fixed(80, Some(10)).unwrap(),
         PAR,
         |_, _| {},
     )
     .unwrap();
     assert!(
-        short.ladder.estimate.warnings.iter().any(|w| matches!(
-            w,
-            Warning::RunTooShort { .. } | Warning::TooFewRounds { .. }
-        )),
+        short
+            .ladder
+            .estimate
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::RunTooShort { recorded: 70, .. })),
         "{:?}",
         short.ladder.estimate.warnings
+    );
+}
+
+/// The adaptive plan: on a trajectory towards stronger clusters (strength 1.0, 6 checkpoints:
+/// tau_exp about 25 rounds, tau_int about 18) the default burn-in of 200 rounds is extended to
+/// 20 tau_exp and the recording beyond its 1800 rounds to 100 tau_int; the planned total shown
+/// to `progress` grows with them; and the estimate equals that of a fixed plan of the same
+/// lengths (the extension changes how long the run is, not what it computes).
+#[test]
+fn ptt_log_z_extends_an_adaptive_plan_with_the_measured_index_process() {
+    let target = clustered_rbm(16, 20, 3, 1.0, 2);
+    let start = independent_start(&target, &prototype_means(&prototypes(16, 3, 2)));
+    let models = trajectory(&start, &target, 3, 6);
+    let ladder = TrajectoryLadder::new(models.clone()).unwrap();
+    let z0 = Start::independent(&start, 1.0, 2, 0, PAR).unwrap().log_z;
+    let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
+    let fresh = || {
+        let rungs = (0..models.len())
+            .map(|r| ladder.rung(r).model.new_state(64))
+            .collect();
+        PtState::new(rungs, 2).unwrap()
+    };
+    let plan = PttPlan::adaptive(models.len(), None);
+    assert_eq!((plan.burn_in, plan.recorded), (200, 1800));
+    let mut planned = Vec::new();
+    let run = ptt_log_z(&pt, &ladder, &mut fresh(), &z0, &plan, PAR, |d, p| {
+        planned.push((d, p))
+    })
+    .unwrap();
+    assert!(
+        run.burn_in > 200 && run.recorded > 1800,
+        "{} + {}",
+        run.burn_in,
+        run.recorded
+    );
+    let total = run.burn_in + run.recorded;
+    assert_eq!(run.diagnostics.rounds, total);
+    assert_eq!(planned.len() as u64, total);
+    assert_eq!(planned.first(), Some(&(1, 2000)));
+    assert_eq!(planned.last(), Some(&(total, total)));
+    let fixed = PttPlan::fixed(total, Some(run.burn_in)).unwrap();
+    let same = ptt_log_z(&pt, &ladder, &mut fresh(), &z0, &fixed, PAR, |_, _| {}).unwrap();
+    assert_eq!(same.ladder.profile, run.ladder.profile);
+    assert_eq!(same.ladder.estimate.warnings, run.ladder.estimate.warnings);
+    let last = models.last().unwrap();
+    let exact = exact_log_partition(last, 1.0, PAR).unwrap().log_z;
+    let z = &run.ladder.estimate;
+    assert!(
+        (z.log_z - exact).abs() <= 3.0 * z.std_err + 1e-10,
+        "{} +- {} vs {exact}",
+        z.log_z,
+        z.std_err
     );
 }

@@ -177,9 +177,9 @@ fn state_name<F: Scalar>(s: &AnyNegativeState<F>) -> &'static str {
 
 const MISMATCH: &str = "the negative phase's state is checked against its configuration first";
 
-/// [`Tmc`] needs discrete visible units, known here only at run time: `init` and `sample`
-/// dispatch on the visible type (`super::tmc`); its other methods do not depend on it and go
-/// through the nominal `Bernoulli` instance.
+/// [`Tmc`] needs discrete visible units: `init` and `sample` reach them through
+/// [`TrainableLayer::on_discrete`] (an error on real-valued units); its other methods do not
+/// depend on the visible type and go through the nominal `Bernoulli` instance.
 impl<V, H> NegativePhase<V, H> for AnyNegative
 where
     V: TrainableLayer + 'static,

@@ -68,9 +68,9 @@ impl fmt::Display for PtWarning {
             ),
             PtWarning::RunTooShort { rounds, tau_exp } => write!(
                 f,
-                "the run lasted {rounds} rounds, fewer than 20 exponential autocorrelation times \
-                 of the replica index process (tau_exp = {tau_exp:.1} rounds): it may not have \
-                 equilibrated; run at least {} rounds",
+                "the run lasted {rounds} rounds, fewer than {THERMALISATION_TAU_EXP} exponential \
+                 autocorrelation times of the replica index process (tau_exp = {tau_exp:.1} \
+                 rounds): it may not have equilibrated; run at least {} rounds",
                 (THERMALISATION_TAU_EXP * tau_exp).ceil()
             ),
         }
