@@ -99,12 +99,8 @@ fn bar_and_exponential_average_from_temperature_pt_are_accurate() {
 /// every checkpoint.
 #[test]
 fn bar_from_trajectory_tempering_matches_every_checkpoint() {
-    let target = clustered_rbm(16, 20, 3, 1.5, 2);
-    let start = independent_start(&target, &prototype_means(&prototypes(16, 3, 2)));
-    let models = trajectory(&start, &target, 3, 11);
-    let ladder = TrajectoryLadder::new(models.clone()).unwrap();
+    let TrajectoryCase { models, ladder, z0 } = TrajectoryCase::new(1.5, 11);
     let acc = pt_run(&ladder, 64, 100, 400, 2);
-    let z0 = Start::independent(&start, 1.0, 2, 0, PAR).unwrap().log_z;
     let bar = acc.bar(&z0).unwrap();
     for (k, r) in bar.profile.iter().enumerate() {
         let exact = exact_log_partition(&models[k], 1.0, PAR).unwrap().log_z;
@@ -206,28 +202,48 @@ fn accumulator_rejects_mismatched_input() {
     assert!(acc.record(&ladder, &more, PAR).is_err());
 }
 
-/// The PTT + BAR run API on a training-like trajectory towards weaker clusters (strength 0.7:
-/// at 1.5 the index process of this ladder has tau_exp of about 700 rounds): its profile matches the exact log Z
-/// of every checkpoint within 3 reported errors and its long fixed run raises no warning; the
+/// A training-like trajectory of `n` checkpoints (independent sites at the clusters' means,
+/// then couplings growing towards a 16 x 20 RBM with 3 clusters of `strength`), its ladder,
+/// and the exact log Z of its first checkpoint.
+struct TrajectoryCase {
+    models: Vec<Brbm>,
+    ladder: TrajectoryLadder<Brbm>,
+    z0: ebm_estimators::LogZEstimate,
+}
+
+impl TrajectoryCase {
+    fn new(strength: f64, n: usize) -> Self {
+        let target = clustered_rbm(16, 20, 3, strength, 2);
+        let start = independent_start(&target, &prototype_means(&prototypes(16, 3, 2)));
+        let models = trajectory(&start, &target, 3, n);
+        let ladder = TrajectoryLadder::new(models.clone()).unwrap();
+        let z0 = Start::independent(&start, 1.0, 2, 0, PAR).unwrap().log_z;
+        Self { models, ladder, z0 }
+    }
+
+    /// A PT state of 64 systems, every rung at its default configuration, seed 2.
+    fn fresh(&self) -> PtState<ebm_models::RbmChains<f64>> {
+        let rungs = (0..self.models.len())
+            .map(|r| self.ladder.rung(r).model.new_state(64))
+            .collect();
+        PtState::new(rungs, 2).unwrap()
+    }
+}
+
+/// The PTT + BAR run API on a training-like trajectory towards weaker clusters (strength 0.7;
+/// at 1.5 the index process of this ladder has tau_exp of about 700 rounds): its profile
+/// matches the exact log Z of every checkpoint within 3 reported errors and its long fixed run raises no warning; the
 /// same estimate as the hand-written loop (same rounds, same records); a run too short for its
 /// index process is flagged (the negative control).
 #[test]
 fn ptt_log_z_matches_every_checkpoint_and_flags_short_runs() {
-    let target = clustered_rbm(16, 20, 3, 0.7, 2);
-    let start = independent_start(&target, &prototype_means(&prototypes(16, 3, 2)));
-    let models = trajectory(&start, &target, 3, 11);
-    let ladder = TrajectoryLadder::new(models.clone()).unwrap();
-    let z0 = Start::independent(&start, 1.0, 2, 0, PAR).unwrap().log_z;
+    let case = TrajectoryCase::new(0.7, 11);
+    let (models, ladder, z0) = (&case.models, &case.ladder, &case.z0);
     let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
-    let fresh = || {
-        let rungs = (0..models.len())
-            .map(|r| ladder.rung(r).model.new_state(64))
-            .collect();
-        PtState::new(rungs, 2).unwrap()
-    };
+    let fresh = || case.fresh();
     let plan = PttPlan::fixed(2500, Some(500)).unwrap();
     let mut last = (0, 0);
-    let run = ptt_log_z(&pt, &ladder, &mut fresh(), &z0, &plan, PAR, |d, p| {
+    let run = ptt_log_z(&pt, ladder, &mut fresh(), z0, &plan, PAR, |d, p| {
         last = (d, p)
     })
     .unwrap();
@@ -256,12 +272,12 @@ fn ptt_log_z_matches_every_checkpoint_and_flags_short_runs() {
     let mut state = fresh();
     let mut acc = PairAccumulator::new(models.len()).unwrap();
     for r in 0..2500 {
-        pt.step(&ladder, &mut state, PAR);
+        pt.step(ladder, &mut state, PAR);
         if r >= 500 {
-            acc.record_pt(&ladder, &state, PAR).unwrap();
+            acc.record_pt(ladder, &state, PAR).unwrap();
         }
     }
-    let by_hand = acc.bar(&z0).unwrap();
+    let by_hand = acc.bar(z0).unwrap();
     assert_eq!(run.ladder.profile, by_hand.profile);
     assert_eq!(run.ladder.estimate.log_z, by_hand.estimate.log_z);
 
@@ -269,9 +285,9 @@ fn ptt_log_z_matches_every_checkpoint_and_flags_short_runs() {
     // fewer than the 100 tau_int the rule asks.
     let short = ptt_log_z(
         &pt,
-        &ladder,
+        ladder,
         &mut fresh(),
-        &z0,
+        z0,
         &PttPlan::fixed(80, Some(10)).unwrap(),
         PAR,
         |_, _| {},
@@ -296,22 +312,14 @@ fn ptt_log_z_matches_every_checkpoint_and_flags_short_runs() {
 /// lengths (the extension changes how long the run is, not what it computes).
 #[test]
 fn ptt_log_z_extends_an_adaptive_plan_with_the_measured_index_process() {
-    let target = clustered_rbm(16, 20, 3, 1.0, 2);
-    let start = independent_start(&target, &prototype_means(&prototypes(16, 3, 2)));
-    let models = trajectory(&start, &target, 3, 6);
-    let ladder = TrajectoryLadder::new(models.clone()).unwrap();
-    let z0 = Start::independent(&start, 1.0, 2, 0, PAR).unwrap().log_z;
+    let case = TrajectoryCase::new(1.0, 6);
+    let (models, ladder, z0) = (&case.models, &case.ladder, &case.z0);
     let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
-    let fresh = || {
-        let rungs = (0..models.len())
-            .map(|r| ladder.rung(r).model.new_state(64))
-            .collect();
-        PtState::new(rungs, 2).unwrap()
-    };
+    let fresh = || case.fresh();
     let plan = PttPlan::adaptive(models.len(), None);
     assert_eq!((plan.burn_in, plan.recorded), (200, 1800));
     let mut planned = Vec::new();
-    let run = ptt_log_z(&pt, &ladder, &mut fresh(), &z0, &plan, PAR, |d, p| {
+    let run = ptt_log_z(&pt, ladder, &mut fresh(), z0, &plan, PAR, |d, p| {
         planned.push((d, p))
     })
     .unwrap();
@@ -327,7 +335,7 @@ fn ptt_log_z_extends_an_adaptive_plan_with_the_measured_index_process() {
     assert_eq!(planned.first(), Some(&(1, 2000)));
     assert_eq!(planned.last(), Some(&(total, total)));
     let fixed = PttPlan::fixed(total, Some(run.burn_in)).unwrap();
-    let same = ptt_log_z(&pt, &ladder, &mut fresh(), &z0, &fixed, PAR, |_, _| {}).unwrap();
+    let same = ptt_log_z(&pt, ladder, &mut fresh(), z0, &fixed, PAR, |_, _| {}).unwrap();
     assert_eq!(same.ladder.profile, run.ladder.profile);
     assert_eq!(same.ladder.estimate.warnings, run.ladder.estimate.warnings);
     let last = models.last().unwrap();
