@@ -8,8 +8,8 @@
 //! The book's "Extending" part walks through this file. Run with
 //! `cargo run --release --example custom_model` (a few seconds). With a path,
 //! `cargo run --release --example custom_model -- book/src/figures/custom-model-ais.svg`, it
-//! also draws the book's figure of AIS estimates against the number of temperatures (needs the
-//! default feature `cli`, whose plotting module it uses).
+//! also draws the book's figure of AIS estimates against the number of temperatures with
+//! `ebm::plot` (the default feature `plot`).
 
 //!
 //! The model and the heat-bath kernel are in `extending/ising_chain.rs`.
@@ -158,7 +158,7 @@ fn ais_figure(model: &IsingChain, exact: f64, path: &std::path::Path) -> Result<
         low.push((x, e.log_z - 2.0 * e.std_err));
         high.push((x, e.log_z + 2.0 * e.std_err));
     }
-    let series = |label: &str, points| ebm_cli::plot::Series {
+    let series = |label: &str, points| ebm::plot::Series {
         label: label.into(),
         points,
     };
@@ -167,7 +167,7 @@ fn ais_figure(model: &IsingChain, exact: f64, path: &std::path::Path) -> Result<
         series("- 2 s.e.", low),
         series("+ 2 s.e.", high),
     ];
-    ebm_cli::plot::log_z_versus_cost(path, &all, Some(exact), true)?;
+    ebm::plot::log_z_versus_cost(path, &all, Some(exact), true)?;
     println!("figure written to {}", path.display());
     Ok(())
 }

@@ -243,12 +243,12 @@ fn curve_pair(
             at(1000.0),
             at(2000.0)
         );
-        series.push(ebm_cli::plot::Series {
+        series.push(ebm::plot::Series {
             label: label.into(),
             points,
         });
     }
-    ebm_cli::plot::log_likelihood(&dir.join(format!("{name}.ll.svg")), &series)?;
+    ebm::plot::log_likelihood(&dir.join(format!("{name}.ll.svg")), &series)?;
     Ok(())
 }
 

@@ -15,6 +15,7 @@
 //! | [`data`] (`ebm-data`) | dataset generators and loaders, PCA, mixing and sample-quality metrics |
 //! | [`cuda`] (`ebm-cuda`) | the CUDA backend: Gibbs sweeps, temperature PT and PCD training of Bernoulli/spin RBMs on an NVIDIA GPU (libraries loaded at run time: nothing to install to build) |
 //! | [`distributed`] (`ebm-mpi`) | sampling and PT sharded across processes (MPI behind the feature `mpi`), identical to one process |
+//! | `plot` (`ebm-plot`, feature `plot`, on by default) | figures as PNG or SVG from plain data: samples over data, mode jumps, log-likelihood curves, swap acceptance, log Z against cost, tethered densities, image grids (pure Rust) |
 //! | `testkit` (`ebm-testkit`, feature `testkit`, on by default) | exact invariance, detailed-balance and chi-square tests of any kernel on any [`Enumerable`](core::Enumerable) model |
 //!
 //! The package also builds the `ebm` command-line program (`ebm-cli`: datasets, sampling,
@@ -48,6 +49,8 @@ pub use ebm_data as data;
 pub use ebm_estimators as estimators;
 pub use ebm_io as io;
 pub use ebm_models as models;
+#[cfg(feature = "plot")]
+pub use ebm_plot as plot;
 pub use ebm_samplers as samplers;
 #[cfg(feature = "testkit")]
 pub use ebm_testkit as testkit;

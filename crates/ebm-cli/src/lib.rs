@@ -19,7 +19,7 @@
 //! | `ebm loglik reverse-ais` | the same path walked down from model samples (Gibbs burn-in, exact draws or a samples file): a stochastic upper bound | [`ebm_estimators::reverse_ais`] |
 //! | `ebm loglik tr-ais` | trajectory AIS through the checkpoints of a training run: \\(\log Z\\) and the log-likelihood at every checkpoint | [`ebm_estimators::ais`] on a trajectory ladder |
 //! | `ebm loglik ptt` | parallel trajectory tempering over the checkpoints, \\(\log Z\\) by Bennett's acceptance ratio between neighbours | [`ebm_estimators::PairAccumulator`] |
-//! | `ebm plot` | PNG or SVG figures from the files the other commands write | [`plot`] |
+//! | `ebm plot` | PNG or SVG figures from the files the other commands write | [`ebm_plot`] |
 //!
 //! Every command writes a JSON *run record* next to its outputs (settings, seed, versions,
 //! inputs, outputs and results), prints a short summary (or the record itself with `--json`),
@@ -37,8 +37,8 @@
 //! same guarantee. Other commands refuse to run on several processes, and so does a program
 //! built without the feature.
 //!
-//! The [`plot`] module is public: one function per figure kind, taking plain data. The
-//! [`custom`] module gives a model of your own a command line of the same kind (`sample` and
+//! The figures are drawn by the library crate [`ebm_plot`] (one function per figure kind,
+//! taking plain data). The [`custom`] module gives a model of your own a command line of the same kind (`sample` and
 //! `log-z`, with run records) in a few lines of `main`.
 
 mod cli;
@@ -47,7 +47,6 @@ pub mod custom;
 mod error;
 mod files;
 mod models;
-pub mod plot;
 mod progress;
 mod record;
 mod signals;

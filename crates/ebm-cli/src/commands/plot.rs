@@ -1,4 +1,4 @@
-//! `ebm plot ...`: reads the files the other commands write and calls [`crate::plot`].
+//! `ebm plot ...`: reads the files the other commands write and calls [`ebm_plot`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,8 +11,8 @@ use crate::cli::ImageOptions;
 use crate::cli::PlotCommand;
 use crate::error::{CliError, Result, bail};
 use crate::files::{Table, check_outputs, load_dataset};
-use crate::plot::{self, ImageFormat, ImagePanel, PixelValues, Series, SwapRun};
 use crate::record::{Context, read_record, record_path_for};
+use ebm_plot::{self as plot, ImageFormat, ImagePanel, PixelValues, Series, SwapRun};
 
 /// What a plot's run record reports.
 #[derive(Serialize, Debug)]

@@ -486,7 +486,7 @@ where
                 format!("m{r} (direction {r})")
             }
         };
-        crate::plot::samples_over_data(
+        ebm_plot::samples_over_data(
             figure,
             &pair.data,
             &pair.model,

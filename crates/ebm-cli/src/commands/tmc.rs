@@ -28,8 +28,8 @@ use crate::models::{
     CliLayer, F64Task, ModelSummary, RbmTask, check_chain_memory, describe, visible_data,
     with_model,
 };
-use crate::plot::{ImageFormat, Series, tethered_log_density};
 use crate::record::{Context, record_path_for};
+use ebm_plot::{ImageFormat, Series, tethered_log_density};
 
 /// The paper's tether strength.
 const DEFAULT_ALPHA: f64 = 2e4;
