@@ -29,9 +29,6 @@ pub(crate) trait CliLayer: ebm_train::TrainableLayer + NewLayer + 'static {
         Ok(())
     }
 
-    /// Number of configurations of the layer, for discrete layers.
-    fn n_configurations(&self) -> Option<u128>;
-
     /// \\(\log Z_\beta\\) of `rbm` by enumerating this (visible) layer, for discrete layers.
     fn log_partition_as_visible<H: Layer<Scalar = Self::Scalar>>(
         rbm: &Rbm<Self, H>,
@@ -53,27 +50,6 @@ pub(crate) trait CliLayer: ebm_train::TrainableLayer + NewLayer + 'static {
         par: Par,
     ) -> Option<ebm_core::Result<()>>;
 
-    /// The exact sampler of `rbm` at `beta` that enumerates this (hidden) layer once
-    /// ([`exact::HiddenEnumeration`]), for discrete layers.
-    fn hidden_enumeration<V: Layer<Scalar = Self::Scalar>>(
-        rbm: &Rbm<V, Self>,
-        beta: f64,
-        par: Par,
-    ) -> Option<ebm_core::Result<exact::HiddenEnumeration>>;
-
-    /// An exact draw of every chain from `sampler`, built by [`CliLayer::hidden_enumeration`]
-    /// for `rbm`.
-    ///
-    /// # Panics
-    /// For real-valued layers (which have no such sampler).
-    fn sample_hidden_enumerated<V: Layer<Scalar = Self::Scalar>, R: rand::Rng + Send>(
-        sampler: &exact::HiddenEnumeration,
-        rbm: &Rbm<V, Self>,
-        chains: &mut RbmChains<Self::Scalar>,
-        rngs: &mut [R],
-        par: Par,
-    );
-
     /// The mean pseudo-log-likelihood of `data` under `rbm`, for discrete (visible) layers:
     /// exact without `rngs`, the one-coordinate estimate with one RNG stream per sample
     /// ([`ebm_estimators::pseudo_log_likelihood`] and
@@ -92,10 +68,6 @@ macro_rules! discrete_layer {
             fn data_domain(&self) -> Domain {
                 #[allow(clippy::redundant_closure_call)]
                 ($domain)(self)
-            }
-
-            fn n_configurations(&self) -> Option<u128> {
-                Some(ebm_models::DiscreteLayer::n_configurations(self))
             }
 
             fn log_partition_as_visible<H: Layer<Scalar = Self::Scalar>>(
@@ -122,24 +94,6 @@ macro_rules! discrete_layer {
                     exact::Enumerated::new(rbm.clone())
                         .map(|e| e.sample_exact(chains, beta, rngs, par)),
                 )
-            }
-
-            fn hidden_enumeration<V: Layer<Scalar = Self::Scalar>>(
-                rbm: &Rbm<V, Self>,
-                beta: f64,
-                par: Par,
-            ) -> Option<ebm_core::Result<exact::HiddenEnumeration>> {
-                Some(exact::HiddenEnumeration::new(rbm, beta, par))
-            }
-
-            fn sample_hidden_enumerated<V: Layer<Scalar = Self::Scalar>, R: rand::Rng + Send>(
-                sampler: &exact::HiddenEnumeration,
-                rbm: &Rbm<V, Self>,
-                chains: &mut RbmChains<Self::Scalar>,
-                rngs: &mut [R],
-                par: Par,
-            ) {
-                sampler.sample(rbm, chains, rngs, par);
             }
 
             fn pseudo_log_likelihood_as_visible<H: Layer<Scalar = Self::Scalar>>(
@@ -181,10 +135,6 @@ macro_rules! real_layer {
                 ($check)(data)
             }
 
-            fn n_configurations(&self) -> Option<u128> {
-                None
-            }
-
             fn log_partition_as_visible<H: Layer<Scalar = Self::Scalar>>(
                 _rbm: &Rbm<Self, H>,
                 _beta: f64,
@@ -205,24 +155,6 @@ macro_rules! real_layer {
                 _par: Par,
             ) -> Option<ebm_core::Result<()>> {
                 None
-            }
-
-            fn hidden_enumeration<V: Layer<Scalar = Self::Scalar>>(
-                _rbm: &Rbm<V, Self>,
-                _beta: f64,
-                _par: Par,
-            ) -> Option<ebm_core::Result<exact::HiddenEnumeration>> {
-                None
-            }
-
-            fn sample_hidden_enumerated<V: Layer<Scalar = Self::Scalar>, R: rand::Rng + Send>(
-                _sampler: &exact::HiddenEnumeration,
-                _rbm: &Rbm<V, Self>,
-                _chains: &mut RbmChains<Self::Scalar>,
-                _rngs: &mut [R],
-                _par: Par,
-            ) {
-                unreachable!("a real-valued layer has no hidden-enumeration sampler")
             }
 
             fn pseudo_log_likelihood_as_visible<H: Layer<Scalar = Self::Scalar>>(
@@ -628,8 +560,8 @@ pub(crate) fn exact_log_partition<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     beta: f64,
     par: Par,
 ) -> Result<(f64, Enumeration)> {
-    let nv = rbm.visible().n_configurations();
-    let nh = rbm.hidden().n_configurations();
+    let nv = rbm.visible().discrete_configurations();
+    let nh = rbm.hidden().discrete_configurations();
     let use_hidden = match (nv, nh) {
         (Some(a), Some(b)) => b < a,
         (None, Some(_)) => true,

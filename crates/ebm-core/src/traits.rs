@@ -197,6 +197,38 @@ pub trait Kernel<M: EnergyModel + ?Sized>: Sync {
     }
 }
 
+/// A borrowed kernel is the same kernel: a caller that keeps an expensive kernel (an
+/// enumeration, a mesh) lends it to each run instead of cloning it.
+impl<M: EnergyModel + ?Sized, K: Kernel<M> + ?Sized> Kernel<M> for &K {
+    type Info = K::Info;
+
+    fn step<R: Rng + Send>(
+        &self,
+        model: &M,
+        beta: f64,
+        x: &mut M::State,
+        rngs: &mut [R],
+        par: Par,
+    ) -> Self::Info {
+        (**self).step(model, beta, x, rngs, par)
+    }
+
+    fn begins_with_hidden_draw(&self) -> bool {
+        (**self).begins_with_hidden_draw()
+    }
+
+    fn step_after_hidden<R: Rng + Send>(
+        &self,
+        model: &M,
+        beta: f64,
+        x: &mut M::State,
+        rngs: &mut [R],
+        par: Par,
+    ) -> Self::Info {
+        (**self).step_after_hidden(model, beta, x, rngs, par)
+    }
+}
+
 /// A model with an exact \\(\log Z_\beta\\) (a closed form, a sum over few values, an
 /// enumeration): the exact reference of annealing and of log-likelihood estimates. A model may
 /// offer it without offering exact sampling (see [`ExactSampling`]).

@@ -128,6 +128,8 @@ macro_rules! binary_layer {
                 Some(crate::layer::discrete_statistic_range(self, i, c))
             }
 
+            crate::layer::discrete_layer_hooks!();
+
             fn fill_default(&self, x: &mut [F]) {
                 x.fill(F::from_f64($lo));
             }

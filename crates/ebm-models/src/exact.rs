@@ -5,7 +5,7 @@
 //! summed over the configurations of whichever layer is enumerated, in batches through the
 //! same batched free-energy code as sampling (matrix products, chunks of chains in parallel).
 
-use crate::layer::{DiscreteLayer, Layer};
+use crate::layer::{DiscreteHiddenTask, DiscreteLayer, Layer};
 use crate::rbm::{Rbm, RbmChains};
 use ebm_core::numerics::{log_sum_exp, normalised_exp};
 use ebm_core::{
@@ -343,6 +343,68 @@ impl HiddenEnumeration {
     /// The inverse temperature it samples at.
     pub fn beta(&self) -> f64 {
         self.beta
+    }
+
+    /// [`HiddenEnumeration::new`] for an RBM of any unit types: `None` when its hidden units
+    /// are real-valued (through [`Layer::on_discrete_hidden`], no downcast), for code generic
+    /// over every layer.
+    ///
+    /// # Errors
+    /// As [`HiddenEnumeration::new`].
+    pub fn of_any<V, H>(rbm: &Rbm<V, H>, beta: f64, par: Par) -> Option<ebm_core::Result<Self>>
+    where
+        V: Layer,
+        H: Layer<Scalar = V::Scalar>,
+    {
+        struct Build {
+            beta: f64,
+            par: Par,
+        }
+        impl<V: Layer> DiscreteHiddenTask<V> for Build {
+            type Output = ebm_core::Result<HiddenEnumeration>;
+            fn run<H: DiscreteLayer<Scalar = V::Scalar>>(self, rbm: &Rbm<V, H>) -> Self::Output {
+                HiddenEnumeration::new(rbm, self.beta, self.par)
+            }
+        }
+        H::on_discrete_hidden(rbm, Build { beta, par })
+    }
+
+    /// [`HiddenEnumeration::sample`] on an RBM of any unit types; `None` (nothing drawn) when
+    /// its hidden units are real-valued, which no enumeration was built for.
+    ///
+    /// # Panics
+    /// As [`HiddenEnumeration::sample`].
+    pub fn sample_any<V, H, R>(
+        &self,
+        rbm: &Rbm<V, H>,
+        x: &mut RbmChains<V::Scalar>,
+        rngs: &mut [R],
+        par: Par,
+    ) -> Option<()>
+    where
+        V: Layer,
+        H: Layer<Scalar = V::Scalar>,
+        R: Rng + Send,
+    {
+        struct Draw<'a, F: Scalar, R> {
+            enumeration: &'a HiddenEnumeration,
+            x: &'a mut RbmChains<F>,
+            rngs: &'a mut [R],
+            par: Par,
+        }
+        impl<V: Layer, R: Rng + Send> DiscreteHiddenTask<V> for Draw<'_, V::Scalar, R> {
+            type Output = ();
+            fn run<H: DiscreteLayer<Scalar = V::Scalar>>(self, rbm: &Rbm<V, H>) {
+                self.enumeration.sample(rbm, self.x, self.rngs, self.par);
+            }
+        }
+        let draw = Draw {
+            enumeration: self,
+            x,
+            rngs,
+            par,
+        };
+        H::on_discrete_hidden(rbm, draw)
     }
 
     /// Replaces every chain of `x` by an independent exact draw from \\(p_\beta(v, h)\\) of

@@ -18,6 +18,8 @@
 use ebm_core::Scalar;
 use rand::Rng;
 
+use crate::Rbm;
+
 /// A named parameter tensor of a layer: `(name, shape, values)`, values in row-major order.
 pub type NamedTensor<F> = (&'static str, Vec<usize>, Vec<F>);
 
@@ -59,6 +61,30 @@ pub trait Layer: Clone + std::fmt::Debug + Send + Sync {
     /// If `i >= n_units()` or `c.len() != unit_width()` (discrete layers).
     fn unit_statistic_range(&self, i: usize, c: &[f64]) -> Option<(f64, f64)> {
         let _ = (i, c);
+        None
+    }
+
+    /// Number of configurations of the layer when its units are discrete
+    /// ([`DiscreteLayer::n_configurations`] of Bernoulli, spin and Potts layers); `None` (the
+    /// default) for real-valued units.
+    fn discrete_configurations(&self) -> Option<u128> {
+        None
+    }
+
+    /// Runs `task` on `rbm`, whose hidden layer is this one, when this layer is a
+    /// [`DiscreteLayer`] (Bernoulli, spin, Potts); `None` (the default) otherwise.
+    ///
+    /// Static dispatch: the discrete layers override it, so code generic over any [`Layer`]
+    /// (rung 0 of parallel tempering, an exact start, training's exact checks) reaches the
+    /// enumeration of the hidden layer without a downcast, e.g.
+    /// [`HiddenEnumeration::of_any`](crate::exact::HiddenEnumeration::of_any).
+    fn on_discrete_hidden<V, T>(rbm: &Rbm<V, Self>, task: T) -> Option<T::Output>
+    where
+        Self: Sized,
+        V: Layer<Scalar = Self::Scalar>,
+        T: DiscreteHiddenTask<V>,
+    {
+        let _ = (rbm, task);
         None
     }
 
@@ -157,6 +183,33 @@ pub trait Layer: Clone + std::fmt::Debug + Send + Sync {
     /// Missing tensors, wrong shapes, non-finite or out-of-range values.
     fn from_tensors(n_units: usize, get: TensorLookup<'_, Self::Scalar>) -> ebm_core::Result<Self>;
 }
+
+/// Work on an RBM whose hidden layer is discrete, for [`Layer::on_discrete_hidden`].
+pub trait DiscreteHiddenTask<V: Layer> {
+    /// What the task returns.
+    type Output;
+    /// Runs the task on `rbm`.
+    fn run<H: DiscreteLayer<Scalar = V::Scalar>>(self, rbm: &Rbm<V, H>) -> Self::Output;
+}
+
+/// The overrides of [`Layer::discrete_configurations`] and [`Layer::on_discrete_hidden`] in the
+/// `Layer` implementation of a [`DiscreteLayer`].
+macro_rules! discrete_layer_hooks {
+    () => {
+        fn discrete_configurations(&self) -> Option<u128> {
+            Some($crate::DiscreteLayer::n_configurations(self))
+        }
+
+        fn on_discrete_hidden<V, T>(rbm: &$crate::Rbm<V, Self>, task: T) -> Option<T::Output>
+        where
+            V: $crate::Layer<Scalar = Self::Scalar>,
+            T: $crate::DiscreteHiddenTask<V>,
+        {
+            Some(task.run(rbm))
+        }
+    };
+}
+pub(crate) use discrete_layer_hooks;
 
 /// A layer whose units take finitely many values, which can therefore be enumerated (exact
 /// tests, exact \\(\log Z\\)) and updated one unit at a time (single-site Metropolis).

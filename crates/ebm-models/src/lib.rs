@@ -47,7 +47,7 @@ pub use analytic::{CurieWeiss, Hopfield};
 pub use binary::{Bernoulli, Spin};
 pub use continuous::{DReLU, Gaussian, ReLU};
 pub use layer::{
-    BinaryLayer, DiscreteLayer, Layer, LinearFields, NamedTensor, TensorLookup,
+    BinaryLayer, DiscreteHiddenTask, DiscreteLayer, Layer, LinearFields, NamedTensor, TensorLookup,
     discrete_statistic_range,
 };
 pub use lowrank::{LowRankBasis, Mesh, PriorWeight};

@@ -130,6 +130,8 @@ impl<F: Scalar> Layer for Potts<F> {
         Some(crate::layer::discrete_statistic_range(self, i, c))
     }
 
+    crate::layer::discrete_layer_hooks!();
+
     fn n_units(&self) -> usize {
         self.fields.len() / self.q
     }

@@ -3,14 +3,13 @@
 use crate::layers::TrainableLayer;
 use crate::negative::{NegativeInfo, NegativePhase, Tempered, run_rounds};
 use ebm_core::{ChainRng, EnergyModel, Error, Kernel, Par, Result};
-use ebm_models::exact::HiddenEnumeration;
 use ebm_models::{Rbm, RbmChains};
+use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
-    ParallelTempering, PtState, SwapSchedule, TrajectoryLadder, validate_betas_to_one,
+    ParallelTempering, PtState, Rung0, Rung0Limits, SwapSchedule, TrajectoryLadder,
+    validate_betas_to_one,
 };
-use ebm_samplers::{Gibbs, LowRankIndependence};
 use nalgebra::DMatrix;
-use rand::Rng;
 
 /// Parallel tempering between the pretrained model \\(\Theta_0\\) ([`Bridged::reference`])
 /// and the current parameters, on the interpolated models
@@ -49,9 +48,9 @@ use rand::Rng;
 /// parallel trajectory tempering, paper 000 §3). Rung 0 is refreshed with an independent exact
 /// draw every round when the hidden layer can be enumerated; otherwise, when the reference is
 /// a low-rank binary RBM (as `pretrain` writes them), by a draw of its static sampler accepted
-/// by Metropolis–Hastings ([`LowRankIndependence`], exact at any size, on a mesh of at most
-/// [`Bridged::LOW_RANK_MESH_POINTS`] points); otherwise by Gibbs sweeps like the other rungs
-/// (and then it mixes no better than they do). The exchange is
+/// by Metropolis–Hastings ([`LowRankIndependence`](ebm_samplers::LowRankIndependence), exact
+/// at any size, on a mesh of at most [`Bridged::LOW_RANK_MESH_POINTS`] points); otherwise by Gibbs sweeps like the other rungs
+/// (and then it mixes no better than they do): the choice of [`Rung0::choose`]. The exchange is
 /// the exact Metropolis ratio of [`ebm_samplers::tempering::Exchange`] for a ladder, so the
 /// product of the rungs' laws is invariant and the last rung's chains sample the current model.
 #[derive(Clone, Debug)]
@@ -61,8 +60,8 @@ pub struct Bridged<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> {
     sweeps: usize,
     rounds: usize,
     chains: usize,
-    enumeration: Option<HiddenEnumeration>,
-    low_rank: Option<LowRankIndependence>,
+    /// What explores rung 0 (the reference), chosen once.
+    rung0: Rung0,
 }
 
 impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
@@ -77,7 +76,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
     /// per update and `chains` systems. The hidden layer of `reference` is enumerated once when
     /// it has at most `max_enumerated` configurations (rung 0 is then refreshed exactly);
     /// beyond that, a low-rank binary reference gets the static sampler of
-    /// [`LowRankIndependence`] as rung 0's proposal.
+    /// [`LowRankIndependence`](ebm_samplers::LowRankIndependence) as rung 0's proposal.
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for fewer than 2 or more than [`Tempered::MAX_RUNGS`] rungs,
@@ -111,29 +110,23 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
                 }
             })
             .collect();
-        let enumeration = match reference.hidden().discrete_configurations() {
-            Some(n) if n <= max_enumerated => H::enumerate_as_hidden(&reference, 1.0, par)
-                .transpose()
-                .map_err(|e| Error::InvalidParameter {
-                    name: "Bridged::reference".into(),
-                    reason: format!("cannot enumerate the hidden layer: {e}"),
-                })?,
-            _ => None,
+        let limits = Rung0Limits {
+            max_enumerated,
+            max_mesh_points: Self::LOW_RANK_MESH_POINTS,
         };
-        // A reference that is not low-rank (or not binary) is explored by Gibbs sweeps.
-        let low_rank = match enumeration {
-            Some(_) => None,
-            None => LowRankIndependence::of_any(&reference, 1.0, Self::LOW_RANK_MESH_POINTS, par)
-                .and_then(Result::ok),
-        };
+        let rung0 = Rung0::choose(&reference, 1.0, sweeps, limits, par).map_err(|e| {
+            Error::InvalidParameter {
+                name: "Bridged::reference".into(),
+                reason: format!("cannot enumerate the hidden layer: {e}"),
+            }
+        })?;
         let bridged = Self {
             reference,
             coefficients,
             sweeps,
             rounds,
             chains,
-            enumeration,
-            low_rank,
+            rung0,
         };
         bridged.as_tempered().validate()?;
         Ok(bridged)
@@ -161,13 +154,13 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
 
     /// Whether rung 0 is refreshed by exact draws (its hidden layer enumerated).
     pub fn exact_reference(&self) -> bool {
-        self.enumeration.is_some()
+        matches!(self.rung0, Rung0::Exact(_))
     }
 
     /// Whether rung 0 is explored by Metropolis–Hastings with the static sampler of the
     /// (low-rank) reference as proposal.
     pub fn low_rank_reference(&self) -> bool {
-        self.low_rank.is_some()
+        matches!(self.rung0, Rung0::StaticMh { .. })
     }
 
     /// The same shape of ladder as a [`Tempered`] phase, for the checks and counts they share.
@@ -199,40 +192,8 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Bridged<V, H> {
 
     /// Replaces every chain of `x` by an exact draw of the reference (when enumerated).
     fn draw_reference(&self, x: &mut RbmChains<V::Scalar>, rngs: &mut [ChainRng], par: Par) {
-        if let Some(e) = &self.enumeration {
-            H::sample_enumerated(e, &self.reference, x, rngs, par);
-        }
-    }
-}
-
-/// What explores rung 0 of the bridge: an exact draw of the reference, a Metropolis–Hastings
-/// step with its static sampler as proposal, or Gibbs sweeps.
-struct ReferenceRung<'a> {
-    enumeration: Option<&'a HiddenEnumeration>,
-    low_rank: Option<&'a LowRankIndependence>,
-    gibbs: Gibbs,
-}
-
-impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> Kernel<Rbm<V, H>>
-    for ReferenceRung<'_>
-{
-    type Info = ();
-
-    fn step<R: Rng + Send>(
-        &self,
-        model: &Rbm<V, H>,
-        beta: f64,
-        x: &mut RbmChains<V::Scalar>,
-        rngs: &mut [R],
-        par: Par,
-    ) {
-        if let Some(e) = self.enumeration {
-            H::sample_enumerated(e, model, x, rngs, par);
-        } else if let Some(k) = self.low_rank {
-            k.step_any(model, beta, x, rngs, par)
-                .expect("the kernel was built for this binary model type");
-        } else {
-            self.gibbs.step(model, beta, x, rngs, par);
+        if let Rung0::Exact(e) = &self.rung0 {
+            e.sample_any(&self.reference, x, rngs, par);
         }
     }
 }
@@ -256,7 +217,7 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
             .collect();
         let mut state = PtState::new(rungs, seed)?;
         for (x, rngs) in state.rungs_with_streams_mut() {
-            if self.enumeration.is_some() {
+            if self.exact_reference() {
                 self.draw_reference(x, rngs, par);
             } else {
                 Gibbs::new(1).step(model, 1.0, x, rngs, par);
@@ -281,13 +242,8 @@ impl<V: TrainableLayer, H: TrainableLayer<Scalar = V::Scalar>> NegativePhase<V, 
         par: Par,
     ) -> Result<NegativeInfo> {
         let ladder = self.ladder(model)?;
-        let rung0 = ReferenceRung {
-            enumeration: self.enumeration.as_ref(),
-            low_rank: self.low_rank.as_ref(),
-            gibbs: Gibbs::new(self.sweeps),
-        };
         let pt = ParallelTempering::new(Gibbs::new(self.sweeps), SwapSchedule::Sweep)
-            .with_rung0_kernel(rung0);
+            .with_rung0_kernel(&self.rung0);
         let rounds = run_rounds(&pt, &ladder, state, self.rounds, par);
         Ok(self
             .as_tempered()

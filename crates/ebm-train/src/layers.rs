@@ -7,11 +7,9 @@
 //! [`Layer::energy_gradient`], [`Layer::expected_energy_gradient`] and [`Layer::mean_in_place`]
 //! (see [`crate::Moments`]).
 
-use ebm_core::{ChainRng, Par, Scalar};
-use ebm_models::exact::HiddenEnumeration;
+use ebm_core::Scalar;
 use ebm_models::{
-    Bernoulli, DReLU, DiscreteLayer, Gaussian, Layer, LinearFields, Potts, Rbm, RbmChains, ReLU,
-    Spin,
+    Bernoulli, DReLU, DiscreteLayer, Gaussian, Layer, LinearFields, Potts, Rbm, ReLU, Spin,
 };
 
 /// A layer the trainer can update: a [`Layer`] with linear fields (used by the centred
@@ -43,58 +41,6 @@ pub trait TrainableLayer: Layer + LinearFields + 'static {
     /// are hidden layers in practice).
     fn with_means(&self, means: &[f64]) -> Self;
 
-    /// Number of configurations of the layer when its units are discrete (`None` for
-    /// real-valued units): how checkpoint selection decides that the hidden layer can be
-    /// enumerated ([`crate::SelectionAcceptance`]).
-    fn discrete_configurations(&self) -> Option<u128> {
-        None
-    }
-
-    /// Replaces every chain of `chains` by an independent exact draw from \\(p_\beta(v, h)\\)
-    /// of `rbm` at inverse temperature `beta`, by enumerating this (hidden) layer
-    /// ([`ebm_models::exact::HiddenEnumeration`]); chain `i` consumes only `rngs[i]`. `None` for
-    /// real-valued units.
-    ///
-    /// # Errors
-    /// [`ebm_core::Error::TooLarge`] beyond [`ebm_models::exact::MAX_ENUMERATION`]
-    /// configurations.
-    fn draw_exact_as_hidden<V: Layer<Scalar = Self::Scalar>>(
-        _rbm: &Rbm<V, Self>,
-        _beta: f64,
-        _chains: &mut RbmChains<Self::Scalar>,
-        _rngs: &mut [ChainRng],
-        _par: Par,
-    ) -> Option<ebm_core::Result<()>> {
-        None
-    }
-
-    /// The enumeration of this (hidden) layer of `rbm` at inverse temperature `beta`, kept
-    /// for repeated exact draws ([`TrainableLayer::sample_enumerated`]); `None` for
-    /// real-valued units.
-    ///
-    /// # Errors
-    /// [`ebm_core::Error::TooLarge`] beyond [`ebm_models::exact::MAX_ENUMERATION`]
-    /// configurations.
-    fn enumerate_as_hidden<V: Layer<Scalar = Self::Scalar>>(
-        _rbm: &Rbm<V, Self>,
-        _beta: f64,
-        _par: Par,
-    ) -> Option<ebm_core::Result<HiddenEnumeration>> {
-        None
-    }
-
-    /// Replaces every chain of `chains` by an independent exact draw of `rbm`, the model
-    /// `enumeration` was built from ([`TrainableLayer::enumerate_as_hidden`]); chain `i`
-    /// consumes only `rngs[i]`. Does nothing for real-valued units, which have no enumeration.
-    fn sample_enumerated<V: Layer<Scalar = Self::Scalar>, R: rand::Rng + Send>(
-        _enumeration: &HiddenEnumeration,
-        _rbm: &Rbm<V, Self>,
-        _chains: &mut RbmChains<Self::Scalar>,
-        _rngs: &mut [R],
-        _par: Par,
-    ) {
-    }
-
     /// Runs `task` on `rbm`, whose visible layer is this one, when its units are discrete
     /// (Bernoulli, spin or Potts: the units single-site moves apply to, e.g. tethered Monte
     /// Carlo, [`crate::Tmc`]); `None` for real-valued units. Static dispatch: the discrete
@@ -122,47 +68,15 @@ pub trait DiscreteTask<H: TrainableLayer> {
     ) -> Self::Output;
 }
 
-/// The discrete-layer methods of [`TrainableLayer`]: enumeration of the layer.
-macro_rules! discrete_enumeration {
+/// The discrete-layer method of [`TrainableLayer`]: the task on a discrete visible layer.
+macro_rules! discrete_visible_task {
     () => {
-        fn discrete_configurations(&self) -> Option<u128> {
-            Some(DiscreteLayer::n_configurations(self))
-        }
-
         fn on_discrete<H, T>(rbm: &Rbm<Self, H>, task: T) -> Option<T::Output>
         where
             H: TrainableLayer<Scalar = Self::Scalar>,
             T: DiscreteTask<H>,
         {
             Some(task.run(rbm))
-        }
-
-        fn draw_exact_as_hidden<V: Layer<Scalar = Self::Scalar>>(
-            rbm: &Rbm<V, Self>,
-            beta: f64,
-            chains: &mut RbmChains<Self::Scalar>,
-            rngs: &mut [ChainRng],
-            par: Par,
-        ) -> Option<ebm_core::Result<()>> {
-            Some(HiddenEnumeration::new(rbm, beta, par).map(|e| e.sample(rbm, chains, rngs, par)))
-        }
-
-        fn enumerate_as_hidden<V: Layer<Scalar = Self::Scalar>>(
-            rbm: &Rbm<V, Self>,
-            beta: f64,
-            par: Par,
-        ) -> Option<ebm_core::Result<HiddenEnumeration>> {
-            Some(HiddenEnumeration::new(rbm, beta, par))
-        }
-
-        fn sample_enumerated<V: Layer<Scalar = Self::Scalar>, R: rand::Rng + Send>(
-            enumeration: &HiddenEnumeration,
-            rbm: &Rbm<V, Self>,
-            chains: &mut RbmChains<Self::Scalar>,
-            rngs: &mut [R],
-            par: Par,
-        ) {
-            enumeration.sample(rbm, chains, rngs, par);
         }
     };
 }
@@ -183,7 +97,7 @@ fn check_values<F: Scalar>(
 }
 
 impl<F: Scalar> TrainableLayer for Bernoulli<F> {
-    discrete_enumeration!();
+    discrete_visible_task!();
 
     fn check_configuration(&self, x: &[F]) -> Result<(), String> {
         check_values("bernoulli", x, |v| v == 0.0 || v == 1.0, "0 or 1")
@@ -195,7 +109,7 @@ impl<F: Scalar> TrainableLayer for Bernoulli<F> {
 }
 
 impl<F: Scalar> TrainableLayer for Spin<F> {
-    discrete_enumeration!();
+    discrete_visible_task!();
 
     fn check_configuration(&self, x: &[F]) -> Result<(), String> {
         check_values("spin", x, |v| v == -1.0 || v == 1.0, "-1 or +1")
@@ -207,7 +121,7 @@ impl<F: Scalar> TrainableLayer for Spin<F> {
 }
 
 impl<F: Scalar> TrainableLayer for Potts<F> {
-    discrete_enumeration!();
+    discrete_visible_task!();
 
     fn check_configuration(&self, x: &[F]) -> Result<(), String> {
         check_values("potts", x, |v| v == 0.0 || v == 1.0, "one-hot 0 or 1")?;

@@ -8,9 +8,10 @@ use crate::optim::{LearningRate, Optimizer, OptimizerState, Penalty};
 use crate::params::{apply_step, independent_log_partition, zero_sum_gauge};
 use crate::shard::{Shard, ShardedPhase, Whole};
 use crate::stats::{Gradient, Moments, normalised};
-use ebm_core::{ChainState, Error, Kernel, Observer, Par, Result, RngStreams, Scalar};
+use ebm_core::{ChainRng, ChainState, Error, Kernel, Observer, Par, Result, RngStreams, Scalar};
 use ebm_estimators::{Ais, LogZEstimate, OnlineTrajectoryAis, Start, ais};
 use ebm_io::Trajectory;
+use ebm_models::exact::HiddenEnumeration;
 use ebm_models::{Layer, Rbm, RbmChains};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{CheckpointSelector, ReferenceLadder, Selection};
@@ -93,7 +94,7 @@ pub enum SelectionAcceptance {
     /// The negative phase's persistent chains, as in the paper.
     Chains,
     /// [`CheckpointPolicy::exact_draws`] independent exact draws of each offered model, its
-    /// hidden layer enumerated ([`TrainableLayer::draw_exact_as_hidden`]), from one RNG stream
+    /// hidden layer enumerated ([`HiddenEnumeration::of_any`]), from one RNG stream
     /// per draw held in the training state; an error unless the hidden layer has at most
     /// [`MAX_EXACT_SELECTION_CONFIGURATIONS`] configurations.
     Exact,
@@ -732,12 +733,7 @@ where
                 Gibbs::new(1).step(model, 1.0, x, rngs, par);
             }
             InitialDraws::Exact => {
-                H::draw_exact_as_hidden(model, 1.0, x, rngs, par).ok_or_else(|| {
-                    Error::InvalidParameter {
-                        name: "likelihood".into(),
-                        reason: "exact initial draws need a discrete hidden layer".into(),
-                    }
-                })??;
+                draw_exact(model, x, rngs, par, "likelihood", "exact initial draws")?;
             }
             InitialDraws::Gibbs(sweeps) => {
                 Gibbs::new(sweeps).step(model, 1.0, x, rngs, par);
@@ -879,13 +875,35 @@ where
         return Ok(selector.offer(model, chains, par));
     };
     let mut exact = model.default_chains(rngs.len());
-    H::draw_exact_as_hidden(model, 1.0, &mut exact, rngs.as_mut_slice(), par).ok_or_else(
-        || Error::InvalidParameter {
-            name: "selection acceptance".into(),
-            reason: "exact draws need a discrete hidden layer".into(),
-        },
-    )??;
+    let rngs = rngs.as_mut_slice();
+    draw_exact(
+        model,
+        &mut exact,
+        rngs,
+        par,
+        "selection acceptance",
+        "exact draws",
+    )?;
     Ok(selector.offer(model, &exact, par))
+}
+
+/// Replaces every chain of `x` by an independent exact draw of `model` at \\(\beta = 1\\), by
+/// enumerating its hidden layer; an error naming `name` and `what` for real-valued hidden units.
+fn draw_exact<V: Layer, H: Layer<Scalar = V::Scalar>>(
+    model: &Rbm<V, H>,
+    x: &mut RbmChains<V::Scalar>,
+    rngs: &mut [ChainRng],
+    par: Par,
+    name: &str,
+    what: &str,
+) -> Result<()> {
+    let enumeration =
+        HiddenEnumeration::of_any(model, 1.0, par).ok_or_else(|| Error::InvalidParameter {
+            name: name.into(),
+            reason: format!("{what} need a discrete hidden layer"),
+        })??;
+    enumeration.sample_any(model, x, rngs, par);
+    Ok(())
 }
 
 impl<P> Trainer<P> {

@@ -6,11 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use ebm_core::{ChainRng, Par, RngStreams, Scalar};
+use ebm_models::exact::HiddenEnumeration;
 use ebm_models::{Bernoulli, BinaryLayer, Layer, Rbm, RbmChains, Spin};
-use ebm_samplers::LowRankIndependence;
 use ebm_train::pretrain::{PretrainConfig, PretrainedStart, RcmConfig, StaticCheck};
 use nalgebra::DMatrix;
-use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{PretrainArg, TrainSettings, UnitArg};
@@ -272,7 +271,7 @@ impl<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> Pretrained<V, H> {
         let model = &self.model;
         let enumerable = model
             .hidden()
-            .n_configurations()
+            .discrete_configurations()
             .is_some_and(|c| c <= MAX_EXACT_HIDDEN);
         let mut check = None;
         // Rung k's streams; k = 0 (PCD's only rung) keeps the streams of earlier versions.
@@ -286,8 +285,9 @@ impl<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> Pretrained<V, H> {
             let n = chains.visible.ncols();
             let mut rngs = streams(k, n);
             if enumerable {
-                H::draw_exact_as_hidden(model, beta, chains, rngs.as_mut_slice(), Par::Rayon)
-                    .ok_or_else(|| CliError::new("exact draws need a discrete hidden layer"))??;
+                HiddenEnumeration::of_any(model, beta, Par::Rayon)
+                    .ok_or_else(|| CliError::new("exact draws need a discrete hidden layer"))??
+                    .sample_any(model, chains, rngs.as_mut_slice(), Par::Rayon);
                 if check.is_none() {
                     check = Some(self.sampler.check(rngs.as_mut_slice(), Par::Rayon)?);
                 }
@@ -386,7 +386,7 @@ where
         };
         let start =
             PretrainedStart::<V, H>::new(args.data, &cfg, args.hidden, args.seed, Par::Rayon)?;
-        let log_z_exact = match CliLayer::n_configurations(start.model.hidden()) {
+        let log_z_exact = match start.model.hidden().discrete_configurations() {
             Some(n) if n <= MAX_EXACT_HIDDEN => {
                 Some(exact_log_partition(&start.model, 1.0, Par::Rayon)?.0)
             }
@@ -527,57 +527,5 @@ where
             report: self.report,
             sampler: Box::new(self.start),
         })
-    }
-}
-
-/// Rung 0 of parallel trajectory tempering explored by independence Metropolis-Hastings with
-/// the static sampler as proposal ([`LowRankIndependence`]: exact for the RBM's own law) when
-/// the first checkpoint is a low-rank binary RBM (a model of `--pretrain rcm`) whose hidden
-/// layer is too large to enumerate. It keeps the mean acceptance of its steps for the record.
-pub(super) struct StaticRung0 {
-    kernel: LowRankIndependence,
-    /// Sum of the steps' acceptance fractions, and the number of steps.
-    acceptance: std::sync::Mutex<(f64, u64)>,
-}
-
-impl StaticRung0 {
-    /// The kernel of `model` at `beta`, if it is a low-rank binary RBM (proposal on a mesh of
-    /// at most 10^5 points).
-    pub(super) fn of<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
-        model: &Rbm<V, H>,
-        beta: f64,
-    ) -> Option<Self> {
-        let max = DEFAULT_MESH_POINTS as usize;
-        let kernel = LowRankIndependence::of_any(model, beta, max, Par::Rayon)?.ok()?;
-        Some(Self {
-            kernel,
-            acceptance: std::sync::Mutex::new((0.0, 0)),
-        })
-    }
-
-    /// The mean fraction of chains that accepted their static proposal, over the steps so
-    /// far (`None` before the first).
-    pub(super) fn acceptance(&self) -> Option<f64> {
-        let (sum, steps) = *self.acceptance.lock().unwrap_or_else(|e| e.into_inner());
-        (steps > 0).then(|| sum / steps as f64)
-    }
-
-    /// One Metropolis-Hastings step of every chain (the model must have the size it was built
-    /// for).
-    pub(super) fn step<V: CliLayer, H: CliLayer<Scalar = V::Scalar>, R: Rng + Send>(
-        &self,
-        model: &Rbm<V, H>,
-        beta: f64,
-        x: &mut RbmChains<V::Scalar>,
-        rngs: &mut [R],
-        par: Par,
-    ) {
-        let accepted = self
-            .kernel
-            .step_any(model, beta, x, rngs, par)
-            .expect("StaticRung0 is built for binary RBMs only");
-        let mut a = self.acceptance.lock().unwrap_or_else(|e| e.into_inner());
-        a.0 += accepted;
-        a.1 += 1;
     }
 }

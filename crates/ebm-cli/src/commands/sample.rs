@@ -8,8 +8,8 @@ use ebm_core::{ChainState, Kernel, Observer, Par, RngStreams, Scalar};
 use ebm_data::Dataset;
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
-    Exchange, INDEX_SYSTEMS, Ladder, ParallelTempering, PtReport, PtState, ReferenceLadder,
-    TemperatureLadder, TrajectoryLadder,
+    Exchange, INDEX_SYSTEMS, Ladder, ParallelTempering, PtReport, PtState, ReferenceLadder, Rung0,
+    Rung0Limits, TemperatureLadder, TrajectoryLadder,
 };
 use ebm_samplers::{Gibbs, run};
 use ebm_train::Tempered;
@@ -915,42 +915,6 @@ pub(crate) struct TemperedRun<T> {
     pub warnings: Vec<String>,
 }
 
-/// What explores rung 0 of a PT run.
-enum Rung0 {
-    /// The same Gibbs sweeps as every other rung.
-    Gibbs(Gibbs),
-    /// An independent exact draw every round (the hidden layer enumerated).
-    Exact(ebm_models::exact::HiddenEnumeration),
-    /// A static draw every round accepted by Metropolis-Hastings (a low-rank first
-    /// checkpoint); shared with the run, which reads its acceptance at the end.
-    Static(std::sync::Arc<super::pretrain::StaticRung0>),
-}
-
-impl<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> Kernel<Rbm<V, H>> for Rung0 {
-    type Info = ();
-
-    fn step<R: Rng + Send>(
-        &self,
-        model: &Rbm<V, H>,
-        beta: f64,
-        x: &mut RbmChains<V::Scalar>,
-        rngs: &mut [R],
-        par: Par,
-    ) {
-        match self {
-            Rung0::Gibbs(g) => {
-                g.step(model, beta, x, rngs, par);
-            }
-            Rung0::Exact(e) => H::sample_hidden_enumerated(e, model, x, rngs, par),
-            Rung0::Static(s) => s.step(model, beta, x, rngs, par),
-        }
-    }
-}
-
-/// Hidden layers with at most this many configurations are enumerated to refresh rung 0 of
-/// PTT exactly (\\(N_h \le 20\\) binary units, as in paper 000).
-const MAX_RUNG0_ENUMERATION: u128 = 1 << 20;
-
 /// Below this mean acceptance of rung 0's static proposals a PTT run warns.
 const MIN_RUNG0_ACCEPTANCE: f64 = 0.1;
 
@@ -980,28 +944,19 @@ fn run_pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>, L: Ladder<Model = Rbm<V,
         _ => ScheduleArg::Deo,
     };
     let (schedule, schedule_name) = schedule_of(args.schedule.unwrap_or(default));
-    let bottom = ladder.rung(0);
-    let enumerable =
-        H::n_configurations(bottom.model.hidden()).is_some_and(|n| n <= MAX_RUNG0_ENUMERATION);
-    let rung0 = match H::hidden_enumeration(bottom.model, bottom.beta, Par::Rayon) {
-        Some(e) if args.sampler == SamplerArg::Ptt && enumerable => Rung0::Exact(e?),
-        _ if args.sampler == SamplerArg::Ptt => {
-            super::pretrain::StaticRung0::of(bottom.model, bottom.beta)
-                .map_or(Rung0::Gibbs(Gibbs::new(args.sweeps)), |s| {
-                    Rung0::Static(std::sync::Arc::new(s))
-                })
-        }
-        _ => Rung0::Gibbs(Gibbs::new(args.sweeps)),
+    let rung0 = if args.sampler == SamplerArg::Ptt {
+        let bottom = ladder.rung(0);
+        Rung0::choose(
+            bottom.model,
+            bottom.beta,
+            args.sweeps,
+            Rung0Limits::PTT,
+            Par::Rayon,
+        )?
+    } else {
+        Rung0::Gibbs(Gibbs::new(args.sweeps))
     };
-    let rung0_name = match rung0 {
-        Rung0::Exact(_) => "exact",
-        Rung0::Static(_) => "static-mh",
-        Rung0::Gibbs(_) => "gibbs",
-    };
-    let static_rung0 = match &rung0 {
-        Rung0::Static(s) => Some(std::sync::Arc::clone(s)),
-        _ => None,
-    };
+    let rung0_name = rung0.name();
     let pt = ParallelTempering::new(Gibbs::new(args.sweeps), schedule).with_rung0_kernel(rung0);
     tracer.record(0, &chains.visible)?;
     let state = PtState::new(vec![chains; ladder.n_rungs()], args.seed)?;
@@ -1010,8 +965,9 @@ fn run_pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>, L: Ladder<Model = Rbm<V,
         rung0: rung0_name,
     };
     let run = tempering(args, ctx, (&pt, ladder), state, tracer, names)?;
+    let rung0_acceptance = pt.rung0_kernel.as_ref().and_then(Rung0::acceptance);
     Ok(run.map(|mut run| {
-        if let Some(acceptance) = static_rung0.and_then(|s| s.acceptance()) {
+        if let Some(acceptance) = rung0_acceptance {
             run.summary.rung0_acceptance = Some(acceptance);
             if acceptance < MIN_RUNG0_ACCEPTANCE {
                 run.warnings.push(format!(

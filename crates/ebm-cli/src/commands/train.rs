@@ -1547,7 +1547,7 @@ impl Outputs<'_> {
 /// Whether the smaller discrete layer of `v`, `h` has at most [`MAX_INITIAL_ENUMERATION`]
 /// configurations.
 fn enumerable<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(v: &V, h: &H) -> bool {
-    [v.n_configurations(), h.n_configurations()]
+    [v.discrete_configurations(), h.discrete_configurations()]
         .into_iter()
         .flatten()
         .min()

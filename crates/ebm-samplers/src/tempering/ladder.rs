@@ -511,6 +511,51 @@ pub fn validate_betas_to_one(betas: &[f64]) -> ebm_core::Result<()> {
     }
 }
 
+/// \\(n\\) inverse temperatures from `beta_min` to 1, geometric:
+/// \\(\beta_k = \beta_{\min}^{1 - k/(n-1)}\\), the last exactly 1 (the spacing of Kadan, Syed and
+/// Wøien, *Lifted parallel tempering for training RBMs*); one rung is the target alone.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for no rung, or `beta_min` not in \\((0, 1)\\) with
+/// \\(n \ge 2\\).
+pub fn geometric_betas(beta_min: f64, n: usize) -> ebm_core::Result<Vec<f64>> {
+    if n == 0 {
+        return Err(bad_betas(
+            "a ladder needs at least one inverse temperature".into(),
+        ));
+    }
+    if n >= 2 && !(beta_min > 0.0 && beta_min < 1.0) {
+        return Err(Error::InvalidParameter {
+            name: "beta_min".into(),
+            reason: format!("a geometric ladder needs 0 < beta_min < 1, got {beta_min}"),
+        });
+    }
+    let k = n.saturating_sub(1).max(1) as f64;
+    Ok((0..n)
+        .map(|i| {
+            if i + 1 == n {
+                1.0
+            } else {
+                beta_min.powf(1.0 - i as f64 / k)
+            }
+        })
+        .collect())
+}
+
+/// \\(n \ge 2\\) inverse temperatures evenly spaced from 0 to 1, \\(\beta_k = k/(n-1)\\): the
+/// coefficients of a bridge from a reference at rung 0 to the model (PT with reference).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for fewer than 2 rungs.
+pub fn even_betas(n: usize) -> ebm_core::Result<Vec<f64>> {
+    if n < 2 {
+        return Err(bad_betas(format!(
+            "an evenly spaced ladder from 0 to 1 needs at least 2 rungs, got {n}"
+        )));
+    }
+    Ok((0..n).map(|i| i as f64 / (n - 1) as f64).collect())
+}
+
 fn bad_betas(reason: String) -> Error {
     Error::InvalidParameter {
         name: "betas".into(),
@@ -536,23 +581,7 @@ impl<M: EnergyModel> TemperatureLadder<M> {
     /// # Errors
     /// As [`TemperatureLadder::new`], or `beta_min` not in \\((0, 1)\\) with `n_rungs >= 2`.
     pub fn geometric(model: M, beta_min: f64, n_rungs: usize) -> ebm_core::Result<Self> {
-        if n_rungs >= 2 && !(beta_min > 0.0 && beta_min < 1.0) {
-            return Err(Error::InvalidParameter {
-                name: "beta_min".into(),
-                reason: format!("a geometric ladder needs 0 < beta_min < 1, got {beta_min}"),
-            });
-        }
-        let k = n_rungs.saturating_sub(1).max(1) as f64;
-        let betas = (0..n_rungs)
-            .map(|i| {
-                if i + 1 == n_rungs {
-                    1.0
-                } else {
-                    beta_min.powf(1.0 - i as f64 / k)
-                }
-            })
-            .collect();
-        Self::new(model, betas)
+        Self::new(model, geometric_betas(beta_min, n_rungs)?)
     }
 
     /// Temperatures chosen greedily from a dense `grid` of inverse temperatures (increasing,

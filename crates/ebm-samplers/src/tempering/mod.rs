@@ -7,17 +7,20 @@ mod ladder;
 mod mixed;
 mod pt;
 mod run;
+mod rung0;
 mod selection;
 mod stacked;
 
 pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
     Concat, Exchange, KeptProducts, Ladder, ReferenceLadder, Rung, TemperatureLadder,
-    TrajectoryLadder, pair_log_accept, validate_betas, validate_betas_to_one,
+    TrajectoryLadder, even_betas, geometric_betas, pair_log_accept, validate_betas,
+    validate_betas_to_one,
 };
 pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, RungLink, Side, SwapSchedule};
 pub use run::{INDEX_SYSTEMS, PtReport, PtWarning, THERMALISATION_TAU_EXP};
+pub use rung0::{Rung0, Rung0Limits};
 pub use selection::{
     CheckpointSelector, Selection, equalised_schedule, estimated_swap_acceptance, select_rungs,
     swap_acceptance_with_error,
