@@ -1,15 +1,70 @@
 //! What the tempering samplers of the command line share (`ebm sample --sampler pt / pt-ref /
-//! ptt / stacked`, `ebm loglik ptt`, the custom-model commands of [`crate::custom`]): the swap
-//! schedule named on the command line, the checkpoints kept as rungs, and the record's summary
-//! of a [`PtReport`].
+//! ptt / stacked`, `ebm loglik ptt`, `ebm train --negative pt`, the custom-model commands of
+//! [`crate::custom`]): the ladder options and their defaults, the swap schedule named on the
+//! command line, the checkpoints kept as rungs, and the record's summary of a [`PtReport`].
 
 use std::path::Path;
 
-use ebm_samplers::tempering::{PtReport, SwapSchedule};
+use ebm_samplers::tempering::{PtReport, SwapSchedule, geometric_betas};
+use ebm_train::Tempered;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::ScheduleArg;
-use crate::error::{Result, bail};
+use crate::error::{CliError, Result, bail};
+
+/// Default number of rungs of `sample --sampler pt | pt-ref` and `train --negative pt`.
+pub(crate) const DEFAULT_RUNGS: usize = 10;
+/// Default smallest inverse temperature of their geometric ladder.
+pub(crate) const DEFAULT_BETA_MIN: f64 = 0.1;
+
+/// Checks the ladder options of `sample --sampler pt | pt-ref | ptt` and `train --negative
+/// pt`: 2 to [`Tempered::MAX_RUNGS`] rungs (`--rungs`) or inverse temperatures (`--betas`), and
+/// `--beta-min` in \\((0, 1)\\). The values themselves are checked by the ladder.
+pub(crate) fn check_ladder_sizes(
+    rungs: Option<usize>,
+    betas: Option<&[f64]>,
+    beta_min: Option<f64>,
+) -> Result<()> {
+    let max = Tempered::MAX_RUNGS;
+    if let Some(k) = rungs
+        && !(2..=max).contains(&k)
+    {
+        bail!("--rungs {k}: parallel tempering needs 2 to {max} rungs");
+    }
+    if let Some(b) = betas
+        && !(2..=max).contains(&b.len())
+    {
+        bail!(
+            "--betas: parallel tempering needs 2 to {max} inverse temperatures, got {}",
+            b.len()
+        );
+    }
+    if let Some(b) = beta_min
+        && !(b > 0.0 && b < 1.0)
+    {
+        bail!("--beta-min {b}: the smallest inverse temperature must be in (0, 1)");
+    }
+    Ok(())
+}
+
+/// The inverse temperatures of a temperature ladder: `--betas`, or `--rungs` (default
+/// [`DEFAULT_RUNGS`]) geometric from `--beta-min` (default [`DEFAULT_BETA_MIN`]) to 1
+/// ([`geometric_betas`]), after [`check_ladder_sizes`].
+pub(crate) fn temperature_betas(
+    rungs: Option<usize>,
+    betas: Option<&[f64]>,
+    beta_min: Option<f64>,
+) -> Result<Vec<f64>> {
+    check_ladder_sizes(rungs, betas, beta_min)?;
+    match betas {
+        Some(b) => Ok(b.to_vec()),
+        None => geometric_betas(
+            beta_min.unwrap_or(DEFAULT_BETA_MIN),
+            rungs.unwrap_or(DEFAULT_RUNGS),
+        )
+        .map_err(|e| CliError::new(format!("--beta-min: {e}"))),
+    }
+}
 
 /// Parallel-tempering diagnostics of a run ([`PtReport`]).
 #[derive(Serialize, Deserialize, Debug, Clone)]

@@ -164,6 +164,35 @@ impl AnyNegative {
     }
 }
 
+impl<F: Scalar> AnyNegativeState<F> {
+    /// The persistent chains of this state that a start can seed (from a pretrained model, for
+    /// instance), each with the inverse temperature of the law it samples under `phase`, the
+    /// configuration this state belongs to: PCD's and Jarzynski's chains at \\(\beta = 1\\),
+    /// every rung of PT at its own \\(\beta\\), every rung of the bridge at 1 (at the start
+    /// each is the reference itself). Empty for CD (whose chains restart from the data) and TMC
+    /// (whose chains are tethered), and when `phase` is not this state's configuration.
+    pub fn seedable_chains<'a>(
+        &'a mut self,
+        phase: &AnyNegative,
+    ) -> Vec<(&'a mut RbmChains<F>, f64)> {
+        match (phase, self) {
+            (AnyNegative::Pcd(_), AnyNegativeState::Pcd(s)) => vec![(&mut s.chains, 1.0)],
+            (AnyNegative::Jarzynski(_), AnyNegativeState::Jarzynski(s)) => {
+                vec![(&mut s.chains.chains, 1.0)]
+            }
+            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => s
+                .rungs_mut()
+                .iter_mut()
+                .zip(p.betas.iter().copied())
+                .collect(),
+            (AnyNegative::Bridged(_), AnyNegativeState::Bridged(s)) => {
+                s.pt.rungs_mut().iter_mut().map(|x| (x, 1.0)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
 fn state_name<F: Scalar>(s: &AnyNegativeState<F>) -> &'static str {
     match s {
         AnyNegativeState::Pcd(_) => "pcd",

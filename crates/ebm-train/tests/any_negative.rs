@@ -187,3 +187,53 @@ fn tmc_needs_discrete_visible_units() {
     .unwrap();
     assert!(matches!(state, AnyNegativeState::Tmc(_)));
 }
+
+/// The chains a start may seed, with the inverse temperature each samples: PCD's and
+/// Jarzynski's at 1, PT's rungs at their betas, the bridge's rungs at 1; none for CD and TMC,
+/// nor for a state of another configuration.
+#[test]
+fn seedable_chains_follow_the_phase() {
+    let model = start();
+    let init = |phase: &AnyNegative| {
+        NegativePhase::<Bernoulli<f64>, Bernoulli<f64>>::init(phase, &model, 5, 3, Par::Seq)
+            .unwrap()
+    };
+    let betas = |phase: &AnyNegative, state: &mut AnyNegativeState<f64>| {
+        state
+            .seedable_chains(phase)
+            .into_iter()
+            .map(|(x, beta)| {
+                assert!(x.visible.ncols() > 0);
+                beta
+            })
+            .collect::<Vec<f64>>()
+    };
+    let pcd = AnyNegative::Pcd(Pcd {
+        sweeps: 1,
+        chains: 6,
+    });
+    let pt = AnyNegative::Pt(Tempered {
+        betas: vec![0.25, 0.5, 1.0],
+        sweeps: 1,
+        chains: 4,
+        schedule: SwapSchedule::DeterministicEvenOdd,
+        rounds: 1,
+    });
+    let jarzynski = AnyNegative::Jarzynski(Jarzynski {
+        sweeps: 1,
+        chains: 6,
+        resample_below_ess: 0.5,
+    });
+    let bridged = AnyNegative::Bridged(BridgeSpec::new(3, 1, 1, 4));
+    let cd = AnyNegative::Cd(Cd { sweeps: 1 });
+    let tmc = AnyNegative::Tmc(tmc());
+    let mut pcd_state = init(&pcd);
+    assert_eq!(betas(&pcd, &mut pcd_state), [1.0]);
+    assert_eq!(betas(&pt, &mut init(&pt)), [0.25, 0.5, 1.0]);
+    assert_eq!(betas(&jarzynski, &mut init(&jarzynski)), [1.0]);
+    assert_eq!(betas(&bridged, &mut init(&bridged)), [1.0, 1.0, 1.0]);
+    assert!(betas(&cd, &mut init(&cd)).is_empty());
+    assert!(betas(&tmc, &mut init(&tmc)).is_empty());
+    // A state that is not the phase's: nothing to seed.
+    assert!(betas(&pt, &mut pcd_state).is_empty());
+}

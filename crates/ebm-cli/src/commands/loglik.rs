@@ -17,7 +17,7 @@ use ebm_models::{Rbm, RbmChains};
 use ebm_mpi::Collective;
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
-    Ladder, ParallelTempering, PtState, Rung, TemperatureLadder, TrajectoryLadder,
+    Ladder, ParallelTempering, PtState, Rung, TemperatureLadder, TrajectoryLadder, even_betas,
 };
 use indicatif::ProgressBar;
 use rand::Rng;
@@ -652,19 +652,6 @@ enum AnnealPath<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> {
     },
 }
 
-/// `n` evenly spaced values from 0 to 1, both included.
-fn evenly_spaced(n: usize) -> Vec<f64> {
-    (0..n)
-        .map(|k| {
-            if k + 1 == n {
-                1.0
-            } else {
-                k as f64 / (n - 1) as f64
-            }
-        })
-        .collect()
-}
-
 /// The index ranges `[lo, hi]` of the stretches of a path of `n` rungs: consecutive stretches
 /// share their end rung.
 fn segments(n: usize) -> Vec<(usize, usize)> {
@@ -881,7 +868,7 @@ impl RbmTask for AnnealingTask<'_> {
                         file.display()
                     );
                 }
-                let ladder = TemperatureLadder::new(rbm.clone(), evenly_spaced(p.rungs))?;
+                let ladder = TemperatureLadder::new(rbm.clone(), even_betas(p.rungs)?)?;
                 (AnnealPath::Temperature(ladder), "temperature", None)
             }
             PathArg::Reference => {
@@ -909,7 +896,7 @@ impl RbmTask for AnnealingTask<'_> {
                 let path = AnnealPath::Reference {
                     model: rbm.clone(),
                     reference,
-                    betas: evenly_spaced(p.rungs),
+                    betas: even_betas(p.rungs)?,
                 };
                 (path, "reference", Some(what))
             }

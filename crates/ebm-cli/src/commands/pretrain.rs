@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use ebm_core::{ChainRng, Par, RngStreams, Scalar};
 use ebm_models::exact::HiddenEnumeration;
-use ebm_models::{Bernoulli, BinaryLayer, Layer, Rbm, RbmChains, Spin};
+use ebm_models::{Bernoulli, BinaryLayer, Layer, Rbm, Spin};
 use ebm_train::pretrain::{PretrainConfig, PretrainedStart, RcmConfig, StaticCheck};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
@@ -254,20 +254,10 @@ impl<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> Pretrained<V, H> {
         ctx: &Context,
     ) -> Result<PretrainReport> {
         let mut report = self.report;
-        let rungs: Vec<(&mut RbmChains<V::Scalar>, f64)> = match (phase, negative) {
-            (_, AnyNegativeState::Pcd(s)) => vec![(&mut s.chains, 1.0)],
-            (_, AnyNegativeState::Jarzynski(s)) => vec![(&mut s.chains.chains, 1.0)],
-            (AnyNegative::Pt(p), AnyNegativeState::Pt(s)) => s
-                .rungs_mut()
-                .iter_mut()
-                .zip(p.betas.iter().copied())
-                .collect(),
-            // At the start every rung of the bridge is the pretrained model at beta = 1.
-            (AnyNegative::Bridged(_), AnyNegativeState::Bridged(s)) => {
-                s.pt.rungs_mut().iter_mut().map(|x| (x, 1.0)).collect()
-            }
-            _ => return Ok(report),
-        };
+        let rungs = negative.seedable_chains(phase);
+        if rungs.is_empty() {
+            return Ok(report);
+        }
         let model = &self.model;
         let enumerable = model
             .hidden()

@@ -9,10 +9,9 @@ use ebm_data::Dataset;
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
     Exchange, INDEX_SYSTEMS, Ladder, ParallelTempering, PtReport, PtState, ReferenceLadder, Rung0,
-    Rung0Limits, TemperatureLadder, TrajectoryLadder,
+    Rung0Limits, TemperatureLadder, TrajectoryLadder, even_betas,
 };
 use ebm_samplers::{Gibbs, run};
-use ebm_train::Tempered;
 use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -27,12 +26,10 @@ use crate::models::{
 };
 use crate::progress::ProgressObserver;
 use crate::record::{Context, record_path_for};
-use crate::tempering::{PtNames, PtSummary, kept_checkpoints, pt_summary, schedule_of};
-
-/// Default number of rungs of `pt` and `pt-ref`.
-const DEFAULT_RUNGS: usize = 10;
-/// Default smallest inverse temperature of `pt`.
-const DEFAULT_BETA_MIN: f64 = 0.1;
+use crate::tempering::{
+    DEFAULT_RUNGS, PtNames, PtSummary, check_ladder_sizes, kept_checkpoints, pt_summary,
+    schedule_of, temperature_betas,
+};
 
 /// What `ebm sample` reports in its run record (read back by `ebm plot jumps | swaps`).
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -219,25 +216,7 @@ fn check_ladder_options(args: &SampleArgs, sampler: &str) -> Result<()> {
                     " (its rungs are evenly spaced from the reference at 0; use --betas)",
                 ));
             }
-            let max = Tempered::MAX_RUNGS;
-            if let Some(k) = args.rungs
-                && !(2..=max).contains(&k)
-            {
-                bail!("--rungs {k}: parallel tempering needs 2 to {max} rungs");
-            }
-            if let Some(b) = &args.betas
-                && !(2..=max).contains(&b.len())
-            {
-                bail!(
-                    "--betas: parallel tempering needs 2 to {max} inverse temperatures, got {}",
-                    b.len()
-                );
-            }
-            if let Some(b) = args.beta_min
-                && !(b > 0.0 && b < 1.0)
-            {
-                bail!("--beta-min {b}: the smallest inverse temperature must be in (0, 1)");
-            }
+            check_ladder_sizes(args.rungs, args.betas.as_deref(), args.beta_min)?;
         }
     }
     Ok(())
@@ -699,15 +678,9 @@ fn pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     chains: RbmChains<V::Scalar>,
     tracer: &mut ModeTracer,
 ) -> Result<LadderRun<V::Scalar>> {
-    let ladder = match &args.betas {
-        Some(b) => TemperatureLadder::new(rbm.clone(), b.clone()),
-        None => TemperatureLadder::geometric(
-            rbm.clone(),
-            args.beta_min.unwrap_or(DEFAULT_BETA_MIN),
-            args.rungs.unwrap_or(DEFAULT_RUNGS),
-        ),
-    }
-    .map_err(|e| CliError::new(format!("--betas: {e}")))?;
+    let betas = temperature_betas(args.rungs, args.betas.as_deref(), args.beta_min)?;
+    let ladder = TemperatureLadder::new(rbm.clone(), betas)
+        .map_err(|e| CliError::new(format!("--betas: {e}")))?;
     if (V::REAL_VALUED || H::REAL_VALUED) && ladder.betas()[0] <= 0.0 {
         bail!(
             "--betas: {} has real-valued units, whose conditional laws need beta > 0, \
@@ -745,10 +718,8 @@ fn pt_ref<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
 ) -> Result<LadderRun<V::Scalar>> {
     let betas = match &args.betas {
         Some(b) => b.clone(),
-        None => {
-            let k = args.rungs.unwrap_or(DEFAULT_RUNGS);
-            (0..k).map(|i| i as f64 / (k - 1) as f64).collect()
-        }
+        None => even_betas(args.rungs.unwrap_or(DEFAULT_RUNGS))
+            .map_err(|e| CliError::new(format!("--rungs: {e}")))?,
     };
     let (reference_visible, reference) =
         match data.and_then(|ds| V::from_means(ds.weighted_mean().as_slice())) {

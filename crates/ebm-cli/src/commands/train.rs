@@ -29,6 +29,7 @@ use crate::models::{
 };
 use crate::progress::ProgressObserver;
 use crate::record::{Context, RecordText, write_record};
+use crate::tempering::temperature_betas;
 
 /// The `format` value of training state files.
 const STATE_FORMAT: &str = "ebm-train-state";
@@ -364,35 +365,8 @@ fn resolve_negative(s: &TrainSettings, visible: UnitArg, data: &Dataset) -> Resu
 /// The temperature ladder of `--negative pt`: `--betas`, or `--rungs` geometric from
 /// `--beta-min` to 1.
 fn pt_ladder(s: &TrainSettings) -> Result<Vec<f64>> {
-    let max = Tempered::MAX_RUNGS;
-    let betas = match &s.ladder.betas {
-        Some(b) if b.len() < 2 || b.len() > max => bail!(
-            "--betas: parallel tempering needs 2 to {max} inverse temperatures (a \
-             ladder increasing to 1), got {}",
-            b.len()
-        ),
-        Some(b) => b.clone(),
-        None => {
-            let k = s.ladder.rungs.unwrap_or(10);
-            if !(2..=max).contains(&k) {
-                bail!("--rungs {k}: parallel tempering needs 2 to {max} rungs");
-            }
-            let b0 = s.ladder.beta_min.unwrap_or(0.1);
-            if !(b0 > 0.0 && b0 < 1.0) {
-                bail!("--beta-min {b0}: the smallest inverse temperature must be in (0, 1)");
-            }
-            // Geometric: beta_i = beta_min^(1 - i/(k-1)), ending at exactly 1.
-            (0..k)
-                .map(|i| {
-                    if i + 1 == k {
-                        1.0
-                    } else {
-                        b0.powf(1.0 - i as f64 / (k - 1) as f64)
-                    }
-                })
-                .collect()
-        }
-    };
+    let l = &s.ladder;
+    let betas = temperature_betas(l.rungs, l.betas.as_deref(), l.beta_min)?;
     if betas.last() != Some(&1.0) || betas.windows(2).any(|w| w[0] >= w[1]) || betas[0] < 0.0 {
         bail!("--betas: the ladder must be strictly increasing from >= 0 to exactly 1");
     }
