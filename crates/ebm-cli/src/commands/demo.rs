@@ -524,66 +524,165 @@ pub(super) fn execute(args: &DemoArgs, ctx: &Context) -> Result<()> {
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::new(format!("cannot create {}: {e}", dir.display())))?;
-    let p = |name: &str| dir.join(name);
-    let (data, test) = (p("ising.npy"), p("ising-test.npy"));
-    let model = p("model.safetensors");
-    let trajectory = p("model.trajectory.safetensors");
-    let log = p("model.log.csv");
-    let (pt_record, ptref_record) = (p("pt.json"), p("pt-ref.json"));
-    let (gibbs_record, ptt_record) = (p("gibbs.json"), p("ptt.json"));
-    let (gibbs, ptt) = (p("gibbs.npy"), p("ptt.npy"));
-    let figures = [
-        p("samples-gibbs.png"),
-        p("samples-ptt.png"),
-        p("mode-jumps.png"),
-        p("loglik.png"),
-        p("swaps.png"),
-        p("images.png"),
-    ];
-    let report = p("report.md");
-    let paths: Vec<(&'static str, &Path)> = vec![
-        ("@DATA", &data),
-        ("@TEST", &test),
-        ("@MODEL", &model),
-        ("@TRAJ", &trajectory),
-        ("@LOG", &log),
-        ("@GIBBS", &gibbs),
-        ("@PTT", &ptt),
-        ("@GREC", &gibbs_record),
-        ("@PREC", &ptt_record),
-        ("@TREC", &pt_record),
-        ("@RREC", &ptref_record),
-        ("@FIG_G", &figures[0]),
-        ("@FIG_P", &figures[1]),
-        ("@FIG_J", &figures[2]),
-        ("@FIG_L", &figures[3]),
-        ("@FIG_S", &figures[4]),
-        ("@FIG_I", &figures[5]),
-    ];
+    let files = DemoFiles::in_dir(dir);
     let seed = args.seed;
     let mut runner = Runner {
         prefix: "demo",
-        paths,
+        paths: files.placeholders(),
         commands: Vec::new(),
     };
-    let (t_train, trained) = ising_and_training(&plan, seed, true, &model, &mut runner, ctx)?;
+    let (t_train, trained) = ising_and_training(&plan, seed, true, &files.model, &mut runner, ctx)?;
     let kept = trained.checkpoint_updates.len();
     let rungs = kept.min(plan.max_rungs);
     let budget = plan.ptt_rounds * rungs as u64;
 
     // The ground truth: the trained model's own weight of mode +.
-    let ds = load_dataset(&data)?;
+    let ds = load_dataset(&files.data)?;
     let data_plus = mode_plus(&ds, ds.data(), 0.0)?;
     ctx.say(format!(
         "demo: the trained model's exact mode weights, from {} exact draws (its {} hidden \
          units enumerated)",
         plan.exact_draws, plan.hidden_units
     ));
-    let exact = exact_mode_plus::<Spin<f64>>(&model, &ds, 0.0, plan.exact_draws, seed)?;
+    let exact = exact_mode_plus::<Spin<f64>>(&files.model, &ds, 0.0, plan.exact_draws, seed)?;
 
     // Every sampler starts from the same configuration (every spin -1, inside one mode).
     let pt_rungs = plan.pt_rungs as u64;
-    let contenders = [
+    let contenders = contenders(pt_rungs, rungs);
+    ctx.say(format!(
+        "demo: sampling the final model with Gibbs, PT ({pt_rungs} temperatures), PTref \
+         ({pt_rungs} rungs from an independent-site reference) and PTT ({rungs} of the {kept} \
+         checkpoints): {} chains x {budget} Gibbs sweeps each, then Gibbs, PT and PTref again \
+         for PTT's wall-clock time",
+        plan.chains
+    ));
+    let common = (plan.chains, seed);
+    let (samplers, budget_seconds) =
+        run_contenders(&mut runner, ctx, &contenders, budget, common, dir, exact)?;
+    draw_figures(&mut runner, ctx)?;
+
+    let ptt_info = read_record::<SampleResults>(&files.ptt_record, "sample")?.results;
+    let pt = ptt_info
+        .pt
+        .ok_or_else(|| CliError::new("demo: the PTT record has no tempering diagnostics"))?;
+    let results = DemoResults {
+        plan: plan.clone(),
+        commands: std::mem::take(&mut runner.commands),
+        data_mode_plus: data_plus,
+        exact_mode_plus: exact.0,
+        exact_mode_plus_se: exact.1,
+        ptt_checkpoints: pt.checkpoint_updates.clone().unwrap_or_default(),
+        budget_sweeps: budget,
+        budget_seconds,
+        samplers,
+        train_ll: trained.train_ll.map(|x| x.1),
+        test_ll: trained.test_ll.map(|x| x.1),
+        log_z_std_err: trained.log_z.map(|[_, se]| se),
+        log_z_warnings: trained
+            .log_z_warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        report: files.report.clone(),
+        figures: files.figures.to_vec(),
+    };
+    let text = report_text(args, &results, t_train, dir);
+    ebm_io::write_atomically(&files.report, |w| w.write_all(text.as_bytes()))?;
+    say_results(ctx, &results);
+    ctx.say(format!(
+        "demo: done in {:.0} s; report: {}\ndemo: figures and every intermediate file in {}",
+        started.elapsed().as_secs_f64(),
+        files.report.display(),
+        dir.display()
+    ));
+    let inputs: [&Path; 0] = [];
+    let outputs: Vec<&Path> = std::iter::once(files.report.as_path())
+        .chain(files.figures.iter().map(PathBuf::as_path))
+        .collect();
+    ctx.finish(
+        "demo",
+        Some(args.seed),
+        args,
+        &inputs,
+        &outputs,
+        &results,
+        Some(&dir.join("demo.json")),
+    )
+}
+
+/// The files of a demo run in its directory.
+struct DemoFiles {
+    data: PathBuf,
+    test: PathBuf,
+    model: PathBuf,
+    trajectory: PathBuf,
+    log: PathBuf,
+    pt_record: PathBuf,
+    ptref_record: PathBuf,
+    gibbs_record: PathBuf,
+    ptt_record: PathBuf,
+    gibbs: PathBuf,
+    ptt: PathBuf,
+    /// Samples of Gibbs and of PTT over the data, mode jumps, log-likelihood, swaps, images.
+    figures: [PathBuf; 6],
+    report: PathBuf,
+}
+
+impl DemoFiles {
+    fn in_dir(dir: &Path) -> Self {
+        let p = |name: &str| dir.join(name);
+        Self {
+            data: p("ising.npy"),
+            test: p("ising-test.npy"),
+            model: p("model.safetensors"),
+            trajectory: p("model.trajectory.safetensors"),
+            log: p("model.log.csv"),
+            pt_record: p("pt.json"),
+            ptref_record: p("pt-ref.json"),
+            gibbs_record: p("gibbs.json"),
+            ptt_record: p("ptt.json"),
+            gibbs: p("gibbs.npy"),
+            ptt: p("ptt.npy"),
+            figures: [
+                p("samples-gibbs.png"),
+                p("samples-ptt.png"),
+                p("mode-jumps.png"),
+                p("loglik.png"),
+                p("swaps.png"),
+                p("images.png"),
+            ],
+            report: p("report.md"),
+        }
+    }
+
+    /// The placeholders of the command lines the demo runs, and their paths.
+    fn placeholders(&self) -> Vec<(&'static str, &Path)> {
+        vec![
+            ("@DATA", &self.data),
+            ("@TEST", &self.test),
+            ("@MODEL", &self.model),
+            ("@TRAJ", &self.trajectory),
+            ("@LOG", &self.log),
+            ("@GIBBS", &self.gibbs),
+            ("@PTT", &self.ptt),
+            ("@GREC", &self.gibbs_record),
+            ("@PREC", &self.ptt_record),
+            ("@TREC", &self.pt_record),
+            ("@RREC", &self.ptref_record),
+            ("@FIG_G", &self.figures[0]),
+            ("@FIG_P", &self.figures[1]),
+            ("@FIG_J", &self.figures[2]),
+            ("@FIG_L", &self.figures[3]),
+            ("@FIG_S", &self.figures[4]),
+            ("@FIG_I", &self.figures[5]),
+        ]
+    }
+}
+
+/// The samplers the demo compares, from the same start: Gibbs, PT and PTref on `pt_rungs`
+/// rungs, PTT on `rungs` checkpoints.
+fn contenders(pt_rungs: u64, rungs: usize) -> [Contender; 4] {
+    [
         Contender {
             label: "Gibbs",
             stem: "gibbs",
@@ -608,19 +707,25 @@ pub(super) fn execute(args: &DemoArgs, ctx: &Context) -> Result<()> {
             options: format!("--trajectory @TRAJ --sampler ptt --rungs {rungs} --schedule sweep"),
             sweeps_per_step: rungs as u64,
         },
-    ];
-    ctx.say(format!(
-        "demo: sampling the final model with Gibbs, PT ({pt_rungs} temperatures), PTref \
-         ({pt_rungs} rungs from an independent-site reference) and PTT ({rungs} of the {kept} \
-         checkpoints): {} chains x {budget} Gibbs sweeps each, then Gibbs, PT and PTref again \
-         for PTT's wall-clock time",
-        plan.chains
-    ));
-    let common = (plan.chains, seed);
+    ]
+}
+
+/// Runs every contender for `budget` Gibbs sweeps per chain, then Gibbs, PT and PTref again
+/// for the wall-clock time PTT took (each at its own measured speed); returns their summaries,
+/// in that order, and PTT's time.
+fn run_contenders(
+    runner: &mut Runner<'_>,
+    ctx: &Context,
+    contenders: &[Contender; 4],
+    budget: u64,
+    common: (usize, u64),
+    dir: &Path,
+    exact: (f64, f64),
+) -> Result<(Vec<SamplerSummary>, f64)> {
     let mut samplers = Vec::new();
-    for c in &contenders {
+    for c in contenders {
         let s = run_contender(
-            &mut runner,
+            runner,
             ctx,
             c,
             Budget::Sweeps,
@@ -636,7 +741,7 @@ pub(super) fn execute(args: &DemoArgs, ctx: &Context) -> Result<()> {
         let speed = at_equal_sweeps.gibbs_sweeps as f64 / at_equal_sweeps.seconds.max(1e-9);
         let sweeps = (speed * budget_seconds).round() as u64;
         let s = run_contender(
-            &mut runner,
+            runner,
             ctx,
             c,
             Budget::Seconds,
@@ -647,60 +752,39 @@ pub(super) fn execute(args: &DemoArgs, ctx: &Context) -> Result<()> {
         )?;
         samplers.push(s);
     }
-    let mut step = |what: &str, line: String| runner.step(ctx, what, &line);
+    Ok((samplers, budget_seconds))
+}
+
+/// The demo's figures, drawn by `ebm plot` from the files of the runs.
+fn draw_figures(runner: &mut Runner<'_>, ctx: &Context) -> Result<()> {
+    let mut step = |what: &str, line: &str| runner.step(ctx, what, line);
     step(
         "figures",
-        "plot samples --data @DATA --samples @GIBBS --out @FIG_G".into(),
+        "plot samples --data @DATA --samples @GIBBS --out @FIG_G",
+    )?;
+    step("", "plot samples --data @DATA --samples @PTT --out @FIG_P")?;
+    step(
+        "",
+        "plot jumps @GREC @TREC @RREC @PREC --labels Gibbs,PT,PTref,PTT --out @FIG_J",
+    )?;
+    step("", "plot loglik @LOG --out @FIG_L")?;
+    step(
+        "",
+        "plot swaps @TREC @RREC @PREC --labels PT,PTref,PTT --out @FIG_S",
     )?;
     step(
         "",
-        "plot samples --data @DATA --samples @PTT --out @FIG_P".into(),
+        "plot images @GIBBS @PTT --labels Gibbs,PTT --count 36 --out @FIG_I",
     )?;
-    step(
-        "",
-        "plot jumps @GREC @TREC @RREC @PREC --labels Gibbs,PT,PTref,PTT --out @FIG_J".into(),
-    )?;
-    step("", "plot loglik @LOG --out @FIG_L".into())?;
-    step(
-        "",
-        "plot swaps @TREC @RREC @PREC --labels PT,PTref,PTT --out @FIG_S".into(),
-    )?;
-    step(
-        "",
-        "plot images @GIBBS @PTT --labels Gibbs,PTT --count 36 --out @FIG_I".into(),
-    )?;
+    Ok(())
+}
 
-    let ptt_info = read_record::<SampleResults>(&ptt_record, "sample")?.results;
-    let pt = ptt_info
-        .pt
-        .ok_or_else(|| CliError::new("demo: the PTT record has no tempering diagnostics"))?;
-    let results = DemoResults {
-        plan: plan.clone(),
-        commands: std::mem::take(&mut runner.commands),
-        data_mode_plus: data_plus,
-        exact_mode_plus: exact.0,
-        exact_mode_plus_se: exact.1,
-        ptt_checkpoints: pt.checkpoint_updates.clone().unwrap_or_default(),
-        budget_sweeps: budget,
-        budget_seconds,
-        samplers,
-        train_ll: trained.train_ll.map(|x| x.1),
-        test_ll: trained.test_ll.map(|x| x.1),
-        log_z_std_err: trained.log_z.map(|[_, se]| se),
-        log_z_warnings: trained
-            .log_z_warnings
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
-        report: report.clone(),
-        figures: figures.to_vec(),
-    };
-    let text = report_text(args, &results, t_train, dir);
-    ebm_io::write_atomically(&report, |w| w.write_all(text.as_bytes()))?;
-
+/// Says the mode weights: the model's exact one, the data's, and each sampler's with its
+/// jumps, time and warnings.
+fn say_results(ctx: &Context, results: &DemoResults) {
     ctx.say(format!(
         "demo: weight of mode + (PC1 >= 0): the model's exact {:.3} +- {:.3}; the data {:.3}",
-        results.exact_mode_plus, results.exact_mode_plus_se, data_plus
+        results.exact_mode_plus, results.exact_mode_plus_se, results.data_mode_plus
     ));
     for x in &results.samplers {
         ctx.say(format!(
@@ -720,25 +804,6 @@ pub(super) fn execute(args: &DemoArgs, ctx: &Context) -> Result<()> {
             ctx.warn(format!("{}: {w}", x.name()));
         }
     }
-    ctx.say(format!(
-        "demo: done in {:.0} s; report: {}\ndemo: figures and every intermediate file in {}",
-        started.elapsed().as_secs_f64(),
-        report.display(),
-        dir.display()
-    ));
-    let inputs: [&Path; 0] = [];
-    let outputs: Vec<&Path> = std::iter::once(report.as_path())
-        .chain(figures.iter().map(PathBuf::as_path))
-        .collect();
-    ctx.finish(
-        "demo",
-        Some(args.seed),
-        args,
-        &inputs,
-        &outputs,
-        &results,
-        Some(&dir.join("demo.json")),
-    )
 }
 
 /// The pair of neighbouring rungs with the lowest swap acceptance, `(k, acceptance)` for the

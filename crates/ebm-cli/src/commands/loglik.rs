@@ -715,6 +715,14 @@ fn set_totals(e: &mut LogZEstimate, kernel_steps_per_chain: u64, n_rungs_total: 
 }
 
 impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> AnnealPath<V, H> {
+    /// `temperature` or `reference`, as `--path` spells it.
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Temperature(_) => "temperature",
+            Self::Reference { .. } => "reference",
+        }
+    }
+
     fn n_rungs(&self) -> usize {
         match self {
             Self::Temperature(l) => l.n_rungs(),
@@ -846,61 +854,11 @@ impl RbmTask for AnnealingTask<'_> {
         rbm: Rbm<V, H>,
         file: &Path,
     ) -> Result<Self::Output> {
-        let AnnealingTask {
-            p,
-            common,
-            reverse,
-            ctx,
-            n_chains,
-            data,
-            reference_data,
-            samples,
-        } = self;
-        let data = check_data(rbm.visible(), data, &common.data)?;
+        let (p, common) = (self.p, self.common);
+        let data = check_data(rbm.visible(), self.data, &common.data)?;
         // The chains, and the inverse temperatures of the path.
-        check_chain_memory("annealing", &rbm, n_chains, 1, 8 * p.rungs as u128)?;
-        let (path, path_name, reference) = match p.path {
-            PathArg::Temperature => {
-                if V::REAL_VALUED || H::REAL_VALUED {
-                    bail!(
-                        "--path temperature starts at beta = 0, where the real-valued units of \
-                         {} have no probability law; use --path reference",
-                        file.display()
-                    );
-                }
-                let ladder = TemperatureLadder::new(rbm.clone(), even_betas(p.rungs)?)?;
-                (AnnealPath::Temperature(ladder), "temperature", None)
-            }
-            PathArg::Reference => {
-                let (visible, what) = match (reference_data, &p.reference_data) {
-                    (Some(ds), Some(rp)) => {
-                        let ds = visible_data(rbm.visible(), ds, rp)?;
-                        let Some(layer) = V::from_means(ds.weighted_mean().as_slice()) else {
-                            bail!(
-                                "--reference-data: a reference fitted to data needs bernoulli \
-                                 or spin visible units, the model's are {}",
-                                V::KIND
-                            );
-                        };
-                        (
-                            layer,
-                            format!("visible fields from the means of {}", rp.display()),
-                        )
-                    }
-                    _ => (
-                        rbm.visible().clone(),
-                        "the model's own visible fields".into(),
-                    ),
-                };
-                let reference = Rbm::new(visible, rbm.hidden().clone(), zero_weights(&rbm))?;
-                let path = AnnealPath::Reference {
-                    model: rbm.clone(),
-                    reference,
-                    betas: even_betas(p.rungs)?,
-                };
-                (path, "reference", Some(what))
-            }
-        };
+        check_chain_memory("annealing", &rbm, self.n_chains, 1, 8 * p.rungs as u128)?;
+        let (path, reference) = annealing_path(p, &rbm, file, self.reference_data)?;
         let start_what = match &path {
             AnnealPath::Temperature(_) => "the uniform law (beta = 0)".to_string(),
             AnnealPath::Reference { .. } => format!(
@@ -908,121 +866,25 @@ impl RbmTask for AnnealingTask<'_> {
                 reference.as_deref().unwrap_or_default()
             ),
         };
-        let kernel = Ais::new(Gibbs::new(common.sweeps));
-        let transitions = (path.n_rungs() - 1) as u64;
-        let mut sandwich = None;
-        let (estimate, start_log_z, chains, burn_in, model_samples, description) = match reverse {
-            None => {
-                let start = path.start(n_chains, common.seed)?;
-                let log_z0 = start.log_z.log_z;
-                let annealer = WithProgress {
-                    inner: &kernel,
-                    bar: ctx.progress(transitions, "ais"),
-                };
-                let Some(e) = path.forward(ctx.world(), &annealer, start)? else {
-                    // Another rank than 0 of a sharded run: rank 0 reports.
-                    return Ok(None);
-                };
-                let desc = format!(
-                    "AIS ({path_name} path, {} rungs, {n_chains} chains, {} Gibbs sweeps per rung)",
-                    p.rungs, common.sweeps
-                );
-                (e, log_z0, n_chains, None, None, desc)
-            }
+        let run = match self.reverse {
+            None => forward_run(p, common, self.ctx, &path, self.n_chains)?,
             Some(r) => {
-                let log_z0 = path.start(2, 0)?.log_z;
-                let (population, burn_in, what) = match r.start {
-                    Some(ReverseStartArg::Gibbs) => {
-                        // Burnt in below, each process its own chains.
-                        let sweeps = r.burn_in.unwrap_or(DEFAULT_BURN_IN_SWEEPS);
-                        let population = path.start(n_chains, common.seed)?.population;
-                        let what = format!(
-                            "{sweeps} Gibbs sweeps of the model from draws of the path's start"
-                        );
-                        (population, Some(sweeps), what)
-                    }
-                    None | Some(ReverseStartArg::Exact) => {
-                        let start = exact_start(&rbm, 1.0, n_chains, common.seed, Par::Rayon)
-                            .map_err(|e| reverse_start_error(r.start, e))?;
-                        (start.population, None, EXACT_DRAWS.into())
-                    }
-                    Some(ReverseStartArg::Samples) => {
-                        let (ds, sp) = match (samples, &r.samples) {
-                            (Some(ds), Some(sp)) => (ds, sp),
-                            _ => bail!("--start samples needs --samples FILE"),
-                        };
-                        let ds = visible_data(rbm.visible(), ds, sp)?;
-                        if ds.n_samples() < 2 {
-                            bail!(
-                                "{}: {} sample(s); reverse AIS needs at least 2 (one chain each)",
-                                sp.display(),
-                                ds.n_samples()
-                            );
-                        }
-                        let mut chains = rbm.default_chains(ds.n_samples());
-                        chains.visible.copy_from(ds.data());
-                        let mut population = Population::new(chains, common.seed)?;
-                        use ebm_core::ConditionalSampler;
-                        rbm.sample_hidden(
-                            &mut population.chains,
-                            1.0,
-                            population.rngs.as_mut_slice(),
-                            Par::Rayon,
-                        );
-                        let what = format!("the {} samples of {}", ds.n_samples(), sp.display());
-                        (population, None, what)
-                    }
-                };
-                let chains = population.n_chains();
-                let world = ctx.world();
-                let mut local = ebm_mpi::shard_population(world, &population)?;
-                drop(population);
-                if let Some(sweeps) = burn_in {
-                    let bar = ctx.progress(sweeps, "burn-in");
-                    let target = Rung {
-                        model: &rbm,
-                        beta: 1.0,
-                    };
-                    for _ in 0..sweeps {
-                        local.advance_chains(&Gibbs::new(1), target, Par::Rayon);
-                        bar.inc(1);
-                    }
-                    bar.finish_and_clear();
-                }
-                let annealer = WithProgress {
-                    inner: &kernel,
-                    bar: ctx.progress(transitions, "reverse ais"),
-                };
-                let e = path.reverse(world, &annealer, local, &log_z0)?;
-                drop(annealer);
-                // The sandwich: forward AIS on the same path with as many chains.
-                let forward_start = path.start(chains, common.seed)?;
-                let annealer = WithProgress {
-                    inner: &kernel,
-                    bar: ctx.progress(transitions, "ais (sandwich)"),
-                };
-                let forward = path.forward(world, &annealer, forward_start)?;
-                let (Some(mut e), Some(mut forward)) = (e, forward) else {
-                    // Another rank than 0 of a sharded run: rank 0 reports.
-                    return Ok(None);
-                };
-                if what != EXACT_DRAWS {
-                    e.warn(Warning::StartNotAtEquilibrium {
-                        start: what.clone(),
-                    });
-                }
-                let check = trust::sandwich(&mut forward, &mut e);
-                sandwich = Some(SandwichSummary {
-                    ais: forward,
-                    check,
-                });
-                let desc = format!(
-                    "reverse AIS ({path_name} path, {} rungs, {chains} chains, {} Gibbs sweeps per \
-                     rung; samples: {what})",
-                    p.rungs, common.sweeps
-                );
-                (e, log_z0.log_z, chains, burn_in, Some(what), desc)
+                let model = (&rbm, &path);
+                reverse_run(p, common, r, self.ctx, model, self.n_chains, self.samples)?
             }
+        };
+        let Some(AnnealRun {
+            estimate,
+            start_log_z,
+            chains,
+            burn_in,
+            model_samples,
+            description,
+            sandwich,
+        }) = run
+        else {
+            // Another rank than 0 of a sharded run: rank 0 reports.
+            return Ok(None);
         };
         if !estimate.log_z.is_finite() {
             bail!(
@@ -1042,7 +904,7 @@ impl RbmTask for AnnealingTask<'_> {
         Ok(Some((
             describe(&rbm),
             EstimateResults {
-                estimator: if reverse.is_some() {
+                estimator: if self.reverse.is_some() {
                     "reverse-ais"
                 } else {
                     "ais"
@@ -1059,7 +921,7 @@ impl RbmTask for AnnealingTask<'_> {
                     log_z: start_log_z,
                 },
                 annealing: Some(AnnealingSummary {
-                    path: path_name,
+                    path: path.name(),
                     rungs: p.rungs,
                     sweeps_per_rung: common.sweeps,
                     reference,
@@ -1074,6 +936,236 @@ impl RbmTask for AnnealingTask<'_> {
             },
         )))
     }
+}
+
+/// What an `ais` or `reverse-ais` run gives to its record.
+struct AnnealRun {
+    estimate: LogZEstimate,
+    /// The exact \\(\log Z\\) of the path's start.
+    start_log_z: f64,
+    chains: usize,
+    /// `reverse-ais --start gibbs`: the burn-in in sweeps per chain.
+    burn_in: Option<u64>,
+    /// `reverse-ais`: where the samples of the model came from.
+    model_samples: Option<String>,
+    description: String,
+    /// `reverse-ais`: the forward half of the sandwich.
+    sandwich: Option<SandwichSummary>,
+}
+
+/// The path of `--path`, with the description of a reference path's visible fields: the
+/// means of `--reference-data` (`reference_data`, its file) or the model's own.
+fn annealing_path<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    p: &AnnealingPathArgs,
+    rbm: &Rbm<V, H>,
+    file: &Path,
+    reference_data: Option<Dataset>,
+) -> Result<(AnnealPath<V, H>, Option<String>)> {
+    match p.path {
+        PathArg::Temperature => {
+            if V::REAL_VALUED || H::REAL_VALUED {
+                bail!(
+                    "--path temperature starts at beta = 0, where the real-valued units of \
+                     {} have no probability law; use --path reference",
+                    file.display()
+                );
+            }
+            let ladder = TemperatureLadder::new(rbm.clone(), even_betas(p.rungs)?)?;
+            Ok((AnnealPath::Temperature(ladder), None))
+        }
+        PathArg::Reference => {
+            let (visible, what) = match (reference_data, &p.reference_data) {
+                (Some(ds), Some(rp)) => {
+                    let ds = visible_data(rbm.visible(), ds, rp)?;
+                    let Some(layer) = V::from_means(ds.weighted_mean().as_slice()) else {
+                        bail!(
+                            "--reference-data: a reference fitted to data needs bernoulli \
+                             or spin visible units, the model's are {}",
+                            V::KIND
+                        );
+                    };
+                    (
+                        layer,
+                        format!("visible fields from the means of {}", rp.display()),
+                    )
+                }
+                _ => (
+                    rbm.visible().clone(),
+                    "the model's own visible fields".into(),
+                ),
+            };
+            let reference = Rbm::new(visible, rbm.hidden().clone(), zero_weights(rbm))?;
+            let path = AnnealPath::Reference {
+                model: rbm.clone(),
+                reference,
+                betas: even_betas(p.rungs)?,
+            };
+            Ok((path, Some(what)))
+        }
+    }
+}
+
+/// `ais`: forward AIS along `path` from `n_chains` draws of its start. `None` on the ranks
+/// other than 0 of a sharded run.
+fn forward_run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    p: &AnnealingPathArgs,
+    common: &EstimatorArgs,
+    ctx: &Context,
+    path: &AnnealPath<V, H>,
+    n_chains: usize,
+) -> Result<Option<AnnealRun>> {
+    let kernel = Ais::new(Gibbs::new(common.sweeps));
+    let start = path.start(n_chains, common.seed)?;
+    let log_z0 = start.log_z.log_z;
+    let annealer = WithProgress {
+        inner: &kernel,
+        bar: ctx.progress((path.n_rungs() - 1) as u64, "ais"),
+    };
+    let Some(estimate) = path.forward(ctx.world(), &annealer, start)? else {
+        return Ok(None);
+    };
+    let description = format!(
+        "AIS ({} path, {} rungs, {n_chains} chains, {} Gibbs sweeps per rung)",
+        path.name(),
+        p.rungs,
+        common.sweeps
+    );
+    Ok(Some(AnnealRun {
+        estimate,
+        start_log_z: log_z0,
+        chains: n_chains,
+        burn_in: None,
+        model_samples: None,
+        description,
+        sandwich: None,
+    }))
+}
+
+/// The samples of the model that `reverse-ais` starts from (`--start`), the burn-in they still
+/// need (`--start gibbs`), and what they are.
+fn reverse_population<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    common: &EstimatorArgs,
+    r: &ReverseAisArgs,
+    (rbm, path): (&Rbm<V, H>, &AnnealPath<V, H>),
+    n_chains: usize,
+    samples: Option<Dataset>,
+) -> Result<(Population<RbmChains<f64>>, Option<u64>, String)> {
+    Ok(match r.start {
+        Some(ReverseStartArg::Gibbs) => {
+            // Burnt in by the caller, each process its own chains.
+            let sweeps = r.burn_in.unwrap_or(DEFAULT_BURN_IN_SWEEPS);
+            let population = path.start(n_chains, common.seed)?.population;
+            let what = format!("{sweeps} Gibbs sweeps of the model from draws of the path's start");
+            (population, Some(sweeps), what)
+        }
+        None | Some(ReverseStartArg::Exact) => {
+            let start = exact_start(rbm, 1.0, n_chains, common.seed, Par::Rayon)
+                .map_err(|e| reverse_start_error(r.start, e))?;
+            (start.population, None, EXACT_DRAWS.into())
+        }
+        Some(ReverseStartArg::Samples) => {
+            let (ds, sp) = match (samples, &r.samples) {
+                (Some(ds), Some(sp)) => (ds, sp),
+                _ => bail!("--start samples needs --samples FILE"),
+            };
+            let ds = visible_data(rbm.visible(), ds, sp)?;
+            if ds.n_samples() < 2 {
+                bail!(
+                    "{}: {} sample(s); reverse AIS needs at least 2 (one chain each)",
+                    sp.display(),
+                    ds.n_samples()
+                );
+            }
+            let mut chains = rbm.default_chains(ds.n_samples());
+            chains.visible.copy_from(ds.data());
+            let mut population = Population::new(chains, common.seed)?;
+            use ebm_core::ConditionalSampler;
+            rbm.sample_hidden(
+                &mut population.chains,
+                1.0,
+                population.rngs.as_mut_slice(),
+                Par::Rayon,
+            );
+            let what = format!("the {} samples of {}", ds.n_samples(), sp.display());
+            (population, None, what)
+        }
+    })
+}
+
+/// `reverse-ais`: reverse AIS along `path` from samples of the model
+/// ([`reverse_population`]), then forward AIS on the same path with as many chains, and the
+/// sandwich check between the two. `None` on the ranks other than 0 of a sharded run.
+fn reverse_run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    p: &AnnealingPathArgs,
+    common: &EstimatorArgs,
+    r: &ReverseAisArgs,
+    ctx: &Context,
+    (rbm, path): (&Rbm<V, H>, &AnnealPath<V, H>),
+    n_chains: usize,
+    samples: Option<Dataset>,
+) -> Result<Option<AnnealRun>> {
+    let kernel = Ais::new(Gibbs::new(common.sweeps));
+    let transitions = (path.n_rungs() - 1) as u64;
+    let log_z0 = path.start(2, 0)?.log_z;
+    let (population, burn_in, what) =
+        reverse_population(common, r, (rbm, path), n_chains, samples)?;
+    let chains = population.n_chains();
+    let world = ctx.world();
+    let mut local = ebm_mpi::shard_population(world, &population)?;
+    drop(population);
+    if let Some(sweeps) = burn_in {
+        let bar = ctx.progress(sweeps, "burn-in");
+        let target = Rung {
+            model: rbm,
+            beta: 1.0,
+        };
+        for _ in 0..sweeps {
+            local.advance_chains(&Gibbs::new(1), target, Par::Rayon);
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+    }
+    let annealer = WithProgress {
+        inner: &kernel,
+        bar: ctx.progress(transitions, "reverse ais"),
+    };
+    let e = path.reverse(world, &annealer, local, &log_z0)?;
+    drop(annealer);
+    // The sandwich: forward AIS on the same path with as many chains.
+    let forward_start = path.start(chains, common.seed)?;
+    let annealer = WithProgress {
+        inner: &kernel,
+        bar: ctx.progress(transitions, "ais (sandwich)"),
+    };
+    let forward = path.forward(world, &annealer, forward_start)?;
+    let (Some(mut estimate), Some(mut forward)) = (e, forward) else {
+        return Ok(None);
+    };
+    if what != EXACT_DRAWS {
+        estimate.warn(Warning::StartNotAtEquilibrium {
+            start: what.clone(),
+        });
+    }
+    let check = trust::sandwich(&mut forward, &mut estimate);
+    let description = format!(
+        "reverse AIS ({} path, {} rungs, {chains} chains, {} Gibbs sweeps per rung; samples: \
+         {what})",
+        path.name(),
+        p.rungs,
+        common.sweeps
+    );
+    Ok(Some(AnnealRun {
+        estimate,
+        start_log_z: log_z0.log_z,
+        chains,
+        burn_in,
+        model_samples: Some(what),
+        description,
+        sandwich: Some(SandwichSummary {
+            ais: forward,
+            check,
+        }),
+    }))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1241,131 +1333,25 @@ impl KindsTask for TrajectoryTask<'_> {
             data,
         } = self;
         let file = &t.trajectory;
-        let trajectory = ebm_io::load_trajectory::<V, H>(file)?;
-        let file_updates = trajectory.updates().to_vec();
-        let all = trajectory.into_models();
-        let n = all.len();
-        if n == 0 {
-            bail!("{}: the trajectory has no checkpoint", file.display());
-        }
-        let keep = match (n, t.rungs) {
-            (1, Some(k)) if k > 1 => bail!("--rungs {k}: {} has only 1 checkpoint", file.display()),
-            (1, _) => vec![0],
-            _ => kept_checkpoints(n, t.rungs, file)?,
-        };
-        // ptt holds a replica per kept checkpoint and records its index process and BAR's
-        // works every round; trajectory AIS walks one set of chains.
-        let (copies, records) = match ptt {
-            Some(a) => (
-                keep.len(),
-                ptt_plan(a, keep.len(), n_chains)?.record_bytes(keep.len(), n_chains),
-            ),
-            None => (1, 0),
-        };
-        check_chain_memory(
-            "the trajectory's chains and records",
-            &all[0],
-            n_chains,
-            copies,
-            records,
-        )?;
-        let mut updates: Vec<Option<u64>> = keep.iter().map(|&i| Some(file_updates[i])).collect();
-        let mut models: Vec<Rbm<V, H>> = keep.iter().map(|&i| all[i].clone()).collect();
-        drop(all);
-        if let Some(m) = &t.model {
-            let target = ebm_io::load_rbm::<V, H>(m)?;
-            if target.weights().shape() != models[0].weights().shape() {
-                let (a, b) = (target.weights().shape(), models[0].weights().shape());
-                bail!(
-                    "{}: weights of shape {} x {}, but the checkpoints of {} have {} x {}",
-                    m.display(),
-                    a.0,
-                    a.1,
-                    file.display(),
-                    b.0,
-                    b.1
-                );
-            }
-            let last = models.last().expect("at least one checkpoint");
-            if !same_parameters(last, &target) {
-                models.push(target);
-                updates.push(None);
-            }
-        }
-        if models.len() < 2 {
-            bail!(
-                "{}: a single checkpoint and no different --model: there is no path to anneal \
-                 along (its log Z is exact: use `ebm loglik exact`)",
-                file.display()
-            );
-        }
+        let (models, updates) = trajectory_rungs::<V, H>(t, ptt, n_chains)?;
         let data = check_data(models[0].visible(), data, &common.data)?;
         let (start, start_what) =
             first_checkpoint_start(&models[0], n_chains, start_seed(common.seed), file)?;
         let log_z0 = start.log_z.clone();
-        let k = models.len();
         let ladder = TrajectoryLadder::new(models)?;
-        let (estimate, profile, ptt_summary, description) = match ptt {
-            None => {
-                let kernel = Ais::new(Gibbs::new(common.sweeps));
-                let annealer = WithProgress {
-                    inner: &kernel,
-                    bar: ctx.progress((k - 1) as u64, "tr-ais"),
-                };
-                let run = ebm_mpi::ais(ctx.world(), &annealer, &ladder, &start, Par::Rayon)?;
-                let Some(run) = run else {
-                    // Another rank than 0 of a sharded run: rank 0 reports.
-                    return Ok(None);
-                };
-                let desc = format!(
-                    "trajectory AIS ({k} checkpoints, {n_chains} chains, {} Gibbs sweeps per \
-                     checkpoint)",
-                    common.sweeps
-                );
-                (run.estimate, run.profile, None, desc)
-            }
-            Some(a) => {
-                let rungs = vec![start.population.chains; k];
-                let mut state = PtState::new(rungs, common.seed)?;
-                let (schedule, name) = schedule_of(a.schedule);
-                let pt = ParallelTempering::new(Gibbs::new(common.sweeps), schedule);
-                let plan = ptt_plan(a, k, n_chains)?;
-                let bar = ctx.progress(plan.burn_in + plan.recorded, "ptt");
-                let run = ptt_log_z(
-                    &pt,
-                    &ladder,
-                    &mut state,
-                    &log_z0,
-                    &plan,
-                    Par::Rayon,
-                    |d, p| {
-                        bar.set_length(p);
-                        bar.set_position(d);
-                    },
-                )?;
-                bar.finish_and_clear();
-                let (burn_in, recorded) = (run.burn_in, run.recorded);
-                let summary = PttSummary {
-                    schedule: name,
-                    rounds: burn_in + recorded,
-                    burn_in,
-                    index_tau_exp: run.index_tau_exp,
-                    index_tau_int: run.index_tau_int,
-                    acceptance_rates: run
-                        .diagnostics
-                        .acceptance_rates()
-                        .into_iter()
-                        .map(finite)
-                        .collect(),
-                    pairs: run.ladder.pairs,
-                };
-                let desc = format!(
-                    "PTT + BAR ({k} checkpoints, {n_chains} systems, {recorded} rounds after \
-                     {burn_in} burn-in, {name} swaps, {} Gibbs sweeps per checkpoint and round)",
-                    common.sweeps
-                );
-                (run.ladder.estimate, run.ladder.profile, Some(summary), desc)
-            }
+        let run = match ptt {
+            None => tr_ais_run(common, ctx, &ladder, &start, n_chains)?,
+            Some(a) => Some(ptt_run(a, common, ctx, &ladder, start, n_chains)?),
+        };
+        let Some(TrajectoryRun {
+            estimate,
+            profile,
+            ptt: ptt_summary,
+            description,
+        }) = run
+        else {
+            // Another rank than 0 of a sharded run: rank 0 reports.
+            return Ok(None);
         };
         if let Some(bad) = profile.iter().position(|r| !r.log_z.is_finite()) {
             bail!(
@@ -1378,22 +1364,8 @@ impl KindsTask for TrajectoryTask<'_> {
             .iter()
             .map(|(ds, path)| {
                 let mut d = likelihood(target, ds, path, estimate.log_z, estimate.std_err)?;
-                d.along_trajectory = Some(
-                    ladder
-                        .models()
-                        .iter()
-                        .zip(&profile)
-                        .zip(&updates)
-                        .map(|((m, z), &update)| {
-                            let l = likelihood(m, ds, path, z.log_z, z.std_err)?;
-                            Ok(RungLikelihood {
-                                update,
-                                mean_log_likelihood: l.mean_log_likelihood,
-                                standard_error: l.standard_error,
-                            })
-                        })
-                        .collect::<Result<_>>()?,
-                );
+                let rungs = (&profile[..], &updates[..]);
+                d.along_trajectory = Some(likelihood_along(ladder.models(), rungs, ds, path)?);
                 Ok(d)
             })
             .collect::<Result<_>>()?;
@@ -1423,4 +1395,198 @@ impl KindsTask for TrajectoryTask<'_> {
             },
         )))
     }
+}
+
+/// The models of the rungs of a trajectory and the training update of each (`None` for an
+/// appended `--model`).
+type TrajectoryRungs<V, H> = (Vec<Rbm<V, H>>, Vec<Option<u64>>);
+
+/// The rungs of `tr-ais` and `ptt`: the kept checkpoints of `--trajectory` (`--rungs`), then
+/// `--model` when it differs from the last, with the training update of each (`None` for the
+/// appended model); checks that the chains and records fit in memory.
+fn trajectory_rungs<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    t: &TrajectoryArgs,
+    ptt: Option<&PttArgs>,
+    n_chains: usize,
+) -> Result<TrajectoryRungs<V, H>> {
+    let file = &t.trajectory;
+    let trajectory = ebm_io::load_trajectory::<V, H>(file)?;
+    let file_updates = trajectory.updates().to_vec();
+    let all = trajectory.into_models();
+    let n = all.len();
+    if n == 0 {
+        bail!("{}: the trajectory has no checkpoint", file.display());
+    }
+    let keep = match (n, t.rungs) {
+        (1, Some(k)) if k > 1 => bail!("--rungs {k}: {} has only 1 checkpoint", file.display()),
+        (1, _) => vec![0],
+        _ => kept_checkpoints(n, t.rungs, file)?,
+    };
+    // ptt holds a replica per kept checkpoint and records its index process and BAR's
+    // works every round; trajectory AIS walks one set of chains.
+    let (copies, records) = match ptt {
+        Some(a) => (
+            keep.len(),
+            ptt_plan(a, keep.len(), n_chains)?.record_bytes(keep.len(), n_chains),
+        ),
+        None => (1, 0),
+    };
+    check_chain_memory(
+        "the trajectory's chains and records",
+        &all[0],
+        n_chains,
+        copies,
+        records,
+    )?;
+    let mut updates: Vec<Option<u64>> = keep.iter().map(|&i| Some(file_updates[i])).collect();
+    let mut models: Vec<Rbm<V, H>> = keep.iter().map(|&i| all[i].clone()).collect();
+    drop(all);
+    if let Some(m) = &t.model {
+        let target = ebm_io::load_rbm::<V, H>(m)?;
+        if target.weights().shape() != models[0].weights().shape() {
+            let (a, b) = (target.weights().shape(), models[0].weights().shape());
+            bail!(
+                "{}: weights of shape {} x {}, but the checkpoints of {} have {} x {}",
+                m.display(),
+                a.0,
+                a.1,
+                file.display(),
+                b.0,
+                b.1
+            );
+        }
+        let last = models.last().expect("at least one checkpoint");
+        if !same_parameters(last, &target) {
+            models.push(target);
+            updates.push(None);
+        }
+    }
+    if models.len() < 2 {
+        bail!(
+            "{}: a single checkpoint and no different --model: there is no path to anneal \
+             along (its log Z is exact: use `ebm loglik exact`)",
+            file.display()
+        );
+    }
+    Ok((models, updates))
+}
+
+/// What a `tr-ais` or `ptt` run gives to its record.
+struct TrajectoryRun {
+    estimate: LogZEstimate,
+    /// \\(\log Z\\) of every rung.
+    profile: Vec<RungLogZ>,
+    /// `ptt`: the tempering run.
+    ptt: Option<PttSummary>,
+    description: String,
+}
+
+/// `tr-ais`: AIS through the checkpoints of `ladder` from `start`. `None` on the ranks other
+/// than 0 of a sharded run.
+fn tr_ais_run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    common: &EstimatorArgs,
+    ctx: &Context,
+    ladder: &TrajectoryLadder<Rbm<V, H>>,
+    start: &Start<RbmChains<f64>>,
+    n_chains: usize,
+) -> Result<Option<TrajectoryRun>> {
+    let k = ladder.models().len();
+    let kernel = Ais::new(Gibbs::new(common.sweeps));
+    let annealer = WithProgress {
+        inner: &kernel,
+        bar: ctx.progress((k - 1) as u64, "tr-ais"),
+    };
+    let run = ebm_mpi::ais(ctx.world(), &annealer, ladder, start, Par::Rayon)?;
+    Ok(run.map(|run| TrajectoryRun {
+        estimate: run.estimate,
+        profile: run.profile,
+        ptt: None,
+        description: format!(
+            "trajectory AIS ({k} checkpoints, {n_chains} chains, {} Gibbs sweeps per \
+             checkpoint)",
+            common.sweeps
+        ),
+    }))
+}
+
+/// `ptt`: parallel trajectory tempering on `ladder`, every rung starting from `start`'s
+/// chains, and \\(\log Z\\) by BAR between neighbours ([`ptt_log_z`] with the plan of
+/// [`ptt_plan`]).
+fn ptt_run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    a: &PttArgs,
+    common: &EstimatorArgs,
+    ctx: &Context,
+    ladder: &TrajectoryLadder<Rbm<V, H>>,
+    start: Start<RbmChains<f64>>,
+    n_chains: usize,
+) -> Result<TrajectoryRun> {
+    let k = ladder.models().len();
+    let rungs = vec![start.population.chains; k];
+    let mut state = PtState::new(rungs, common.seed)?;
+    let (schedule, name) = schedule_of(a.schedule);
+    let pt = ParallelTempering::new(Gibbs::new(common.sweeps), schedule);
+    let plan = ptt_plan(a, k, n_chains)?;
+    let bar = ctx.progress(plan.burn_in + plan.recorded, "ptt");
+    let run = ptt_log_z(
+        &pt,
+        ladder,
+        &mut state,
+        &start.log_z,
+        &plan,
+        Par::Rayon,
+        |d, p| {
+            bar.set_length(p);
+            bar.set_position(d);
+        },
+    )?;
+    bar.finish_and_clear();
+    let (burn_in, recorded) = (run.burn_in, run.recorded);
+    let summary = PttSummary {
+        schedule: name,
+        rounds: burn_in + recorded,
+        burn_in,
+        index_tau_exp: run.index_tau_exp,
+        index_tau_int: run.index_tau_int,
+        acceptance_rates: run
+            .diagnostics
+            .acceptance_rates()
+            .into_iter()
+            .map(finite)
+            .collect(),
+        pairs: run.ladder.pairs,
+    };
+    let description = format!(
+        "PTT + BAR ({k} checkpoints, {n_chains} systems, {recorded} rounds after {burn_in} \
+         burn-in, {name} swaps, {} Gibbs sweeps per checkpoint and round)",
+        common.sweeps
+    );
+    Ok(TrajectoryRun {
+        estimate: run.ladder.estimate,
+        profile: run.ladder.profile,
+        ptt: Some(summary),
+        description,
+    })
+}
+
+/// The mean log-likelihood of the data file `ds` (`path`) under every rung: its model, its
+/// \\(\log Z\\) and the training update of its checkpoint.
+fn likelihood_along<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    models: &[Rbm<V, H>],
+    (profile, updates): (&[RungLogZ], &[Option<u64>]),
+    ds: &Dataset,
+    path: &Path,
+) -> Result<Vec<RungLikelihood>> {
+    models
+        .iter()
+        .zip(profile)
+        .zip(updates)
+        .map(|((m, z), &update)| {
+            let l = likelihood(m, ds, path, z.log_z, z.std_err)?;
+            Ok(RungLikelihood {
+                update,
+                mean_log_likelihood: l.mean_log_likelihood,
+                standard_error: l.standard_error,
+            })
+        })
+        .collect()
 }

@@ -816,6 +816,90 @@ pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainRes
     let deadline = args
         .time_limit
         .map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s));
+    let (out, _lock) = lock_outputs(args, ctx)?;
+    let resume = read_resume(args, ctx)?;
+    let data = load_dataset(&args.data)?;
+    let test = args.test.as_deref().map(load_dataset).transpose()?;
+    let config = match &resume {
+        Some(r) => r.config.clone(),
+        None => resolve(
+            &args.settings,
+            args.precision.unwrap_or_default(),
+            args.updates,
+            &data,
+        )?,
+    };
+    super::device::check_train(args, &config, ctx)?;
+    check_processes(args, ctx, &config)?;
+    let (visible, hidden, precision) = (
+        config.visible.clone(),
+        config.hidden.clone(),
+        config.precision,
+    );
+    let exact_draws = config.trainer.checkpoints.as_ref().map(|p| p.exact_draws);
+    let task = TrainTask {
+        args,
+        ctx,
+        config,
+        data,
+        test,
+        resume: resume.map(|r| (r.path, r.value, r.data, r.log)),
+        out: &out,
+        deadline,
+    };
+    crate::signals::install();
+    let Some(outcome) = with_kinds_in(precision, &visible, &hidden, &args.data, task)? else {
+        // Not rank 0: it reports and writes.
+        return Ok(None);
+    };
+    say_outcome(ctx, &outcome.results, outcome.model.as_str(), exact_draws);
+    ctx.say(format!(
+        "model: {}\ntrajectory: {}\nstate (for --resume): {}\nlog: {}",
+        out.model.display(),
+        out.trajectory.display(),
+        out.state.display(),
+        out.log.display()
+    ));
+    // The record was committed with the outputs it describes.
+    ctx.report_record(Some(&out.record), &outcome.record)?;
+    let r = &outcome.results;
+    if outcome.timed_out {
+        ctx.warn(format!(
+            "stopped by --time-limit after update {} of {}: every output is written; continue \
+             with --resume {} --updates {}",
+            r.updates,
+            args.updates,
+            out.state.display(),
+            args.updates
+        ));
+    }
+    if let Some(signal) = outcome.interrupted {
+        return Err(CliError::with_exit_code(
+            format!(
+                "interrupted by {} after update {} of {}: every output is written; continue \
+                 with --resume {} --updates {}",
+                crate::signals::name(signal),
+                r.updates,
+                args.updates,
+                out.state.display(),
+                args.updates
+            ),
+            crate::signals::exit_code(signal),
+        ));
+    }
+    Ok(Some(outcome.results))
+}
+
+/// The outputs of `--out` checked against the inputs, and, before any work, their lock
+/// (listing the outputs for other commands to see, see
+/// `ebm_io::output::written_by_another_run`) and the completion of a commit an earlier run on
+/// these outputs was killed in. Under mpirun, rank 0 alone locks, recovers and writes, once
+/// every rank has checked the outputs (to which its lock would look like another run's); the
+/// others wait for it and hold no lock.
+fn lock_outputs(
+    args: &TrainArgs,
+    ctx: &Context,
+) -> Result<(TrainOutputs, Option<ebm_io::output::OutputLock>)> {
     let ext = args.out.extension().and_then(|e| e.to_str());
     if ext != Some("safetensors") {
         bail!(
@@ -834,14 +918,9 @@ pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainRes
         &out.pll,
     ];
     check_outputs(&written, &inputs)?;
-    // Before any work: the lock, listing the outputs for other commands to see (see
-    // `ebm_io::output::written_by_another_run`), and the completion of a commit an earlier
-    // run on these outputs was killed in. Under mpirun, rank 0 alone locks, recovers and
-    // writes, once every rank has checked the outputs (to which its lock would look like
-    // another run's); the others wait for it.
     let world = ctx.world();
     world.gather(&[]);
-    let _lock = world
+    let lock = world
         .is_root()
         .then(|| ebm_io::output::OutputLock::acquire_for(&out.model, &written))
         .transpose()?;
@@ -852,54 +931,70 @@ pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainRes
         ));
     }
     world.broadcast(&[]);
-    let resume = match &args.resume {
-        Some(path) => {
-            let given = given_settings(&args.settings);
-            if !given.is_empty() {
-                bail!(
-                    "{} cannot be given with --resume: the settings come from the state file",
-                    given.join(", ")
-                );
-            }
-            if world.is_root() {
-                recover_set_of(path)?;
-            }
-            world.broadcast(&[]);
-            let (value, header) = read_state_header(path)?;
-            header
-                .config
-                .check()
-                .map_err(|e| CliError::from(e.in_file(path)))?;
-            let mut config = header.config;
-            if let Some(p) = args.precision
-                && p != config.precision
-            {
-                bail!(
-                    "--precision {p}: {} is the state of a run in {}; resume it with \
-                     --precision {} (or without --precision: a resumed run keeps the state's)",
-                    path.display(),
-                    config.precision,
-                    config.precision
-                );
-            }
-            resume_learning_rate(&mut config, header.state.update, args, path)?;
-            Some((path.as_path(), value, config, header.data, header.log))
-        }
-        None => None,
+    Ok((out, lock))
+}
+
+/// What `--resume` reads from a state file before the run: the file, its content, the
+/// configuration it records (checked, with the learning rate of the updates to come), the data
+/// it was trained on and what it records of its log.
+struct Resume<'a> {
+    path: &'a Path,
+    value: serde_json::Value,
+    config: TrainConfig,
+    data: DataFingerprint,
+    log: Option<LogDigest>,
+}
+
+/// Reads `--resume`, if given: refuses settings given beside it (they come from the state file)
+/// and another `--precision` than the state's; completes an interrupted commit of the state's
+/// set of files first (rank 0).
+fn read_resume<'a>(args: &'a TrainArgs, ctx: &Context) -> Result<Option<Resume<'a>>> {
+    let Some(path) = &args.resume else {
+        return Ok(None);
     };
-    let data = load_dataset(&args.data)?;
-    let test = args.test.as_deref().map(load_dataset).transpose()?;
-    let config = match &resume {
-        Some((_, _, config, _, _)) => config.clone(),
-        None => resolve(
-            &args.settings,
-            args.precision.unwrap_or_default(),
-            args.updates,
-            &data,
-        )?,
-    };
-    super::device::check_train(args, &config, ctx)?;
-    if world.size() > 1 {
+    let given = given_settings(&args.settings);
+    if !given.is_empty() {
+        bail!(
+            "{} cannot be given with --resume: the settings come from the state file",
+            given.join(", ")
+        );
+    }
+    let world = ctx.world();
+    if world.is_root() {
+        recover_set_of(path)?;
+    }
+    world.broadcast(&[]);
+    let (value, header) = read_state_header(path)?;
+    header
+        .config
+        .check()
+        .map_err(|e| CliError::from(e.in_file(path)))?;
+    let mut config = header.config;
+    if let Some(p) = args.precision
+        && p != config.precision
+    {
+        bail!(
+            "--precision {p}: {} is the state of a run in {}; resume it with \
+             --precision {} (or without --precision: a resumed run keeps the state's)",
+            path.display(),
+            config.precision,
+            config.precision
+        );
+    }
+    resume_learning_rate(&mut config, header.state.update, args, path)?;
+    Ok(Some(Resume {
+        path: path.as_path(),
+        value,
+        config,
+        data: header.data,
+        log: header.log,
+    }))
+}
+
+/// Under `mpirun -n K` (K > 1), refuses what runs in one process only: a negative phase that
+/// does not shard, `--pretrain` and `--time-limit`.
+fn check_processes(args: &TrainArgs, ctx: &Context, config: &TrainConfig) -> Result<()> {
+    if ctx.world().size() > 1 {
         if !config.trainer.negative.shards() {
             ctx.one_process(&format!("--negative {}", config.trainer.negative.name()))?;
         }
@@ -910,31 +1005,17 @@ pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainRes
             ctx.one_process("--time-limit")?;
         }
     }
-    let (visible, hidden, precision) = (
-        config.visible.clone(),
-        config.hidden.clone(),
-        config.precision,
-    );
-    let exact_draws = config.trainer.checkpoints.as_ref().map(|p| p.exact_draws);
-    let task = TrainTask {
-        args,
-        ctx,
-        config,
-        data,
-        test,
-        resume: resume.map(|(p, b, _, d, log)| (p, b, d, log)),
-        out: &out,
-        deadline,
-    };
-    crate::signals::install();
-    let Some(outcome) = with_kinds_in(precision, &visible, &hidden, &args.data, task)? else {
-        // Not rank 0: it reports and writes.
-        return Ok(None);
-    };
-    let r = &outcome.results;
+    Ok(())
+}
+
+/// Says what the run did: updates and checkpoints, the source of checkpoint selection's
+/// acceptance (`exact_draws`: the draws of exact selection), neighbouring checkpoints below the
+/// target acceptance, the online log-likelihood with its warnings, and the updates whose TMC
+/// tether was below the curvature bound.
+fn say_outcome(ctx: &Context, r: &TrainResults, model: &str, exact_draws: Option<usize>) {
     ctx.say(format!(
         "{} trained with {}: updates {} -> {}, {} checkpoints kept",
-        outcome.model,
+        model,
         r.negative,
         r.first_update,
         r.updates,
@@ -980,40 +1061,6 @@ pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainRes
             1.25 * t.max_bound
         ));
     }
-    ctx.say(format!(
-        "model: {}\ntrajectory: {}\nstate (for --resume): {}\nlog: {}",
-        out.model.display(),
-        out.trajectory.display(),
-        out.state.display(),
-        out.log.display()
-    ));
-    // The record was committed with the outputs it describes.
-    ctx.report_record(Some(&out.record), &outcome.record)?;
-    if outcome.timed_out {
-        ctx.warn(format!(
-            "stopped by --time-limit after update {} of {}: every output is written; continue \
-             with --resume {} --updates {}",
-            r.updates,
-            args.updates,
-            out.state.display(),
-            args.updates
-        ));
-    }
-    if let Some(signal) = outcome.interrupted {
-        return Err(CliError::with_exit_code(
-            format!(
-                "interrupted by {} after update {} of {}: every output is written; continue \
-                 with --resume {} --updates {}",
-                crate::signals::name(signal),
-                r.updates,
-                args.updates,
-                out.state.display(),
-                args.updates
-            ),
-            crate::signals::exit_code(signal),
-        ));
-    }
-    Ok(Some(outcome.results))
 }
 
 /// The settings as recorded: the command line's paths and the resolved configuration.
@@ -1105,41 +1152,7 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
             out,
             deadline,
         } = self;
-        // The visible layer's shape from the data.
-        let q = config.visible_states;
-        let data = potts_ready(data, q, &args.data)?;
-        let width = data.n_features();
-        let units = match q {
-            Some(q) => {
-                if width % q != 0 {
-                    bail!(
-                        "{}: {width} values per sample are not whole one-hot blocks of {q} \
-                         states (potts units)",
-                        args.data.display()
-                    );
-                }
-                width / q
-            }
-            None => width,
-        };
-        // Before any allocation of the run's size.
-        let nh = config
-            .hidden_units
-            .saturating_mul(config.hidden_states.unwrap_or(1));
-        ebm_core::Error::check_memory(
-            "training (chains, model and optimiser)",
-            config.trainer.memory_estimate::<V, H>(width, nh),
-        )?;
-        let layer =
-            V::with_units(units, q).map_err(|e| CliError::new(format!("--visible: {e}")))?;
-        let data = visible_data(&layer, data, &args.data)?;
-        let test = match (test, &args.test) {
-            (Some(t), Some(path)) => {
-                let t = potts_ready(t, q, path)?;
-                Some(visible_data(&layer, t, path)?)
-            }
-            _ => None,
-        };
+        let (layer, data, test) = visible_training_data::<V, H>(args, &config, data, test)?;
         let fingerprint = DataFingerprint::of(&data);
         let train = training_data(&layer, &data)?;
         let test = test
@@ -1167,12 +1180,13 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
             .stop_after
             .map_or(args.updates, |n| first.saturating_add(n).min(args.updates));
         let todo = stop - first;
-        let trainer = &config.trainer;
-
-        let mut tracker = Tracker::default();
-        let mut log = CsvLog::new(Vec::new());
         let exact_ll = enumerable(state.model.visible(), state.model.hidden());
-        let mut pll = args.pll_every.map(|_| PllLog::new(config.seed, exact_ll));
+        let mut rec = Recording {
+            tracker: Tracker::default(),
+            log: CsvLog::new(Vec::new()),
+            pll: args.pll_every.map(|_| PllLog::new(config.seed, exact_ll)),
+            interrupt: Interrupt::new(deadline),
+        };
         // The resumed log, checked against the state (after the state's own checks).
         let previous = match resume.as_ref() {
             Some((p, _, _, digest)) => resumed_log(ctx, p, digest.as_ref(), first)?,
@@ -1189,72 +1203,139 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
             pretrain: pretrain.as_ref(),
         };
         let mut interrupted = None;
-        let mut interrupt = Interrupt::new(deadline);
         if args.device != ebm_cuda::Device::Cpu {
             let gpu = super::device::train(ctx, args.device, &config, &mut state, &train, todo)?;
-            tracker.sweeps += gpu.sweeps;
-            tracker.device = Some(gpu.device);
+            rec.tracker.sweeps += gpu.sweeps;
+            rec.tracker.device = Some(gpu.device);
         } else {
-            let mut progress = ProgressObserver(ctx.progress(todo, "train"));
-            // In stretches ending at the multiples of --pll-every (each followed by a PLL row)
-            // and of --save-every (each followed by a save of every output).
-            if let Some(p) = pll.as_mut() {
-                p.record(first, &state.model, train.samples())?;
-            }
-            let boundary = |every: Option<u64>, u: u64| every.map_or(u64::MAX, |n| (u / n + 1) * n);
-            while state.update < stop {
-                let next = boundary(args.pll_every, state.update)
-                    .min(boundary(args.save_every, state.update))
-                    .min(stop);
-                let stretch = next - state.update;
-                // The interrupt observer comes last: every other one has seen the update.
-                let observers = (&mut progress, ((&mut tracker, &mut log), &mut interrupt));
-                let (test, world) = (test.as_ref(), ctx.world());
-                let done = if world.size() > 1 {
-                    let par = Par::Rayon;
-                    ebm_mpi::train(
-                        world, trainer, &mut state, &train, test, stretch, par, observers,
-                    )
-                } else {
-                    trainer.run(&mut state, &train, test, stretch, Par::Rayon, observers)
-                };
-                match (done, crate::signals::received()) {
-                    (Err(ebm_core::Error::Observer(_)), Some(signal)) => {
-                        interrupted = Some(signal);
-                        break;
-                    }
-                    (Err(ebm_core::Error::Observer(_)), None) if interrupt.timed_out => break,
-                    (done, _) => done?,
-                }
-                if let Some(p) = pll.as_mut()
-                    && args
-                        .pll_every
-                        .is_some_and(|n| state.update.is_multiple_of(n) || state.update == stop)
-                {
-                    p.record(state.update, &state.model, train.samples())?;
-                }
-                if args
-                    .save_every
-                    .is_some_and(|n| state.update.is_multiple_of(n))
-                    && state.update < stop
-                    && ctx.world().is_root()
-                {
-                    outputs.write(&state, &tracker, log.get_ref(), pll.as_ref())?;
-                }
-            }
+            let data = (&train, test.as_ref());
+            interrupted = train_in_stretches(&outputs, &mut state, data, stop, &mut rec)?;
         }
         if !ctx.world().is_root() {
             return Ok(None);
         }
-        let (results, record) = outputs.write(&state, &tracker, log.get_ref(), pll.as_ref())?;
+        let (results, record) =
+            outputs.write(&state, &rec.tracker, rec.log.get_ref(), rec.pll.as_ref())?;
         Ok(Some(TrainOutcome {
             model: describe(&state.model),
             results,
             record,
             interrupted,
-            timed_out: interrupt.timed_out,
+            timed_out: rec.interrupt.timed_out,
         }))
     }
+}
+
+/// The visible layer that the data file's values fit (`--visible` with the data's width,
+/// one-hot blocks for Potts units), with the training and test data checked against it; checks
+/// first that the run's chains, model and optimiser fit in memory.
+fn visible_training_data<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    args: &TrainArgs,
+    config: &TrainConfig,
+    data: Dataset,
+    test: Option<Dataset>,
+) -> Result<(V, Dataset, Option<Dataset>)> {
+    let q = config.visible_states;
+    let data = potts_ready(data, q, &args.data)?;
+    let width = data.n_features();
+    let units = match q {
+        Some(q) => {
+            if width % q != 0 {
+                bail!(
+                    "{}: {width} values per sample are not whole one-hot blocks of {q} \
+                     states (potts units)",
+                    args.data.display()
+                );
+            }
+            width / q
+        }
+        None => width,
+    };
+    // Before any allocation of the run's size.
+    let nh = config
+        .hidden_units
+        .saturating_mul(config.hidden_states.unwrap_or(1));
+    ebm_core::Error::check_memory(
+        "training (chains, model and optimiser)",
+        config.trainer.memory_estimate::<V, H>(width, nh),
+    )?;
+    let layer = V::with_units(units, q).map_err(|e| CliError::new(format!("--visible: {e}")))?;
+    let data = visible_data(&layer, data, &args.data)?;
+    let test = match (test, &args.test) {
+        (Some(t), Some(path)) => {
+            let t = potts_ready(t, q, path)?;
+            Some(visible_data(&layer, t, path)?)
+        }
+        _ => None,
+    };
+    Ok((layer, data, test))
+}
+
+/// What a run records while it trains: the summary's tracker, the CSV log, the `--pll-every`
+/// log and the observer that stops it on a signal or at `--time-limit`.
+struct Recording {
+    tracker: Tracker,
+    log: CsvLog<Vec<u8>>,
+    pll: Option<PllLog>,
+    interrupt: Interrupt,
+}
+
+/// Trains on the CPU from `state` up to update `stop`, in stretches ending at the multiples of
+/// `--pll-every` (each followed by a PLL row) and of `--save-every` (each followed by a save of
+/// every output); sharded over the processes under `mpirun`. Returns the signal that
+/// interrupted the run, if one did.
+fn train_in_stretches<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    outputs: &Outputs<'_>,
+    state: &mut CliState<V, H>,
+    (train, test): (&TrainingData<V::Scalar>, Option<&TrainingData<V::Scalar>>),
+    stop: u64,
+    rec: &mut Recording,
+) -> Result<Option<i32>> {
+    let (args, ctx, trainer) = (outputs.args, outputs.ctx, &outputs.config.trainer);
+    let mut progress = ProgressObserver(ctx.progress(stop - state.update, "train"));
+    if let Some(p) = rec.pll.as_mut() {
+        p.record(state.update, &state.model, train.samples())?;
+    }
+    let boundary = |every: Option<u64>, u: u64| every.map_or(u64::MAX, |n| (u / n + 1) * n);
+    while state.update < stop {
+        let next = boundary(args.pll_every, state.update)
+            .min(boundary(args.save_every, state.update))
+            .min(stop);
+        let stretch = next - state.update;
+        // The interrupt observer comes last: every other one has seen the update.
+        let observers = (
+            &mut progress,
+            ((&mut rec.tracker, &mut rec.log), &mut rec.interrupt),
+        );
+        let world = ctx.world();
+        let done = if world.size() > 1 {
+            let par = Par::Rayon;
+            ebm_mpi::train(world, trainer, state, train, test, stretch, par, observers)
+        } else {
+            trainer.run(state, train, test, stretch, Par::Rayon, observers)
+        };
+        match (done, crate::signals::received()) {
+            (Err(ebm_core::Error::Observer(_)), Some(signal)) => return Ok(Some(signal)),
+            (Err(ebm_core::Error::Observer(_)), None) if rec.interrupt.timed_out => break,
+            (done, _) => done?,
+        }
+        if let Some(p) = rec.pll.as_mut()
+            && args
+                .pll_every
+                .is_some_and(|n| state.update.is_multiple_of(n) || state.update == stop)
+        {
+            p.record(state.update, &state.model, train.samples())?;
+        }
+        if args
+            .save_every
+            .is_some_and(|n| state.update.is_multiple_of(n))
+            && state.update < stop
+            && ctx.world().is_root()
+        {
+            outputs.write(state, &rec.tracker, rec.log.get_ref(), rec.pll.as_ref())?;
+        }
+    }
+    Ok(None)
 }
 
 /// A training state of the command line's negative phases.

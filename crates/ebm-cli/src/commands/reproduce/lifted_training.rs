@@ -203,20 +203,73 @@ pub(super) fn lifted_training_digits(args: &ReproduceArgs, ctx: &Context) -> Res
         "the 1797 binarised 8x8 digits and their one-pixel translations (8985 images)",
         "data generate digits --nudge --out @DATA",
     )?;
-    let seed = args.seed;
+    let (curves, small_curves) = train_all(ctx, &plan, args.seed, &models, &mut runner)?;
+    write_wide(&curves_csv, &curves, plan.updates_per_epoch, false)?;
+    write_wide(&small_csv, &small_curves, plan.updates_per_epoch, true)?;
+    runner.step(ctx, "figures", "plot loglik @CURVES --x epoch --out @FIG")?;
+    runner.step(ctx, "", "plot loglik @SMALL --x epoch --out @FIGSMALL")?;
+
+    let findings = findings(&curves, &plan);
+    let (verdict, reason) = lifted_verdict(&findings, &plan);
+    let same_ranking = same_ranking(&small_curves);
+    let results = LiftedResults {
+        claim: "lifted-training-digits",
+        paper_statement: PAPER_004_FIG2,
+        plan: plan.clone(),
+        training_images: 8985,
+        curves,
+        small_curves,
+        findings,
+        verdict: verdict.into(),
+        reason,
+        same_ranking,
+        commands: std::mem::take(&mut runner.commands),
+    };
+    ebm_io::write_atomically(&csv, |w| w.write_all(long_csv(&results).as_bytes()))?;
+    ebm_io::write_atomically(&report, |w| {
+        w.write_all(lifted_report(args, &results, &dir).as_bytes())
+    })?;
+    say_curves(ctx, &results);
+    super::finish(
+        args,
+        ctx,
+        &dir,
+        (&results.verdict, &results.reason),
+        started,
+        &report,
+        &[
+            &report,
+            &csv,
+            &curves_csv,
+            &small_csv,
+            &figure,
+            &small_figure,
+        ],
+        &results,
+    )
+}
+
+/// Trains every method of [`METHODS`] at both sizes (`plan.hidden_units`, logged every epoch,
+/// and `plan.small_hidden_units`, logged every `small_every` epochs), into `models` in that
+/// order; returns the curves of the two sizes.
+fn train_all(
+    ctx: &Context,
+    plan: &Plan,
+    seed: u64,
+    models: &[PathBuf],
+    runner: &mut Runner<'_>,
+) -> Result<(Vec<Curve>, Vec<Curve>)> {
     let updates = plan.updates_per_epoch * plan.epochs;
     let mut curves = Vec::new();
     let mut small_curves = Vec::new();
-    for (size, (hidden, every)) in [
+    let sizes = [
         (plan.hidden_units, plan.updates_per_epoch),
         (
             plan.small_hidden_units,
             plan.updates_per_epoch * plan.small_every,
         ),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    ];
+    for (size, (hidden, every)) in sizes.into_iter().enumerate() {
         for (k, (label, _, options)) in METHODS.iter().enumerate() {
             let slot = size * METHODS.len() + k;
             // The checkpoint trajectory of these trainings is not used: the selection runs on
@@ -251,12 +304,12 @@ pub(super) fn lifted_training_digits(args: &ReproduceArgs, ctx: &Context) -> Res
             }
         }
     }
-    write_wide(&curves_csv, &curves, plan.updates_per_epoch, false)?;
-    write_wide(&small_csv, &small_curves, plan.updates_per_epoch, true)?;
-    runner.step(ctx, "figures", "plot loglik @CURVES --x epoch --out @FIG")?;
-    runner.step(ctx, "", "plot loglik @SMALL --x epoch --out @FIGSMALL")?;
+    Ok((curves, small_curves))
+}
 
-    let findings = findings(&curves, &plan);
+/// The verdict from the findings: reproduced when every finding holds, partly when some do,
+/// with the counts as its reason.
+fn lifted_verdict(findings: &[Finding], plan: &Plan) -> (&'static str, String) {
     let held = findings
         .iter()
         .filter(|f| f.outcome == "reproduced")
@@ -283,6 +336,12 @@ pub(super) fn lifted_training_digits(args: &ReproduceArgs, ctx: &Context) -> Res
         plan.epochs,
         plan.hidden_units
     );
+    (verdict, reason)
+}
+
+/// Whether the small models' final pseudo-log-likelihood ranks the methods as their exact
+/// log-likelihood does.
+fn same_ranking(small_curves: &[Curve]) -> bool {
     let order = |by_ll: bool| {
         let mut idx: Vec<usize> = (0..small_curves.len()).collect();
         let key = |c: &Curve| {
@@ -296,24 +355,11 @@ pub(super) fn lifted_training_digits(args: &ReproduceArgs, ctx: &Context) -> Res
         idx.sort_by(|&i, &j| key(&small_curves[j]).total_cmp(&key(&small_curves[i])));
         idx
     };
-    let same_ranking = order(true) == order(false);
-    let results = LiftedResults {
-        claim: "lifted-training-digits",
-        paper_statement: PAPER_004_FIG2,
-        plan: plan.clone(),
-        training_images: 8985,
-        curves,
-        small_curves,
-        findings,
-        verdict: verdict.into(),
-        reason,
-        same_ranking,
-        commands: std::mem::take(&mut runner.commands),
-    };
-    ebm_io::write_atomically(&csv, |w| w.write_all(long_csv(&results).as_bytes()))?;
-    ebm_io::write_atomically(&report, |w| {
-        w.write_all(lifted_report(args, &results, &dir).as_bytes())
-    })?;
+    order(true) == order(false)
+}
+
+/// Says each curve's final pseudo-log-likelihood (and exact log-likelihood where known).
+fn say_curves(ctx: &Context, results: &LiftedResults) {
     for c in results.curves.iter().chain(&results.small_curves) {
         let last = c.rows.last().expect("at least one row");
         ctx.say(format!(
@@ -328,23 +374,6 @@ pub(super) fn lifted_training_digits(args: &ReproduceArgs, ctx: &Context) -> Res
             c.seconds
         ));
     }
-    super::finish(
-        args,
-        ctx,
-        &dir,
-        (&results.verdict, &results.reason),
-        started,
-        &report,
-        &[
-            &report,
-            &csv,
-            &curves_csv,
-            &small_csv,
-            &figure,
-            &small_figure,
-        ],
-        &results,
-    )
 }
 
 /// The rows of a `<model>.pll.csv` written by `ebm train --pll-every`.

@@ -157,11 +157,7 @@ pub(super) fn logz_estimators(args: &ReproduceArgs, ctx: &Context) -> Result<()>
         .transpose()?;
     let files = match &given {
         Some((f, _)) => f.clone(),
-        None => ModelFiles {
-            model: p("model.safetensors"),
-            data: p("ising.npy"),
-            trajectory: p("model.trajectory.safetensors"),
-        },
+        None => ModelFiles::trained_in(&dir),
     };
     let test = p("ising-test.npy");
     let ModelFiles {
@@ -176,8 +172,7 @@ pub(super) fn logz_estimators(args: &ReproduceArgs, ctx: &Context) -> Result<()>
         p("logz.png"),
     );
     let records = p("records");
-    std::fs::create_dir_all(&records)
-        .map_err(|e| CliError::new(format!("cannot create {}: {e}", records.display())))?;
+    create_dir(&records)?;
     let mut runner = Runner {
         prefix: "reproduce",
         paths: vec![
@@ -196,156 +191,23 @@ pub(super) fn logz_estimators(args: &ReproduceArgs, ctx: &Context) -> Result<()>
         Some((_, trained)) => trained,
         None => ising_and_training(&plan, seed, false, model, &mut runner, ctx)?.1,
     };
-    runner.step(
-        ctx,
-        "exact log Z (hidden layer enumerated)",
-        "loglik exact --model @MODEL --data @DATA --out @EXACT",
-    )?;
-    let exact = read_record::<Value>(&exact_rec, "loglik exact")?.results["log_z"]
-        .as_f64()
-        .ok_or_else(|| CliError::new("reproduce: the exact record has no log_z"))?;
+    let exact = exact_log_z(ctx, &mut runner, &exact_rec)?;
     let k = trained.checkpoint_updates.len() as u64;
-    let chains = if args.quick { 200 } else { 500 };
-    let budgets: Vec<u64> = if args.quick {
-        vec![30, 120]
-    } else {
-        vec![50, 200, 800, 3200]
-    };
-    // (label, command prefix, rounds or rungs for a budget b). AIS runs as `reverse-ais`,
-    // whose forward run is `loglik ais` with the same seed, checked against reverse AIS from
-    // exact draws (the sandwich).
-    let estimators: [(&str, &str, &str); 4] = [
-        ("AIS (temperature)", "loglik reverse-ais", "temperature"),
-        ("AIS (reference)", "loglik reverse-ais", "reference"),
-        ("Tr-AIS offline", "loglik tr-ais", ""),
-        ("PTT + BAR", "loglik ptt", ""),
-    ];
-    let mut rows = Vec::new();
-    for &b in &budgets {
-        for (label, command, path) in estimators {
-            let options = match command {
-                "loglik reverse-ais" => {
-                    let reference = if path == "reference" {
-                        " --reference-data @DATA"
-                    } else {
-                        ""
-                    };
-                    format!("--model @MODEL --path {path}{reference} --rungs {}", b + 1)
-                }
-                // (K - 1) transitions of `sweeps` Gibbs sweeps each.
-                "loglik tr-ais" => format!(
-                    "--trajectory @TRAJ --sweeps {}",
-                    (b / (k - 1).max(1)).max(1)
-                ),
-                // Rounds of one sweep on each of the K rungs (`--steps` counts them all), a
-                // fifth of them burn-in.
-                _ => {
-                    let rounds = (b / k).max(5);
-                    format!(
-                        "--trajectory @TRAJ --steps {rounds} --burn-in {}",
-                        rounds / 5
-                    )
-                }
-            };
-            let stem = format!(
-                "{}-{b}",
-                label
-                    .to_lowercase()
-                    .replace([' ', '(', ')', '+'], "-")
-                    .replace("--", "-")
-                    .trim_matches('-')
-            );
-            let record = records.join(format!("{stem}.json"));
-            runner.step_with(
-                ctx,
-                &format!("{label}, {b} Gibbs sweeps per chain"),
-                &format!("{command} {options} --chains {chains} --seed {seed} --out @REC"),
-                &[("@REC", &record)],
-            )?;
-            let r = read_record::<Value>(&record, command)?.results;
-            let lacks = || {
-                CliError::new(format!(
-                    "reproduce: {} lacks log_z, std_err or the sweeps",
-                    record.display()
-                ))
-            };
-            let (log_z, se) = (r["log_z"].as_f64(), r["std_err"].as_f64());
-            let (Some(log_z), Some(se)) = (log_z, se) else {
-                return Err(lacks());
-            };
-            let kinds = |e: &Value| -> Vec<String> {
-                e["warnings"]
-                    .as_array()
-                    .map(|ws| {
-                        ws.iter()
-                            .filter_map(|w| w["kind"].as_str().map(String::from))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            let x = if command == "loglik reverse-ais" {
-                // The row is the forward run, with the sandwich's verdict among its warnings.
-                let annealing = &r["annealing"];
-                let f = &annealing["sandwich"]["ais"];
-                let (Some(z), Some(e), Some(steps), Some(sweeps)) = (
-                    f["log_z"].as_f64(),
-                    f["std_err"].as_f64(),
-                    f["kernel_steps"].as_f64(),
-                    annealing["sweeps_per_rung"].as_f64(),
-                ) else {
-                    return Err(lacks());
-                };
-                let per_chain = steps * sweeps / chains as f64;
-                LogZRow {
-                    warnings: kinds(f),
-                    reverse_ais: Some([log_z, se]),
-                    ..row(label, per_chain, z, e, f["ess"].as_f64(), exact)
-                }
-            } else {
-                let Some(sweeps) = r["gibbs_sweeps"].as_f64() else {
-                    return Err(lacks());
-                };
-                let ess = r["ess"].as_f64();
-                LogZRow {
-                    warnings: kinds(&r["estimate"]),
-                    ..row(label, sweeps / chains as f64, log_z, se, ess, exact)
-                }
-            };
-            rows.push(x);
-        }
-    }
-    // The online estimate with the warnings the training raised about it.
-    let online = trained.log_z.map(|[z, se]| LogZRow {
-        warnings: trained
-            .log_z_warnings
-            .iter()
-            .filter_map(|w| {
-                serde_json::to_value(w).ok()?["kind"]
-                    .as_str()
-                    .map(String::from)
-            })
-            .collect(),
-        ..row("Tr-AIS online", f64::NAN, z, se, None, exact)
-    });
+    let (chains, budgets) = budgets(args.quick);
+    let rows = run_estimators(
+        ctx,
+        &mut runner,
+        &records,
+        (&budgets, k),
+        (chains, seed),
+        exact,
+    )?;
+    let online = online_row(&trained, exact);
     write_csv(&csv, &rows, exact)?;
     runner.step(ctx, "figure", "plot logz @CSV --out @FIG")?;
 
     let largest = *budgets.last().expect("budgets");
-    let mut ranking: Vec<(String, f64)> = estimators
-        .iter()
-        .map(|(label, _, _)| {
-            let r = rows
-                .iter()
-                .rev()
-                .find(|r| r.estimator == *label)
-                .expect("one row per estimator and budget");
-            (label.to_string(), r.error.abs())
-        })
-        .collect();
-    if let Some(o) = &online {
-        ranking.push((o.estimator.clone(), o.error.abs()));
-    }
-    ranking.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let ranking = ranking(&rows, online.as_ref());
     let (verdict, reason) = verdict(&ranking, &rows, largest);
     let results = LogZResults {
         claim: "logz-estimators",
@@ -382,6 +244,214 @@ pub(super) fn logz_estimators(args: &ReproduceArgs, ctx: &Context) -> Result<()>
         &[&report, &csv, &figure],
         &results,
     )
+}
+
+/// The chains of every run and the budgets of the comparison, in Gibbs sweeps per chain.
+fn budgets(quick: bool) -> (usize, Vec<u64>) {
+    if quick {
+        (200, vec![30, 120])
+    } else {
+        (500, vec![50, 200, 800, 3200])
+    }
+}
+
+impl ModelFiles {
+    /// The files of the model this claim trains in `dir` (on the Ising data it generates).
+    fn trained_in(dir: &Path) -> Self {
+        Self {
+            model: dir.join("model.safetensors"),
+            data: dir.join("ising.npy"),
+            trajectory: dir.join("model.trajectory.safetensors"),
+        }
+    }
+}
+
+/// Creates the directory `dir` (and its parents) if missing.
+fn create_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::new(format!("cannot create {}: {e}", dir.display())))
+}
+
+/// The exact \\(\log Z\\) of `@MODEL` (`ebm loglik exact`, recorded in `record`).
+fn exact_log_z(ctx: &Context, runner: &mut Runner<'_>, record: &Path) -> Result<f64> {
+    runner.step(
+        ctx,
+        "exact log Z (hidden layer enumerated)",
+        "loglik exact --model @MODEL --data @DATA --out @EXACT",
+    )?;
+    read_record::<Value>(record, "loglik exact")?.results["log_z"]
+        .as_f64()
+        .ok_or_else(|| CliError::new("reproduce: the exact record has no log_z"))
+}
+
+/// The training's online estimate as a row, with the warnings the training raised about it.
+fn online_row(trained: &TrainResults, exact: f64) -> Option<LogZRow> {
+    trained.log_z.map(|[z, se]| LogZRow {
+        warnings: trained
+            .log_z_warnings
+            .iter()
+            .filter_map(|w| {
+                serde_json::to_value(w).ok()?["kind"]
+                    .as_str()
+                    .map(String::from)
+            })
+            .collect(),
+        ..row("Tr-AIS online", f64::NAN, z, se, None, exact)
+    })
+}
+
+/// The estimators compared: (label, command, path of `reverse-ais`). AIS runs as
+/// `reverse-ais`, whose forward run is `loglik ais` with the same seed, checked against reverse
+/// AIS from exact draws (the sandwich).
+const ESTIMATORS: [(&str, &str, &str); 4] = [
+    ("AIS (temperature)", "loglik reverse-ais", "temperature"),
+    ("AIS (reference)", "loglik reverse-ais", "reference"),
+    ("Tr-AIS offline", "loglik tr-ais", ""),
+    ("PTT + BAR", "loglik ptt", ""),
+];
+
+/// Runs every estimator of [`ESTIMATORS`] at every budget `b` of Gibbs sweeps per chain
+/// (`budgets`, on a trajectory of `k` checkpoints), each with `chains` chains and `seed`,
+/// writing its record in `records`; returns a row per run, against the `exact` log Z.
+fn run_estimators(
+    ctx: &Context,
+    runner: &mut Runner<'_>,
+    records: &Path,
+    (budgets, k): (&[u64], u64),
+    (chains, seed): (usize, u64),
+    exact: f64,
+) -> Result<Vec<LogZRow>> {
+    let mut rows = Vec::new();
+    for &b in budgets {
+        for (label, command, path) in ESTIMATORS {
+            let options = estimator_options(command, path, b, k);
+            let stem = format!(
+                "{}-{b}",
+                label
+                    .to_lowercase()
+                    .replace([' ', '(', ')', '+'], "-")
+                    .replace("--", "-")
+                    .trim_matches('-')
+            );
+            let record = records.join(format!("{stem}.json"));
+            runner.step_with(
+                ctx,
+                &format!("{label}, {b} Gibbs sweeps per chain"),
+                &format!("{command} {options} --chains {chains} --seed {seed} --out @REC"),
+                &[("@REC", &record)],
+            )?;
+            rows.push(read_row(&record, (label, command), chains, exact)?);
+        }
+    }
+    Ok(rows)
+}
+
+/// The options of `command` for a budget of `b` Gibbs sweeps per chain on a trajectory of `k`
+/// checkpoints: `b + 1` rungs of one sweep for AIS on `path`, `(K - 1)` transitions of
+/// `b / (K - 1)` sweeps for trajectory AIS, `b / K` rounds of one sweep per rung for PTT (a
+/// fifth of them burn-in).
+fn estimator_options(command: &str, path: &str, b: u64, k: u64) -> String {
+    match command {
+        "loglik reverse-ais" => {
+            let reference = if path == "reference" {
+                " --reference-data @DATA"
+            } else {
+                ""
+            };
+            format!("--model @MODEL --path {path}{reference} --rungs {}", b + 1)
+        }
+        "loglik tr-ais" => format!(
+            "--trajectory @TRAJ --sweeps {}",
+            (b / (k - 1).max(1)).max(1)
+        ),
+        _ => {
+            let rounds = (b / k).max(5);
+            format!(
+                "--trajectory @TRAJ --steps {rounds} --burn-in {}",
+                rounds / 5
+            )
+        }
+    }
+}
+
+/// The row of the run of `command` (`label`) recorded in `record`, with `chains` chains,
+/// against the `exact` log Z: for `reverse-ais`, the forward run of its sandwich, with the
+/// sandwich's verdict among its warnings and the reverse estimate beside it.
+fn read_row(
+    record: &Path,
+    (label, command): (&str, &str),
+    chains: usize,
+    exact: f64,
+) -> Result<LogZRow> {
+    let r = read_record::<Value>(record, command)?.results;
+    let lacks = || {
+        CliError::new(format!(
+            "reproduce: {} lacks log_z, std_err or the sweeps",
+            record.display()
+        ))
+    };
+    let (log_z, se) = (r["log_z"].as_f64(), r["std_err"].as_f64());
+    let (Some(log_z), Some(se)) = (log_z, se) else {
+        return Err(lacks());
+    };
+    let kinds = |e: &Value| -> Vec<String> {
+        e["warnings"]
+            .as_array()
+            .map(|ws| {
+                ws.iter()
+                    .filter_map(|w| w["kind"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    if command == "loglik reverse-ais" {
+        let annealing = &r["annealing"];
+        let f = &annealing["sandwich"]["ais"];
+        let (Some(z), Some(e), Some(steps), Some(sweeps)) = (
+            f["log_z"].as_f64(),
+            f["std_err"].as_f64(),
+            f["kernel_steps"].as_f64(),
+            annealing["sweeps_per_rung"].as_f64(),
+        ) else {
+            return Err(lacks());
+        };
+        let per_chain = steps * sweeps / chains as f64;
+        Ok(LogZRow {
+            warnings: kinds(f),
+            reverse_ais: Some([log_z, se]),
+            ..row(label, per_chain, z, e, f["ess"].as_f64(), exact)
+        })
+    } else {
+        let Some(sweeps) = r["gibbs_sweeps"].as_f64() else {
+            return Err(lacks());
+        };
+        let ess = r["ess"].as_f64();
+        Ok(LogZRow {
+            warnings: kinds(&r["estimate"]),
+            ..row(label, sweeps / chains as f64, log_z, se, ess, exact)
+        })
+    }
+}
+
+/// The estimators by the absolute error of their largest budget (their last row), the online
+/// estimate among them, smallest first.
+fn ranking(rows: &[LogZRow], online: Option<&LogZRow>) -> Vec<(String, f64)> {
+    let mut ranking: Vec<(String, f64)> = ESTIMATORS
+        .iter()
+        .map(|(label, _, _)| {
+            let r = rows
+                .iter()
+                .rev()
+                .find(|r| r.estimator == *label)
+                .expect("one row per estimator and budget");
+            (label.to_string(), r.error.abs())
+        })
+        .collect();
+    if let Some(o) = online {
+        ranking.push((o.estimator.clone(), o.error.abs()));
+    }
+    ranking.sort_by(|a, b| a.1.total_cmp(&b.1));
+    ranking
 }
 
 fn row(

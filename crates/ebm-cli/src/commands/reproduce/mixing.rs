@@ -145,6 +145,28 @@ const PAPER_000_FIG4: &str = "In all cases, PTT sampling outperforms the other m
     PTref, stacked tempering] (paper 000, Fig. 4C: mode jumps per chain against the total number \
     of AGS steps).";
 
+/// The placeholders of the samplers' sample files and run records in the commands.
+const OUT: [&str; 6] = ["@OUT0", "@OUT1", "@OUT2", "@OUT3", "@OUT4", "@OUT5"];
+const REC: [&str; 6] = ["@REC0", "@REC1", "@REC2", "@REC3", "@REC4", "@REC5"];
+
+/// The samplers compared: (label, file stem, options of `ebm sample`).
+const SAMPLERS: [(&str, &str, &str); 6] = [
+    ("AGS", "gibbs", "--sampler gibbs"),
+    ("PT", "pt", "--sampler pt --schedule deo"),
+    ("PTref", "pt-ref", "--sampler pt-ref --schedule deo"),
+    (
+        "PTT",
+        "ptt",
+        "--sampler ptt --schedule sweep --trajectory @TRAJ",
+    ),
+    (
+        "PTT (DEO)",
+        "ptt-deo",
+        "--sampler ptt --schedule deo --trajectory @TRAJ",
+    ),
+    ("ST", "st", "--sampler stacked --stack @STACK"),
+];
+
 /// Hidden units of the stack's upper RBMs (stacked tempering), above the trained model's size.
 const STACK_UPPER: &str = "8,2";
 /// RBMs in the stack: the trained size and [`STACK_UPPER`].
@@ -160,28 +182,10 @@ pub(super) fn ptt_mixing(args: &ReproduceArgs, ctx: &Context, set: MixingData) -
     let stack = p("stack.json");
     let stack_bottom = p("stack.rbm1.safetensors");
     let (report, csv, figure) = (p("report.md"), p("results.csv"), p("mode-jumps.png"));
-    let samplers: [(&str, &str, &str); 6] = [
-        ("AGS", "gibbs", "--sampler gibbs"),
-        ("PT", "pt", "--sampler pt --schedule deo"),
-        ("PTref", "pt-ref", "--sampler pt-ref --schedule deo"),
-        (
-            "PTT",
-            "ptt",
-            "--sampler ptt --schedule sweep --trajectory @TRAJ",
-        ),
-        (
-            "PTT (DEO)",
-            "ptt-deo",
-            "--sampler ptt --schedule deo --trajectory @TRAJ",
-        ),
-        ("ST", "st", "--sampler stacked --stack @STACK"),
-    ];
-    let outputs: Vec<(PathBuf, PathBuf)> = samplers
+    let outputs: Vec<(PathBuf, PathBuf)> = SAMPLERS
         .iter()
         .map(|(_, stem, _)| (p(&format!("{stem}.npy")), p(&format!("{stem}.json"))))
         .collect();
-    const OUT: [&str; 6] = ["@OUT0", "@OUT1", "@OUT2", "@OUT3", "@OUT4", "@OUT5"];
-    const REC: [&str; 6] = ["@REC0", "@REC1", "@REC2", "@REC3", "@REC4", "@REC5"];
     let mut paths: Vec<(&'static str, &Path)> = vec![
         ("@DATA", &data),
         ("@TEST", &test),
@@ -200,9 +204,144 @@ pub(super) fn ptt_mixing(args: &ReproduceArgs, ctx: &Context, set: MixingData) -
         commands: Vec::new(),
     };
     let seed = args.seed;
-    let (data_description, trained) = match set {
+    let files = (data.as_path(), model.as_path());
+    let (data_description, trained) = mixing_data(args, ctx, set, &plan, files, &mut runner)?;
+    let ds = load_dataset(&data)?;
+    let threshold = match set {
+        MixingData::Ising => 0.0,
+        MixingData::Digits01 | MixingData::Clusters => widest_gap(&ds)?,
+    };
+    train_stack(ctx, &plan, seed, &mut runner)?;
+    let rungs = trained.checkpoint_updates.len().min(plan.max_rungs);
+    let runs = Runs {
+        samplers: &SAMPLERS,
+        records: &outputs,
+        rungs,
+        threshold,
+    };
+    let mut rows = run_samplers(ctx, &plan, seed, &runs, &mut runner)?;
+    let records = REC.join(" ");
+    let labels: Vec<&str> = SAMPLERS.iter().map(|s| s.0).collect();
+    runner.step(
+        ctx,
+        "figure",
+        &format!(
+            "plot jumps {} --labels {} --out @FIG",
+            records,
+            labels.join(",").replace(' ', "")
+        ),
+    )?;
+
+    let exact_of = (set, &plan, seed, &ds, threshold);
+    let ((exact, exact_se), stack_exact) = exact_weights(ctx, exact_of, (&model, &stack_bottom))?;
+    compare_with_exact(&mut rows, (exact, exact_se), stack_exact);
+    let (verdict, reason) = mixing_verdict(&rows);
+    let results = MixingResults {
+        claim: set.claim(),
+        paper_statement: PAPER_000_FIG4,
+        data_set: set,
+        data_description,
+        mode_threshold: threshold,
+        plan: plan.clone(),
+        rungs,
+        exact_mode_plus: exact,
+        exact_mode_plus_se: exact_se,
+        data_mode_plus: mode_plus(&ds, ds.data(), threshold)?,
+        rows,
+        verdict: verdict.into(),
+        reason,
+        commands: std::mem::take(&mut runner.commands),
+    };
+    ebm_io::write_atomically(&report, |w| {
+        w.write_all(mixing_report(args, &results, &dir).as_bytes())
+    })?;
+    ebm_io::write_atomically(&csv, |w| w.write_all(mixing_csv(&results).as_bytes()))?;
+    say_rows(ctx, &results.rows);
+    super::finish(
+        args,
+        ctx,
+        &dir,
+        (&results.verdict, &results.reason),
+        started,
+        &report,
+        &[&report, &csv, &figure],
+        &results,
+    )
+}
+
+/// Trains the stack of stacked tempering on the data, with the training of the model.
+fn train_stack(ctx: &Context, plan: &DemoPlan, seed: u64, runner: &mut Runner<'_>) -> Result<()> {
+    runner.step(
+        ctx,
+        &format!(
+            "a stack of {STACK_DEPTH} RBMs for stacked tempering ({},{STACK_UPPER} hidden units, \
+             the same training)",
+            plan.hidden_units
+        ),
+        &format!(
+            "train-stack --data @DATA --hidden-units {},{STACK_UPPER} --negative pt --rungs {} \
+             --sweeps 1 --chains {} --learning-rate {} --batch-size 100 --updates {} \
+             --seed {seed} --out @STACK",
+            plan.hidden_units,
+            plan.train_rungs,
+            plan.train_chains,
+            plan.learning_rate,
+            plan.updates
+        ),
+    )?;
+    Ok(())
+}
+
+/// The exact weights of mode + (beyond `threshold`) of the trained model and of the stack's
+/// bottom RBM, from exact draws of each.
+fn exact_weights(
+    ctx: &Context,
+    (set, plan, seed, ds, threshold): (MixingData, &DemoPlan, u64, &Dataset, f64),
+    (model, stack_bottom): (&Path, &Path),
+) -> Result<((f64, f64), (f64, f64))> {
+    ctx.say(format!(
+        "reproduce: the exact mode weights of the trained model and of the stack's bottom RBM \
+         ({} exact draws each, hidden layer enumerated)",
+        plan.exact_draws
+    ));
+    let exact_of = |path: &Path| match set.visible() {
+        "bernoulli" => {
+            exact_mode_plus::<Bernoulli<f64>>(path, ds, threshold, plan.exact_draws, seed)
+        }
+        _ => exact_mode_plus::<Spin<f64>>(path, ds, threshold, plan.exact_draws, seed),
+    };
+    Ok((exact_of(model)?, exact_of(stack_bottom)?))
+}
+
+/// Sets each row's exact weight of mode + (that of the stack's bottom RBM, `stack_exact`, for
+/// stacked tempering; the model's, `exact`, otherwise) and its distance to it in combined
+/// standard errors.
+fn compare_with_exact(rows: &mut [MixingRow], exact: (f64, f64), stack_exact: (f64, f64)) {
+    for r in rows {
+        (r.exact, r.exact_se) = if r.options.contains("@STACK") {
+            stack_exact
+        } else {
+            exact
+        };
+        let s = (r.mode_plus_se.powi(2) + r.exact_se.powi(2)).sqrt();
+        r.z_vs_exact = standard_score(r.mode_plus - r.exact, s);
+    }
+}
+
+/// The data of claim `set` written to `data` (generated, the embedded digits or `--data`) and
+/// the model trained on it (`model`), with the data's description.
+fn mixing_data(
+    args: &ReproduceArgs,
+    ctx: &Context,
+    set: MixingData,
+    plan: &DemoPlan,
+    (data, model): (&Path, &Path),
+    runner: &mut Runner<'_>,
+) -> Result<(String, TrainResults)> {
+    let seed = args.seed;
+    Ok(match set {
         MixingData::Ising => {
-            let (_, trained) = ising_and_training(&plan, seed, false, &model, &mut runner, ctx)?;
+            let (_, trained) = ising_and_training(plan, seed, false, model, runner, ctx)?;
             (
                 format!(
                     "{} equilibrium configurations of the {l}x{l} Ising model at beta = {} \
@@ -238,13 +377,13 @@ pub(super) fn ptt_mixing(args: &ReproduceArgs, ctx: &Context, set: MixingData) -
                 }
             };
             ctx.say(format!("reproduce: {description}"));
-            write_samples(&data, digits.data())?;
+            write_samples(data, digits.data())?;
             runner.commands.push(format!(
                 "# {}: {origin}, written by this command",
                 data.display()
             ));
-            train_for_ptt(&plan, seed, set.recipe(), &model, &mut runner, ctx)?;
-            (description, read_trained(&model)?)
+            train_for_ptt(plan, seed, set.recipe(), model, runner, ctx)?;
+            (description, read_trained(model)?)
         }
         MixingData::Clusters => {
             let features = if args.quick { 32 } else { 64 };
@@ -257,46 +396,47 @@ pub(super) fn ptt_mixing(args: &ReproduceArgs, ctx: &Context, set: MixingData) -
                     plan.train_samples
                 ),
             )?;
-            train_for_ptt(&plan, seed, set.recipe(), &model, &mut runner, ctx)?;
+            train_for_ptt(plan, seed, set.recipe(), model, runner, ctx)?;
             (
                 format!(
                     "{} samples of {features} binary features in three Gaussian clusters of a \
                      plane (weights 1/3 each)",
                     plan.train_samples
                 ),
-                read_trained(&model)?,
+                read_trained(model)?,
             )
         }
-    };
-    let ds = load_dataset(&data)?;
-    let threshold = match set {
-        MixingData::Ising => 0.0,
-        MixingData::Digits01 | MixingData::Clusters => widest_gap(&ds)?,
-    };
-    runner.step(
-        ctx,
-        &format!(
-            "a stack of {STACK_DEPTH} RBMs for stacked tempering ({},{STACK_UPPER} hidden units, \
-             the same training)",
-            plan.hidden_units
-        ),
-        &format!(
-            "train-stack --data @DATA --hidden-units {},{STACK_UPPER} --negative pt --rungs {} \
-             --sweeps 1 --chains {} --learning-rate {} --batch-size 100 --updates {} \
-             --seed {seed} --out @STACK",
-            plan.hidden_units,
-            plan.train_rungs,
-            plan.train_chains,
-            plan.learning_rate,
-            plan.updates
-        ),
-    )?;
-    let rungs = trained.checkpoint_updates.len().min(plan.max_rungs);
+    })
+}
+
+/// The samplers of the comparison with their record files, the number of PTT rungs and the
+/// mode threshold.
+struct Runs<'a> {
+    samplers: &'a [(&'a str, &'a str, &'a str)],
+    records: &'a [(PathBuf, PathBuf)],
+    rungs: usize,
+    threshold: f64,
+}
+
+/// Runs every sampler at the same budget of Gibbs sweeps per chain, `ptt_rounds x rungs`
+/// (Gibbs records its modes at the same costs as the tempering samplers; stacked tempering
+/// costs its number of RBMs in Gibbs sweeps per iteration), and reads back their mode jumps and
+/// weights (the exact weights are filled in later).
+fn run_samplers(
+    ctx: &Context,
+    plan: &DemoPlan,
+    seed: u64,
+    runs: &Runs<'_>,
+    runner: &mut Runner<'_>,
+) -> Result<Vec<MixingRow>> {
+    let (rungs, threshold) = (runs.rungs, runs.threshold);
     let rounds = plan.ptt_rounds;
     let trace = (rounds / 200).max(1);
     let chains = plan.chains;
     let mut rows = Vec::new();
-    for (k, ((label, _, options), (_, record))) in samplers.iter().zip(&outputs).enumerate() {
+    for (k, ((label, _, options), (_, record))) in
+        runs.samplers.iter().zip(runs.records).enumerate()
+    {
         // Every sampler gets rounds x rungs Gibbs sweeps per chain; Gibbs records its modes at
         // the same costs as the tempering samplers.
         // Stacked tempering costs its number of RBMs in Gibbs sweeps per iteration.
@@ -356,62 +496,12 @@ pub(super) fn ptt_mixing(args: &ReproduceArgs, ctx: &Context, set: MixingData) -
             seconds,
         });
     }
-    let records = REC.join(" ");
-    let labels: Vec<&str> = samplers.iter().map(|s| s.0).collect();
-    runner.step(
-        ctx,
-        "figure",
-        &format!(
-            "plot jumps {} --labels {} --out @FIG",
-            records,
-            labels.join(",").replace(' ', "")
-        ),
-    )?;
+    Ok(rows)
+}
 
-    ctx.say(format!(
-        "reproduce: the exact mode weights of the trained model and of the stack's bottom RBM \
-         ({} exact draws each, hidden layer enumerated)",
-        plan.exact_draws
-    ));
-    let exact_of = |path: &Path| match set.visible() {
-        "bernoulli" => {
-            exact_mode_plus::<Bernoulli<f64>>(path, &ds, threshold, plan.exact_draws, seed)
-        }
-        _ => exact_mode_plus::<Spin<f64>>(path, &ds, threshold, plan.exact_draws, seed),
-    };
-    let (exact, exact_se) = exact_of(&model)?;
-    let stack_exact = exact_of(&stack_bottom)?;
-    for r in &mut rows {
-        (r.exact, r.exact_se) = if r.options.contains("@STACK") {
-            stack_exact
-        } else {
-            (exact, exact_se)
-        };
-        let s = (r.mode_plus_se.powi(2) + r.exact_se.powi(2)).sqrt();
-        r.z_vs_exact = standard_score(r.mode_plus - r.exact, s);
-    }
-    let (verdict, reason) = mixing_verdict(&rows);
-    let results = MixingResults {
-        claim: set.claim(),
-        paper_statement: PAPER_000_FIG4,
-        data_set: set,
-        data_description,
-        mode_threshold: threshold,
-        plan: plan.clone(),
-        rungs,
-        exact_mode_plus: exact,
-        exact_mode_plus_se: exact_se,
-        data_mode_plus: mode_plus(&ds, ds.data(), threshold)?,
-        rows,
-        verdict: verdict.into(),
-        reason,
-        commands: std::mem::take(&mut runner.commands),
-    };
-    ebm_io::write_atomically(&report, |w| {
-        w.write_all(mixing_report(args, &results, &dir).as_bytes())
-    })?;
-    ebm_io::write_atomically(&csv, |w| w.write_all(mixing_csv(&results).as_bytes()))?;
-    for r in &results.rows {
+/// Says each sampler's jumps and weight of mode + against the exact one.
+fn say_rows(ctx: &Context, rows: &[MixingRow]) {
+    for r in rows {
         ctx.say(format!(
             "reproduce: {:<10} jumps per chain {:>7.2} ± {:.2}; weight of mode + {:.3} ± {:.3} \
              ({:+.1} s.e. from the exact {:.3}){}",
@@ -429,16 +519,6 @@ pub(super) fn ptt_mixing(args: &ReproduceArgs, ctx: &Context, set: MixingData) -
             }
         ));
     }
-    super::finish(
-        args,
-        ctx,
-        &dir,
-        (&results.verdict, &results.reason),
-        started,
-        &report,
-        &[&report, &csv, &figure],
-        &results,
-    )
 }
 
 fn read_trained(model: &Path) -> Result<TrainResults> {
