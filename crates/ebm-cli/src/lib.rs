@@ -46,11 +46,17 @@ mod commands;
 pub mod custom;
 mod error;
 mod files;
+mod gpu;
 mod models;
+mod pipeline;
+mod pll_log;
 mod progress;
 mod record;
+mod results;
 mod signals;
 mod tempering;
+mod tmc;
+mod trace;
 mod world;
 
 use std::ffi::OsString;

@@ -11,6 +11,8 @@ use ebm_estimators::{LogZEstimate, Method, Population, PseudoLogLikelihood, Star
 use ebm_models::{Bernoulli, DReLU, Gaussian, Layer, Potts, Rbm, RbmChains, ReLU, Spin, exact};
 use nalgebra::DMatrix;
 
+use ebm_samplers::latent::LatentUnits;
+
 use crate::error::{CliError, Result, bail};
 
 /// What the command line needs to know about a unit type beyond [`Layer`] and
@@ -50,6 +52,17 @@ pub(crate) trait CliLayer: ebm_train::TrainableLayer + NewLayer + 'static {
         par: Par,
     ) -> Option<ebm_core::Result<()>>;
 
+    /// Runs `task` on `rbm`, whose hidden layer is this one, when its units have latent-space
+    /// moves ([`LatentUnits`]: bernoulli, spin, gaussian and relu units); `None` for the others.
+    /// Static dispatch: those layers override it, so no caller downcasts.
+    fn on_latent_hidden<V: CliLayer<Scalar = Self::Scalar>, T: LatentTask<V>>(
+        rbm: &Rbm<V, Self>,
+        task: T,
+    ) -> Option<T::Output> {
+        let _ = (rbm, task);
+        None
+    }
+
     /// The mean pseudo-log-likelihood of `data` under `rbm`, for discrete (visible) layers:
     /// exact without `rngs`, the one-coordinate estimate with one RNG stream per sample
     /// ([`ebm_estimators::pseudo_log_likelihood`] and
@@ -62,9 +75,32 @@ pub(crate) trait CliLayer: ebm_train::TrainableLayer + NewLayer + 'static {
     ) -> Option<ebm_core::Result<PseudoLogLikelihood>>;
 }
 
+/// Work on an RBM whose hidden units have latent-space moves, for
+/// [`CliLayer::on_latent_hidden`].
+pub(crate) trait LatentTask<V: CliLayer> {
+    /// What the task returns.
+    type Output;
+    /// Runs the task on `rbm`.
+    fn run<H: CliLayer<Scalar = V::Scalar> + LatentUnits>(self, rbm: &Rbm<V, H>) -> Self::Output;
+}
+
+/// The override of [`CliLayer::on_latent_hidden`] for a layer with latent-space moves.
+macro_rules! latent_hidden {
+    ($latent:ident) => {
+        fn on_latent_hidden<V: CliLayer<Scalar = Self::Scalar>, T: LatentTask<V>>(
+            rbm: &Rbm<V, Self>,
+            task: T,
+        ) -> Option<T::Output> {
+            Some(task.run(rbm))
+        }
+    };
+}
+
 macro_rules! discrete_layer {
-    ($ty:ident, $domain:expr, $from_means:expr) => {
+    ($ty:ident, $domain:expr, $from_means:expr $(, $latent:ident)?) => {
         impl<F: Scalar> CliLayer for $ty<F> {
+            $(latent_hidden!($latent);)?
+
             fn data_domain(&self) -> Domain {
                 #[allow(clippy::redundant_closure_call)]
                 ($domain)(self)
@@ -111,12 +147,18 @@ macro_rules! discrete_layer {
     };
 }
 
-discrete_layer!(Bernoulli, |_: &Self| Domain::Binary01, |m: &[f64]| Some(
-    Bernoulli::from_means(m)
-));
-discrete_layer!(Spin, |_: &Self| Domain::Spin, |m: &[f64]| Some(
-    Spin::from_means(m)
-));
+discrete_layer!(
+    Bernoulli,
+    |_: &Self| Domain::Binary01,
+    |m: &[f64]| Some(Bernoulli::from_means(m)),
+    latent
+);
+discrete_layer!(
+    Spin,
+    |_: &Self| Domain::Spin,
+    |m: &[f64]| Some(Spin::from_means(m)),
+    latent
+);
 discrete_layer!(
     Potts,
     |p: &Self| Domain::OneHot { q: p.q() },
@@ -124,8 +166,10 @@ discrete_layer!(
 );
 
 macro_rules! real_layer {
-    ($ty:ident, $check:expr) => {
+    ($ty:ident, $check:expr $(, $latent:ident)?) => {
         impl<F: Scalar> CliLayer for $ty<F> {
+            $(latent_hidden!($latent);)?
+
             fn data_domain(&self) -> Domain {
                 Domain::Real
             }
@@ -188,8 +232,8 @@ fn non_negative(data: &DMatrix<f64>) -> std::result::Result<(), String> {
     }
 }
 
-real_layer!(Gaussian, any_real);
-real_layer!(ReLU, non_negative);
+real_layer!(Gaussian, any_real, latent);
+real_layer!(ReLU, non_negative, latent);
 real_layer!(DReLU, any_real);
 
 /// A fresh layer of a unit type, for training a new model.

@@ -338,7 +338,7 @@ fn load_labelled(file: &Path, label_file: &Path) -> Result<ebm_data::Dataset> {
         Ok(ebm_data::load(file, &opts)?)
     } else {
         let ds = load_dataset(file)?;
-        let labels = super::trace::read_labels(label_file, ds.n_samples())?;
+        let labels = crate::trace::read_labels(label_file, ds.n_samples())?;
         Ok(ds.with_labels(labels)?)
     }
 }

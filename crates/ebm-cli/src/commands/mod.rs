@@ -3,17 +3,12 @@
 
 mod data;
 mod demo;
-mod device;
 mod help;
 mod loglik;
-mod pll_log;
 mod plot;
-mod pretrain;
 mod reproduce;
-pub(crate) mod sample;
-mod stack;
+mod sample;
 mod tmc;
-mod trace;
 mod train;
 
 use crate::cli::{Cli, Command, DataCommand, LoglikCommand, TmcCommand};
@@ -64,7 +59,7 @@ fn run(command: &Command, ctx: &Context) -> Result<()> {
         Command::Data(d) => data::execute(d, ctx),
         Command::Sample(args) => sample::execute(args, ctx),
         Command::Train(args) => train::execute(args, ctx).map(|_| ()),
-        Command::TrainStack(args) => stack::train(args, ctx),
+        Command::TrainStack(args) => train::stack::train(args, ctx),
         Command::Demo(args) => demo::execute(args, ctx),
         Command::Reproduce(args) => reproduce::execute(args, ctx),
         Command::Loglik(l) => loglik::execute(l, ctx),

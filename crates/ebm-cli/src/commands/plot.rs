@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use ebm_data::{Centering, Dataset, Domain};
 use serde::Serialize;
 
-use super::sample::SampleResults;
 use crate::cli::ImageOptions;
 use crate::cli::PlotCommand;
 use crate::error::{CliError, Result, bail};
 use crate::files::{Table, check_outputs, load_dataset};
 use crate::record::{Context, read_record, record_path_for};
+use crate::results::SampleResults;
 use ebm_plot::{self as plot, ImageFormat, ImagePanel, PixelValues, Series, SwapRun};
 
 /// What a plot's run record reports.

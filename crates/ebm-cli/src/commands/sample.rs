@@ -1,6 +1,8 @@
 //! `ebm sample`: Gibbs sampling and parallel tempering on a model file.
 
+mod device;
 mod latent;
+mod stacked;
 
 use std::path::Path;
 
@@ -14,9 +16,7 @@ use ebm_samplers::tempering::{
 use ebm_samplers::{Gibbs, run};
 use nalgebra::DMatrix;
 use rand::Rng;
-use serde::{Deserialize, Serialize};
 
-pub(crate) use super::trace::{ChainRecording, JumpCurve, ModeTracer};
 use crate::cli::{InitArg, LatentAlgorithmArg, ModeRuleArg, SampleArgs, SamplerArg, ScheduleArg};
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, load_dataset, write_samples};
@@ -26,64 +26,12 @@ use crate::models::{
 };
 use crate::progress::ProgressObserver;
 use crate::record::{Context, record_path_for};
+use crate::results::{ChainSummary, SampleResults};
 use crate::tempering::{
     DEFAULT_RUNGS, PtNames, PtSummary, check_ladder_sizes, kept_checkpoints, pt_summary,
     schedule_of, temperature_betas,
 };
-
-/// What `ebm sample` reports in its run record (read back by `ebm plot jumps | swaps`).
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub(crate) struct SampleResults {
-    /// `gibbs`, `pt`, `pt-ref` or `ptt`.
-    pub sampler: String,
-    /// A short description for legends, e.g. `PT (deo, 10 rungs)`.
-    pub description: String,
-    /// The model's unit kinds and sizes.
-    pub model: ModelSummary,
-    /// Number of chains (systems of replicas for PT).
-    pub chains: usize,
-    /// Steps (PT rounds) done.
-    pub steps: u64,
-    /// Gibbs sweeps per chain and step: `sweeps` for Gibbs, `sweeps x rungs` for PT.
-    pub gibbs_sweeps_per_step: u64,
-    /// Inverse temperature of the written samples.
-    pub beta: f64,
-    /// Shape of the written samples: `[chains, visible values]`.
-    pub samples_shape: [usize; 2],
-    /// Mean visible free energy \\(F_\beta(v)\\) of the written samples.
-    pub mean_free_energy: f64,
-    /// Parallel-tempering diagnostics.
-    pub pt: Option<PtSummary>,
-    /// Mode jumps of the target chains (with `--trace-every`).
-    pub mode_jumps: Option<JumpCurve>,
-    /// The configurations of chain 0 over time (with `--chain-out`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chain: Option<ChainSummary>,
-    /// Why the mode weights cannot be trusted, if they cannot (also printed on stderr).
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    /// Tethered Monte Carlo: settings, barrier and mode weights.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tmc: Option<super::tmc::TmcSummary>,
-    /// The scalar the chains ran in (`--precision`); the samples are written as before.
-    #[serde(default)]
-    pub precision: Precision,
-    /// The scalar of the model file: an `f64` file sampled in `f32` was rounded to nearest.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model_dtype: Option<String>,
-    /// What was rounded, when the model file's parameters were rounded to `--precision`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rounded: Option<String>,
-}
-
-/// Where `--chain-out` wrote chain 0, and the step of each row.
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub(crate) struct ChainSummary {
-    /// The file, as given.
-    pub file: std::path::PathBuf,
-    /// Step of each row.
-    pub steps: Vec<u64>,
-}
+use crate::trace::{ChainRecording, JumpCurve, ModeTracer};
 
 fn not_for(option: &str, sampler: &str, hint: &str) -> CliError {
     CliError::new(format!(
@@ -95,7 +43,7 @@ fn not_for(option: &str, sampler: &str, hint: &str) -> CliError {
 fn check_options(args: &SampleArgs) -> Result<()> {
     let sampler = sampler_name(args.sampler);
     check_sampler_inputs(args, sampler)?;
-    super::tmc::check_sample_options(args, sampler)?;
+    crate::tmc::check_sample_options(args, sampler)?;
     if args.sampler == SamplerArg::Tmc {
         return Ok(());
     }
@@ -274,7 +222,7 @@ fn sampler_name(s: SamplerArg) -> &'static str {
 
 pub(super) fn execute(args: &SampleArgs, ctx: &Context) -> Result<()> {
     check_options(args)?;
-    super::device::check_sample(args, ctx)?;
+    device::check_sample(args, ctx)?;
     // Gibbs runs sharded by chain, PT on a ladder and stacked tempering on a stack sharded by
     // rung (rank 0 holds the target, so it traces it); the other samplers run in one process.
     let by_rung = matches!(
@@ -312,7 +260,7 @@ pub(super) fn execute(args: &SampleArgs, ctx: &Context) -> Result<()> {
     check_outputs(&[outputs.as_slice(), &[&record]].concat(), &inputs)?;
     let data = args.data.as_deref().map(load_dataset).transpose()?;
     let outcome = if args.sampler == SamplerArg::Stacked {
-        super::stack::sample(args, ctx, data, source)?
+        stacked::sample(args, ctx, data, source)?
     } else {
         sample_model(args, ctx, data, source)?
     };
@@ -408,7 +356,7 @@ fn say_outcome(ctx: &Context, args: &SampleArgs, outcome: &SampleOutcome) {
         say_modes(ctx, j);
     }
     if let Some(t) = &r.tmc {
-        super::tmc::report(ctx, t);
+        crate::tmc::report(ctx, t);
     }
     for w in &r.warnings {
         ctx.warn(w);
@@ -511,7 +459,7 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
                 tempered(run, &mut run_warnings)
             }
             SamplerArg::Tmc => {
-                let task = super::tmc::SampleTmc {
+                let task = crate::tmc::SampleTmc {
                     args,
                     data: data.as_ref(),
                 };
@@ -623,7 +571,7 @@ fn gibbs<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     let samples = if args.device != ebm_cuda::Device::Cpu {
         let sweeps = args.steps.saturating_mul(args.sweeps as u64);
         let job = (beta, sweeps, args.seed);
-        super::device::sample(ctx, args.device, rbm, &chains.visible, job)?
+        device::sample(ctx, args.device, rbm, &chains.visible, job)?
     } else if world.size() > 1 {
         // Each rank runs its chains; rank 0 gathers them (checked: no tracer).
         let gathered = ebm_mpi::sample(

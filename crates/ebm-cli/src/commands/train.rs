@@ -1,6 +1,10 @@
 //! `ebm train`: trains an RBM on a data file with `ebm-train`, writes the model, the
 //! checkpoint trajectory, the training state (for `--resume`), a CSV log and the run record.
 
+mod device;
+mod pretrain;
+pub(super) mod stack;
+
 use std::path::{Path, PathBuf};
 
 use ebm_core::{Observer, Par, Scalar};
@@ -16,7 +20,6 @@ use ebm_train::{
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use super::pll_log::{PllLog, PllRow};
 use crate::cli::{
     LrScheduleArg, NegativeArg, OptimizerArg, ScheduleArg, SelectionAcceptanceArg, TrainArgs,
     TrainSettings, UnitArg,
@@ -27,8 +30,10 @@ use crate::models::{
     CliLayer, KindsTask, ModelSummary, Precision, describe, exact_log_partition, visible_data,
     with_kinds_in,
 };
+use crate::pll_log::PllLog;
 use crate::progress::ProgressObserver;
 use crate::record::{Context, RecordText, write_record};
+use crate::results::{PretrainReport, TetherBelowCurvature, TrainOutputs, TrainResults};
 use crate::tempering::temperature_betas;
 
 /// The `format` value of training state files.
@@ -88,7 +93,7 @@ pub(crate) struct TrainConfig {
     pub trainer: Trainer<AnyNegative>,
     /// `--pretrain rcm`: the low-rank initial model's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pretrain: Option<super::pretrain::PretrainSettings>,
+    pub pretrain: Option<pretrain::PretrainSettings>,
     /// The `--updates` of the first run: the span of a learning-rate schedule (`None` in
     /// state files written before it was recorded).
     #[serde(default)]
@@ -239,7 +244,7 @@ pub(super) fn resolve(
         init_std,
         precision,
         trainer,
-        pretrain: super::pretrain::resolve(s, units.visible, units.hidden)?,
+        pretrain: pretrain::resolve(s, units.visible, units.hidden)?,
         schedule_updates: Some(updates),
         learning_rate_changes: Vec::new(),
     })
@@ -321,7 +326,7 @@ fn resolve_negative(s: &TrainSettings, visible: UnitArg, data: &Dataset) -> Resu
     }
     let sweeps = s.sweeps.unwrap_or(if pt || bridged { 1 } else { 10 });
     let chains = s.chains.unwrap_or(500);
-    let tmc = super::tmc::negative(s, neg, visible, sweeps, data)?;
+    let tmc = crate::tmc::negative(s, neg, visible, sweeps, data)?;
     Ok(match negative_arg {
         NegativeArg::Pcd => AnyNegative::Pcd(Pcd { sweeps, chains }),
         NegativeArg::Cd => AnyNegative::Cd(Cd { sweeps }),
@@ -713,29 +718,7 @@ fn read_state_header(path: &Path) -> Result<(serde_json::Value, StateFile<StateH
 // The command
 // ---------------------------------------------------------------------------------------------
 
-/// The files of a run, named after the model file.
-pub(crate) struct TrainOutputs {
-    pub model: PathBuf,
-    pub trajectory: PathBuf,
-    pub state: PathBuf,
-    pub log: PathBuf,
-    pub record: PathBuf,
-    /// The pseudo-log-likelihood log of `--pll-every`.
-    pub pll: PathBuf,
-}
-
 impl TrainOutputs {
-    pub fn of(model: &Path) -> Self {
-        Self {
-            model: model.to_path_buf(),
-            trajectory: model.with_extension("trajectory.safetensors"),
-            state: model.with_extension("state.json"),
-            log: model.with_extension("log.csv"),
-            record: model.with_extension("json"),
-            pll: model.with_extension("pll.csv"),
-        }
-    }
-
     /// The files a run of `args` reads.
     fn inputs(args: &TrainArgs) -> Vec<&Path> {
         [
@@ -758,60 +741,6 @@ impl TrainOutputs {
     }
 }
 
-/// What `ebm train` reports in its run record.
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub(crate) struct TrainResults {
-    /// The model's unit kinds and sizes.
-    pub model: ModelSummary,
-    /// The negative phase (`pcd`, `cd`, `pt`, `jarzynski`).
-    pub negative: String,
-    /// Update the run started from (0, or the resumed state's).
-    pub first_update: u64,
-    /// Updates done in total.
-    pub updates: u64,
-    /// Gibbs sweeps per chain of the negative phase during this run.
-    pub negative_sweeps: u64,
-    /// Training updates of the checkpoints in the trajectory file (the final model last).
-    pub checkpoint_updates: Vec<u64>,
-    /// Neighbouring kept checkpoints whose estimated swap acceptance is below
-    /// --target-acceptance (the model moved that far between two consecutive offers).
-    #[serde(default)]
-    pub checkpoint_pairs_below_target: Vec<ebm_train::PairBelowTarget>,
-    /// What the checkpoint selection estimated the swap acceptance from (`exact` draws or the
-    /// training's `chains`; `auto` resolved); also in the trajectory file's metadata.
-    #[serde(default)]
-    pub selection_acceptance: Option<SelectionAcceptance>,
-    /// The last online estimate of \\(\log Z\\) and its standard error.
-    pub log_z: Option<[f64; 2]>,
-    /// Why the online estimate of \\(\log Z\\) (and so the log-likelihood) is not to be trusted
-    /// (ESS, weight concentration, lineage collapse, steps too large, divergence); empty if it is.
-    #[serde(default)]
-    pub log_z_warnings: Vec<ebm_estimators::Warning>,
-    /// The last logged mean log-likelihood of the training data (update, value).
-    pub train_ll: Option<(u64, f64)>,
-    /// The last logged mean log-likelihood of the test data (update, value).
-    pub test_ll: Option<(u64, f64)>,
-    /// Norm of the last gradient estimate (0 when the updates of this run ran on a GPU, which
-    /// does not compute it; see `device`).
-    pub last_gradient_norm: f64,
-    /// The last row of the `--pll-every` log.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pll: Option<PllRow>,
-    /// What `--pretrain rcm` did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pretrain: Option<super::pretrain::PretrainReport>,
-    /// The scalar the run trained in (`--precision`); the model file is written in it.
-    #[serde(default)]
-    pub precision: Precision,
-    /// `--negative tmc`: the updates of this run whose tether was not above the hidden units'
-    /// curvature bound (their gradient may be biased).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tether_below_curvature: Option<TetherBelowCurvature>,
-    /// `--device cuda`: the GPU the updates of this run ran on (`cuda:N (name)`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
-}
-
 pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainResults>> {
     let deadline = args
         .time_limit
@@ -829,7 +758,7 @@ pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainRes
             &data,
         )?,
     };
-    super::device::check_train(args, &config, ctx)?;
+    device::check_train(args, &config, ctx)?;
     check_processes(args, ctx, &config)?;
     let (visible, hidden, precision) = (
         config.visible.clone(),
@@ -1204,7 +1133,7 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
         };
         let mut interrupted = None;
         if args.device != ebm_cuda::Device::Cpu {
-            let gpu = super::device::train(ctx, args.device, &config, &mut state, &train, todo)?;
+            let gpu = device::train(ctx, args.device, &config, &mut state, &train, todo)?;
             rec.tracker.sweeps += gpu.sweeps;
             rec.tracker.device = Some(gpu.device);
         } else {
@@ -1383,7 +1312,7 @@ fn fresh_state<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
     layer: V,
     data: &DMatrix<f64>,
     train: &TrainingData<V::Scalar>,
-) -> Result<(CliState<V, H>, Option<super::pretrain::PretrainReport>)> {
+) -> Result<(CliState<V, H>, Option<PretrainReport>)> {
     let hidden = H::with_units(config.hidden_units, config.hidden_states)
         .map_err(|e| CliError::new(format!("--hidden: {e}")))?;
     let start = config
@@ -1392,7 +1321,7 @@ fn fresh_state<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
         .map(|p| {
             let figure = args.out.with_extension("pretrain.svg");
             let n = config.hidden_units;
-            super::pretrain::Pretrained::<V, H>::fit(p, data, n, config.seed, ctx, &figure)
+            pretrain::Pretrained::<V, H>::fit(p, data, n, config.seed, ctx, &figure)
         })
         .transpose()?;
     let model = match &start {
@@ -1493,7 +1422,7 @@ struct Outputs<'a> {
     /// The update this invocation started from.
     first: u64,
     /// What `--pretrain` did.
-    pretrain: Option<&'a super::pretrain::PretrainReport>,
+    pretrain: Option<&'a PretrainReport>,
 }
 
 impl Outputs<'_> {
@@ -1640,21 +1569,6 @@ struct Tracker {
     test: Option<(u64, f64)>,
     gradient_norm: f64,
     tether: Option<TetherBelowCurvature>,
-}
-
-/// The updates of this run whose TMC negative phase had its tether at or below the hidden
-/// units' curvature bound ([`ebm_train::Tmc::curvature_warning`]): their model term may come
-/// from one component of a split tethered law.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct TetherBelowCurvature {
-    /// The first such update.
-    pub first_update: u64,
-    /// How many updates of this run.
-    pub updates: u64,
-    /// The tether strength.
-    pub alpha: f64,
-    /// The largest curvature bound met.
-    pub max_bound: f64,
 }
 
 impl Observer<TrainInfo> for Tracker {

@@ -11,11 +11,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::super::demo::Runner;
-use super::super::pll_log::PllRow;
 use super::output_dir;
 use crate::cli::ReproduceArgs;
 use crate::error::{CliError, Result, bail};
+use crate::pipeline::Runner;
+use crate::pll_log::PllRow;
 use crate::record::Context;
 
 const PAPER_004_FIG2: &str = "All three PT variants reach their maximum log-likelihood sooner \

@@ -12,13 +12,13 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::super::demo::{DemoPlan, Runner, ising_and_training, standard_score};
-use super::super::train::{TrainOutputs, TrainResults};
 use super::output_dir;
 use crate::cli::ReproduceArgs;
 use crate::error::{CliError, Result, bail};
 use crate::models::ModelSummary;
+use crate::pipeline::{DemoPlan, Runner, ising_and_training, standard_score};
 use crate::record::{Context, read_record};
+use crate::results::{TrainOutputs, TrainResults};
 
 const PAPER_000_FIG3: &str = "Overall, the online Tr-AIS estimation consistently outperforms the \
     other methods, and only the PTT estimation yields similar results in offline analyses \

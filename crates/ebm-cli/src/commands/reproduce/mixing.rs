@@ -15,16 +15,15 @@ use serde::Serialize;
 use ebm_data::{Centering, Dataset};
 use ebm_models::{Bernoulli, Spin};
 
-use super::super::demo::{
-    DemoPlan, Recipe, Runner, exact_mode_plus, ising_and_training, mode_plus, standard_score,
-    train_for_ptt,
-};
-use super::super::sample::SampleResults;
-use super::super::train::TrainResults;
 use crate::cli::ReproduceArgs;
 use crate::error::{CliError, Result, bail};
 use crate::files::{load_dataset, write_samples};
+use crate::pipeline::{
+    DemoPlan, Recipe, Runner, exact_mode_plus, ising_and_training, mode_plus, standard_score,
+    train_for_ptt,
+};
 use crate::record::{Context, read_record};
+use crate::results::{SampleResults, TrainResults};
 
 /// One sampler of the mixing comparison, as measured.
 #[derive(Debug, Serialize, Clone)]

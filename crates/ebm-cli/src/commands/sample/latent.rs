@@ -3,17 +3,15 @@
 //! moves in latent space"), optionally alternated with alternating Gibbs sweeps. The kernel is
 //! [`ebm_samplers::Alternate`] of [`Gibbs`] and [`LatentGibbs`], run by [`ebm_samplers::run`].
 
-use std::any::Any;
-
 use ebm_core::{ChainState, Observer, Par, Scalar};
-use ebm_models::{Bernoulli, Gaussian, Rbm, RbmChains, ReLU, Spin};
+use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::latent::LatentUnits;
 use ebm_samplers::{Alternate, Gibbs, LatentGibbs, LatentInfo, StepInfo, run};
 
 use super::SamplerRun;
 use crate::cli::{LatentAlgorithmArg, SampleArgs};
 use crate::error::{Result, bail};
-use crate::models::CliLayer;
+use crate::models::{CliLayer, LatentTask};
 use crate::progress::ProgressObserver;
 use crate::record::Context;
 
@@ -45,20 +43,33 @@ where
     H: CliLayer<Scalar = V::Scalar>,
     O: Observer<RbmChains<V::Scalar>>,
 {
-    let any: &dyn Any = rbm;
-    if let Some(r) = any.downcast_ref::<Rbm<V, Bernoulli<V::Scalar>>>() {
-        go(r, a, ctx, chains, tracer)
-    } else if let Some(r) = any.downcast_ref::<Rbm<V, Spin<V::Scalar>>>() {
-        go(r, a, ctx, chains, tracer)
-    } else if let Some(r) = any.downcast_ref::<Rbm<V, Gaussian<V::Scalar>>>() {
-        go(r, a, ctx, chains, tracer)
-    } else if let Some(r) = any.downcast_ref::<Rbm<V, ReLU<V::Scalar>>>() {
-        go(r, a, ctx, chains, tracer)
-    } else {
+    let task = LatentRun {
+        a,
+        ctx,
+        chains,
+        tracer,
+    };
+    H::on_latent_hidden(rbm, task).unwrap_or_else(|| {
         bail!(
             "--sampler latent needs bernoulli, spin, gaussian or relu hidden units; this model's \
              hidden layer has none of these kinds"
         )
+    })
+}
+
+/// [`go`] as a task on the hidden layer's type ([`CliLayer::on_latent_hidden`]).
+struct LatentRun<'a, F: Scalar, O> {
+    a: &'a SampleArgs,
+    ctx: &'a Context,
+    chains: RbmChains<F>,
+    tracer: O,
+}
+
+impl<V: CliLayer, O: Observer<RbmChains<V::Scalar>>> LatentTask<V> for LatentRun<'_, V::Scalar, O> {
+    type Output = Result<SamplerRun<V::Scalar>>;
+
+    fn run<H: CliLayer<Scalar = V::Scalar> + LatentUnits>(self, rbm: &Rbm<V, H>) -> Self::Output {
+        go(rbm, self.a, self.ctx, self.chains, self.tracer)
     }
 }
 

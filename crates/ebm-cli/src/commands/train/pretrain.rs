@@ -3,7 +3,7 @@
 //! persistent chains drawn from its static sampler, and the figure of the data against the
 //! low-rank model on two directions.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ebm_core::{ChainRng, Par, RngStreams, Scalar};
 use ebm_models::exact::HiddenEnumeration;
@@ -16,6 +16,7 @@ use crate::cli::{PretrainArg, TrainSettings, UnitArg};
 use crate::error::{CliError, Result, bail};
 use crate::models::{CliLayer, exact_log_partition};
 use crate::record::Context;
+use crate::results::{PretrainReport, StaticCheckReport};
 use ebm_train::{AnyNegative, AnyNegativeState};
 
 /// Largest number of mesh points of the default `--rcm-mesh`.
@@ -42,58 +43,6 @@ pub(crate) struct PretrainSettings {
     pub hyperplanes: usize,
     /// Mesh points per axis.
     pub mesh: usize,
-}
-
-/// What the pre-training did, for the run record.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct PretrainReport {
-    /// Principal directions plus the bias direction.
-    pub dimensions: usize,
-    /// Mesh points kept (Newton converged) and rejected.
-    pub mesh_points: usize,
-    /// Grid points outside the attainable region.
-    pub mesh_rejected: usize,
-    /// RCM objective (mean log-likelihood of the projected data, up to a constant) at the end.
-    pub rcm_objective: f64,
-    /// Hyperplanes kept after decimation, and dropped.
-    pub hyperplanes_kept: usize,
-    /// Hyperplanes dropped by decimation and the cap on hidden units.
-    pub hyperplanes_dropped: usize,
-    /// Newton iterations of the fit, over all refits.
-    pub newton_iterations: usize,
-    /// Final projected-gradient norm.
-    pub gradient_norm: f64,
-    /// \\(\log Z\\) of the initial (padded, still low-rank) model from the mesh.
-    pub log_z_mesh: f64,
-    /// Its exact \\(\log Z\\), when the hidden layer can be enumerated.
-    pub log_z_exact: Option<f64>,
-    /// Wall-clock seconds of the pre-training.
-    pub seconds: f64,
-    /// The figure of the data against static draws of the model.
-    pub figure: PathBuf,
-    /// How PCD's persistent chains were drawn: `exact` (hidden layer enumerated) or
-    /// `resampled` (static draws importance-resampled to the model); absent for the other
-    /// negative phases, which keep their own initial chains.
-    #[serde(default)]
-    pub chains_start: Option<String>,
-    /// The static sampler against the model ([`PretrainedStart::check_static`]): \\(\log Z\\) by
-    /// importance sampling, its standard error and the relative ESS.
-    #[serde(default)]
-    pub static_check: Option<StaticCheckReport>,
-    /// What cannot be trusted in the start (also printed on stderr).
-    #[serde(default)]
-    pub warnings: Vec<String>,
-}
-
-/// [`PretrainReport::static_check`].
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-pub(crate) struct StaticCheckReport {
-    /// \\(\log Z\\) of the initial model by importance sampling from the static sampler.
-    pub log_z: f64,
-    /// Its standard error.
-    pub std_err: f64,
-    /// Kish ESS over the number of static draws.
-    pub relative_ess: f64,
 }
 
 /// The settings of `--pretrain`, validated against the unit kinds (`None` without it).

@@ -1,68 +1,19 @@
-//! `--device cuda` of `ebm sample` and `ebm train`: what the GPU runs, checked before any
-//! work, and the calls into `ebm_cuda`.
+//! `ebm train --device cuda`: what the GPU trains, checked before any work, and the call into
+//! `ebm_cuda`.
 
-use crate::cli::{SampleArgs, SamplerArg, TrainArgs};
+use ebm_cuda::{Device, PcdSettings};
+use ebm_train::{AnyNegative, AnyNegativeState};
+use ebm_train::{LearningRate, Optimizer, TrainState, TrainingData};
+
+use super::TrainConfig;
+use crate::cli::TrainArgs;
 use crate::error::{Result, bail};
+use crate::gpu::{open, usable};
 use crate::models::CliLayer;
 use crate::record::Context;
-use ebm_cuda::{Device, Gpu, PcdSettings};
-use ebm_models::Rbm;
-use ebm_train::{LearningRate, Optimizer, TrainState, TrainingData};
-use nalgebra::DMatrix;
-use std::sync::Arc;
 
-use super::train::TrainConfig;
-use ebm_train::{AnyNegative, AnyNegativeState};
-
-/// What the GPU samples and trains.
+/// The units the GPU trains.
 const GPU_UNITS: [&str; 2] = ["bernoulli", "spin"];
-
-/// Checks that `ebm sample --device cuda` asks for what the GPU runs: Gibbs sampling of
-/// bernoulli or spin units in one process, without traces.
-pub(super) fn check_sample(args: &SampleArgs, ctx: &Context) -> Result<()> {
-    let d = args.device;
-    if d == Device::Cpu {
-        return Ok(());
-    }
-    if args.sampler != SamplerArg::Gibbs {
-        bail!(
-            "--device {d}: the GPU runs --sampler gibbs only (run the other samplers on the cpu)"
-        );
-    }
-    if args.trace_every.is_some() || args.chain_out.is_some() {
-        bail!("--device {d}: --trace-every and --chain-out are not available on the GPU");
-    }
-    ctx.one_process(&format!("--device {d}"))?;
-    usable(d)
-}
-
-/// An error, before any work, when this machine has no usable GPU.
-fn usable(d: Device) -> Result<()> {
-    match ebm_cuda::unavailable() {
-        Some(reason) => bail!("--device {d}: no CUDA device: {reason}"),
-        None => Ok(()),
-    }
-}
-
-/// `sweeps` Gibbs sweeps at `beta` of every chain of `start` on the GPU of `device`; the final
-/// visible configurations.
-pub(super) fn sample<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
-    ctx: &Context,
-    device: Device,
-    rbm: &Rbm<V, H>,
-    start: &DMatrix<V::Scalar>,
-    (beta, sweeps, seed): (f64, u64, u64),
-) -> Result<DMatrix<V::Scalar>> {
-    let gpu = open(ctx, device)?;
-    Ok(ebm_cuda::gibbs(&gpu, rbm, start, beta, sweeps, seed)?)
-}
-
-/// Opens the GPU of `device` and says which it is.
-fn open(ctx: &Context, device: Device) -> Result<Arc<Gpu>> {
-    let gpu = Gpu::open(device)?;
-    ctx.say(format!("device {device}: {}", gpu.name()));
-    Ok(gpu)
-}
 
 /// Checks that `ebm train --device cuda` asks for what the GPU trains (see `--device` in
 /// `ebm train --help`), before any work.
