@@ -6,10 +6,9 @@
 //! AIS and by BAR on the PT samples, against the exact value.
 //!
 //! The book's "Extending" part walks through this file. Run with
-//! `cargo run --release --example custom_model` (a few seconds). With a path,
-//! `cargo run --release --example custom_model -- book/src/figures/custom-model-ais.svg`, it
-//! also draws the book's figure of AIS estimates against the number of temperatures with
-//! `ebm::plot` (the default feature `plot`).
+//! `cargo run --release --example custom_model` (a few seconds). With
+//! `EBM_FIGURES=book/src/figures`, it also draws the book's figure of AIS estimates against the
+//! number of temperatures with `ebm::plot` (the default feature `plot`).
 
 //!
 //! The model and the heat-bath kernel are in `extending/ising_chain.rs`.
@@ -126,15 +125,14 @@ fn main() -> Result<(), Error> {
     }
     // ANCHOR_END: logz
 
-    if let Some(path) = std::env::args().nth(1) {
-        ais_figure(model, exact, std::path::Path::new(&path))?;
+    if let Some(path) = ebm::plot::book_figure("custom-model-ais.svg") {
+        ais_figure(model, exact, &path)?;
     }
     Ok(())
 }
 
 /// AIS estimates (with two standard errors either side) against the number of temperatures
 /// from beta = 0 to 1, with the exact log Z as a horizontal line.
-#[cfg(feature = "cli")]
 fn ais_figure(model: &IsingChain, exact: f64, path: &std::path::Path) -> Result<(), Error> {
     use ebm::core::Par::Rayon;
     let (mut low, mut mid, mut high) = (Vec::new(), Vec::new(), Vec::new());
@@ -169,11 +167,5 @@ fn ais_figure(model: &IsingChain, exact: f64, path: &std::path::Path) -> Result<
     ];
     ebm::plot::log_z_versus_cost(path, &all, Some(exact), true)?;
     println!("figure written to {}", path.display());
-    Ok(())
-}
-
-#[cfg(not(feature = "cli"))]
-fn ais_figure(_: &IsingChain, _: f64, path: &std::path::Path) -> Result<(), Error> {
-    eprintln!("{}: figures need the feature `cli`", path.display());
     Ok(())
 }

@@ -13,7 +13,8 @@
 //! estimator and its ladder, `rungs` the length of the path, `samples` the chains (annealing)
 //! or the samples per rung (PTT), `gibbs_sweeps` the cost (Gibbs sweeps summed over chains),
 //! `abs_error` the error against `exact_log_z`, `ess` and `relative_ess` the effective sample
-//! size.
+//! size. With `EBM_FIGURES=book/src/figures` it also draws the book's figure of every estimate
+//! against its cost.
 
 use ebm::core::{ChainState, EnergyModel, Error, Par, RngStreams};
 use ebm::models::{Bernoulli, Rbm, RbmChains};
@@ -323,6 +324,29 @@ fn main() -> Result<(), Error> {
         .expect("write to a string");
     }
     print!("{table}");
+    // Every estimate says when it cannot be trusted.
+    for r in rows.iter().filter(|r| !r.estimate.warnings.is_empty()) {
+        for w in &r.estimate.warnings {
+            println!("warning: {} ({} rungs): {w}", r.series, r.rungs);
+        }
+    }
+    // The book's figure: every estimate against its cost, with the exact value (written where
+    // EBM_FIGURES points).
+    if let Some(path) = ebm::plot::book_figure("log-z-cost.svg") {
+        let mut series: Vec<ebm::plot::Series> = Vec::new();
+        // (An estimate without a cost, if any, has no place on a log-scaled axis.)
+        for r in rows.iter().filter(|r| r.estimate.kernel_steps > 0) {
+            let point = (r.estimate.kernel_steps as f64, r.estimate.log_z);
+            match series.iter_mut().find(|s| s.label == r.series) {
+                Some(s) => s.points.push(point),
+                None => series.push(ebm::plot::Series {
+                    label: r.series.clone(),
+                    points: vec![point],
+                }),
+            }
+        }
+        ebm::plot::log_z_versus_cost(&path, &series, Some(exact.log_z), true)?;
+    }
     println!(
         "log-likelihood of the data: {:.4} (exact log Z), {:.4} +- {:.4} (online Tr-AIS)",
         ll_exact.mean, ll_online.mean, ll_online.std_err

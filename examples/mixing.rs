@@ -10,7 +10,8 @@
 //! target rung changes mode per 1000 sweeps and the weight of the + mode it sees, against the
 //! exact weight.
 //!
-//! Run with `cargo run --release --example mixing`.
+//! Run with `cargo run --release --example mixing`. With `EBM_FIGURES=book/src/figures` it also
+//! draws the book's figure of the swap acceptance of every ladder pair.
 
 use ebm::models::Stack;
 use ebm::prelude::*;
@@ -44,6 +45,8 @@ struct Outcome {
     jumps_per_1000_sweeps: f64,
     plus_weight: f64,
     details: String,
+    /// The swap acceptance of every pair and the round trips, for the book's figure (PT runs).
+    swaps: Option<ebm::plot::SwapRun>,
 }
 
 /// Runs PT on `ladder` for `budget` Gibbs sweeps per system, every replica starting in the +
@@ -91,6 +94,13 @@ fn run_pt<L: Ladder<Model = Model>>(
     let tau = report
         .index_tau_int
         .map_or("n/a".to_string(), |t| format!("{t:.0}"));
+    let d = &report.diagnostics;
+    let swaps = ebm::plot::SwapRun {
+        label: name.into(),
+        acceptance: rates.iter().map(|&a| a.is_finite().then_some(a)).collect(),
+        round_trip_rate: d.round_trip_rate(),
+        ideal_deo_round_trip_rate: Some(d.ideal_deo_round_trip_rate()),
+    };
     Ok(Outcome {
         name,
         rungs: k,
@@ -102,6 +112,7 @@ fn run_pt<L: Ladder<Model = Model>>(
             report.diagnostics.communication_barrier(),
             state.round_trips as f64 / systems as f64,
         ),
+        swaps: Some(swaps),
     })
 }
 
@@ -176,6 +187,7 @@ fn main() -> Result<(), Error> {
         jumps_per_1000_sweeps: 1000.0 * jumps as f64 / total as f64,
         plus_weight: plus as f64 / total as f64,
         details: String::new(),
+        swaps: None,
     });
 
     // PT on a temperature ladder chosen for a neighbour acceptance of 0.3 (greedy scan of 200
@@ -311,6 +323,7 @@ fn main() -> Result<(), Error> {
             diagnostics.acceptance_rates()[0],
             state.round_trips as f64 / systems as f64
         ),
+        swaps: None,
     });
 
     println!(
@@ -322,6 +335,12 @@ fn main() -> Result<(), Error> {
             "{:<28} {:>5} {:>22.3} {:>8.3} ({exact_plus:.3})  {}",
             o.name, o.rungs, o.jumps_per_1000_sweeps, o.plus_weight, o.details
         );
+    }
+    // The book's figure: the swap acceptance of every pair of each PT ladder, with its round
+    // trips (written where EBM_FIGURES points).
+    if let Some(path) = ebm::plot::book_figure("tempering-swaps.svg") {
+        let runs: Vec<_> = outcomes.iter().filter_map(|o| o.swaps.clone()).collect();
+        ebm::plot::swap_acceptance(&path, &runs)?;
     }
     println!(
         "\nThe data-mean reference sits between the modes, nearer the heavier one: along its path the \

@@ -8,7 +8,9 @@
 //! peaks, the barrier and the weights; drawing m_hat from p and running 30 TMC sweeps
 //! generates samples with the model's mode weights.
 //!
-//! Run with `cargo run --release --example tethered` (about 30 s on two shared cores).
+//! Run with `cargo run --release --example tethered` (about 30 s on two shared cores). With
+//! `EBM_FIGURES=book/src/figures` it also draws the book's figure of ln p(m_hat), TMC against
+//! exact.
 
 use ebm::prelude::*;
 use ebm::samplers::tethered::OrderParameter;
@@ -63,11 +65,29 @@ fn main() -> Result<(), Error> {
     };
     let mut state = profile_chains(&rbm, grid.len() * settings.replicas, 1);
     let profile = measure_profile(&rbm, &order, &grid, &settings, &mut state, 1.0, par)?;
-    let tmc = profile
-        .reconstruct(alpha)?
-        .barrier()
-        .expect("TMC finds two modes");
+    let reconstruction = profile.reconstruct(alpha)?;
+    let tmc = reconstruction.barrier().expect("TMC finds two modes");
     // ANCHOR_END: profile
+    if let Some(path) = ebm::plot::book_figure("tethered-profile.svg") {
+        let curve = |label: &str, r: &Reconstruction| ebm::plot::Series {
+            label: label.into(),
+            points: r
+                .grid
+                .iter()
+                .copied()
+                .zip(r.log_density.iter().copied())
+                .collect(),
+        };
+        let title = format!(
+            "rank-1 RBM, N = {N}, alpha = {alpha:.0e}: barrier {:.1} nats (exact {:.1})",
+            tmc.from_left, exact_barrier.from_left
+        );
+        let series = [
+            curve("exact", &exact),
+            curve("TMC, 8 replicas x 150 sweeps", &reconstruction),
+        ];
+        ebm::plot::tethered_log_density(&path, &title, &series)?;
+    }
 
     println!("                     exact     TMC");
     println!(

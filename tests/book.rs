@@ -262,3 +262,73 @@ fn the_citation_check_sees_spec_references() {
         assert!(spec_citations(fine).is_empty(), "false alarm: {fine}");
     }
 }
+
+/// The local images a page shows (`![caption](path)`, not `http…`), as (line, path relative to
+/// the page).
+fn images(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(start) = rest.find("![") {
+            rest = &rest[start + 2..];
+            let Some(close) = rest.find("](") else { break };
+            let after = &rest[close + 2..];
+            let Some(end) = after.find(')') else { break };
+            let path = &after[..end];
+            if !path.starts_with("http") {
+                found.push((i + 1, path.to_string()));
+            }
+            rest = &after[end..];
+        }
+    }
+    found
+}
+
+/// The images of a page that are not where it points.
+fn missing_images(page: &Path, text: &str) -> Vec<String> {
+    let dir = page.parent().expect("a page is in a directory");
+    images(text)
+        .into_iter()
+        .filter(|(_, path)| !dir.join(path).is_file())
+        .map(|(line, path)| format!("{}:{line}: no image {path}", page.display()))
+        .collect()
+}
+
+/// Every image a page shows exists, and every figure in `book/src/figures` is shown by a page
+/// (the examples draw them, `.ci/book-check` redraws them and compares).
+#[test]
+fn every_image_of_the_book_exists_and_every_figure_is_shown() {
+    let pages = book_pages();
+    let mut problems = Vec::new();
+    let mut shown = Vec::new();
+    for page in &pages {
+        let text = fs::read_to_string(page).expect("readable page");
+        problems.extend(missing_images(page, &text));
+        let dir = page.parent().expect("a page is in a directory");
+        for (_, path) in images(&text) {
+            if let Ok(p) = dir.join(path).canonicalize() {
+                shown.push(p);
+            }
+        }
+    }
+    let mut figures = Vec::new();
+    files(&root().join("book/src/figures"), "svg", &mut figures);
+    for figure in figures {
+        let figure = figure.canonicalize().expect("a figure file");
+        if !shown.contains(&figure) {
+            problems.push(format!("{}: shown by no page", figure.display()));
+        }
+    }
+    assert!(problems.is_empty(), "book images:\n{}", problems.join("\n"));
+}
+
+/// Negative control: an image that is not there is reported, one that is there is not.
+#[test]
+fn the_image_check_sees_a_missing_image() {
+    let page = root().join("book/src/extending/tempering-log-z.md");
+    let bad = "text ![a figure](../figures/no-such-figure.svg) more\n";
+    assert_eq!(missing_images(&page, bad).len(), 1);
+    let good =
+        "![AIS](../figures/custom-model-ais.svg) and ![web](https://example.invalid/x.png)\n";
+    assert!(missing_images(&page, good).is_empty());
+}

@@ -11,6 +11,9 @@
 //! | [`tethered_log_density`] | \\(\ln p(\hat m)\\) of Tethered Monte Carlo against the target \\(\hat m\\) |
 //! | [`image_grid`] | configurations drawn as images, one grid per panel (samples, data, one chain over time) |
 //!
+//! The book's figures are drawn by its examples into the directory named by the environment
+//! variable [`FIGURES_ENV`] ([`book_figure`]).
+//!
 //! Drawing uses only pure-Rust back ends: text is rendered with `ab_glyph` from the DejaVu Sans
 //! font embedded in the binary (`assets/DejaVuSans.ttf`, Bitstream Vera licence in
 //! `assets/LICENSE-DejaVu.txt`), registered before the first figure, so no system font library
@@ -31,6 +34,18 @@ use plotters::prelude::*;
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 /// The family name the font is registered under.
 const FONT_FAMILY: &str = "sans-serif";
+/// The environment variable naming the directory where the book's examples write their
+/// figures ([`book_figure`]); `.ci/book-check` sets it to `book/src/figures`.
+pub const FIGURES_ENV: &str = "EBM_FIGURES";
+
+/// Where an example writes the book's figure `name` (e.g. `tethered-profile.svg`): in the
+/// directory named by [`FIGURES_ENV`] when it is set, otherwise nowhere (`None`: the example
+/// draws nothing). The book's figures are regenerated this way in CI, so that none drifts from
+/// the code that draws it.
+pub fn book_figure(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os(FIGURES_ENV).map(|dir| Path::new(&dir).join(name))
+}
+
 /// At most this many points of each set are drawn in scatter plots.
 pub const MAX_SCATTER_POINTS: usize = 5000;
 
