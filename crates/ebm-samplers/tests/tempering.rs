@@ -7,7 +7,8 @@ use ebm_core::{ConditionalSampler, EnergyModel, Kernel, Par};
 use ebm_models::{Bernoulli, DiscreteLayer, Rbm, RbmChains, exact};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
-    ParallelTempering, PtState, ReferenceLadder, SwapSchedule, TemperatureLadder,
+    ParallelTempering, PtState, ReferenceLadder, SwapSchedule, TemperatureLadder, even_betas,
+    geometric_betas,
 };
 use ebm_testkit::{chi_square, exact_chains};
 use nalgebra::DMatrix;
@@ -234,6 +235,12 @@ fn ladders_are_validated() {
     assert!((g.betas()[0] - 0.1).abs() < 1e-15 && g.betas()[3] == 1.0);
     assert!(((g.betas()[1] / g.betas()[0]) - (g.betas()[2] / g.betas()[1])).abs() < 1e-12);
     assert!(TemperatureLadder::geometric(model(), 0.0, 3).is_err());
+    // The ladders the command line's --rungs / --beta-min mean, exactly.
+    assert_eq!(geometric_betas(0.25, 3).unwrap(), [0.25, 0.5, 1.0]);
+    assert_eq!(geometric_betas(0.5, 1).unwrap(), [1.0]);
+    assert!(geometric_betas(1.0, 3).is_err() && geometric_betas(0.5, 0).is_err());
+    assert_eq!(even_betas(5).unwrap(), [0.0, 0.25, 0.5, 0.75, 1.0]);
+    assert!(even_betas(1).is_err());
     assert!(PtState::<RbmChains<f64>>::new(vec![], 1).is_err());
     assert!(PtState::new(vec![model().new_state(3), model().new_state(4)], 1).is_err());
 }
