@@ -336,6 +336,20 @@ fn main() -> Result<(), Error> {
             o.name, o.rungs, o.jumps_per_1000_sweeps, o.plus_weight, o.details
         );
     }
+    // The book's table of this run (written where EBM_FIGURES points, beside its figures).
+    if let Some(path) = ebm::plot::book_figure("tempering-equal-cost.md") {
+        let mut table = format!(
+            "| sampler | rungs | mode jumps per 1000 sweeps | + mode weight (exact {exact_plus:.3}) \
+             | details |\n|---|---|---|---|---|\n"
+        );
+        for o in &outcomes {
+            table += &format!(
+                "| {} | {} | {:.1} | {:.3} | {} |\n",
+                o.name, o.rungs, o.jumps_per_1000_sweeps, o.plus_weight, o.details
+            );
+        }
+        std::fs::write(&path, table).map_err(|source| Error::Io { path, source })?;
+    }
     // The book's figure: the swap acceptance of every pair of each PT ladder, with its round
     // trips (written where EBM_FIGURES points).
     if let Some(path) = ebm::plot::book_figure("tempering-swaps.svg") {
