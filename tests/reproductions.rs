@@ -579,3 +579,356 @@ fn mnist01_784x20_log_z_estimators_table_is_generated_from_its_records() {
     let online: Vec<&serde_json::Value> = records.iter().map(|(_, r)| &r["online"]).collect();
     assert!(online.iter().any(|x| off(x)) && online.iter().all(|x| warned(x)));
 }
+
+/// The records of one directory (`seedK.json`, K = 1, 2, 3).
+fn seed_records(dir: &str) -> Vec<serde_json::Value> {
+    (1..=3)
+        .map(|seed| read_json(&format!("{dir}/seed{seed}.json")))
+        .collect()
+}
+
+/// `count` of `all` as a fraction with its binomial standard error.
+fn fraction(count: &serde_json::Value, all: &serde_json::Value) -> (f64, f64) {
+    let (k, n) = (count.as_f64().unwrap(), all.as_f64().unwrap());
+    let p = k / n;
+    (p, (p * (1.0 - p) / n).sqrt())
+}
+
+/// Paper 003, Fig. 8 (section "Fig. 8: hidden units flip in ring order"): the records of
+/// `examples/ring_paths.rs` at N = 150 and 200, seeds 1-3, as the page's table, and the rule
+/// the page states: on every seed and size, the ring's crossings pass through two opposite
+/// units less often than the control's and than a random order's 1/3, each by more than 3
+/// standard errors.
+#[test]
+fn paper003_ring_table_is_generated_from_its_records() {
+    let mut t = String::from(
+        "| N | seed | AGS steps x chains | ring: crossings | through two opposite units | \
+         control: crossings | through two opposite units |\n|---|---|---|---|---|---|---|\n",
+    );
+    let mut mean_fraction = Vec::new();
+    for n in [150, 200] {
+        let mut sum = 0.0;
+        for (k, r) in seed_records(&format!("records/paper003-ring-n{n}"))
+            .iter()
+            .enumerate()
+        {
+            let s = &r["settings"];
+            assert_eq!(s["n"].as_u64(), Some(n));
+            assert_eq!(r["seed"].as_u64(), Some(k as u64 + 1));
+            let (ring, control) = (&r["ring"], &r["all_pairs"]);
+            let (p, p_se) = fraction(&ring["opposite"], &ring["crossings"]);
+            let (q, q_se) = fraction(&control["opposite"], &control["crossings"]);
+            assert!(
+                q - p > 3.0 * (p_se * p_se + q_se * q_se).sqrt() && 1.0 / 3.0 - p > 3.0 * p_se,
+                "N = {n}, seed {}: {p} ± {p_se} against {q} ± {q_se}",
+                k + 1
+            );
+            t += &format!(
+                "| {n} | {} | {} x {} | {} | {p:.3} ± {p_se:.3} | {} | {q:.3} ± {q_se:.3} |\n",
+                k + 1,
+                s["steps"],
+                s["chains"],
+                ring["crossings"],
+                control["crossings"],
+            );
+            sum += p / 3.0;
+        }
+        mean_fraction.push(sum);
+    }
+    // The opposite pairs' extra cost is paid N times: the fraction falls with N.
+    assert!(mean_fraction[1] < mean_fraction[0], "{mean_fraction:?}");
+    // The page's landscape numbers, from the large-N critical points of the ring.
+    use ebm::models::structured::{RingDiagonal, Structured};
+    let ring = Structured::ring(4, 2.2, 0.02, RingDiagonal::Partition).unwrap();
+    let points = ring.critical_points(&[-1.0, -0.5, 0.0, 0.5, 1.0]);
+    let least = points
+        .iter()
+        .map(|p| p.energy)
+        .fold(f64::INFINITY, f64::min);
+    let lowest = |keep: &dyn Fn(usize, u8) -> bool| {
+        points
+            .iter()
+            .filter(|p| {
+                let set = (0..4).fold(0u8, |m, mu| m | (u8::from(p.h[mu] < 0.0) << mu));
+                keep(p.index, set)
+            })
+            .map(|p| p.energy - least)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let opposite = |set: u8| set == 0b0101 || set == 0b1010;
+    let neighbours = lowest(&|index, set| index == 0 && set.count_ones() == 2 && !opposite(set));
+    let across = lowest(&|index, set| index <= 1 && opposite(set));
+    let pass = lowest(&|index, _| index == 1);
+    let text = fs::read_to_string(root().join("REPRODUCTIONS.md")).unwrap();
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    must_say(
+        &words,
+        &format!(
+            "metastable states with two neighbouring units flipped, {neighbours:.4} per spin above \
+             the global minimum, while the states with two opposite units flipped are saddles at \
+             {across:.4}"
+        ),
+    );
+    must_say(
+        &words,
+        &format!("costs about {pass:.3} x 400 ≈ {:.0} nats", 400.0 * pass),
+    );
+    must_say(
+        &words,
+        &format!("extra cost, {:.3} per spin", across - pass),
+    );
+    let page = fs::read_to_string(root().join("REPRODUCTIONS.md")).unwrap();
+    assert!(
+        page.contains(&t),
+        "REPRODUCTIONS.md does not hold the table of its records; regenerate it:\n{t}"
+    );
+}
+
+/// Paper 003, Figs. 13 and 14 (section "Figs. 13 and 14: Bars and Stripes"): the records of
+/// `examples/bas_latent.rs`, seeds 1-3, as the page's table, and the rules the page states.
+#[test]
+fn paper003_bas_table_is_generated_from_its_records() {
+    let mut t = String::from(
+        "| seed | training | focus: mean (units above 0.5) | sampler | steps per frame | pattern \
+         changes per frame | class switches (in the burn-in) | rows on (exact) | offset | seconds |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let records = seed_records("records/paper003-bas");
+    let x = |v: &serde_json::Value, key: &str| {
+        v[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no number {key} in {v}"))
+    };
+    // `a` above `b` by more than 3 combined standard errors of the pattern-change rates.
+    let above = |a: &serde_json::Value, b: &serde_json::Value| {
+        let se = x(a, "changes_per_frame_se").hypot(x(b, "changes_per_frame_se"));
+        x(a, "changes_per_frame") - x(b, "changes_per_frame") > 3.0 * se
+    };
+    for (k, r) in records.iter().enumerate() {
+        let seed = k + 1;
+        assert_eq!(r["seed"].as_u64(), Some(seed as u64));
+        // The settings the page states.
+        assert_eq!(
+            r["settings"],
+            serde_json::json!({"size": 10, "updates": 4000, "chains": 64, "frames": 80,
+                "frame_steps": 25, "burn_frames": 8, "ags_factor": 2000, "grid_cell": 0.3})
+        );
+        let (l1, plain) = (&r["l1"], &r["plain"]);
+        assert_eq!((x(l1, "l1"), x(plain, "l1")), (0.01, 0.0));
+        let mean_focus = |run: &serde_json::Value| {
+            let f = run["focus"].as_array().unwrap();
+            f.iter().map(|v| v.as_f64().unwrap()).sum::<f64>() / f.len() as f64
+        };
+        // The rules of the page. Fig. 13: L1 concentrates each unit's weights on a line.
+        assert!(mean_focus(l1) > mean_focus(plain), "seed {seed}");
+        let (a, b) = (&l1["samplers"], &plain["samplers"]);
+        // Fig. 14a: with L1, Algorithm 3 changes the pattern more often than AGS per step.
+        assert!(above(&a["alg3"], &a["ags"]), "seed {seed}");
+        // Fig. 14b: without L1 it does not (no better than AGS), and worse than with L1.
+        assert!(!above(&b["alg3"], &b["ags"]), "seed {seed}");
+        assert!(above(&a["alg3"], &b["alg3"]), "seed {seed}");
+        for run in [a, b] {
+            // "Equal time" is equal within a factor 2.
+            let ratio = x(&run["ags_equal_cost"], "seconds") / x(&run["alg3"], "seconds");
+            assert!((0.5..=2.0).contains(&ratio), "seed {seed}: {ratio}");
+        }
+        for (training, label) in [("l1", "L1"), ("plain", "none")] {
+            let run = &r[training];
+            let focus: Vec<f64> = run["focus"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f.as_f64().unwrap())
+                .collect();
+            let mean = focus.iter().sum::<f64>() / focus.len() as f64;
+            let above = focus.iter().filter(|&&f| f > 0.5).count();
+            for (sampler, name) in [
+                ("ags", "AGS"),
+                ("alg3", "AGS + Algorithm 3"),
+                ("ags_equal_cost", "AGS, equal time"),
+            ] {
+                let m = &run["samplers"][sampler];
+                t += &format!(
+                    "| {seed} | {label} | {mean:.3} ({above} of {}) | {name} | {} | {:.3} ± {:.3} | \
+                     {} ({}) | {:.2} ± {:.2} ({:.2}) | {:+.1} s.e. | {:.0} |\n",
+                    focus.len(),
+                    m["steps_per_frame"],
+                    x(m, "changes_per_frame"),
+                    x(m, "changes_per_frame_se"),
+                    m["class_switches"],
+                    m["class_switches_burn_in"],
+                    x(m, "rows_on"),
+                    x(m, "rows_on_se"),
+                    x(run, "exact_rows_on"),
+                    x(m, "rows_on_offset_se"),
+                    x(m, "seconds"),
+                );
+            }
+        }
+    }
+    let page = fs::read_to_string(root().join("REPRODUCTIONS.md")).unwrap();
+    assert!(
+        page.contains(&t),
+        "REPRODUCTIONS.md does not hold the table of its records; regenerate it:\n{t}"
+    );
+    // The page's statements beyond the rules, on the same records.
+    let words = page.split_whitespace().collect::<Vec<_>>().join(" ");
+    let run = |r: &serde_json::Value, training: &str, sampler: &str| {
+        r[training]["samplers"][sampler].clone()
+    };
+    let count = |f: &dyn Fn(&serde_json::Value) -> bool| records.iter().filter(|r| f(r)).count();
+    let ratios: Vec<f64> = records
+        .iter()
+        .map(|r| {
+            x(&run(r, "l1", "alg3"), "changes_per_frame")
+                / x(&run(r, "l1", "ags"), "changes_per_frame")
+        })
+        .collect();
+    must_say(
+        &words,
+        &format!(
+            "with L1, {:.0} to {:.0} times as many pattern changes per frame as AGS",
+            ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            ratios.iter().copied().fold(0.0, f64::max)
+        ),
+    );
+    let switches = |r: &serde_json::Value, training: &str, sampler: &str, key: &str| {
+        run(r, training, sampler)[key].as_u64().unwrap()
+    };
+    let crossed = |r: &serde_json::Value| switches(r, "l1", "alg3", "class_switches") > 0;
+    must_say(
+        &words,
+        &format!(
+            "With L1, Algorithm 3 changed class after the burn-in on {} of 3 seeds",
+            count(&crossed)
+        ),
+    );
+    // Where it did, AGS given the same time did too.
+    for r in records.iter().filter(|r| crossed(r)) {
+        assert!(switches(r, "l1", "ags_equal_cost", "class_switches") > 0);
+    }
+    for r in &records {
+        for sampler in ["ags", "alg3", "ags_equal_cost"] {
+            assert!(
+                switches(r, "l1", sampler, "class_switches_burn_in") > 0,
+                "{sampler}"
+            );
+        }
+    }
+    let plain: Vec<u64> = records
+        .iter()
+        .map(|r| switches(r, "plain", "alg3", "class_switches"))
+        .collect();
+    must_say(
+        &words,
+        &format!(
+            "Without L1, Algorithm 3 changed class after the burn-in on {} of 3 seeds ({} times in all)",
+            plain.iter().filter(|&&k| k > 0).count(),
+            plain.iter().sum::<u64>()
+        ),
+    );
+    let faster = |training: &str| {
+        count(&|r| {
+            x(&run(r, training, "ags_equal_cost"), "changes_per_frame")
+                > x(&run(r, training, "alg3"), "changes_per_frame")
+        })
+    };
+    must_say(
+        &words,
+        &format!(
+            "AGS given Algorithm 3's time changes the pattern more often than Algorithm 3 on {} of 3 \
+             seeds with L1 and on {} of 3 without",
+            faster("l1"),
+            faster("plain")
+        ),
+    );
+    let within: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| x(&run(r, "l1", "alg3"), "rows_on_offset_se").abs() <= 3.0)
+        .collect();
+    must_say(
+        &words,
+        &format!(
+            "Algorithm 3's mean number of rows on is within 3 standard errors of the exact value on {} \
+             of 3 seeds",
+            within.len()
+        ),
+    );
+    for r in within {
+        // There the uniform starts' mean, 5 rows, is within half a row of the exact value.
+        let exact = x(&r["l1"], "exact_rows_on");
+        assert!((exact - 5.0).abs() < 0.5, "{exact}");
+        must_say(&words, &format!("(exact {exact:.2})"));
+    }
+}
+
+/// Paper 003, Fig. 15 d and e (section "Fig. 15: the Hopfield model at N = 128"): the records of
+/// `examples/hopfield_latent.rs`, seeds 1-3, as the page's table, and its rules: with aligned
+/// weights Algorithm 4 occupies every Mattis state within 3.5 standard errors of the exact 1/12
+/// (12 comparisons per run); with rotated weights it stays in the state it starts in (above 0.9
+/// of the time) and switches less than a tenth as often; AGS never switches, at equal steps or
+/// at equal time.
+#[test]
+fn paper003_hopfield_table_is_generated_from_its_records() {
+    let mut t = String::from(
+        "| seed | weights | sampler | steps | switches per step | time in ξ¹ | states visited | \
+         largest offset from 1/12 | seconds |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (k, r) in seed_records("records/paper003-hopfield").iter().enumerate() {
+        let seed = k + 1;
+        assert_eq!(r["seed"].as_u64(), Some(seed as u64));
+        // The settings the page states.
+        assert_eq!(
+            r["settings"],
+            serde_json::json!({"n": 128, "patterns": 6, "w": 1.5, "chains": 32, "burn_in": 100,
+                "ags_factor": 1300, "grid_points": 32, "grid_half_width": 24.0})
+        );
+        let mut aligned_switches = 0.0;
+        for weights in ["aligned", "rotated"] {
+            for (sampler, name) in [
+                ("ags", "AGS"),
+                ("alg4", "AGS + Algorithm 4"),
+                ("ags_equal_time", "AGS, equal time"),
+            ] {
+                let m = &r[weights][sampler];
+                let occupation: Vec<(f64, f64)> = m["occupation"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|o| (o[0].as_f64().unwrap(), o[1].as_f64().unwrap()))
+                    .collect();
+                assert_eq!(occupation.len(), 12);
+                let visited = occupation.iter().filter(|o| o.0 > 0.0).count();
+                let switches = m["switches_per_step"].as_f64().unwrap();
+                let offset = m["largest_offset_se"].as_f64();
+                match (weights, sampler) {
+                    ("aligned", "alg4") => {
+                        assert!(offset.is_some_and(|z| z < 3.5), "seed {seed}: {m}");
+                        aligned_switches = switches;
+                    }
+                    ("rotated", "alg4") => {
+                        assert!(occupation[0].0 > 0.9, "seed {seed}: {m}");
+                        assert!(10.0 * switches < aligned_switches, "seed {seed}: {m}");
+                    }
+                    _ => assert!(switches == 0.0 && occupation[0].0 == 1.0, "{m}"),
+                }
+                t += &format!(
+                    "| {seed} | {weights} | {name} | {} | {switches:.4} | {:.3} ± {:.3} | {visited} \
+                     | {} | {:.0} |\n",
+                    m["steps"],
+                    occupation[0].0,
+                    occupation[0].1,
+                    offset.map_or("— (a state never visited)".into(), |z| format!(
+                        "{z:.1} s.e."
+                    )),
+                    m["seconds"].as_f64().unwrap(),
+                );
+            }
+        }
+    }
+    let page = fs::read_to_string(root().join("REPRODUCTIONS.md")).unwrap();
+    assert!(
+        page.contains(&t),
+        "REPRODUCTIONS.md does not hold the table of its records; regenerate it:\n{t}"
+    );
+}
