@@ -777,6 +777,18 @@ fn paper003_bas_table_is_generated_from_its_records() {
         r[training]["samplers"][sampler].clone()
     };
     let count = |f: &dyn Fn(&serde_json::Value) -> bool| records.iter().filter(|r| f(r)).count();
+    let grids: Vec<u64> = records
+        .iter()
+        .flat_map(|r| ["l1", "plain"].map(|t| r[t]["grid_points"].as_u64().unwrap()))
+        .collect();
+    must_say(
+        &words,
+        &format!(
+            "each of the {} to {} grid values",
+            grids.iter().min().unwrap(),
+            grids.iter().max().unwrap()
+        ),
+    );
     let ratios: Vec<f64> = records
         .iter()
         .map(|r| {
