@@ -37,7 +37,7 @@ use std::time::Instant;
 
 #[path = "common/reproduction.rs"]
 mod reproduction;
-use reproduction::{Options, invalid, write_record};
+use reproduction::{Options, invalid, mean_se, write_record};
 
 type Model = Rbm<Spin<f64>, Gaussian<f64>>;
 
@@ -249,14 +249,6 @@ struct Moves {
     /// Algorithm 3's acceptance of its grid proposals (1 for AGS).
     acceptance: f64,
     seconds: f64,
-}
-
-/// Mean and standard error of the mean.
-fn mean_se(x: &[f64]) -> (f64, f64) {
-    let n = x.len() as f64;
-    let mean = x.iter().sum::<f64>() / n;
-    let var = x.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-    (mean, (var / n).sqrt())
 }
 
 /// Runs `chains` chains from uniformly drawn stripe images, `frames` frames of

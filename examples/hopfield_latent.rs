@@ -27,7 +27,7 @@ use std::time::Instant;
 
 #[path = "common/reproduction.rs"]
 mod reproduction;
-use reproduction::{Options, invalid, write_record};
+use reproduction::{Options, invalid, mean_se, write_record};
 
 type Model = Rbm<Spin<f64>, Gaussian<f64>>;
 
@@ -119,9 +119,7 @@ fn visits(
     let occupation = (0..2 * P)
         .map(|s| {
             let x: Vec<f64> = counts.iter().map(|c| c[s] as f64 / counted).collect();
-            let mean = x.iter().sum::<f64>() / CHAINS as f64;
-            let var = x.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (CHAINS - 1) as f64;
-            (mean, (var / CHAINS as f64).sqrt())
+            mean_se(&x)
         })
         .collect();
     Ok(Visits {

@@ -1,5 +1,6 @@
 //! What the reproduction examples share (`bas_latent`, `hopfield_latent`, `ring_paths`): their
-//! `--name value` options and their per-seed run records, `DIR/seedK.json`, from which
+//! `--name value` options, the mean and standard error over chains, and their per-seed run
+//! records, `DIR/seedK.json`, from which
 //! `tests/reproductions.rs` renders the tables of REPRODUCTIONS.md.
 
 use ebm::prelude::Error;
@@ -67,6 +68,15 @@ impl Options {
     pub fn record(&self) -> Option<PathBuf> {
         self.0.get("--record").map(PathBuf::from)
     }
+}
+
+/// Mean and standard error of the mean of per-chain values (the sample variance over
+/// `n - 1`).
+pub fn mean_se(x: &[f64]) -> (f64, f64) {
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    let var = x.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (mean, (var / n).sqrt())
 }
 
 /// An invalid option.
