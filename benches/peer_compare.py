@@ -4,10 +4,11 @@
 Usage (from the repository root):
 
     python3 benches/peer_compare.py [--rounds N] [--venv DIR] [--skip-train] [--quick]
+    python3 benches/peer_compare.py --products [--rounds N] [--venv DIR] [--quick]
 
 What it does:
 1. creates the peer's Python environment from the package registry if DIR has none
-   (`python3 -m venv DIR && DIR/bin/pip install torch rbms==0.5.0`, a few GB once);
+   (`python3 -m venv DIR && DIR/bin/pip install torch rbms==0.5.0 numpy`, a few GB once);
 2. builds the criterion benches of ebm once;
 3. runs N interleaved rounds; in each round, back to back on the same machine:
    - ebm: the Bernoulli 784 x 200 Gibbs sweep and its bare GEMM pair, 2000 chains, f32,
@@ -17,6 +18,12 @@ What it does:
      the peer's (`benches/rbms_train_bench.py`), same configuration;
 4. prints a table of ratios per round (ebm / peer throughput, sweep / GEMM pair) and the
    processor it ran on.
+
+With --products it compares the products alone instead: in each round, ebm's bare GEMM pair
+(`benches/gibbs.rs`, the `gemm` crate as the sampler calls it) in f32 and f64 on 1 and 2
+threads, then the same pair in PyTorch and in numpy's BLAS (OpenBLAS for the registry's wheels)
+with the same shapes, dtypes and threads (`benches/blas_pair_bench.py`), and prints ebm's time
+over each library's (above 1: ebm is slower) with the best of the two.
 
 Only ratios measured in the same round are meaningful: the machine's speed drifts between
 rounds. Run it on a quiet machine; nothing in the test suite depends on these numbers.
@@ -88,20 +95,52 @@ def find_script(name):
     sys.exit(f"peer script {name} not found in ../shared/bench or benches/")
 
 
+def products(args):
+    """Rounds of the bare GEMM pair in ebm, PyTorch and numpy's BLAS; prints the table."""
+    script = os.path.join(ROOT, "benches", "blas_pair_bench.py")
+    repeats = 60 if args.quick else 200
+    rows = []
+    for r in range(1, args.rounds + 1):
+        m = ebm_bench(args, None, "gibbs", "gemm-pair/784x200/")
+        for dtype in ("f32", "f64"):
+            for threads in (1, 2):
+                ebm = m[f"gemm-pair/784x200/chains=2000/{dtype}/two-gemms/threads={threads}"]
+                torch = peer(args, script, "torch", dtype, threads, 784, 200, 2000, repeats)
+                blas = peer(args, script, "numpy", dtype, threads, 784, 200, 2000, repeats)
+                rows.append({"round": r, "dtype": dtype, "threads": threads, "ebm_s": ebm,
+                             "torch_s": torch["median_s"], "torch": torch["library"],
+                             "numpy_s": blas["median_s"], "numpy": f"{blas['library']} ({blas['blas']})"})
+    print(f"\nProcessor: {processor()}; {os.cpu_count()} logical cores; {rows[0]['torch']}; "
+          f"{rows[0]['numpy']}\n")
+    print("| round | dtype | threads | ebm GEMM pair | PyTorch | numpy's BLAS | ebm / PyTorch | ebm / BLAS | ebm / best |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        best = min(row["torch_s"], row["numpy_s"])
+        print(f"| {row['round']} | {row['dtype']} | {row['threads']} | {row['ebm_s'] * 1e3:.2f} ms | "
+              f"{row['torch_s'] * 1e3:.2f} ms | {row['numpy_s'] * 1e3:.2f} ms | "
+              f"{row['ebm_s'] / row['torch_s']:.2f}x | {row['ebm_s'] / row['numpy_s']:.2f}x | "
+              f"{row['ebm_s'] / best:.2f}x |")
+    print("\n" + json.dumps(rows))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--venv", default=os.path.join(ROOT, ".venv-peer"))
     p.add_argument("--skip-train", action="store_true", help="compare Gibbs sweeps only")
     p.add_argument("--quick", action="store_true", help="shorter measurements (noisier)")
+    p.add_argument("--products", action="store_true",
+                   help="compare the bare GEMM pairs (ebm, PyTorch, numpy's BLAS) instead")
     args = p.parse_args()
     if args.rounds < 1:
         sys.exit("--rounds must be at least 1")
 
     if not os.path.exists(os.path.join(args.venv, "bin", "python")):
         run([sys.executable, "-m", "venv", args.venv])
-        run([os.path.join(args.venv, "bin", "pip"), "install", "torch", "rbms==0.5.0"])
+        run([os.path.join(args.venv, "bin", "pip"), "install", "torch", "rbms==0.5.0", "numpy"])
     run(["cargo", "bench", "--bench", "gibbs", "--no-run"])
+    if args.products:
+        return products(args)
     if not args.skip_train:
         run(["cargo", "bench", "-p", "ebm-train", "--bench", "train", "--no-run"])
 
