@@ -1917,6 +1917,18 @@ fn reproduce_mixing_digits_quick_measures_against_the_exact_weights() {
         1,
         "missing.npy",
     );
+    fails(
+        d,
+        "reproduce ptt-mixing-ising --quick --epochs 5 --out r",
+        1,
+        "only lifted-training-digits takes a number of epochs",
+    );
+    fails(
+        d,
+        "reproduce lifted-training-digits --quick --epochs 0 --out r",
+        2,
+        "--epochs",
+    );
 }
 
 /// `ebm reproduce ptt-mixing-clusters --quick` (three clusters in a plane): the same structural

@@ -1,4 +1,4 @@
-//! `ebm reproduce lifted-training-digits --quick` (paper 004, Fig. 2) run in-process: the
+//! `ebm reproduce lifted-training-digits --quick --epochs 2` (paper 004, Fig. 2) run in-process: the
 //! structural facts that hold at any budget — the files exist, the curves have the expected
 //! columns and lengths, every pseudo-log-likelihood and log-likelihood is at most 0, and the
 //! logged exact PLL equals the one recomputed from the saved model.
@@ -32,6 +32,8 @@ fn quick_reproduction_writes_consistent_curves() {
         "reproduce",
         "lifted-training-digits",
         "--quick",
+        "--epochs",
+        "2",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -50,16 +52,17 @@ fn quick_reproduction_writes_consistent_curves() {
     ] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
-    // quick plan: 3 epochs, logged after each, plus the initial model
+    // the quick plan's sizes over the 2 epochs asked for, logged after each, plus the
+    // initial model
     let (header, body) = rows(&out.join("curves-pll.csv"));
     assert_eq!(header, ["epoch", "PCD", "CD", "PT", "LPT", "DEO"]);
-    assert_eq!(body.len(), 4);
+    assert_eq!(body.len(), 3);
     assert!(body.iter().flatten().skip(1).all(|x| x.is_finite()));
     assert!(body.iter().all(|r| r[1..].iter().all(|&x| x <= 0.0)));
     let (header, body) = rows(&out.join("curves-small.csv"));
     assert_eq!(header.len(), 11);
     assert_eq!(header[6], "PCD_ll");
-    assert_eq!(body.len(), 4);
+    assert_eq!(body.len(), 3);
     assert!(body.iter().all(|r| r[1..].iter().all(|&x| x <= 0.0)));
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("**Verdict: "));

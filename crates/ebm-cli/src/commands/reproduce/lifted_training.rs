@@ -82,13 +82,15 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(quick: bool) -> Self {
+    /// The sizes of a `quick` or full run, over `epochs` epochs (default 3 quick, and the
+    /// paper's 100 full).
+    fn new(quick: bool, epochs: Option<u64>) -> Self {
         if quick {
             Plan {
                 hidden_units: 20,
                 small_hidden_units: 8,
                 updates_per_epoch: 60,
-                epochs: 3,
+                epochs: epochs.unwrap_or(3),
                 small_every: 1,
             }
         } else {
@@ -96,7 +98,7 @@ impl Plan {
                 hidden_units: 50,
                 small_hidden_units: 16,
                 updates_per_epoch: 719,
-                epochs: 30,
+                epochs: epochs.unwrap_or(100),
                 small_every: 2,
             }
         }
@@ -153,6 +155,8 @@ struct Finding {
 struct LiftedResults {
     claim: &'static str,
     paper_statement: &'static str,
+    /// The paper's Fig. 2, digitised: (epoch, [PCD, CD, PT, LPT, DEO]).
+    paper_curves: &'static [(u64, [f64; 5])],
     plan: Plan,
     training_images: usize,
     curves: Vec<Curve>,
@@ -168,7 +172,7 @@ struct LiftedResults {
 
 pub(super) fn lifted_training_digits(args: &ReproduceArgs, ctx: &Context) -> Result<()> {
     let started = Instant::now();
-    let plan = Plan::new(args.quick);
+    let plan = Plan::new(args.quick, args.epochs);
     let dir = output_dir(args, "lifted-training-digits")?;
     let p = |name: &str| dir.join(name);
     let data = p("digits-nudged.npy");
@@ -215,6 +219,7 @@ pub(super) fn lifted_training_digits(args: &ReproduceArgs, ctx: &Context) -> Res
     let results = LiftedResults {
         claim: "lifted-training-digits",
         paper_statement: PAPER_004_FIG2,
+        paper_curves: &PAPER_CURVES,
         plan: plan.clone(),
         training_images: 8985,
         curves,

@@ -41,6 +41,14 @@ pub(super) fn execute(args: &ReproduceArgs, ctx: &Context) -> Result<()> {
             file.display()
         );
     }
+    if let Some(epochs) = args.epochs
+        && args.claim != ClaimArg::LiftedTrainingDigits
+    {
+        bail!(
+            "--epochs {epochs}: only lifted-training-digits takes a number of epochs (the other \
+             claims run fixed budgets)"
+        );
+    }
     match args.claim {
         ClaimArg::PttMixingIsing => mixing::ptt_mixing(args, ctx, mixing::MixingData::Ising),
         ClaimArg::PttMixingDigits => mixing::ptt_mixing(args, ctx, mixing::MixingData::Digits01),
