@@ -191,6 +191,19 @@ fn tmc_sampling_returns_the_exact_mode_weights_where_gibbs_does_not() {
     assert!((gibbs_left - exact).abs() > 20.0 * se, "{gibbs_left}");
     let t = ebm_testkit::chi_square(&gibbs_counts, &exact_counts_law(&law));
     assert!(t.p_value < 1e-6, "{t:?}");
+
+    // The book's rows (*Tethered Monte Carlo*), as measured here.
+    ebm_testkit::book_quotes(
+        "concepts/tethered-mc.md",
+        &format!(
+            "| `sample --sampler tmc` (seed 5): the same from its own profile | {pl:.4} ± \
+             {pse:.4} | {expected:.4} |\n\
+             | `sample --sampler tmc`: 4000 samples, 30 TMC sweeps + 1 Gibbs sweep each | \
+             {left:.4} ± {se:.4} | {exact:.4} |\n\
+             | `sample --sampler gibbs`, 4000 chains x 30 sweeps from all units off | \
+             {gibbs_left:.4} | {exact:.4} |\n"
+        ),
+    );
 }
 
 #[test]
@@ -241,6 +254,13 @@ fn tmc_profile_matches_the_exact_tethered_distribution() {
     let (z2, zw, expected) = scores(&rbm);
     println!("profile: mean z^2 {z2:.2}, left weight {left:.4} +- {left_se:.4} vs {expected:.4}");
     assert!(left_se < 0.03 && zw.abs() < 4.0, "left weight z = {zw}");
+    ebm_testkit::book_quotes(
+        "concepts/tethered-mc.md",
+        &format!(
+            "| `tmc profile` (seed 3): mass of \\\\(p(\\hat m)\\\\) left of the saddle | \
+             {left:.4} ± {left_se:.4} | {expected:.4} |\n"
+        ),
+    );
 
     // Negative control: the same statistic rejects the symmetric model's exact value (0.5).
     let (_, zw, other) = scores(&bimodal(0.0));

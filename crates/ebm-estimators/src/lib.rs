@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | exact enumeration of the smaller layer (\\(\le 2^{24}\\) states) | [`exact_log_partition`] | none |
 //! | closed forms (independent sites, \\(\beta = 0\\)) and exact draws of rung 0 | [`Start`] | none |
-//! | AIS along any ladder: temperature, reference-interpolated, trajectory (offline Tr-AIS) | [`ais`] with [`Ais`] | delta method |
+//! | AIS along any ladder: temperature, reference-interpolated, trajectory (offline Tr-AIS) | [`ais()`] with [`Ais`] | delta method |
 //! | reverse AIS from exact or equilibrium draws of the target | [`reverse_ais`] | delta method |
 //! | online trajectory AIS, advanced by a trainer after each update, with ESS resampling | [`OnlineTrajectoryAis`] | delta method |
 //! | BAR and exponential averages between neighbouring rungs of PT / PTT | [`PairAccumulator`] | jackknife over chains |

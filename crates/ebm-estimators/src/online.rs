@@ -117,7 +117,7 @@ impl<S: Chains + Clone + SelectChains> OnlineTrajectoryAis<S> {
 
     /// Continues a weighted population already carried along an annealing path from a
     /// distribution whose exact \\(\log Z\\) is `log_z0` to the initial model of the training
-    /// run, e.g. the population of an [`crate::ais`] run from an independent-site reference to
+    /// run, e.g. the population of an [`crate::ais()`] run from an independent-site reference to
     /// an initial model with couplings: the training trajectory is then one more stretch of the
     /// same path, and the weights, carried log ratios, genealogy and error of that first
     /// stretch stay in every later [`estimate`](Self::estimate). The population's RNG streams

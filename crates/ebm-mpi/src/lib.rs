@@ -25,7 +25,7 @@
 //!   bindings also need libclang at build time). It lives in a crate of its own so that this
 //!   one, and the command line above it, compile the same with and without MPI.
 //!
-//! Training is sharded by [`train`] (data-parallel: every rank holds whole blocks of the
+//! Training is sharded by [`train()`] (data-parallel: every rank holds whole blocks of the
 //! minibatch and of the persistent chains; the blocks' gradient sums go to rank 0, which adds
 //! them in block order, [`TrainShard`]), and the trained model is the one-process model bit for
 //! bit; with a tempered negative phase each rank holds whole blocks of PT's systems on every

@@ -5,7 +5,7 @@
 use crate::StepInfo;
 use ebm_core::{Observer, Result};
 
-/// An observer of [`crate::run`] recording, for every chain, the first step after which the
+/// An observer of [`crate::run()`] recording, for every chain, the first step after which the
 /// chain is in a target set (`in_target(chains, i)`), e.g. "magnetisation below
 /// \\(-m^*/2\\)" for a chain started in the \\(+m^*\\) mode of the Curie–Weiss model. Later
 /// visits are ignored. The exact reference for the Curie–Weiss model is
@@ -39,7 +39,7 @@ pub struct EscapeSummary {
 
 impl<F> EscapeTimes<F> {
     /// Records escapes of `n_chains` chains into the set given by `in_target`, counting steps
-    /// from the start of the run (step numbers as passed by [`crate::run`]).
+    /// from the start of the run (step numbers as passed by [`crate::run()`]).
     pub fn new(n_chains: usize, in_target: F) -> Self {
         Self {
             in_target,
@@ -83,7 +83,7 @@ impl<'a, I, S, F: Fn(&S, usize) -> bool> Observer<StepInfo<'a, I, S>> for Escape
     }
 }
 
-/// An observer of [`crate::run`] recording the fraction of time spent in each of `n_states`
+/// An observer of [`crate::run()`] recording the fraction of time spent in each of `n_states`
 /// labelled states (paper "Alternating Gibbs sampling in restricted Boltzmann machines:
 /// free-energy barriers, analytic models and moves in latent space", Fig. 15 d/e: the fraction
 /// of time in each Mattis state). After every step, `label(chains, i)` assigns chain `i` to a

@@ -18,7 +18,7 @@
 //! - [`EscapeTimes`]: first-passage times of many chains between modes, with error bars
 //!   (the exact Curie–Weiss reference is `ebm_models::barriers`).
 //! - [`ExactRefresh`]: independent exact draws for models with [`ebm_core::ExactSampling`].
-//! - [`run`]: applies a kernel repeatedly to a [`ebm_core::ChainState`], reporting to an
+//! - [`run()`]: applies a kernel repeatedly to a [`ebm_core::ChainState`], reporting to an
 //!   [`ebm_core::Observer`].
 //!
 //! - [`tempering`]: ladders, the [`tempering::Exchange`] move and [`tempering::ParallelTempering`]

@@ -455,6 +455,7 @@ fn hopfield_aligned_vs_rotated_under_algorithm_4() {
         10 * r_switches < a_switches,
         "rotated: {r_switches} switches"
     );
+    let mut ags_switches = Vec::new();
     for (rbm, latent, name) in [
         (&aligned, false, "aligned, AGS"),
         (&rotated, false, "rotated, AGS"),
@@ -463,7 +464,20 @@ fn hopfield_aligned_vs_rotated_under_algorithm_4() {
         let c = total(&c);
         eprintln!("{name}: {c:?}, {switches} switches");
         assert_eq!(switches, 0, "{name}: {c:?}");
+        ags_switches.push(switches);
     }
+    let table = format!(
+        "| weights | Algorithm 4 switches | AGS switches |\n|---|---|---|\n\
+         | aligned | {a_switches} (all {} Mattis states, each {}–{} of {} visits) | {} |\n\
+         | rotated | {r_switches} | {} |\n",
+        2 * p,
+        a.iter().min().unwrap(),
+        a.iter().max().unwrap(),
+        chains * steps,
+        ags_switches[0],
+        ags_switches[1]
+    );
+    ebm_testkit::book_quotes("concepts/barriers.md", &table);
 }
 
 /// Spec §10.11: the visible marginal of the k-copy RBM is \\(P(v)^k / \sum P^k\\) (exact, by
@@ -516,6 +530,9 @@ fn beta_copy_ags_samples_the_powered_marginal() {
 fn ags_escape_times_match_the_exact_mean_first_passage_time() {
     use ebm_models::barriers::{ReducedChain, ReducedSampler};
     use ebm_samplers::{EscapeTimes, run};
+    let mut table = String::from(
+        "| w | N | exact MFPT (AGS steps) | measured AGS | Algorithm 3 |\n|---|---|---|---|---|\n",
+    );
     for (w, n, seed) in [(1.2f64, 40usize, 3u64), (1.5, 10, 4)] {
         let cw = CurieWeiss::new(n, w * w, 0.0).unwrap();
         let m = cw.mean_field_magnetisation(1.0);
@@ -553,10 +570,8 @@ fn ags_escape_times_match_the_exact_mean_first_passage_time() {
             steps += 200;
         }
         let s = esc.summary();
-        eprintln!(
-            "w {w} N {n}: AGS escape {:.1} ± {:.1} (exact {exact:.1})",
-            s.mean, s.std_error
-        );
+        let ags = format!("{:.1} ± {:.1}", s.mean, s.std_error);
+        eprintln!("w {w} N {n}: AGS escape {ags} (exact {exact:.1})");
         assert_eq!(s.censored, 0);
         assert!(
             (s.mean - exact).abs() < 4.0 * s.std_error,
@@ -582,7 +597,12 @@ fn ags_escape_times_match_the_exact_mean_first_passage_time() {
         );
         assert_eq!(s.censored, 0);
         assert!(s.mean < 5.0, "{s:?}");
+        table += &format!(
+            "| {w} | {n} | {exact:.1} | {ags} | {:.2} ± {:.2} |\n",
+            s.mean, s.std_error
+        );
     }
+    ebm_testkit::book_quotes("concepts/barriers.md", &table);
 }
 
 /// Chain i consumes only stream i, in chunks independent of the thread count: the same

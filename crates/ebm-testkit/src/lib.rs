@@ -27,12 +27,17 @@
 //!   [`detailed_balance_violation`]: exact transition probabilities and the **detailed-balance
 //!   check** \\(\max_{x,y} |p(x)T(x,y) - p(y)T(y,x)|\\).
 //! - [`strategies`]: proptest strategies for small random binary RBMs.
+//!
+//! And for the book: [`book_quotes`] fails unless a page quotes, verbatim, the table a test
+//! rendered from its measurements.
 
+mod book;
 mod chi2;
 mod enumerable;
 pub mod strategies;
 mod transitions;
 
+pub use book::book_quotes;
 pub use chi2::{ChiSquare, chi_square, regularized_gamma_q};
 pub use enumerable::{
     AtBeta, MAX_STATES, detailed_balance, exact_draws, goodness_of_fit, invariance,

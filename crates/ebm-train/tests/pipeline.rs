@@ -327,6 +327,63 @@ fn pretrained_pipeline_against_exact_values() {
         "after 400 updates with exact draws: pretrained {pretrained_ll:.4}, scratch {scratch_ll:.4}"
     );
     assert!(scratch_ll > pretrained_ll + 0.5);
+
+    // The book's two tables (*Low-rank pre-training*), rendered from these runs.
+    let at = |reports: &[(u64, LikelihoodInfo, Model)],
+              updates: &[u64],
+              f: &dyn Fn(&(u64, LikelihoodInfo, Model)) -> String| {
+        updates
+            .iter()
+            .map(|&u| f(reports.iter().find(|r| r.0 == u).expect("reported")))
+            .collect::<Vec<_>>()
+            .join(" / ")
+            .replace('-', "−")
+    };
+    let ll = |r: &(u64, LikelihoodInfo, Model)| format!("{:.3}", exact_ll(&r.2, &data));
+    let w = |r: &(u64, LikelihoodInfo, Model)| format!("{:.3}", mode_plus(&r.2));
+    let z = |r: &(u64, LikelihoodInfo, Model)| format!("{:.1}", r.1.negative_z.expect("checked"));
+    let three = [100, 200, 400];
+    let four = [100, 200, 300, 400];
+    ebm_testkit::book_quotes(
+        "concepts/pretraining.md",
+        &format!(
+            "| PCD-10, 300 chains at static draws | {} | {} | {} standard errors: flagged |\n\
+             | exact draws (1000 per update) | {} | {} | {} |\n",
+            at(&pcd, &three, &ll),
+            at(&pcd, &three, &w),
+            at(&pcd, &three, &z),
+            at(&exact, &three, &ll),
+            at(&exact, &three, &w),
+            at(&exact, &three, &z),
+        ),
+    );
+    ebm_testkit::book_quotes(
+        "concepts/pretraining.md",
+        &format!(
+            "| PCD-10 (above) | {} | {} |\n| exact draws | {} | {} |\n| `Bridged`, 5 rungs | {} | {} |\n",
+            at(&pcd, &four, &ll),
+            at(&pcd, &four, &w),
+            at(&exact, &four, &ll),
+            at(&exact, &four, &w),
+            at(&bridge, &four, &ll),
+            at(&bridge, &four, &w),
+        ),
+    );
+    let worst = bridge
+        .iter()
+        .map(|r| r.1.negative_z.expect("checked").abs())
+        .fold(0.0, f64::max);
+    ebm_testkit::book_quotes(
+        "concepts/pretraining.md",
+        &format!("at every report (within {worst:.1} standard errors)"),
+    );
+    ebm_testkit::book_quotes(
+        "concepts/pretraining.md",
+        &format!(
+            "the pretrained model is bimodal (exact weight of mode + {w0:.3}, exact LL\n{})",
+            format!("{ll0:.3}").replace('-', "−")
+        ),
+    );
 }
 
 /// The static sampler against the model it starts. Importance weights of static draws give

@@ -11,9 +11,9 @@ use super::{finite_f64, positive_usize};
 /// `ebm tmc ...`
 #[derive(Subcommand, Debug)]
 pub(crate) enum TmcCommand {
-    /// Measure the tethered potential of a model along one direction: write m_hat,
-    /// <m>_m_hat, Omega', Omega and p(m_hat) as CSV, the barrier between its two deepest modes
-    /// as a one-row CSV, and a plot of ln p(m_hat).
+    /// Measure the tethered potential of a model along one direction: write m_hat, the mean
+    /// of m at each m_hat, Omega', Omega and p(m_hat) as CSV, the barrier between its two
+    /// deepest modes as a one-row CSV, and a plot of ln p(m_hat).
     #[command(long_about = TMC_PROFILE_LONG_ABOUT)]
     Profile(TmcProfileArgs),
 }

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 ///
 /// **Where the per-chain state lives.** The targets \\(\hat m\\) are configuration of the
 /// kernel (chain `c` is tethered to `targets[c * k..(c + 1) * k]`), so the chain state stays a
-/// plain [`RbmChains`] and [`crate::run`], observers and tempering work unchanged. The order
+/// plain [`RbmChains`] and [`crate::run()`], observers and tempering work unchanged. The order
 /// parameter \\(m(v)\\) is recomputed from scratch at the start of every sweep
 /// (\\(O(k N_v)\\), negligible next to the \\(O(N_v N_h)\\) matrix products) and then updated
 /// incrementally over the sweep's \\(N_v\\) proposals; recomputing each sweep also removes any
