@@ -204,6 +204,14 @@ fn tmc_sampling_returns_the_exact_mode_weights_where_gibbs_does_not() {
              {gibbs_left:.4} | {exact:.4} |\n"
         ),
     );
+    ebm_testkit::page_quotes(
+        "REPRODUCTIONS.md",
+        &format!(
+            "`ebm sample --sampler tmc` returns a left-mode weight of {left:.4} ± {se:.4} in its \
+             4000 samples and {pl:.4} ± {pse:.4} in its p(m̂) (exact {exact:.4} and \
+             {expected:.4})"
+        ),
+    );
 }
 
 #[test]

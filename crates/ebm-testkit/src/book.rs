@@ -1,18 +1,26 @@
-//! Tables of the book that a test measures: the test renders the table from what it measured
-//! and fails unless the page quotes it verbatim, so the page changes when the numbers do.
+//! Numbers that a test measures and a page quotes: the test renders the text from what it
+//! measured and fails unless the page holds it, so the page changes when the numbers do.
 
 use std::path::PathBuf;
 
 /// Fails unless the book page `page` (a path under `book/src`, e.g. `"concepts/barriers.md"`)
-/// holds `text` verbatim; the failure prints `text`, to be pasted into the page.
+/// quotes `text`; see [`page_quotes`].
 pub fn book_quotes(page: &str, text: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../book/src")
-        .join(page);
-    let held = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    page_quotes(&format!("book/src/{page}"), text);
+}
+
+/// Fails unless the file `path` (relative to the repository root, e.g. `"REPRODUCTIONS.md"`)
+/// holds `text`, comparing words: every run of white space counts as one space on both sides,
+/// so a paragraph may wrap anywhere (a table is compared row after row). The failure prints
+/// `text`, to be pasted into the page.
+pub fn page_quotes(path: &str, text: &str) {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path);
+    let held = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        held.contains(text),
-        "{} does not quote what the test measured; regenerate it with:\n{text}",
-        path.display()
+        words(&held).contains(&words(text)),
+        "{path} does not quote what the test measured; regenerate it with:\n{text}"
     );
 }

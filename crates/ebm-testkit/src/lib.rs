@@ -28,8 +28,8 @@
 //!   check** \\(\max_{x,y} |p(x)T(x,y) - p(y)T(y,x)|\\).
 //! - [`strategies`]: proptest strategies for small random binary RBMs.
 //!
-//! And for the book: [`book_quotes`] fails unless a page quotes, verbatim, the table a test
-//! rendered from its measurements.
+//! And for the pages: [`book_quotes`] and [`page_quotes`] fail unless a page (of the book, or
+//! any file of the repository) quotes the text a test rendered from its measurements.
 
 mod book;
 mod chi2;
@@ -37,7 +37,7 @@ mod enumerable;
 pub mod strategies;
 mod transitions;
 
-pub use book::book_quotes;
+pub use book::{book_quotes, page_quotes};
 pub use chi2::{ChiSquare, chi_square, regularized_gamma_q};
 pub use enumerable::{
     AtBeta, MAX_STATES, detailed_balance, exact_draws, goodness_of_fit, invariance,
