@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-if len(sys.argv) < 4:
+if not 4 <= len(sys.argv) <= 8:
     sys.exit(__doc__)
 LIBRARY, DTYPE, THREADS = sys.argv[1], sys.argv[2], int(sys.argv[3])
 NV, NH, CHAINS, REPEATS = (int(a) for a in (sys.argv[4:] + ["784", "200", "2000", "200"][len(sys.argv) - 4:]))

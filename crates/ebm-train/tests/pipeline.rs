@@ -328,51 +328,62 @@ fn pretrained_pipeline_against_exact_values() {
     );
     assert!(scratch_ll > pretrained_ll + 0.5);
 
-    // The book's two tables (*Low-rank pre-training*), rendered from these runs.
-    let at = |reports: &[(u64, LikelihoodInfo, Model)],
-              updates: &[u64],
-              f: &dyn Fn(&(u64, LikelihoodInfo, Model)) -> String| {
+    // The book's two tables (*Low-rank pre-training*), rendered from these runs: each report's
+    // exact LL, exact weight of mode + and negative-phase z, computed once per run.
+    let summary = |reports: &[(u64, LikelihoodInfo, Model)]| -> Vec<(u64, [String; 3])> {
+        reports
+            .iter()
+            .map(|(u, l, m)| {
+                let z = l.negative_z.expect("checked at every report");
+                let cells = [
+                    format!("{:.3}", exact_ll(m, &data)),
+                    format!("{:.3}", mode_plus(m)),
+                    format!("{z:.1}"),
+                ];
+                (*u, cells.map(|c| c.replace('-', "−")))
+            })
+            .collect()
+    };
+    // The bridge's largest negative-phase z over its reports, quoted beside the tables.
+    let worst = bridge
+        .iter()
+        .map(|r| r.1.negative_z.expect("checked").abs())
+        .fold(0.0, f64::max);
+    let (pcd, exact, bridge) = (summary(&pcd), summary(&exact), summary(&bridge));
+    // Column `k` (0: LL, 1: weight, 2: z) of a run at `updates`, as the page writes it.
+    let at = |rows: &[(u64, [String; 3])], updates: &[u64], k: usize| {
         updates
             .iter()
-            .map(|&u| f(reports.iter().find(|r| r.0 == u).expect("reported")))
+            .map(|&u| rows.iter().find(|r| r.0 == u).expect("reported").1[k].as_str())
             .collect::<Vec<_>>()
             .join(" / ")
-            .replace('-', "−")
     };
-    let ll = |r: &(u64, LikelihoodInfo, Model)| format!("{:.3}", exact_ll(&r.2, &data));
-    let w = |r: &(u64, LikelihoodInfo, Model)| format!("{:.3}", mode_plus(&r.2));
-    let z = |r: &(u64, LikelihoodInfo, Model)| format!("{:.1}", r.1.negative_z.expect("checked"));
-    let three = [100, 200, 400];
-    let four = [100, 200, 300, 400];
+    let (three, four) = ([100, 200, 400], [100, 200, 300, 400]);
     ebm_testkit::book_quotes(
         "concepts/pretraining.md",
         &format!(
             "| PCD-10, 300 chains at static draws | {} | {} | {} standard errors: flagged |\n\
              | exact draws (1000 per update) | {} | {} | {} |\n",
-            at(&pcd, &three, &ll),
-            at(&pcd, &three, &w),
-            at(&pcd, &three, &z),
-            at(&exact, &three, &ll),
-            at(&exact, &three, &w),
-            at(&exact, &three, &z),
+            at(&pcd, &three, 0),
+            at(&pcd, &three, 1),
+            at(&pcd, &three, 2),
+            at(&exact, &three, 0),
+            at(&exact, &three, 1),
+            at(&exact, &three, 2),
         ),
     );
     ebm_testkit::book_quotes(
         "concepts/pretraining.md",
         &format!(
             "| PCD-10 (above) | {} | {} |\n| exact draws | {} | {} |\n| `Bridged`, 5 rungs | {} | {} |\n",
-            at(&pcd, &four, &ll),
-            at(&pcd, &four, &w),
-            at(&exact, &four, &ll),
-            at(&exact, &four, &w),
-            at(&bridge, &four, &ll),
-            at(&bridge, &four, &w),
+            at(&pcd, &four, 0),
+            at(&pcd, &four, 1),
+            at(&exact, &four, 0),
+            at(&exact, &four, 1),
+            at(&bridge, &four, 0),
+            at(&bridge, &four, 1),
         ),
     );
-    let worst = bridge
-        .iter()
-        .map(|r| r.1.negative_z.expect("checked").abs())
-        .fold(0.0, f64::max);
     ebm_testkit::book_quotes(
         "concepts/pretraining.md",
         &format!("at every report (within {worst:.1} standard errors)"),
