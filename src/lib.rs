@@ -6,7 +6,7 @@
 //!
 //! | Crate | Contents |
 //! |---|---|
-//! | [`core`] (`ebm-core`) | traits ([`EnergyModel`](core::EnergyModel), [`ConditionalSampler`](core::ConditionalSampler), [`Kernel`](core::Kernel), [`Enumerable`](core::Enumerable), [`ExactLogPartition`](core::ExactLogPartition), [`ExactSampling`](core::ExactSampling), [`Tractable`](core::Tractable), [`Observer`](core::Observer)), RNG streams, [`Par`](core::Par), errors, numerics |
+//! | [`core`] (`ebm-core`) | traits ([`EnergyModel`](core::EnergyModel), [`ConditionalSampler`](core::ConditionalSampler), [`Kernel`](core::Kernel), [`Enumerable`](core::Enumerable), [`ExactLogPartition`](core::ExactLogPartition), [`ExactSampling`](core::ExactSampling), [`Tractable`](core::Tractable), [`ProductCache`](core::ProductCache), [`Observer`](core::Observer)), RNG streams, [`Par`](core::Par), errors, numerics |
 //! | [`models`] (`ebm-models`) | unit layers and the generic [`Rbm<V, H>`](models::Rbm), exact enumeration |
 //! | [`samplers`] (`ebm-samplers`) | alternating Gibbs, single-site Metropolis (RBM and generic) and heat bath (finite alphabets), kernel combinators, the sampling driver, parallel tempering (ladders, swap schedules, diagnostics, ladder construction) |
 //! | [`estimators`] (`ebm-estimators`) | exact log Z, AIS, reverse AIS, trajectory AIS (offline and online), BAR from PT samples, log-likelihood with error bars |
@@ -71,8 +71,8 @@ pub mod distributed {
 pub mod prelude {
     pub use ebm_core::{
         ChainState, Chains, ConditionalSampler, EnergyModel, Enumerable, Error, Every,
-        ExactLogPartition, ExactSampling, FnObserver, Kernel, Observer, Par, RngStreams, Scalar,
-        Tractable, exact_by_enumeration, sites::SiteProduct,
+        ExactLogPartition, ExactSampling, FnObserver, Kernel, Observer, Par, ProductCache,
+        RngStreams, Scalar, Tractable, exact_by_enumeration, sites::SiteProduct,
     };
     pub use ebm_io::{load_rbm, read_rbm_info, save_rbm};
     pub use ebm_models::exact::Enumerated;

@@ -47,6 +47,10 @@ impl EnergyModel for IsingChain {
         DMatrix::from_element(self.n, n_chains, 1.0)
     }
 }
+
+/// What parallel tempering may keep between an exchange's energies and the next sweep (an
+/// RBM keeps its product W^T v): nothing here, so the defaults are the whole impl.
+impl ProductCache for IsingChain {}
 // ANCHOR_END: model
 
 // ANCHOR: enumerable

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use ebm_core::{EnergyModel, Kernel, Par, Tractable};
+use ebm_core::{Kernel, Par, ProductCache, Tractable};
 use ebm_estimators::{Ais, Start, ais};
 use ebm_samplers::tempering::{ParallelTempering, PtState, TemperatureLadder};
 use nalgebra::DMatrix;
@@ -134,7 +134,7 @@ struct LogZRecord {
 /// as [`crate::run`] does.
 pub fn run_model<M, K, I, T>(name: &str, model: M, kernel: K, args: I) -> ExitCode
 where
-    M: EnergyModel<Scalar = f64, State = DMatrix<f64>>,
+    M: ProductCache<Scalar = f64, State = DMatrix<f64>>,
     K: Kernel<M>,
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -151,7 +151,7 @@ where
 /// [`run_model`] for a model with exact draws and exact \\(\log Z\\), which also gets `log-z`.
 pub fn run_tractable_model<M, K, I, T>(name: &str, model: M, kernel: K, args: I) -> ExitCode
 where
-    M: Tractable<Scalar = f64, State = DMatrix<f64>>,
+    M: Tractable + ProductCache<Scalar = f64, State = DMatrix<f64>>,
     K: Kernel<M>,
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -179,7 +179,7 @@ where
 
 fn sample<M, K>(name: &str, model: M, kernel: K, a: &ModelSampleArgs, ctx: &Context) -> Result<()>
 where
-    M: EnergyModel<Scalar = f64, State = DMatrix<f64>>,
+    M: ProductCache<Scalar = f64, State = DMatrix<f64>>,
     K: Kernel<M>,
 {
     check_matrix_output(&a.out)?;
@@ -250,7 +250,7 @@ where
 
 fn log_z<M, K>(name: &str, model: M, kernel: K, a: &ModelLogZArgs, ctx: &Context) -> Result<()>
 where
-    M: Tractable<Scalar = f64, State = DMatrix<f64>>,
+    M: Tractable + ProductCache<Scalar = f64, State = DMatrix<f64>>,
     K: Kernel<M>,
 {
     check_outputs(&[a.out.as_path()], &[])?;

@@ -52,5 +52,5 @@ pub use rng::{ChainRng, RngStreams, as_chain_rngs};
 pub use scalar::Scalar;
 pub use traits::{
     ConditionalSampler, EnergyModel, Enumerable, ExactLogPartition, ExactSampling, Kernel,
-    Tractable,
+    ProductCache, Tractable,
 };

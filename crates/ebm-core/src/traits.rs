@@ -45,15 +45,45 @@ pub trait EnergyModel: Sync {
         }
     }
 
+    /// A batch of `n_chains` chains in a valid initial configuration (all units in their first
+    /// state); callers draw random or exact initial states from it.
+    fn new_state(&self, n_chains: usize) -> Self::State;
+}
+
+/// A product that an energy evaluation and the next block Gibbs sweep share, kept between
+/// them so that it is computed once: for an RBM, the hidden inputs \\(W^\top v\\) that both
+/// the free energy \\(F_\beta(v)\\) and the draw of \\(h \mid v\\) start from.
+///
+/// Parallel tempering evaluates every state's energy at two temperatures before it exchanges
+/// states, then explores each rung with a Gibbs sweep that begins with \\(h \mid v\\): with a
+/// kept product the sweep skips the largest product of the round. A model with nothing to
+/// keep implements the trait with an empty body (every method has a default that keeps
+/// nothing and computes as [`EnergyModel`] does):
+///
+/// ```
+/// # use ebm_core::{EnergyModel, Par, ProductCache};
+/// # use nalgebra::DMatrix;
+/// # struct Ising;
+/// # impl EnergyModel for Ising {
+/// #     type Scalar = f64;
+/// #     type State = DMatrix<f64>;
+/// #     fn energies(&self, _: &DMatrix<f64>, _: f64, _: &mut [f64], _: Par) {}
+/// #     fn new_state(&self, n: usize) -> DMatrix<f64> { DMatrix::zeros(1, n) }
+/// # }
+/// impl ProductCache for Ising {}
+/// ```
+///
+/// The caller owns the kept buffer and is responsible for its freshness: a product kept for a
+/// state is valid until that state or the model changes, and nothing here checks it.
+pub trait ProductCache: EnergyModel {
     /// [`EnergyModel::energies_at`], also writing into `kept` the product that the first
     /// half-step of a block Gibbs sweep from `x` computes, when the energies need the same one
     /// (for an RBM: \\(W^\top v\\), in `kept.hidden`), so that
-    /// [`EnergyModel::sample_hidden_from_kept`] can draw \\(h \mid v\\) without recomputing
+    /// [`ProductCache::sample_hidden_from_kept`] can draw \\(h \mid v\\) without recomputing
     /// it. Returns whether it kept anything; the default keeps nothing. `kept` may hold any
     /// state of the same model (its buffers are reused); only the product is written (the
     /// rest of `kept` is unspecified), so `kept` belongs to `x` as it is now: the caller
-    /// tracks whether `x` has changed since (the parallel-tempering loop does so by
-    /// construction, see `PtState::rungs_mut` in `ebm-samplers`).
+    /// tracks whether `x` has changed since.
     ///
     /// # Panics
     /// As [`EnergyModel::energies_at`].
@@ -71,7 +101,7 @@ pub trait EnergyModel: Sync {
     }
 
     /// [`EnergyModel::energies_at`] computed from the product that
-    /// [`EnergyModel::energies_at_keeping`] left in `kept`, bit for bit the same numbers, and
+    /// [`ProductCache::energies_at_keeping`] left in `kept`, bit for bit the same numbers, and
     /// returns `true`; or returns `false`, writing nothing, if `kept` does not have the shape
     /// of a product for `x` or the model keeps no product (the default). The caller
     /// guarantees that this model computed `kept` from the current configurations of `x`
@@ -94,11 +124,11 @@ pub trait EnergyModel: Sync {
     }
 
     /// Draws \\(h \sim p_\beta(h \mid v)\\) for every chain of `x` from the product kept by
-    /// [`EnergyModel::energies_at_keeping`], bit for bit as
+    /// [`ProductCache::energies_at_keeping`], bit for bit as
     /// [`ConditionalSampler::sample_hidden`] would (same numbers, same random numbers from
     /// each chain's stream), and returns `true`; or returns `false`, touching nothing, if
     /// `kept` does not have the shape of a product for `x` or the model keeps no product (the
-    /// default). As for [`EnergyModel::energies_from_kept`], the caller guarantees that this
+    /// default). As for [`ProductCache::energies_from_kept`], the caller guarantees that this
     /// model computed `kept` from the current configurations of `x`. The contents of `kept`
     /// are unspecified afterwards.
     fn sample_hidden_from_kept<R: Rng + Send>(
@@ -112,10 +142,6 @@ pub trait EnergyModel: Sync {
         let _ = (x, kept, beta, rngs, par);
         false
     }
-
-    /// A batch of `n_chains` chains in a valid initial configuration (all units in their first
-    /// state); callers draw random or exact initial states from it.
-    fn new_state(&self, n_chains: usize) -> Self::State;
 }
 
 /// Block sampling of a bipartite model: each layer given the other, for every chain, at inverse

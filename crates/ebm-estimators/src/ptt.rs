@@ -14,7 +14,7 @@
 
 use crate::trust;
 use crate::{DescribeLadder, LadderEstimate, LogZEstimate, PairAccumulator};
-use ebm_core::{EnergyModel, Error, Kernel, Par, Result};
+use ebm_core::{EnergyModel, Error, Kernel, Par, ProductCache, Result};
 use ebm_samplers::tempering::{
     INDEX_SYSTEMS, IndexProcess, Ladder, ParallelTempering, PtDiagnostics, PtState,
 };
@@ -196,7 +196,7 @@ pub fn ptt_log_z<L, K, B>(
     mut progress: impl FnMut(u64, u64),
 ) -> Result<PttEstimate>
 where
-    L: Ladder + DescribeLadder,
+    L: Ladder<Model: ProductCache> + DescribeLadder,
     K: Kernel<L::Model>,
     B: Kernel<L::Model>,
 {

@@ -9,7 +9,9 @@
 use crate::{Gaussian, Rbm, Spin};
 use ebm_core::linalg::{MatRef, matmul};
 use ebm_core::numerics::{log_sum_exp, normalised_exp};
-use ebm_core::{EnergyModel, Enumerable, Error, ExactLogPartition, ExactSampling, Par, Scalar};
+use ebm_core::{
+    EnergyModel, Enumerable, Error, ExactLogPartition, ExactSampling, Par, ProductCache, Scalar,
+};
 use nalgebra::DMatrix;
 use rand::Rng;
 
@@ -223,6 +225,9 @@ impl EnergyModel for CurieWeiss {
         DMatrix::from_element(self.n, n_chains, 1.0)
     }
 }
+
+/// Nothing kept between energies and sweeps (the defaults).
+impl ProductCache for CurieWeiss {}
 
 impl ExactLogPartition for CurieWeiss {
     fn log_partition(&self, beta: f64) -> f64 {
@@ -546,6 +551,9 @@ impl EnergyModel for Hopfield {
         DMatrix::from_element(self.patterns.nrows(), n_chains, 1.0)
     }
 }
+
+/// Nothing kept between energies and sweeps (the defaults).
+impl ProductCache for Hopfield {}
 
 /// Spin configurations listed by the bits of \\(k\\), as for [`CurieWeiss`]; exact tests list
 /// up to about \\(2^{20}\\) of them.

@@ -10,7 +10,7 @@ use crate::rbm::{Rbm, RbmChains};
 use ebm_core::numerics::{log_sum_exp, normalised_exp};
 use ebm_core::{
     ConditionalSampler, EnergyModel, Enumerable, Error, ExactLogPartition, ExactSampling, Kernel,
-    Par, Scalar,
+    Par, ProductCache, Scalar,
 };
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -178,6 +178,9 @@ impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> EnergyModel for Enumerated<
         self.rbm.new_state(n_chains)
     }
 }
+
+/// Nothing kept between energies and sweeps (the defaults).
+impl<V: DiscreteLayer, H: Layer<Scalar = V::Scalar>> ProductCache for Enumerated<V, H> {}
 
 /// Block sampling delegates to the wrapped RBM, so the usual kernels (Gibbs) run on an
 /// enumerated model too: a ladder of `Enumerated` models can be explored by Gibbs and refreshed

@@ -3,7 +3,9 @@
 use crate::layer::{BinaryLayer, Layer, LinearFields};
 use crate::potts::Potts;
 use ebm_core::linalg::{MatRef, matmul};
-use ebm_core::{Chains, ConditionalSampler, EnergyModel, Error, Par, Scalar, for_each_chain_chunk};
+use ebm_core::{
+    Chains, ConditionalSampler, EnergyModel, Error, Par, ProductCache, Scalar, for_each_chain_chunk,
+};
 use nalgebra::DMatrix;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -722,6 +724,12 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         self.free_energies_at(&x.visible, betas, out, par);
     }
 
+    fn new_state(&self, n_chains: usize) -> Self::State {
+        self.default_chains(n_chains)
+    }
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> ProductCache for Rbm<V, H> {
     /// Keeps the inputs \\(W^\top v\\) of the free energies in `kept.hidden`, and leaves
     /// `kept.visible` empty (no rows, one column per chain): moving kept products with their
     /// chains ([`Chains::swap_chain`]) then moves only the inputs.
@@ -790,10 +798,6 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for Rbm<V, H> {
         std::mem::swap(&mut x.hidden, &mut kept.hidden);
         self.sample_hidden_from_inputs(&mut x.hidden, beta, rngs, par);
         true
-    }
-
-    fn new_state(&self, n_chains: usize) -> Self::State {
-        self.default_chains(n_chains)
     }
 }
 

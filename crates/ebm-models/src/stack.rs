@@ -5,7 +5,7 @@
 
 use crate::layer::Layer;
 use crate::rbm::{Rbm, RbmChains};
-use ebm_core::{ConditionalSampler, EnergyModel, Error, Par};
+use ebm_core::{ConditionalSampler, EnergyModel, Error, Par, ProductCache};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -129,6 +129,12 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for StackedRbm<V, H> {
         dispatch!(self, r => r.energies_at(x, betas, out, par))
     }
 
+    fn new_state(&self, n_chains: usize) -> Self::State {
+        dispatch!(self, r => r.new_state(n_chains))
+    }
+}
+
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> ProductCache for StackedRbm<V, H> {
     fn energies_at_keeping(
         &self,
         x: &Self::State,
@@ -149,10 +155,6 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> EnergyModel for StackedRbm<V, H> {
         par: Par,
     ) -> bool {
         dispatch!(self, r => r.sample_hidden_from_kept(x, kept, beta, rngs, par))
-    }
-
-    fn new_state(&self, n_chains: usize) -> Self::State {
-        dispatch!(self, r => r.new_state(n_chains))
     }
 }
 

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use ebm_core::{Error, Kernel, Par, Result, RngStreams};
 use ebm_samplers::tempering::{
-    Exchange, IndexProcess, ParallelTempering, PtDiagnostics, PtState, RungLink, Side,
+    IndexProcess, ParallelTempering, PtDiagnostics, PtState, RungLink, Side, SplitExchange,
 };
 
 use crate::{Collective, ShardChains};
@@ -55,8 +55,8 @@ impl<'a, C: Collective + ?Sized> RungNeighbours<'a, C> {
     }
 }
 
-/// `S` is the part of a state that an exchange moves ([`Exchange::part_mut`]): whole chains for
-/// a ladder, one layer for a stack.
+/// `S` is the part of a state that an exchange moves ([`SplitExchange::part_mut`]): whole chains
+/// for a ladder, one layer for a stack.
 impl<C: Collective + ?Sized, S: ShardChains> RungLink<S> for RungNeighbours<'_, C> {
     fn send(&mut self, to: Side, words: &[u64]) {
         self.c.send(self.rank_of(to), words);
@@ -110,27 +110,27 @@ pub struct RungRun<S> {
 /// At the end rank 0 gathers the whole state, the diagnostics and the index process of the
 /// first `index_systems` systems, and returns them; the other ranks return `None`.
 ///
-/// Everything gathered equals bit for bit what the one-process run
-/// `pt.step(ladder, &mut PtState::new(init, seed)?, par)` repeated `rounds` times leaves
-/// (its [`PtState`], [`PtDiagnostics::record`] of every round's [`ebm_samplers::tempering::PtInfo`],
-/// [`IndexProcess::record`] of every round), for any number of ranks: each chain keeps its
-/// own stream, and each exchange is decided by the rank holding its lower rung from the same
-/// energies, with the same uniform, as in one process.
+/// Everything gathered equals bit for bit what the one-process run `pt.step(ladder, &mut
+/// PtState::new(init, seed)?, par)` repeated `rounds` times leaves (its [`PtState`],
+/// [`PtDiagnostics::record`] of every round's [`ebm_samplers::tempering::PtInfo`],
+/// [`IndexProcess::record`] of every round), for any number of ranks: each chain keeps its own
+/// stream, and each exchange is decided by the rank holding its lower rung from the same energies,
+/// with the same uniform, as in one process.
 ///
-/// Communication per round, for \\(n\\) systems, across each of the `size - 1` block
-/// boundaries whose pair is proposed: \\(2n\\) energies down the ladder (plus \\(n\\) flags for
-/// the lifted schedule), \\(2n\\) decision words up, and the moving parts of the accepted
-/// exchanges both ways ([`Exchange::part_mut`]: whole chains for a ladder, one layer for a
-/// stack), with two words of labels each. An exchange that refreshes its two rungs
-/// ([`Exchange::refreshes`], a stack) draws from the lower rung's streams on both sides: the
-/// lower block lends them up (\\(4n\\) words, the 256-bit stream states) and gets them back
-/// advanced. The pairs of a round are decided bottom up, as in one process, so the exchange
-/// phase passes from block to block; the exploration, the bulk of a round, runs on all
+/// Communication per round, for \\(n\\) systems, across each of the `size - 1` block boundaries
+/// whose pair is proposed: \\(2n\\) energies down the ladder (plus \\(n\\) flags for the lifted
+/// schedule), \\(2n\\) decision words up, and the moving parts of the accepted exchanges both ways
+/// ([`SplitExchange::part_mut`]: whole chains for a ladder, one layer for a stack), with two words
+/// of labels each. An exchange that refreshes its two rungs
+/// ([`ebm_samplers::tempering::Exchange::refreshes`], a stack) draws from the lower rung's streams
+/// on both sides: the lower block lends them up (\\(4n\\) words, the 256-bit stream states) and
+/// gets them back advanced. The pairs of a round are decided bottom up, as in one process, so the
+/// exchange phase passes from block to block; the exploration, the bulk of a round, runs on all
 /// blocks at once.
 ///
 /// # Errors
-/// [`Error::InvalidParameter`] for no rungs, or an exchange that does not split by state
-/// ([`Exchange::splits_by_state`]); [`Error::ShapeMismatch`] for rungs of different sizes;
+/// [`Error::InvalidParameter`] for no rungs; [`Error::ShapeMismatch`] for rungs of different
+/// sizes;
 /// the first error of `observe` on rank 0.
 #[allow(clippy::too_many_arguments)]
 pub fn tempering_by_rung<C, L, K, B>(
@@ -146,7 +146,7 @@ pub fn tempering_by_rung<C, L, K, B>(
 ) -> Result<Option<RungRun<L::State>>>
 where
     C: Collective + ?Sized,
-    L: Exchange,
+    L: SplitExchange,
     L::State: ShardChains,
     L::Part: ShardChains,
     K: Kernel<L::RungModel>,
@@ -179,7 +179,7 @@ pub fn tempering_by_rung_from<C, L, K, B>(
 ) -> Result<Option<RungRun<L::State>>>
 where
     C: Collective + ?Sized,
-    L: Exchange,
+    L: SplitExchange,
     L::State: ShardChains,
     L::Part: ShardChains,
     K: Kernel<L::RungModel>,
@@ -193,14 +193,6 @@ where
                 "the state of a whole run starts at rung 0, this block at rung {}",
                 start.first_rung
             ),
-        });
-    }
-    if c.size() > 1 && !ladder.splits_by_state() {
-        return Err(Error::InvalidParameter {
-            name: "ladder".into(),
-            reason: "this exchange does not split its acceptance into energies per state, so \
-                     its rungs cannot be sharded across processes"
-                .into(),
         });
     }
     Error::check_len("rungs", ladder.n_exchange_rungs(), k)?;

@@ -15,7 +15,8 @@ use ebm_mpi::{
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
     Exchange, IndexProcess, ParallelTempering, PtDiagnostics, PtInfo, PtState, Rung, RungLink,
-    Side, StackLadder, StackedTempering, SwapSchedule, TemperatureLadder, TrajectoryLadder,
+    Side, SplitExchange, StackLadder, StackedTempering, SwapSchedule, TemperatureLadder,
+    TrajectoryLadder,
 };
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -69,7 +70,7 @@ fn sharded<L, B>(
     init: &[RbmChains<f64>],
 ) -> RungRun<RbmChains<f64>>
 where
-    L: Exchange<State = RbmChains<f64>, Part = RbmChains<f64>>,
+    L: SplitExchange<State = RbmChains<f64>, Part = RbmChains<f64>>,
     Gibbs: Kernel<L::RungModel>,
     B: Kernel<L::RungModel>,
 {
@@ -308,7 +309,7 @@ fn stacked_sharded<L, K>(
     start: &PtState<RbmChains<f64>>,
 ) -> RungRun<RbmChains<f64>>
 where
-    L: Exchange<State = RbmChains<f64>, Part = DMatrix<f64>>,
+    L: SplitExchange<State = RbmChains<f64>, Part = DMatrix<f64>>,
     K: Kernel<L::RungModel> + Sync,
 {
     on_rank_0(ranks, |c, observe| {
@@ -344,7 +345,6 @@ struct Unrefreshed<'a>(&'a StackLadder<Bernoulli, Bernoulli>);
 impl Exchange for Unrefreshed<'_> {
     type State = RbmChains<f64>;
     type RungModel = StackedRbm<Bernoulli, Bernoulli>;
-    type Part = DMatrix<f64>;
 
     fn n_exchange_rungs(&self) -> usize {
         self.0.n_exchange_rungs()
@@ -358,9 +358,21 @@ impl Exchange for Unrefreshed<'_> {
         self.0.log_accept(k, lo, hi, out, par);
     }
 
-    fn splits_by_state(&self) -> bool {
-        true
+    fn exchange<R: Rng + Send>(
+        &self,
+        k: usize,
+        lo: &mut Self::State,
+        hi: &mut Self::State,
+        accept: &[bool],
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        self.0.exchange(k, lo, hi, accept, rngs, par);
     }
+}
+
+impl SplitExchange for Unrefreshed<'_> {
+    type Part = DMatrix<f64>;
 
     fn pair_energies(&self, k: usize, x: &Self::State, upper: bool, out: &mut [f64], par: Par) {
         self.0.pair_energies(k, x, upper, out, par);
@@ -372,18 +384,6 @@ impl Exchange for Unrefreshed<'_> {
 
     fn part_mut<'a>(&self, k: usize, x: &'a mut Self::State, upper: bool) -> &'a mut DMatrix<f64> {
         self.0.part_mut(k, x, upper)
-    }
-
-    fn exchange<R: Rng + Send>(
-        &self,
-        k: usize,
-        lo: &mut Self::State,
-        hi: &mut Self::State,
-        accept: &[bool],
-        rngs: &mut [R],
-        par: Par,
-    ) {
-        self.0.exchange(k, lo, hi, accept, rngs, par);
     }
 }
 

@@ -5,7 +5,7 @@
 //! model shows that the products are reused; a model that perturbs what it keeps is the
 //! negative control.
 
-use ebm_core::{ConditionalSampler, EnergyModel, Par};
+use ebm_core::{ConditionalSampler, EnergyModel, Par, ProductCache};
 use ebm_models::{Bernoulli, Rbm, RbmChains};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
@@ -66,6 +66,12 @@ impl EnergyModel for Counting {
         self.rbm.energies_at(x, betas, out, par);
     }
 
+    fn new_state(&self, n_chains: usize) -> Self::State {
+        self.rbm.new_state(n_chains)
+    }
+}
+
+impl ProductCache for Counting {
     fn energies_at_keeping(
         &self,
         x: &Self::State,
@@ -111,10 +117,6 @@ impl EnergyModel for Counting {
         self.reused.fetch_add(reused as usize, Ordering::Relaxed);
         reused
     }
-
-    fn new_state(&self, n_chains: usize) -> Self::State {
-        self.rbm.new_state(n_chains)
-    }
 }
 
 impl ConditionalSampler for Counting {
@@ -147,7 +149,6 @@ struct Plain<'a, L>(&'a L);
 impl<L: Exchange> Exchange for Plain<'_, L> {
     type State = L::State;
     type RungModel = L::RungModel;
-    type Part = L::State;
 
     fn n_exchange_rungs(&self) -> usize {
         self.0.n_exchange_rungs()

@@ -197,7 +197,6 @@ struct NoRefresh(StackLadder<B, B>);
 impl Exchange for NoRefresh {
     type State = RbmChains<f64>;
     type RungModel = StackedRbm<B, B>;
-    type Part = Self::State;
     fn n_exchange_rungs(&self) -> usize {
         self.0.n_exchange_rungs()
     }

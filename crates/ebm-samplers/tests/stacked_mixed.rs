@@ -87,7 +87,6 @@ struct NoRefresh<X>(X, bool);
 impl<A: Ladder<Model = Model>> Exchange for NoRefresh<MixedLadder<A, B, B>> {
     type State = RbmChains<f64>;
     type RungModel = Model;
-    type Part = Self::State;
     fn n_exchange_rungs(&self) -> usize {
         self.0.n_exchange_rungs()
     }

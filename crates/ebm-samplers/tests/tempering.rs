@@ -3,7 +3,7 @@
 //! whose target is not at beta = 1, with swaps that take the target for beta = 1 as negative
 //! control; ladder validation; reproducibility and bookkeeping.
 
-use ebm_core::{ConditionalSampler, EnergyModel, Kernel, Par};
+use ebm_core::{ConditionalSampler, EnergyModel, Kernel, Par, ProductCache};
 use ebm_models::{Bernoulli, DiscreteLayer, Rbm, RbmChains, exact};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
@@ -45,7 +45,7 @@ fn pt_round_p_value<M, K>(
     seed: u64,
 ) -> f64
 where
-    M: EnergyModel<State = RbmChains<f64>>,
+    M: ProductCache<State = RbmChains<f64>>,
     K: Kernel<M>,
 {
     let rbm = model();
@@ -103,6 +103,8 @@ impl EnergyModel for MisreadEnergies {
         self.0.new_state(n)
     }
 }
+
+impl ProductCache for MisreadEnergies {}
 
 impl ConditionalSampler for MisreadEnergies {
     fn sample_hidden<R: Rng + Send>(

@@ -10,8 +10,8 @@ use ebm_core::{ChainState, Kernel, Observer, Par, RngStreams, Scalar};
 use ebm_data::Dataset;
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
-    Exchange, INDEX_SYSTEMS, Ladder, ParallelTempering, PtReport, PtState, ReferenceLadder, Rung0,
-    Rung0Limits, TemperatureLadder, TrajectoryLadder, even_betas,
+    INDEX_SYSTEMS, Ladder, ParallelTempering, PtReport, PtState, ReferenceLadder, Rung0,
+    Rung0Limits, SplitExchange, TemperatureLadder, TrajectoryLadder, even_betas,
 };
 use ebm_samplers::{Gibbs, run};
 use nalgebra::DMatrix;
@@ -919,7 +919,7 @@ pub(crate) fn tempering<F, L, K, B>(
 ) -> Result<Option<TemperedRun<RbmChains<F>>>>
 where
     F: Scalar,
-    L: Exchange<State = RbmChains<F>>,
+    L: SplitExchange<State = RbmChains<F>>,
     L::Part: ebm_mpi::ShardChains,
     K: Kernel<L::RungModel>,
     B: Kernel<L::RungModel>,

@@ -1,4 +1,4 @@
-use ebm_core::{ChainState, Chains, EnergyModel, Error, Kernel, Par};
+use ebm_core::{ChainState, Chains, EnergyModel, Error, Kernel, Par, ProductCache};
 use rand::Rng;
 
 /// One distribution of a ladder: a model at an inverse temperature, \\(p_\beta \propto
@@ -53,10 +53,7 @@ pub trait Exchange: Sync {
     /// The state of one rung (a batch of chains).
     type State: Chains;
     /// The model type explored at every rung.
-    type RungModel: EnergyModel<State = Self::State>;
-    /// The part of a state that an accepted exchange moves to the other rung
-    /// ([`Exchange::part_mut`]): the state itself for a ladder.
-    type Part;
+    type RungModel: ProductCache<State = Self::State>;
 
     /// Number of rungs.
     fn n_exchange_rungs(&self) -> usize;
@@ -73,7 +70,7 @@ pub trait Exchange: Sync {
 
     /// [`Exchange::log_accept`], keeping in `kept_lo` and `kept_hi` products of the
     /// energies that the next exploration of rungs `k` and `k + 1` can reuse
-    /// ([`EnergyModel::energies_at_keeping`]); [`Exchange::exchange_keeping`] then moves them
+    /// ([`ProductCache::energies_at_keeping`]); [`Exchange::exchange_keeping`] then moves them
     /// with the chains. The default keeps nothing; ladders ([`Ladder`]) keep the inputs
     /// \\(W^\top v\\) of every state, which the first half-step of the next Gibbs sweep needs.
     fn log_accept_keeping(
@@ -113,73 +110,10 @@ pub trait Exchange: Sync {
         self.exchange(k, lo, hi, accept, rngs, par);
     }
 
-    /// Whether the log acceptance of every pair splits into two energies per state
-    /// ([`Exchange::pair_energies`]), so that two processes holding the two rungs of a pair can
-    /// decide its exchanges from each other's energies alone, and move only the part of the
-    /// states that the exchange swaps ([`Exchange::part_mut`]): what rung-sharded PT
-    /// ([`super::PtState::for_rungs`]) needs. True for every [`Ladder`] and for
-    /// [`super::StackLadder`]; the default is false.
-    fn splits_by_state(&self) -> bool {
-        false
-    }
-
-    /// For an exchange that [`Exchange::splits_by_state`]: writes the energies of every chain
-    /// of `x`, held at rung `k + 1` if `upper` else at rung `k`, under the two rungs of pair
-    /// `k`, \\(E_k(x_i)\\) into `out[2 i]` and \\(E_{k+1}(x_i)\\) into `out[2 i + 1]`, the
-    /// very numbers [`Exchange::log_accept`] combines ([`Exchange::log_accept_from_energies`]).
-    /// For a ladder \\(E_k\\) is rung \\(k\\)'s energy of the whole state; for a stack it is a
-    /// marginal free energy of the part of the state that the exchange moves.
-    ///
-    /// # Panics
-    /// If the exchange does not split by state, or `out.len() != 2 * x.n_chains()`.
-    fn pair_energies(&self, k: usize, x: &Self::State, upper: bool, out: &mut [f64], par: Par) {
-        let _ = (k, x, upper, out, par);
-        panic!("this exchange does not split its acceptance into energies per state");
-    }
-
-    /// The log acceptance of pair `k` from [`Exchange::pair_energies`] of the lower state
-    /// (`lo`) and of the upper one (`hi`), into `out` (one entry per chain): by default
-    /// [`pair_log_accept`], \\(\log\alpha = E_k(x_k) + E_{k+1}(x_{k+1}) - E_{k+1}(x_k) -
-    /// E_k(x_{k+1})\\). An exchange whose [`Exchange::log_accept`] sums the same four numbers
-    /// in another order overrides it with that order, so that two processes compute the
-    /// one-process \\(\log\alpha\\) bit for bit.
-    fn log_accept_from_energies(&self, k: usize, lo: &[f64], hi: &[f64], out: &mut [f64]) {
-        let _ = k;
-        pair_log_accept(lo, hi, out);
-    }
-
-    /// For an exchange that [`Exchange::splits_by_state`]: the part of `x` (held at rung
-    /// `k + 1` if `upper` else at rung `k`) that an accepted exchange of pair `k` swaps with
-    /// the same part of the other rung's chain: `x` itself for a ladder (whole chains move),
-    /// one layer for a stack (\\(h_n\\) of the upper rung, \\(v_{n+1}\\) of the lower).
-    ///
-    /// # Panics
-    /// If the exchange does not split by state.
-    fn part_mut<'a>(&self, k: usize, x: &'a mut Self::State, upper: bool) -> &'a mut Self::Part {
-        let _ = (k, x, upper);
-        panic!("this exchange does not split its states into moving parts");
-    }
-
     /// Whether [`Exchange::exchange`] draws from the streams after the swap (an exact
-    /// conditional refresh, [`Exchange::refresh`]); false for a ladder.
+    /// conditional refresh, [`SplitExchange::refresh`]); false for a ladder.
     fn refreshes(&self) -> bool {
         false
-    }
-
-    /// The refresh that [`Exchange::exchange`] applies, after the swap, to the chains of `x`
-    /// (held at rung `k + 1` if `upper` else at rung `k`), drawing from `rngs` (the streams of
-    /// rung `k`, as in [`Exchange::exchange`], which refreshes the upper state first): two
-    /// processes holding the two rungs reproduce [`Exchange::exchange`] with these calls on
-    /// the swapped states. The default draws nothing.
-    fn refresh<R: Rng + Send>(
-        &self,
-        k: usize,
-        x: &mut Self::State,
-        upper: bool,
-        rngs: &mut [R],
-        par: Par,
-    ) {
-        let _ = (k, x, upper, rngs, par);
     }
 
     /// Performs the exchange of chain `i` between rungs `k` and `k + 1` wherever `accept[i]`,
@@ -200,10 +134,67 @@ pub trait Exchange: Sync {
     );
 }
 
-impl<L: Ladder> Exchange for L {
+/// An [`Exchange`] whose log acceptance splits into two energies per state, so that two
+/// processes holding the two rungs of a pair decide its exchanges from each other's energies
+/// alone and move only the part of the states that the exchange swaps: what rung-sharded PT
+/// ([`super::PtState::for_rungs`], [`super::ParallelTempering::step_linked`]) needs. Every
+/// [`Ladder`] is one (whole chains move) and so is [`super::StackLadder`] (one layer moves).
+pub trait SplitExchange: Exchange {
+    /// The part of a state that an accepted exchange moves to the other rung
+    /// ([`SplitExchange::part_mut`]): the state itself for a ladder.
+    type Part;
+
+    /// Writes the energies of every chain of `x`, held at rung `k + 1` if `upper` else at rung `k`,
+    /// under the two rungs of pair `k`, \\(E_k(x_i)\\) into `out[2 i]` and \\(E_{k+1}(x_i)\\) into
+    /// `out[2 i + 1]`, the very numbers [`Exchange::log_accept`] combines
+    /// ([`SplitExchange::log_accept_from_energies`]). For a ladder \\(E_k\\) is rung \\(k\\)'s
+    /// energy of the whole state; for a stack it is a marginal free energy of the part of the state
+    /// that the exchange moves.
+    ///
+    /// # Panics
+    /// If `out.len() != 2 * x.n_chains()`.
+    fn pair_energies(&self, k: usize, x: &Self::State, upper: bool, out: &mut [f64], par: Par);
+
+    /// The log acceptance of pair `k` from [`SplitExchange::pair_energies`] of the lower state
+    /// (`lo`) and of the upper one (`hi`), into `out` (one entry per chain): by default
+    /// [`pair_log_accept`], \\(\log\alpha = E_k(x_k) + E_{k+1}(x_{k+1}) - E_{k+1}(x_k) -
+    /// E_k(x_{k+1})\\). An exchange whose [`Exchange::log_accept`] sums the same four numbers
+    /// in another order overrides it with that order, so that two processes compute the
+    /// one-process \\(\log\alpha\\) bit for bit.
+    fn log_accept_from_energies(&self, k: usize, lo: &[f64], hi: &[f64], out: &mut [f64]) {
+        let _ = k;
+        pair_log_accept(lo, hi, out);
+    }
+
+    /// The part of `x` (held at rung `k + 1` if `upper` else at rung `k`) that an accepted exchange
+    /// of pair `k` swaps with the same part of the other rung's chain: `x` itself for a ladder
+    /// (whole chains move), one layer for a stack (\\(h_n\\) of the upper rung, \\(v_{n+1}\\) of
+    /// the lower).
+    fn part_mut<'a>(&self, k: usize, x: &'a mut Self::State, upper: bool) -> &'a mut Self::Part;
+
+    /// The refresh that [`Exchange::exchange`] applies, after the swap, to the chains of `x`
+    /// (held at rung `k + 1` if `upper` else at rung `k`), drawing from `rngs` (the streams of
+    /// rung `k`, as in [`Exchange::exchange`], which refreshes the upper state first): two
+    /// processes holding the two rungs reproduce [`Exchange::exchange`] with these calls on
+    /// the swapped states. The default draws nothing.
+    fn refresh<R: Rng + Send>(
+        &self,
+        k: usize,
+        x: &mut Self::State,
+        upper: bool,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        let _ = (k, x, upper, rngs, par);
+    }
+}
+
+impl<L: Ladder> Exchange for L
+where
+    L::Model: ProductCache,
+{
     type State = <L::Model as EnergyModel>::State;
     type RungModel = L::Model;
-    type Part = Self::State;
 
     fn n_exchange_rungs(&self) -> usize {
         self.n_rungs()
@@ -264,9 +255,25 @@ impl<L: Ladder> Exchange for L {
         }
     }
 
-    fn splits_by_state(&self) -> bool {
-        true
+    /// Swaps whole chains ([`Chains::swap_chains_where`]); no refresh, so `rngs` is not used.
+    fn exchange<R: Rng + Send>(
+        &self,
+        _k: usize,
+        lo: &mut Self::State,
+        hi: &mut Self::State,
+        accept: &[bool],
+        _rngs: &mut [R],
+        par: Par,
+    ) {
+        lo.swap_chains_where(hi, accept, par);
     }
+}
+
+impl<L: Ladder> SplitExchange for L
+where
+    L::Model: ProductCache,
+{
+    type Part = Self::State;
 
     /// With one model on both rungs, one [`EnergyModel::energies_at`] call at the two
     /// temperatures; else one call per rung, as [`Exchange::log_accept`] computes them.
@@ -291,24 +298,11 @@ impl<L: Ladder> Exchange for L {
     fn part_mut<'a>(&self, _k: usize, x: &'a mut Self::State, _upper: bool) -> &'a mut Self::State {
         x
     }
-
-    /// Swaps whole chains ([`Chains::swap_chains_where`]); no refresh, so `rngs` is not used.
-    fn exchange<R: Rng + Send>(
-        &self,
-        _k: usize,
-        lo: &mut Self::State,
-        hi: &mut Self::State,
-        accept: &[bool],
-        _rngs: &mut [R],
-        par: Par,
-    ) {
-        lo.swap_chains_where(hi, accept, par);
-    }
 }
 
 /// Products that an exchange of a [`Ladder`] computed for its energies and that the next
 /// exploration of a rung reuses (for an RBM, the hidden inputs \\(W^\top v\\) of the first
-/// half-step of a Gibbs sweep; see [`EnergyModel::energies_at_keeping`]). The PT loop holds
+/// half-step of a Gibbs sweep; see [`ProductCache::energies_at_keeping`]). The PT loop holds
 /// one per rung in its [`super::PtState`]; the buffers are allocated once.
 #[derive(Debug)]
 pub struct KeptProducts<S> {
@@ -347,7 +341,7 @@ impl<S> Default for KeptProducts<S> {
 /// The energies of the exchange of pair `k` of a ladder, keeping products in `kept` if given.
 /// When both rungs share one model, each state's energies at the two temperatures come from one
 /// [`EnergyModel::energies_at`] call; else one call per (state, rung).
-fn ladder_log_accept<L: Ladder>(
+fn ladder_log_accept<L: Ladder<Model: ProductCache>>(
     ladder: &L,
     k: usize,
     lo: &<L::Model as EnergyModel>::State,
@@ -439,11 +433,11 @@ fn ladder_log_accept<L: Ladder>(
     }
 }
 
-/// The log acceptance of exchanging chain `i` of rungs `k` and `k + 1` from the energies of
-/// their states at both rungs ([`Exchange::pair_energies`] of the lower state, `lo`, and of the
+/// The log acceptance of exchanging chain `i` of rungs `k` and `k + 1` from the energies of their
+/// states at both rungs ([`SplitExchange::pair_energies`] of the lower state, `lo`, and of the
 /// upper, `hi`): \\(\log\alpha_i = E_k(x_{k,i}) + E_{k+1}(x_{k+1,i}) - E_{k+1}(x_{k,i}) -
-/// E_k(x_{k+1,i})\\), into `out[i]`. One formula for the one-process exchange and for two
-/// processes that each computed the energies of their own rung.
+/// E_k(x_{k+1,i})\\), into `out[i]`. One formula for the one-process exchange and for two processes
+/// that each computed the energies of their own rung.
 pub fn pair_log_accept(lo: &[f64], hi: &[f64], out: &mut [f64]) {
     for (i, o) in out.iter_mut().enumerate() {
         *o = lo[2 * i] + hi[2 * i + 1] - lo[2 * i + 1] - hi[2 * i];
@@ -575,8 +569,8 @@ impl<M: EnergyModel> TemperatureLadder<M> {
     }
 
     /// \\(K + 1\\) inverse temperatures spaced geometrically from `beta_min` (> 0) to the model
-    /// itself at 1,
-    /// \\(\beta_k = \beta_{\min}^{1 - k/K}\\) (the spacing of Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*).
+    /// itself at 1, \\(\beta_k = \beta_{\min}^{1 - k/K}\\) (the spacing of Kadan, Syed and Wøien,
+    /// *Lifted parallel tempering for training RBMs*).
     ///
     /// # Errors
     /// As [`TemperatureLadder::new`], or `beta_min` not in \\((0, 1)\\) with `n_rungs >= 2`.
@@ -584,13 +578,13 @@ impl<M: EnergyModel> TemperatureLadder<M> {
         Self::new(model, geometric_betas(beta_min, n_rungs)?)
     }
 
-    /// Temperatures chosen greedily from a dense `grid` of inverse temperatures (increasing,
-    /// ending at the target) so that the swap acceptance between neighbouring rungs stays at or above
-    /// `target_acceptance`: the chains of `state` are annealed up the grid with `sweeps` steps
-    /// of `kernel` per grid point, and [`select_rungs`](super::select_rungs) keeps the rungs
-    /// (Béreux et al., *Fast training and sampling of RBMs*, where the reference code scans 1000 points with 10 Gibbs
-    /// sweeps and targets 0.3). Start `state` in equilibrium at `grid[0]` (for RBMs at
-    /// \\(\beta = 0\\): uniform random states, or any state after one Gibbs sweep).
+    /// Temperatures chosen greedily from a dense `grid` of inverse temperatures (increasing, ending
+    /// at the target) so that the swap acceptance between neighbouring rungs stays at or above
+    /// `target_acceptance`: the chains of `state` are annealed up the grid with `sweeps` steps of
+    /// `kernel` per grid point, and [`select_rungs`](super::select_rungs) keeps the rungs (Béreux
+    /// et al., *Fast training and sampling of RBMs*, where the reference code scans 1000 points
+    /// with 10 Gibbs sweeps and targets 0.3). Start `state` in equilibrium at `grid[0]` (for RBMs
+    /// at \\(\beta = 0\\): uniform random states, or any state after one Gibbs sweep).
     ///
     /// # Errors
     /// As [`TemperatureLadder::new`] for the grid, and as [`select_rungs`](super::select_rungs).
@@ -748,15 +742,15 @@ impl<A: Ladder, B: Ladder<Model = A::Model>> Ladder for Concat<A, B> {
     }
 }
 
-/// The bridge from a tractable independent-site reference to the model:
-/// \\(p_\beta \propto p_{\text{ref}}^{1-\beta} e^{-\beta E}\\), realised as the RBM with
-/// interpolated parameters \\(\Theta_\beta = \beta\Theta + (1 - \beta)\Theta_{\text{ref}}\\)
-/// ([`ebm_models::Rbm::interpolate`]) at temperature 1, for
-/// \\(0 \le \beta_0 < \dots < \beta_K = 1\\) (Béreux et al., *Fast training and sampling of RBMs*): the
-/// coefficients must end at 1, where the interpolated model is the model. The reference
-/// is an RBM with zero weights (independent sites), e.g. visible fields from the data
-/// frequencies ([`ebm_models::Bernoulli::from_means`]) and neutral hidden units; rung 0 at
-/// \\(\beta_0 = 0\\) is the reference itself. The interpolated models are built once.
+/// The bridge from a tractable independent-site reference to the model: \\(p_\beta \propto
+/// p_{\text{ref}}^{1-\beta} e^{-\beta E}\\), realised as the RBM with interpolated parameters
+/// \\(\Theta_\beta = \beta\Theta + (1 - \beta)\Theta_{\text{ref}}\\)
+/// ([`ebm_models::Rbm::interpolate`]) at temperature 1, for \\(0 \le \beta_0 < \dots < \beta_K =
+/// 1\\) (Béreux et al., *Fast training and sampling of RBMs*): the coefficients must end at 1,
+/// where the interpolated model is the model. The reference is an RBM with zero weights
+/// (independent sites), e.g. visible fields from the data frequencies
+/// ([`ebm_models::Bernoulli::from_means`]) and neutral hidden units; rung 0 at \\(\beta_0 = 0\\) is
+/// the reference itself. The interpolated models are built once.
 #[derive(Clone, Debug)]
 pub struct ReferenceLadder<M> {
     models: Vec<M>,

@@ -93,7 +93,6 @@ where
 {
     type State = RbmChains<V::Scalar>;
     type RungModel = StackedRbm<V, H>;
-    type Part = RbmChains<V::Scalar>;
 
     fn n_exchange_rungs(&self) -> usize {
         self.ladder.n_rungs() + self.stack.stack().len() - 1

@@ -13,9 +13,9 @@ mod stacked;
 
 pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
-    Concat, Exchange, KeptProducts, Ladder, ReferenceLadder, Rung, TemperatureLadder,
-    TrajectoryLadder, even_betas, geometric_betas, pair_log_accept, validate_betas,
-    validate_betas_to_one,
+    Concat, Exchange, KeptProducts, Ladder, ReferenceLadder, Rung, SplitExchange,
+    TemperatureLadder, TrajectoryLadder, even_betas, geometric_betas, pair_log_accept,
+    validate_betas, validate_betas_to_one,
 };
 pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, RungLink, Side, SwapSchedule};

@@ -1,4 +1,4 @@
-use super::ladder::{Exchange, KeptProducts};
+use super::ladder::{Exchange, KeptProducts, SplitExchange};
 use ebm_core::{CHAIN_CHUNK, Chains, Error, Kernel, Par, RngStreams, Scalar};
 use rand::{Rng, RngCore};
 use rayon::prelude::*;
@@ -11,25 +11,27 @@ pub enum SwapSchedule {
     /// Stochastic even/odd (SEO): each round, independently for each system of replicas, all
     /// even pairs or all odd pairs with probability 1/2 each. Reversible.
     StochasticEvenOdd,
-    /// Deterministic even/odd (DEO, non-reversible): even pairs on even rounds, odd pairs on
-    /// odd rounds (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*). Each half leaves the product target
-    /// invariant; their alternation is not reversible and moves replicas ballistically.
+    /// Deterministic even/odd (DEO, non-reversible): even pairs on even rounds, odd pairs on odd
+    /// rounds (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*). Each half
+    /// leaves the product target invariant; their alternation is not reversible and moves replicas
+    /// ballistically.
     DeterministicEvenOdd,
     /// One uniformly random adjacent pair per round and system. Reversible.
     RandomPair,
-    /// Every adjacent pair, in sequence from the bottom to the top, every round: the schedule
-    /// of parallel trajectory tempering (Béreux et al., *Fast training and sampling of RBMs*, "sequential neighbour
-    /// swaps, bottom to top"). Each exchange sees the states left by the one below it, so a
-    /// fresh configuration injected at rung 0 (an exact refresh) can climb several rungs in one
-    /// round. Each exchange leaves the product target invariant; the sweep is not reversible.
+    /// Every adjacent pair, in sequence from the bottom to the top, every round: the schedule of
+    /// parallel trajectory tempering (Béreux et al., *Fast training and sampling of RBMs*,
+    /// "sequential neighbour swaps, bottom to top"). Each exchange sees the states left by the one
+    /// below it, so a fresh configuration injected at rung 0 (an exact refresh) can climb several
+    /// rungs in one round. Each exchange leaves the product target invariant; the sweep is not
+    /// reversible.
     Sweep,
-    /// Lifted PT (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*, with the corrected involution): each system
-    /// carries one lifted replica at rung \\(\eta\\) with a direction \\(\varepsilon = \pm1\\)
-    /// ([`PtState::lifted`]); each round proposes the single exchange \\((\eta, \eta +
-    /// \varepsilon)\\). On acceptance the lifted replica moves and keeps its direction (reversing
-    /// it when it lands on an end); on rejection the direction reverses at interior rungs and is
-    /// kept at the ends. Leaves \\(\tilde P \times \mathrm{Unif}(\mathcal X)\\) invariant,
-    /// non-reversibly.
+    /// Lifted PT (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*, with the
+    /// corrected involution): each system carries one lifted replica at rung \\(\eta\\) with a
+    /// direction \\(\varepsilon = \pm1\\) ([`PtState::lifted`]); each round proposes the single
+    /// exchange \\((\eta, \eta + \varepsilon)\\). On acceptance the lifted replica moves and keeps
+    /// its direction (reversing it when it lands on an end); on rejection the direction reverses at
+    /// interior rungs and is kept at the ends. Leaves \\(\tilde P \times \mathrm{Unif}(\mathcal
+    /// X)\\) invariant, non-reversibly.
     Lifted,
 }
 
@@ -51,13 +53,13 @@ impl SwapSchedule {
 /// The chains of a [`PtState`] form `n` independent systems of replicas: chain `i` of every rung
 /// belongs to system `i`, and exchanges happen within a system.
 ///
-/// Rung 0 can be explored by a different kernel `B`
-/// ([`ParallelTempering::with_rung0_kernel`]), typically [`crate::ExactRefresh`] when the
-/// ladder's models are [`ebm_core::Tractable`]: every round then injects independent exact
-/// draws at the bottom, as PTT does with its exactly sampled first model (the PTT paper
-/// Béreux et al., *Fast training and sampling of RBMs*). For RBM ladders whose rung 0 is at \\(\beta = 0\\) or is an
-/// independent-site reference (zero weights), one Gibbs sweep at rung 0 already is an exact
-/// draw, because neither conditional depends on the other layer there.
+/// Rung 0 can be explored by a different kernel `B` ([`ParallelTempering::with_rung0_kernel`]),
+/// typically [`crate::ExactRefresh`] when the ladder's models are [`ebm_core::Tractable`]: every
+/// round then injects independent exact draws at the bottom, as PTT does with its exactly sampled
+/// first model (the PTT paper Béreux et al., *Fast training and sampling of RBMs*). For RBM ladders
+/// whose rung 0 is at \\(\beta = 0\\) or is an independent-site reference (zero weights), one Gibbs
+/// sweep at rung 0 already is an exact draw, because neither conditional depends on the other layer
+/// there.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ParallelTempering<K, B = K> {
     /// The kernel that explores each rung at its own inverse temperature.
@@ -480,12 +482,12 @@ impl<S: Chains> PtState<S> {
 /// and accepted over all systems, and the sum of acceptance probabilities (a lower-variance
 /// estimate of the acceptance rate); and the round trips completed.
 ///
-/// A round trip is counted each time a replica reaches the target (last rung) having last
-/// visited rung 0: once per rung 0 -> target -> rung 0 cycle (the first crossing of a replica
-/// counts too, which does not change the long-run rate). The round-trip rate per
-/// system and round is \\(1/(2 + 2\sum_k r_k/(1 - r_k))\\) for DEO and
-/// \\(1/(2K + 2\sum_k r_k/(1-r_k))\\) for SEO with \\(K\\) pairs and rejection rates \\(r_k\\), when
-/// exploration refreshes each rung exactly (Kadan, Syed and Wøien, *Lifted parallel tempering for training RBMs*); a test checks both.
+/// A round trip is counted each time a replica reaches the target (last rung) having last visited
+/// rung 0: once per rung 0 -> target -> rung 0 cycle (the first crossing of a replica counts too,
+/// which does not change the long-run rate). The round-trip rate per system and round is \\(1/(2 +
+/// 2\sum_k r_k/(1 - r_k))\\) for DEO and \\(1/(2K + 2\sum_k r_k/(1-r_k))\\) for SEO with \\(K\\)
+/// pairs and rejection rates \\(r_k\\), when exploration refreshes each rung exactly (Kadan, Syed
+/// and Wøien, *Lifted parallel tempering for training RBMs*); a test checks both.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PtInfo {
     /// Round trips completed during this round, summed over systems.
@@ -519,7 +521,7 @@ pub enum Side {
 /// How [`ParallelTempering::step_linked`] reaches the processes holding the neighbouring
 /// blocks of rungs: messages of `u64` words (values as `f64` bit patterns, so exact),
 /// delivered in the order sent, and the swap of chosen chains of two boundary rungs. `S` is
-/// what an exchange moves ([`super::Exchange::Part`]): a ladder's whole state, or one layer
+/// what an exchange moves ([`SplitExchange::Part`]): a ladder's whole state, or one layer
 /// of a stack's.
 ///
 /// The round's messages alternate between two neighbours (the block above sends first), so
@@ -536,10 +538,50 @@ pub trait RungLink<S> {
     fn swap_chains(&mut self, with: Side, x: &mut S, which: &[usize]);
 }
 
-/// The link of a state that holds every rung: it has no neighbour.
+/// What a round needs across the boundaries of a block of rungs: the messages of its
+/// [`RungLink`] and the per-state energies, moving parts and refreshes of a
+/// [`SplitExchange`]. [`ParallelTempering::step`] runs the round on every rung with
+/// [`Unlinked`], which has no boundary; [`ParallelTempering::step_linked`] on a block with
+/// [`Linked`].
+trait Boundary<L: Exchange> {
+    /// [`RungLink::send`].
+    fn send(&mut self, to: Side, words: &[u64]);
+
+    /// [`RungLink::receive`].
+    fn receive(&mut self, from: Side) -> Vec<u64>;
+
+    /// [`SplitExchange::pair_energies`].
+    fn pair_energies(&self, ladder: &L, k: usize, x: &L::State, upper: bool, out: &mut [f64]);
+
+    /// [`SplitExchange::log_accept_from_energies`].
+    fn log_accept_from_energies(
+        &self,
+        ladder: &L,
+        k: usize,
+        lo: &[f64],
+        hi: &[f64],
+        out: &mut [f64],
+    );
+
+    /// Swaps the moving parts ([`SplitExchange::part_mut`]) of chains `which` of `x` with the
+    /// neighbour `with`.
+    fn swap_parts(&mut self, ladder: &L, with: Side, k: usize, x: &mut L::State, which: &[usize]);
+
+    /// [`SplitExchange::refresh`].
+    fn refresh(
+        &self,
+        ladder: &L,
+        k: usize,
+        x: &mut L::State,
+        upper: bool,
+        rngs: &mut [ebm_core::ChainRng],
+    );
+}
+
+/// The boundary of a state that holds every rung: there is none, so no method is called.
 struct Unlinked;
 
-impl<S> RungLink<S> for Unlinked {
+impl<L: Exchange> Boundary<L> for Unlinked {
     fn send(&mut self, _: Side, _: &[u64]) {
         unreachable!("a state holding every rung has no neighbour")
     }
@@ -548,8 +590,72 @@ impl<S> RungLink<S> for Unlinked {
         unreachable!("a state holding every rung has no neighbour")
     }
 
-    fn swap_chains(&mut self, _: Side, _: &mut S, _: &[usize]) {
+    fn pair_energies(&self, _: &L, _: usize, _: &L::State, _: bool, _: &mut [f64]) {
         unreachable!("a state holding every rung has no neighbour")
+    }
+
+    fn log_accept_from_energies(&self, _: &L, _: usize, _: &[f64], _: &[f64], _: &mut [f64]) {
+        unreachable!("a state holding every rung has no neighbour")
+    }
+
+    fn swap_parts(&mut self, _: &L, _: Side, _: usize, _: &mut L::State, _: &[usize]) {
+        unreachable!("a state holding every rung has no neighbour")
+    }
+
+    fn refresh(&self, _: &L, _: usize, _: &mut L::State, _: bool, _: &mut [ebm_core::ChainRng]) {
+        unreachable!("a state holding every rung has no neighbour")
+    }
+}
+
+/// The boundaries of a block of rungs: the neighbours reached through `link`, at `par`.
+struct Linked<'a, Lk: ?Sized> {
+    link: &'a mut Lk,
+    par: Par,
+}
+
+impl<L, Lk> Boundary<L> for Linked<'_, Lk>
+where
+    L: SplitExchange,
+    Lk: RungLink<L::Part> + ?Sized,
+{
+    fn send(&mut self, to: Side, words: &[u64]) {
+        self.link.send(to, words);
+    }
+
+    fn receive(&mut self, from: Side) -> Vec<u64> {
+        self.link.receive(from)
+    }
+
+    fn pair_energies(&self, ladder: &L, k: usize, x: &L::State, upper: bool, out: &mut [f64]) {
+        ladder.pair_energies(k, x, upper, out, self.par);
+    }
+
+    fn log_accept_from_energies(
+        &self,
+        ladder: &L,
+        k: usize,
+        lo: &[f64],
+        hi: &[f64],
+        out: &mut [f64],
+    ) {
+        ladder.log_accept_from_energies(k, lo, hi, out);
+    }
+
+    fn swap_parts(&mut self, ladder: &L, with: Side, k: usize, x: &mut L::State, which: &[usize]) {
+        let upper = with == Side::Below;
+        self.link
+            .swap_chains(with, ladder.part_mut(k, x, upper), which);
+    }
+
+    fn refresh(
+        &self,
+        ladder: &L,
+        k: usize,
+        x: &mut L::State,
+        upper: bool,
+        rngs: &mut [ebm_core::ChainRng],
+    ) {
+        ladder.refresh(k, x, upper, rngs, self.par);
     }
 }
 
@@ -595,7 +701,7 @@ impl<K, B> ParallelTempering<K, B> {
         );
         // On a worker of the pool: the serial work between the round's parallel loops runs
         // where the pool is ([`Par::run`]: same results, less time between the loops).
-        par.run(|| self.step_linked(ladder, state, &mut Unlinked, par))
+        par.run(|| self.round(ladder, state, &mut Unlinked, par))
     }
 
     /// One round on a block of rungs ([`PtState::for_rungs`]), the blocks below and above it
@@ -603,35 +709,33 @@ impl<K, B> ParallelTempering<K, B> {
     /// runs on the whole ladder, restricted to this block, with the same draws. On a state
     /// holding every rung `link` is never used, and this is [`ParallelTempering::step`].
     ///
-    /// Every block explores its rungs and runs the exchanges of its own pairs, in the order
-    /// of the one-process round (pairs bottom up). A pair \\((k, k+1)\\) across the boundary
-    /// with the block above is decided by this block, which holds rung \\(k\\) and so the
-    /// stream of its swap uniforms: the block above sends the energies of its states at the
-    /// two rungs ([`Exchange::pair_energies`], \\(2n\\) numbers for \\(n\\) systems), this block
+    /// Every block explores its rungs and runs the exchanges of its own pairs, in the order of the
+    /// one-process round (pairs bottom up). A pair \\((k, k+1)\\) across the boundary with the
+    /// block above is decided by this block, which holds rung \\(k\\) and so the stream of its swap
+    /// uniforms: the block above sends the energies of its states at the two rungs
+    /// ([`SplitExchange::pair_energies`], \\(2n\\) numbers for \\(n\\) systems), this block
     /// computes \\(\log\alpha\\) with the one-process formula
-    /// ([`Exchange::log_accept_from_energies`]), draws the uniforms, and sends up the
-    /// decisions; then the two blocks swap the moving parts ([`Exchange::part_mut`]: whole
-    /// chains, or a stack's exchanged layers) of the accepted exchanges only, with their
-    /// replica labels and last-visited ends. An exchange that then refreshes both rungs
-    /// ([`Exchange::refreshes`]) draws from rung \\(k\\)'s streams: this block lends them to
-    /// the block above (four words per stream), which refreshes its state and returns them,
-    /// and this block refreshes its own ([`Exchange::refresh`]). Such a refresh touches every
-    /// chain of both rungs, so under schedules whose systems choose different pairs its
-    /// pairs run bottom up across the blocks, as the sweep schedule's do. The
-    /// schedule's choice per system (drawn from rung 0's streams by SEO and random-pair)
-    /// travels up with the decisions; the lifted replica's position is known to the block
-    /// holding it, which announces a proposal down its boundary. So every chain keeps its
-    /// own stream, and the blocks together compute exactly the one-process round. The kept
-    /// products ([`KeptProducts`]) of the two rungs of a boundary pair are dropped (they
-    /// only save work).
+    /// ([`SplitExchange::log_accept_from_energies`]), draws the uniforms, and sends up the
+    /// decisions; then the two blocks swap the moving parts ([`SplitExchange::part_mut`]: whole
+    /// chains, or a stack's exchanged layers) of the accepted exchanges only, with their replica
+    /// labels and last-visited ends. An exchange that then refreshes both rungs
+    /// ([`Exchange::refreshes`]) draws from rung \\(k\\)'s streams: this block lends them to the
+    /// block above (four words per stream), which refreshes its state and returns them, and this
+    /// block refreshes its own ([`SplitExchange::refresh`]). Such a refresh touches every chain of
+    /// both rungs, so under schedules whose systems choose different pairs its pairs run bottom up
+    /// across the blocks, as the sweep schedule's do. The schedule's choice per system (drawn from
+    /// rung 0's streams by SEO and random-pair) travels up with the decisions; the lifted replica's
+    /// position is known to the block holding it, which announces a proposal down its boundary. So
+    /// every chain keeps its own stream, and the blocks together compute exactly the one-process
+    /// round. The kept products ([`KeptProducts`]) of the two rungs of a boundary pair are dropped
+    /// (they only save work).
     ///
     /// Each block returns the counts of the pairs it decides (zero for the others) and, if it
     /// holds the last rung, the round trips; the sums over blocks are the one-process
     /// [`PtInfo`].
     ///
     /// # Panics
-    /// If the state holds rungs beyond the ladder, or if it does not hold every rung and the
-    /// exchange does not split by state ([`Exchange::splits_by_state`]).
+    /// If the state holds rungs beyond the ladder.
     pub fn step_linked<L, Lk>(
         &self,
         ladder: &L,
@@ -640,10 +744,28 @@ impl<K, B> ParallelTempering<K, B> {
         par: Par,
     ) -> PtInfo
     where
-        L: Exchange,
+        L: SplitExchange,
         K: Kernel<L::RungModel>,
         B: Kernel<L::RungModel>,
         Lk: RungLink<L::Part> + ?Sized,
+    {
+        self.round(ladder, state, &mut Linked { link, par }, par)
+    }
+
+    /// The round of [`ParallelTempering::step_linked`] on the rungs `state` holds, across the
+    /// boundaries `link` ([`Unlinked`] when it holds every rung).
+    fn round<L, Bd>(
+        &self,
+        ladder: &L,
+        state: &mut PtState<L::State>,
+        link: &mut Bd,
+        par: Par,
+    ) -> PtInfo
+    where
+        L: Exchange,
+        K: Kernel<L::RungModel>,
+        B: Kernel<L::RungModel>,
+        Bd: Boundary<L>,
     {
         let n_rungs = ladder.n_exchange_rungs();
         let (a, held) = (state.first_rung, state.rungs.len());
@@ -651,10 +773,6 @@ impl<K, B> ParallelTempering<K, B> {
         assert!(
             held > 0 && b <= n_rungs,
             "PtState holds rungs {a}..{b}, the ladder has {n_rungs}"
-        );
-        assert!(
-            held == n_rungs || ladder.splits_by_state(),
-            "a block of rungs needs an exchange that splits by state"
         );
         let n = state.n_chains();
         let mut streams: Vec<&mut [ebm_core::ChainRng]> =
@@ -798,7 +916,7 @@ impl<K, B> ParallelTempering<K, B> {
                     // systems' lifted replica (here, at rung a, moving down) proposes the pair.
                     let k = a - 1;
                     let mut e = vec![0.0; 2 * n];
-                    ladder.pair_energies(k, &state.rungs[0], true, &mut e, par);
+                    link.pair_energies(ladder, k, &state.rungs[0], true, &mut e);
                     let mut message: Vec<u64> = e.iter().map(|v| v.to_bits()).collect();
                     if self.schedule == SwapSchedule::Lifted {
                         message.extend(choice.iter().map(|&c| u64::from(c == k)));
@@ -816,12 +934,12 @@ impl<K, B> ParallelTempering<K, B> {
                     let departing = departing(&state.replica[0], &state.last_end, &which);
                     link.send(Side::Below, &departing);
                     let x = &mut state.rungs[0];
-                    link.swap_chains(Side::Below, ladder.part_mut(k, x, true), &which);
+                    link.swap_parts(ladder, Side::Below, k, x, &which);
                     // The refresh draws from rung k's streams, lent by the block below: the
                     // upper state's first, as in one process.
                     if ladder.refreshes() && proposed.iter().any(|&p| p) {
                         let mut lent = streams_from_words(&link.receive(Side::Below));
-                        ladder.refresh(k, x, true, &mut lent, par);
+                        link.refresh(ladder, k, x, true, &mut lent);
                         link.send(Side::Below, &stream_words(&lent));
                     }
                     arrive(
@@ -896,8 +1014,8 @@ impl<K, B> ParallelTempering<K, B> {
                     let any = proposed.iter().any(|&p| p);
                     if any {
                         let mut e_lo = vec![0.0; 2 * n];
-                        ladder.pair_energies(k, x, false, &mut e_lo, par);
-                        ladder.log_accept_from_energies(k, &e_lo, &e_hi, log_alpha);
+                        link.pair_energies(ladder, k, x, false, &mut e_lo);
+                        link.log_accept_from_energies(ladder, k, &e_lo, &e_hi, log_alpha);
                     }
                     decide(k, proposed, log_alpha, streams[j], accept, &mut info);
                     let which: Vec<usize> = (0..n).filter(|&i| accept[i]).collect();
@@ -907,12 +1025,12 @@ impl<K, B> ParallelTempering<K, B> {
                     message.extend(departing(&state.replica[j], &state.last_end, &which));
                     link.send(Side::Above, &message);
                     let arrived = link.receive(Side::Above);
-                    link.swap_chains(Side::Above, ladder.part_mut(k, x, false), &which);
+                    link.swap_parts(ladder, Side::Above, k, x, &which);
                     if ladder.refreshes() && any {
                         link.send(Side::Above, &stream_words(streams[j]));
                         let back = streams_from_words(&link.receive(Side::Above));
                         streams[j].clone_from_slice(&back);
-                        ladder.refresh(k, x, false, streams[j], par);
+                        link.refresh(ladder, k, x, false, streams[j]);
                     }
                     arrive(&mut state.replica[j], &mut state.last_end, &which, &arrived);
                     if self.schedule == SwapSchedule::Lifted {
@@ -1023,7 +1141,7 @@ fn arrive(labels: &mut [u32], last_end: &mut [Vec<Option<bool>>], which: &[usize
 
 /// One exploration step of a rung with `kernel`. When the kernel begins with a block draw of
 /// \\(h \mid v\\) (Gibbs) and the last exchange kept that draw's product for the rung's current
-/// state, the draw uses it ([`ebm_core::EnergyModel::sample_hidden_from_kept`]) instead of
+/// state, the draw uses it ([`ebm_core::ProductCache::sample_hidden_from_kept`]) instead of
 /// recomputing it: the same numbers, so the same chains.
 fn explore<M, K, R>(
     kernel: &K,
@@ -1034,7 +1152,7 @@ fn explore<M, K, R>(
     par: Par,
 ) -> K::Info
 where
-    M: ebm_core::EnergyModel,
+    M: ebm_core::ProductCache,
     K: Kernel<M>,
     R: Rng + Send,
 {

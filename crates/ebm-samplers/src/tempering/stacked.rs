@@ -3,7 +3,7 @@
 //! PT engine are the RBMs of a [`Stack`], and the exchange swaps the hidden configuration of
 //! RBM \\(n\\) with the visible configuration of RBM \\(n + 1\\).
 
-use super::ladder::{Exchange, Rung};
+use super::ladder::{Exchange, Rung, SplitExchange};
 use super::pt::{ParallelTempering, PtInfo, PtState, SwapSchedule};
 use crate::Gibbs;
 use ebm_core::{ConditionalSampler, Error, Kernel, Par, RngStreams, Scalar};
@@ -242,85 +242,13 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> StackLadder<V, H> {
 impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
     type State = RbmChains<V::Scalar>;
     type RungModel = StackedRbm<V, H>;
-    type Part = DMatrix<V::Scalar>;
 
     fn n_exchange_rungs(&self) -> usize {
         self.stack.len()
     }
 
-    /// \\(\Delta F\\) splits by state: each of its four free energies is a function of one
-    /// layer that the exchange moves, \\(h_n\\) of the upper rung or \\(v_{n+1}\\) of the lower
-    /// ([`Exchange::pair_energies`]).
-    fn splits_by_state(&self) -> bool {
-        true
-    }
-
-    /// The free energies of the layer that the exchange moves (\\(h_n\\) if `upper`, else
-    /// \\(v_{n+1}\\)) under both RBMs of the pair: \\(E_k = F^v_{n+1}\\) into `out[2 i]` and
-    /// \\(E_{k+1} = F^h_n\\) into `out[2 i + 1]`, with the products and the code path of
-    /// [`Exchange::log_accept`] (so the same numbers).
-    fn pair_energies(&self, k: usize, x: &Self::State, upper: bool, out: &mut [f64], par: Par) {
-        let layer = if upper { &x.hidden } else { &x.visible };
-        let n = layer.ncols();
-        assert_eq!(out.len(), 2 * n, "pair_energies: output length");
-        let (lower, up) = (self.at(k + 1), &self.transposed[self.stack.len() - 2 - k]);
-        let mut e = vec![0.0; 2 * n];
-        let (fv, fh) = e.split_at_mut(n);
-        let zeros = |rows| DMatrix::from_element(rows, n, V::Scalar::from_f64(0.0));
-        let mut inputs = zeros(self.at(k).hidden().width());
-        up.visible_inputs(layer, &mut inputs, par);
-        up.free_energy_hidden_from_inputs(layer, &inputs, 1.0, fv, par);
-        let mut inputs = zeros(lower.visible_width());
-        lower.visible_inputs(layer, &mut inputs, par);
-        lower.free_energy_hidden_from_inputs(layer, &inputs, fh, par);
-        for i in 0..n {
-            out[2 * i] = fv[i];
-            out[2 * i + 1] = fh[i];
-        }
-    }
-
-    /// \\(-\Delta F\\) summed as [`StackLadder::delta_free_energy`] sums it (a mirrored pair
-    /// gives exactly 0).
-    fn log_accept_from_energies(&self, _k: usize, lo: &[f64], hi: &[f64], out: &mut [f64]) {
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = -((lo[2 * i + 1] - hi[2 * i + 1]) + (hi[2 * i] - lo[2 * i]));
-        }
-    }
-
-    /// \\(h_n\\) (the hidden layer) of the upper rung, \\(v_{n+1}\\) (the visible layer) of the
-    /// lower.
-    fn part_mut<'a>(&self, _k: usize, x: &'a mut Self::State, upper: bool) -> &'a mut Self::Part {
-        if upper { &mut x.hidden } else { &mut x.visible }
-    }
-
     fn refreshes(&self) -> bool {
         true
-    }
-
-    /// \\(v_n \sim P_n(v \mid h_n)\\) on the upper rung, \\(h_{n+1} \sim P_{n+1}(h \mid
-    /// v_{n+1})\\) on the lower, from the products \\(W_n h_n\\) and \\(W_{n+1}^\top v_{n+1}\\)
-    /// computed as [`Exchange::exchange`] computes them.
-    fn refresh<R: Rng + Send>(
-        &self,
-        k: usize,
-        x: &mut Self::State,
-        upper: bool,
-        rngs: &mut [R],
-        par: Par,
-    ) {
-        if upper {
-            let rbm = self.at(k + 1);
-            rbm.visible_inputs(&x.hidden, &mut x.visible, par);
-            rbm.sample_visible_from_inputs(&mut x.visible, rngs, par);
-        } else {
-            self.transposed[self.stack.len() - 2 - k].visible_inputs(
-                &x.visible,
-                &mut x.hidden,
-                par,
-            );
-            self.at(k)
-                .sample_hidden_from_inputs(&mut x.hidden, rngs, par);
-        }
     }
 
     fn explored(&self, k: usize) -> Rung<'_, StackedRbm<V, H>> {
@@ -371,6 +299,77 @@ impl<V: Layer, H: Layer<Scalar = V::Scalar>> Exchange for StackLadder<V, H> {
             .sample_visible_from_inputs(&mut hi.visible, rngs, par);
         self.at(k)
             .sample_hidden_from_inputs(&mut lo.hidden, rngs, par);
+    }
+}
+
+/// \\(\Delta F\\) splits by state: each of its four free energies is a function of one
+/// layer that the exchange moves, \\(h_n\\) of the upper rung or \\(v_{n+1}\\) of the lower
+/// ([`SplitExchange::pair_energies`]).
+impl<V: Layer, H: Layer<Scalar = V::Scalar>> SplitExchange for StackLadder<V, H> {
+    type Part = DMatrix<V::Scalar>;
+
+    /// The free energies of the layer that the exchange moves (\\(h_n\\) if `upper`, else
+    /// \\(v_{n+1}\\)) under both RBMs of the pair: \\(E_k = F^v_{n+1}\\) into `out[2 i]` and
+    /// \\(E_{k+1} = F^h_n\\) into `out[2 i + 1]`, with the products and the code path of
+    /// [`Exchange::log_accept`] (so the same numbers).
+    fn pair_energies(&self, k: usize, x: &Self::State, upper: bool, out: &mut [f64], par: Par) {
+        let layer = if upper { &x.hidden } else { &x.visible };
+        let n = layer.ncols();
+        assert_eq!(out.len(), 2 * n, "pair_energies: output length");
+        let (lower, up) = (self.at(k + 1), &self.transposed[self.stack.len() - 2 - k]);
+        let mut e = vec![0.0; 2 * n];
+        let (fv, fh) = e.split_at_mut(n);
+        let zeros = |rows| DMatrix::from_element(rows, n, V::Scalar::from_f64(0.0));
+        let mut inputs = zeros(self.at(k).hidden().width());
+        up.visible_inputs(layer, &mut inputs, par);
+        up.free_energy_hidden_from_inputs(layer, &inputs, 1.0, fv, par);
+        let mut inputs = zeros(lower.visible_width());
+        lower.visible_inputs(layer, &mut inputs, par);
+        lower.free_energy_hidden_from_inputs(layer, &inputs, fh, par);
+        for i in 0..n {
+            out[2 * i] = fv[i];
+            out[2 * i + 1] = fh[i];
+        }
+    }
+
+    /// \\(-\Delta F\\) summed as [`StackLadder::delta_free_energy`] sums it (a mirrored pair
+    /// gives exactly 0).
+    fn log_accept_from_energies(&self, _k: usize, lo: &[f64], hi: &[f64], out: &mut [f64]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = -((lo[2 * i + 1] - hi[2 * i + 1]) + (hi[2 * i] - lo[2 * i]));
+        }
+    }
+
+    /// \\(h_n\\) (the hidden layer) of the upper rung, \\(v_{n+1}\\) (the visible layer) of the
+    /// lower.
+    fn part_mut<'a>(&self, _k: usize, x: &'a mut Self::State, upper: bool) -> &'a mut Self::Part {
+        if upper { &mut x.hidden } else { &mut x.visible }
+    }
+
+    /// \\(v_n \sim P_n(v \mid h_n)\\) on the upper rung, \\(h_{n+1} \sim P_{n+1}(h \mid
+    /// v_{n+1})\\) on the lower, from the products \\(W_n h_n\\) and \\(W_{n+1}^\top v_{n+1}\\)
+    /// computed as [`Exchange::exchange`] computes them.
+    fn refresh<R: Rng + Send>(
+        &self,
+        k: usize,
+        x: &mut Self::State,
+        upper: bool,
+        rngs: &mut [R],
+        par: Par,
+    ) {
+        if upper {
+            let rbm = self.at(k + 1);
+            rbm.visible_inputs(&x.hidden, &mut x.visible, par);
+            rbm.sample_visible_from_inputs(&mut x.visible, rngs, par);
+        } else {
+            self.transposed[self.stack.len() - 2 - k].visible_inputs(
+                &x.visible,
+                &mut x.hidden,
+                par,
+            );
+            self.at(k)
+                .sample_hidden_from_inputs(&mut x.hidden, rngs, par);
+        }
     }
 }
 
