@@ -97,6 +97,8 @@ struct Modes {
     switches: u64,
     plus: Vec<u64>,
     signed: Vec<u64>,
+    /// (AGS steps per chain, mean recorded switches per chain), for the book's figure.
+    curve: Vec<(f64, f64)>,
 }
 
 impl Modes {
@@ -106,6 +108,20 @@ impl Modes {
             switches: 0,
             plus: vec![0; n],
             signed: vec![0; n],
+            curve: Vec::new(),
+        }
+    }
+
+    /// Adds a point of the figure's curve at `cost` AGS steps per chain, at most one per
+    /// `every` steps.
+    fn trace(&mut self, cost: usize, every: usize) {
+        let due = self
+            .curve
+            .last()
+            .is_none_or(|&(c, _)| cost >= c as usize + every);
+        if due {
+            let per_chain = self.switches as f64 / self.label.len() as f64;
+            self.curve.push((cost as f64, per_chain));
         }
     }
 
@@ -227,13 +243,23 @@ fn main() -> Result<(), Error> {
     // Observations in the first fifth of the budget are discarded (burn-in).
     let burn_in = budget / 5;
     let per_1e5 = |switches: u64| 1e5 * switches as f64 / (chains * (budget - burn_in)) as f64;
+    // The book's table: one row per sampler, as printed.
+    let measured = std::cell::RefCell::new(Vec::<(String, u64, f64, f64)>::new());
+    let table = std::cell::RefCell::new(format!(
+        "| sampler | AGS steps per iteration | switches per 10^5 AGS steps | + weight ± s.e. \
+         (exact {exact:.3}) |\n|---|---|---|---|\n"
+    ));
     let row = |name: String, cost: usize, m: &Modes| {
         let (w, se) = m.weight();
-        println!(
-            "{name:<30} {cost:>8} {:>22.1} {w:>9.3} ± {se:.3} ({exact:.3})",
-            per_1e5(m.switches)
-        );
+        let switches = per_1e5(m.switches);
+        println!("{name:<30} {cost:>8} {switches:>22.1} {w:>9.3} ± {se:.3} ({exact:.3})");
+        *table.borrow_mut() += &format!("| {name} | {cost} | {switches:.1} | {w:.3} ± {se:.3} |\n");
+        measured.borrow_mut().push((name, m.switches, w, se));
     };
+    // The figure's curves: mean cumulative switches per chain (after the burn-in) against AGS
+    // steps per chain, a point every `every` steps.
+    let every = budget / 240;
+    let mut curves: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     println!(
         "{:<30} {:>8} {:>22} {:>24}",
         "sampler", "AGS/iter", "switches / 1e5 AGS", "+ weight ± s.e. (exact)"
@@ -252,8 +278,10 @@ fn main() -> Result<(), Error> {
             Par::Rayon,
         );
         modes.observe(&ags.chains.visible, threshold, t >= burn_in);
+        modes.trace(t + 1, every);
     }
     row("AGS".into(), 1, &modes);
+    curves.push(("AGS".to_string(), modes.curve.clone()));
 
     // PT with uniform inverse temperatures in [0, 1] (the paper's baseline), R replicas.
     for replicas in [depth, 10] {
@@ -275,9 +303,11 @@ fn main() -> Result<(), Error> {
             pt.step(&ladder, &mut state, Par::Rayon);
             let record = round * replicas >= burn_in;
             modes.observe(&state.rungs()[replicas - 1].visible, threshold, record);
+            modes.trace((round + 1) * replicas, every);
         }
         let name = format!("PT, {replicas} uniform betas (DEO)");
-        row(name, replicas, &modes);
+        row(name.clone(), replicas, &modes);
+        curves.push((name, modes.curve.clone()));
     }
 
     // PTT: RBM 1 trained again alone, with the same trainer, seed and initial model as in the
@@ -314,8 +344,11 @@ fn main() -> Result<(), Error> {
             threshold,
             round * k >= burn_in,
         );
+        modes.trace((round + 1) * k, every);
     }
-    row(format!("PTT, {k} checkpoints (sweep)"), k, &modes);
+    let name = format!("PTT, {k} checkpoints (sweep)");
+    row(name.clone(), k, &modes);
+    curves.push((name, modes.curve.clone()));
 
     // ANCHOR: st
     let ladder = StackLadder::new(stack);
@@ -333,9 +366,12 @@ fn main() -> Result<(), Error> {
             proposed[k] += info.exchanges.proposed[k];
         }
         modes.observe(&StackedTempering::bottom(&state).visible, threshold, record);
+        modes.trace(ags_steps as usize, every);
     }
     // ANCHOR_END: st
-    row(format!("ST, {depth} RBMs (DEO)"), depth, &modes);
+    let name = format!("ST, {depth} RBMs (DEO)");
+    row(name.clone(), depth, &modes);
+    curves.push((name, modes.curve.clone()));
     let rates: Vec<String> = accepted
         .iter()
         .zip(&proposed)
@@ -344,6 +380,38 @@ fn main() -> Result<(), Error> {
         .map(|(n, (a, p))| format!("RBM {} <-> {}: {:.3}", n + 1, n + 2, *a as f64 / *p as f64))
         .collect();
     println!("\nST exchange acceptance: {}", rates.join(", "));
+    // What the book says of this run: AGS never leaves the + mode; ST switches most often at
+    // equal cost; every tempered sampler's + weight is within 3 standard errors of the exact.
+    let measured = measured.into_inner();
+    let (ags_run, tempered) = measured.split_first().expect("AGS ran first");
+    assert!(ags_run.1 == 0 && ags_run.2 == 1.0, "AGS left the + mode");
+    let st_switches = tempered.last().expect("ST ran last").1;
+    for (name, switches, w, se) in tempered {
+        assert!(
+            *switches <= st_switches,
+            "{name} switches more often than ST"
+        );
+        assert!(
+            (w - exact).abs() < 3.0 * se,
+            "{name}: + weight {w} ± {se}, exact {exact}"
+        );
+    }
+    // The book's table and figure of this run (written where EBM_FIGURES points).
+    if let Some(path) = ebm::plot::book_figure("stacked-tempering.md") {
+        let text = format!(
+            "{}\nST exchange acceptance: {}.\n",
+            table.borrow(),
+            rates.join(", ")
+        );
+        std::fs::write(&path, text).map_err(|source| Error::Io { path, source })?;
+    }
+    if let Some(path) = ebm::plot::book_figure("stacked-tempering-switches.svg") {
+        let series: Vec<_> = curves
+            .into_iter()
+            .map(|(label, points)| ebm::plot::Series { label, points })
+            .collect();
+        ebm::plot::mode_jumps(&path, &series)?;
+    }
     println!("total time {:.1} s", start.elapsed().as_secs_f64());
     Ok(())
 }
