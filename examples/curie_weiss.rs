@@ -11,6 +11,28 @@ use ebm::samplers::tempering::{
     Ladder, ParallelTempering, PtDiagnostics, PtState, SwapSchedule, TemperatureLadder,
 };
 
+/// The density of the magnetisation per spin \\(m = 2k/N - 1\\) (\\(k\\) spins up) from the
+/// probability of each up count `p[k]`, over bins of 3 consecutive counts (symmetric about
+/// \\(m = 0\\) when \\(N + 1\\) is a multiple of 3), at each bin's middle count.
+fn density(p: &[f64]) -> Vec<(f64, f64)> {
+    let n = (p.len() - 1) as f64;
+    assert_eq!(p.len() % 3, 0, "N + 1 must be a multiple of 3");
+    p.chunks(3)
+        .enumerate()
+        .map(|(b, q)| {
+            let m = 2.0 * (3 * b + 1) as f64 / n - 1.0;
+            (m, q.iter().sum::<f64>() / (3.0 * 2.0 / n))
+        })
+        .collect()
+}
+
+/// The fraction of the chains of `v` (one column each, spins) with each up count.
+fn up_counts(v: &ebm::nalgebra::DMatrix<f64>, counts: &mut [f64]) {
+    for c in v.column_iter() {
+        counts[c.iter().filter(|&&s| s > 0.0).count()] += 1.0;
+    }
+}
+
 fn main() -> Result<(), Error> {
     let (n, w) = (200, 1.2);
     let cw = CurieWeiss::new(n, w * w, 0.0)?;
@@ -69,6 +91,10 @@ fn main() -> Result<(), Error> {
         .sum::<f64>()
         / chains as f64;
     println!("sampled mean magnetisation {m_mean:.3}; exact mean magnetisation 0 (by symmetry)");
+    assert!(
+        plus_fraction.iter().all(|&(_, f)| f == 1.0),
+        "a Gibbs chain left the + mode"
+    );
     println!("Gibbs sampling is stuck in one mode.\n");
 
     // Parallel tempering: 12 rungs from beta = 0.3 (unimodal, beta J < 1) to 1, DEO swaps,
@@ -85,6 +111,7 @@ fn main() -> Result<(), Error> {
         .collect();
     let mut pt_state = PtState::new(rungs, 2)?;
     let (mut plus, mut total) = (0usize, 0usize);
+    let mut pt_counts = vec![0.0; n + 1];
     let mut diagnostics = PtDiagnostics::new(systems);
     for round in 0..rounds {
         diagnostics.record(&pt.step(&ladder, &mut pt_state, Par::Rayon));
@@ -96,6 +123,7 @@ fn main() -> Result<(), Error> {
                 .filter(|c| c.sum() > 0.0)
                 .count();
             total += systems;
+            up_counts(&target.visible, &mut pt_counts);
         }
     }
     let w = plus as f64 / total as f64;
@@ -116,5 +144,31 @@ fn main() -> Result<(), Error> {
         diagnostics.ideal_deo_round_trip_rate()
     );
     println!("weight of the + mode at beta = 1: {w:.3} (exact {exact_plus:.3}; Gibbs: 1.000)");
+
+    // The book's figure: the law of m, exact and as each sampler saw it (written where
+    // EBM_FIGURES points).
+    if let Some(path) = ebm::plot::book_figure("curie-weiss-magnetisation.svg") {
+        let mut ags_counts = vec![0.0; n + 1];
+        up_counts(&state.chains.visible, &mut ags_counts);
+        let fractions = |c: Vec<f64>| {
+            let total: f64 = c.iter().sum();
+            c.into_iter().map(|x| x / total).collect::<Vec<_>>()
+        };
+        let series = [
+            ("exact", cw.up_count_distribution(beta)),
+            ("Gibbs, 500 chains after 2000 sweeps", fractions(ags_counts)),
+            ("parallel tempering, target rung", fractions(pt_counts)),
+        ]
+        .map(|(label, p)| ebm::plot::Series {
+            label: label.into(),
+            points: density(&p),
+        });
+        ebm::plot::line_chart(
+            &path,
+            "Curie–Weiss, N = 200, beta J = 1.44",
+            ("magnetisation per spin m", "probability density"),
+            &series,
+        )?;
+    }
     Ok(())
 }

@@ -75,12 +75,14 @@ fn main() -> Result<(), Error> {
     // A progress line on stderr every 250 updates, every update in the CSV log.
     let mut observer = (Progress::new(std::io::stderr(), 250), CsvLog::new(csv));
     println!("update   LL train   LL test    log Z      (online estimate ± se, then exact)");
-    for _ in 0..4 {
+    // The book's figure: both log-likelihoods, from the online log Z and from the exact one.
+    let mut curves: [Vec<(f64, f64)>; 4] = Default::default();
+    for _ in 0..8 {
         trainer.run(
             &mut state,
             &train,
             Some(&test),
-            500,
+            250,
             Par::Rayon,
             &mut observer,
         )?;
@@ -102,8 +104,41 @@ fn main() -> Result<(), Error> {
             ll(&test, exact),
             exact
         );
+        let lls = [
+            ll(&train, z.log_z),
+            ll(&train, exact),
+            ll(&test, z.log_z),
+            ll(&test, exact),
+        ];
+        for (curve, y) in curves.iter_mut().zip(lls) {
+            curve.push((state.update as f64, y));
+        }
+        // What the book says of the curves: the online estimate follows the exact log Z.
+        assert!(
+            (z.log_z - exact).abs() < 3.0 * z.std_err,
+            "online log Z {} ± {} against the exact {exact}",
+            z.log_z,
+            z.std_err
+        );
     }
     // ANCHOR_END: run
+    if let Some(path) = ebm::plot::book_figure("training-log-likelihood.svg") {
+        let labels = [
+            "train, online log Z",
+            "train, exact log Z",
+            "test, online log Z",
+            "test, exact log Z",
+        ];
+        let series: Vec<_> = labels
+            .into_iter()
+            .zip(curves)
+            .map(|(label, points)| ebm::plot::Series {
+                label: label.into(),
+                points,
+            })
+            .collect();
+        ebm::plot::log_likelihood(&path, &series)?;
+    }
 
     // ANCHOR: resume
     let path = out.join("digits_state.json");

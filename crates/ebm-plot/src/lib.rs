@@ -645,10 +645,13 @@ fn colour(i: usize) -> RGBColor {
 
 /// A tick label: integers without decimals, other values with at most 3 decimals, very large
 /// or very small ones in scientific notation.
+/// A tick label: integers as such, up to three decimals, scientific notation outside
+/// \\([10^{-3}, 10^5)\\); a value within \\(10^{-12}\\) of 0 (a rounding error of the tick
+/// positions, e.g. \\(-2.2 \cdot 10^{-16}\\) on an axis through 0) is written 0.
 fn tick(v: &f64) -> String {
     let v = *v;
     let a = v.abs();
-    if a == 0.0 {
+    if a < 1e-12 {
         "0".into()
     } else if !(1e-3..1e5).contains(&a) {
         format!("{v:.1e}")
@@ -1082,6 +1085,21 @@ mod tests {
                 points: vec![(0.0, 0.0), (10.0, 2.0), (20.0, 4.5)],
             },
         ]
+    }
+
+    /// Tick labels: rounding noise at 0 is 0, integers and decimals as written by hand.
+    #[test]
+    fn tick_labels_are_what_a_person_writes() {
+        for (v, label) in [
+            (-2.220446049250313e-16, "0"),
+            (0.0, "0"),
+            (3.0, "3"),
+            (-0.25, "-0.25"),
+            (1.0e6, "1.0e6"),
+            (2.0e-4, "2.0e-4"),
+        ] {
+            assert_eq!(tick(&v), label, "{v}");
+        }
     }
 
     #[test]
