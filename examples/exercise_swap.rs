@@ -123,5 +123,22 @@ fn main() -> Result<(), Error> {
     assert!(right.p_value > 1e-4, "the correct swap must pass");
     assert!(wrong.p_value < 1e-6, "the swap without the betas must fail");
     // ANCHOR_END: test
+    // The page's table of these p-values (written where EBM_FIGURES points).
+    if let Some(path) = ebm::plot::book_figure("exercise-swap.md") {
+        let p = |p: f64| {
+            if p < 1e-300 {
+                "< 1e-300".to_string()
+            } else {
+                format!("{p:.3}")
+            }
+        };
+        let table = format!(
+            "| swap | p-value of the invariance test |\n|---|---|\n\
+             | with beta_1 - beta_0 | {} |\n| without the betas | {} |\n",
+            p(right.p_value),
+            p(wrong.p_value)
+        );
+        std::fs::write(&path, table).map_err(|source| Error::Io { path, source })?;
+    }
     Ok(())
 }
