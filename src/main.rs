@@ -1,7 +1,12 @@
 //! The `ebm` command line; see `ebm --help` and the crate `ebm-cli`.
 
 fn main() -> std::process::ExitCode {
-    ebm_cli::run_with_mpi(std::env::args_os(), mpi())
+    let program = ebm_cli::Program {
+        mpi: mpi(),
+        // Set by build.rs in a git checkout of the workspace.
+        commit: option_env!("EBM_GIT_COMMIT"),
+    };
+    ebm_cli::run_program(std::env::args_os(), program)
 }
 
 /// The MPI transport, with the feature `mpi`: `mpirun -n K ebm ...` runs sharded.

@@ -1,7 +1,7 @@
 //! # ebm-cli
 //!
 //! The `ebm` command line, as a library: the root package's `ebm` binary is a short `main`
-//! calling [`run_with_mpi`]. The program is a thin layer over the workspace's crates: it
+//! calling [`run_program`]. The program is a thin layer over the workspace's crates: it
 //! parses and validates options, loads files, dispatches on the unit kinds of a model file,
 //! attaches progress bars as [`ebm_core::Observer`]s, and writes outputs. No sampling or
 //! estimation algorithm lives here.
@@ -27,7 +27,7 @@
 //! command line that does not parse). Nothing a user passes makes it panic.
 //!
 //! Built with the root package's feature `mpi` (which passes the MPI transport to
-//! [`run_with_mpi`]), `ebm sample --sampler gibbs` and `ebm loglik ais |
+//! [`run_program`]), `ebm sample --sampler gibbs` and `ebm loglik ais |
 //! reverse-ais | tr-ais` started by `mpirun -n K` run sharded by chain over the K processes
 //! ([`ebm_mpi`]): rank 0 writes outputs byte-identical to one process's, and the record's
 //! `ranks` says how many ran. `ebm sample --sampler pt | pt-ref | ptt | stacked` runs sharded
@@ -68,6 +68,18 @@ use clap::Parser;
 pub use error::CliError;
 pub use world::MpiInit;
 
+/// What the program running the command line brings to it; the root package's `main` fills it
+/// in, and [`run`] runs without either.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Program {
+    /// Joins the MPI world when an MPI launcher started the program (`None`: a program
+    /// started as one of several processes refuses to run, as each would do the whole work).
+    pub mpi: Option<MpiInit>,
+    /// The git commit the program was built from, written into every run record
+    /// (`versions.commit`); `None` when it is not known.
+    pub commit: Option<&'static str>,
+}
+
 /// Exit code of a run that failed on its input (a file, an option value, a model).
 pub const EXIT_FAILURE: u8 = 1;
 /// Exit code of a command line that does not parse (unknown option, missing argument).
@@ -89,21 +101,21 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    run_with_mpi(args, None)
+    run_program(args, Program::default())
 }
 
-/// [`run`] in a program that can join an MPI world: when an MPI launcher started it, `mpi`
-/// initialises MPI and returns the world (`None` if MPI was already initialised), and the
-/// sharded commands run over its processes. The root package's `main` passes
-/// `ebm_mpi_transport::Mpi::init` when built with its feature `mpi`; with `mpi = None`, a
-/// program started as one of several processes refuses to run (each would do the whole work).
-pub fn run_with_mpi<I, T>(args: I, mpi: Option<MpiInit>) -> ExitCode
+/// [`run`] in a program that brings what [`Program`] holds: when an MPI launcher started it,
+/// `program.mpi` initialises MPI and returns the world (`None` if MPI was already initialised),
+/// and the sharded commands run over its processes; `program.commit` goes into the run
+/// records. The root package's `main` passes `ebm_mpi_transport::Mpi::init` when built with its
+/// feature `mpi`, and the commit its build script found.
+pub fn run_program<I, T>(args: I, program: Program) -> ExitCode
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
     run_parsed(args, |cli: &cli::Cli, arguments| {
-        commands::execute(cli, arguments, mpi)
+        commands::execute(cli, arguments, program)
     })
 }
 

@@ -99,14 +99,18 @@ impl DemoPlan {
     }
 }
 
-/// Runs one `ebm` command line in this process (quietly), as the user would type it after
-/// `ebm`; returns the line for the report.
-fn run_command(line: &[String]) -> Result<String> {
+/// Runs one `ebm` command line in this process (quietly, one process, its records naming the
+/// commit of `ctx`), as the user would type it after `ebm`; returns the line for the report.
+fn run_command(ctx: &Context, line: &[String]) -> Result<String> {
     let mut argv = vec!["ebm".to_string(), "--quiet".to_string()];
     argv.extend(line.iter().cloned());
     let cli = Cli::try_parse_from(&argv)
         .map_err(|e| CliError::new(format!("demo: internal command line rejected: {e}")))?;
-    crate::commands::execute(&cli, argv, None)?;
+    let program = crate::Program {
+        mpi: None,
+        commit: ctx.commit(),
+    };
+    crate::commands::execute(&cli, argv, program)?;
     Ok(format!("ebm {}", line.join(" ")))
 }
 
@@ -151,7 +155,7 @@ impl Runner<'_> {
         let t = Instant::now();
         let mut paths: Vec<(&str, &Path)> = self.paths.clone();
         paths.extend_from_slice(extra);
-        self.commands.push(run_command(&args(line, &paths))?);
+        self.commands.push(run_command(ctx, &args(line, &paths))?);
         Ok(t.elapsed().as_secs_f64())
     }
 }

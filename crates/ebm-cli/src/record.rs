@@ -30,6 +30,12 @@ pub(crate) struct Versions {
     pub ebm: String,
     /// Version of the record layout.
     pub record_format: u32,
+    /// The git commit the program was built from, with `-dirty` when its tracked sources
+    /// (`crates/`, `src/`, `build.rs`, `Cargo.toml`, `Cargo.lock`) differed from it; absent
+    /// when it was not built from a git checkout of the workspace (and in records written
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
 
 /// A run record: what was run, with which settings and seed, on which inputs, what it wrote
@@ -77,6 +83,8 @@ pub(crate) struct Context {
     arguments: Vec<String>,
     started: Instant,
     world: Box<dyn Collective>,
+    /// The commit the program was built from, for the records ([`crate::Program::commit`]).
+    commit: Option<&'static str>,
 }
 
 impl Context {
@@ -93,7 +101,18 @@ impl Context {
             arguments,
             started: Instant::now(),
             world,
+            commit: None,
         }
+    }
+
+    /// The context of a program built from `commit` (written into every record).
+    pub fn with_commit(self, commit: Option<&'static str>) -> Self {
+        Self { commit, ..self }
+    }
+
+    /// The commit the program was built from, if known.
+    pub fn commit(&self) -> Option<&'static str> {
+        self.commit
     }
 
     /// The processes the command runs on ([`ebm_mpi::Solo`] outside `mpirun`).
@@ -183,6 +202,7 @@ impl Context {
             versions: Versions {
                 ebm: env!("CARGO_PKG_VERSION").to_string(),
                 record_format: RECORD_FORMAT_VERSION,
+                commit: self.commit.map(str::to_string),
             },
             arguments: self.arguments.clone(),
             seed,

@@ -1,5 +1,5 @@
 //! The processes a command runs on: this one alone, or the ranks of `mpirun -n K` when the
-//! program was given the MPI transport ([`crate::run_with_mpi`]; the root package's feature
+//! program was given the MPI transport ([`crate::run_program`]; the root package's feature
 //! `mpi`).
 
 use ebm_mpi::{Collective, Solo};
@@ -56,7 +56,7 @@ fn launch_in(var: impl Fn(&str) -> Option<String>) -> Option<Launch> {
 
 /// How a program joins the MPI world: initialises MPI and returns its world, or `None` when
 /// MPI was already initialised in this process. The root package passes
-/// `ebm_mpi_transport::Mpi::init` (its feature `mpi`) to [`crate::run_with_mpi`].
+/// `ebm_mpi_transport::Mpi::init` (its feature `mpi`) to [`crate::run_program`].
 pub type MpiInit = fn() -> Option<Box<dyn Collective>>;
 
 /// The processes of this run: the MPI world when an MPI launcher started the program and it

@@ -173,6 +173,36 @@ fn help_is_available_for_every_command() {
 // Data
 // ---------------------------------------------------------------------------------------------
 
+/// The commit a run record names: the workspace's checked-out commit (the binary under test
+/// was built from this tree), `-dirty` when the tracked sources differ from it, or none outside
+/// a git checkout.
+fn built_from() -> serde_json::Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let Some(commit) = git(&["rev-parse", "HEAD"]) else {
+        return serde_json::Value::Null;
+    };
+    let sources = ["crates", "src", "build.rs", "Cargo.toml", "Cargo.lock"];
+    let dirty = git(&[
+        &["status", "--porcelain", "--untracked-files=no", "--"],
+        &sources[..],
+    ]
+    .concat())
+    .is_some_and(|s| !s.is_empty());
+    assert_eq!(commit.len(), 40, "{commit}");
+    format!("{commit}{}", if dirty { "-dirty" } else { "" }).into()
+}
+
 #[test]
 fn data_generate_info_pca_round_trip() {
     let dir = tempfile::tempdir().unwrap();
@@ -185,6 +215,7 @@ fn data_generate_info_pca_round_trip() {
     assert_eq!(rec["command"], "data generate");
     assert_eq!(rec["seed"], 5);
     assert_eq!(rec["versions"]["ebm"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(rec["versions"]["commit"], built_from());
     assert_eq!(rec["settings"]["clusters"]["features"], 64);
     assert_eq!(rec["results"]["n_samples"], 400);
     assert_eq!(rec["results"]["label_counts"].as_object().unwrap().len(), 2);

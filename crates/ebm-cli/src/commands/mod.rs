@@ -14,15 +14,17 @@ mod train;
 use crate::cli::{Cli, Command, DataCommand, LoglikCommand, TmcCommand};
 use crate::error::{CliError, Result};
 use crate::record::Context;
-use crate::world::{MpiInit, world};
+use crate::world::world;
 
 /// Runs the parsed command line; `arguments` is the command line as given, for the record;
-/// `mpi` joins the MPI world when a launcher started the program ([`crate::run_with_mpi`]).
-pub(crate) fn execute(cli: &Cli, arguments: Vec<String>, mpi: Option<MpiInit>) -> Result<()> {
+/// `program` joins the MPI world when a launcher started the program and names the commit
+/// ([`crate::run_program`]).
+pub(crate) fn execute(cli: &Cli, arguments: Vec<String>, program: crate::Program) -> Result<()> {
     // MPI is initialised and finalised on the thread that runs the command.
     let go = || {
-        let world = world(mpi)?;
-        let ctx = Context::new(cli.global.quiet, cli.global.json, arguments, world);
+        let world = world(program.mpi)?;
+        let ctx = Context::new(cli.global.quiet, cli.global.json, arguments, world)
+            .with_commit(program.commit);
         run(&cli.command, &ctx)
     };
     match threads(&cli.command) {
