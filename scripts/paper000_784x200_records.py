@@ -9,11 +9,11 @@ Writes RECORDS/START-seedSEED/ (RECORDS defaults to records/paper000-mnist01-784
 
 - train.json: the record of the training's last slice, with `slices` added: every slice's
   command line, elapsed seconds, commit (when recorded) and last update;
-- gibbs.json, pt.json, pt-ref.json, ptt.json, ptt-deo.json, reference.json: the sampling
-  records as written, except that the per-step curves of the mode jumps (`steps`,
+- NAME.json for NAME in gibbs, gibbs-every-k, pt, pt-ref, ptt, ptt-deo and reference: the
+  sampling records as written, except that the per-step curves of the mode jumps (`steps`,
   `gibbs_sweeps`, `cumulative_mean_jumps`) keep every 50th point and the last, to keep the
-  repository small. Such a copy says so in `copied` and drops its `checksum`, which was of the
-  whole record.
+  repository small. Such a copy says so in `copied` and drops its `checksum`, which was of
+  the whole record.
 
 tests/reproductions.rs renders REPRODUCTIONS.md's tables from these copies.
 """
@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-SAMPLERS = ["gibbs", "pt", "pt-ref", "ptt", "ptt-deo", "reference"]
+SAMPLERS = ["gibbs", "gibbs-every-k", "pt", "pt-ref", "ptt", "ptt-deo", "reference"]
 CURVES = ["steps", "gibbs_sweeps", "cumulative_mean_jumps"]
 KEEP_EVERY = 50
 

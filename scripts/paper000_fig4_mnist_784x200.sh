@@ -8,12 +8,12 @@
 # per chain, the x-axis of the paper's Fig. 4C ("total number of AGS steps", models x steps):
 # AGS 10^4 sweeps, PT and PTref 10 rungs x 1000 rounds, PTT (the paper's sweep schedule, and
 # DEO) on all K kept checkpoints x floor(10^4 / K) rounds. The mode of every chain at the target
-# is recorded at every step (round or sweep): mode + is the sign of the first principal
-# component of the data (`--modes pc1`, boundary 0, which splits the data 0.534 / 0.466 where the
-# digits split 0.530 / 0.470).
+# is recorded at every step (round or sweep; AGS also every K sweeps, the cost of a PTT round):
+# mode + is the sign of the first principal component of the data (`--modes pc1`, boundary 0,
+# which splits the data 0.534 / 0.466 where the digits split 0.530 / 0.470).
 #
 # The model has 2^200 hidden states, so its mode weights have no exact value here. The reference
-# is the paper's Table 1 run, which also measures tau_exp: PTT for 5 x 10^4 rounds (200
+# is the paper's Table 1 run, which also measures tau_exp: PTT for 5 x 10^4 rounds (100
 # chains), converged if its own diagnostics say so (at least 20 tau_exp rounds, at least 10
 # mode changes per chain after burn-in); each sampler's weight is compared with it.
 #
@@ -21,9 +21,10 @@
 #
 # Reads DIR/START-seedSEED-K.{safetensors,trajectory.safetensors,json} (the last slice K of the
 # training, which must have reached its 10 000 updates unless PARTIAL=1) and DIR/mnist01.npy;
-# writes DIR/fig4-START-seedSEED/{gibbs,pt,pt-ref,ptt,ptt-deo,reference}.{npy,json}. A sampler
-# whose record exists is not run again. EBM (default target/release/ebm) and NICE=1 (lowest CPU
-# priority) can be set in the environment. About 10 minutes per model on two cores.
+# writes DIR/fig4-START-seedSEED/NAME.{npy,json}, NAME one of gibbs, gibbs-every-k, pt, pt-ref,
+# ptt, ptt-deo and reference. A sampler whose record exists is not run again. EBM (default
+# target/release/ebm) and NICE=1 (lowest CPU priority) can be set in the environment. About
+# 12 minutes per model on two cores.
 set -euo pipefail
 
 if [ $# -ne 3 ]; then
@@ -77,6 +78,10 @@ sample() {
 
 sample gibbs --model "$trained.safetensors" --sampler gibbs \
   --chains $chains --steps $budget --trace-every 1
+# AGS recorded every K sweeps, the cost of one PTT round: how many of AGS's jumps counted
+# sweep by sweep are back-and-forth moves across the boundary within one PTT round's cost.
+sample gibbs-every-k --model "$trained.safetensors" --sampler gibbs \
+  --chains $chains --steps $budget --trace-every "$rungs"
 sample pt --model "$trained.safetensors" --sampler pt --rungs 10 --schedule deo \
   --chains $chains --steps $((budget / 10)) --trace-every 1
 sample pt-ref --model "$trained.safetensors" --sampler pt-ref --rungs 10 --schedule deo \
@@ -86,4 +91,4 @@ sample ptt --trajectory "$trained.trajectory.safetensors" --sampler ptt --schedu
 sample ptt-deo --trajectory "$trained.trajectory.safetensors" --sampler ptt --schedule deo \
   --chains $chains --steps $((budget / rungs)) --trace-every 1
 sample reference --trajectory "$trained.trajectory.safetensors" --sampler ptt --schedule sweep \
-  --chains 200 --steps 50000 --trace-every 10
+  --chains 100 --steps 50000 --trace-every 10
