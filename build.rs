@@ -49,8 +49,15 @@ fn main() {
     let Some(commit) = git(&root, &["rev-parse", "HEAD"]) else {
         return;
     };
+    // `--no-optional-locks`: `git status` must not refresh the index, a watched file.
     let status = [
-        &["status", "--porcelain", "--untracked-files=no", "--"],
+        &[
+            "--no-optional-locks",
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+        ],
         &SOURCES[..],
     ]
     .concat();
