@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-pub(crate) use crate::models::Precision;
+use crate::models::Precision;
 
 const MAIN_ABOUT: &str = "Markov-chain Monte Carlo for energy-based models (RBMs): \
 datasets, training, sampling, log-likelihood and figures";
@@ -560,8 +560,8 @@ pub(crate) struct SampleArgs {
     /// Floating-point precision of the chains and the model: f64, or f32 (faster sweeps; an
     /// f64 model file is rounded to f32, which the record and stderr say). Samples are written
     /// as with f64. Not with --sampler tmc or stacked.
-    #[arg(long, value_enum, default_value_t = Precision::F64)]
-    pub precision: Precision,
+    #[arg(long, value_enum, default_value_t = PrecisionArg::F64)]
+    pub precision: PrecisionArg,
     /// Number of chains (for pt, pt-ref and ptt: independent systems of replicas).
     #[arg(long, default_value_t = 1000, value_parser = positive_usize)]
     pub chains: usize,
@@ -739,6 +739,25 @@ pub(crate) enum SelectionAcceptanceArg {
     /// exact when the hidden layer has at most 2^16 configurations (enumerated after every
     /// offer, so cheap only for small layers), else chains.
     Auto,
+}
+
+/// `--precision`: the floating-point precision a command runs a model in.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum PrecisionArg {
+    /// Single precision: parameters, chains, gradients and optimiser state in `f32`.
+    F32,
+    /// Double precision (the default).
+    F64,
+}
+
+impl From<PrecisionArg> for Precision {
+    fn from(p: PrecisionArg) -> Self {
+        match p {
+            PrecisionArg::F32 => Precision::F32,
+            PrecisionArg::F64 => Precision::F64,
+        }
+    }
 }
 
 /// Swap schedules.
@@ -1407,7 +1426,7 @@ pub(crate) struct TrainArgs {
     /// (half the memory, faster sweeps; the model, trajectory and state are written in f32)
     /// [default: f64; with --resume: the state's, which must not differ].
     #[arg(long, value_enum, value_name = "PRECISION")]
-    pub precision: Option<Precision>,
+    pub precision: Option<PrecisionArg>,
     /// Where the training runs: cpu, or an NVIDIA GPU, cuda (device 0) or cuda:N. The GPU
     /// trains bernoulli and spin units with --negative pcd, plain SGD at a constant learning
     /// rate, the centred gradient and no penalty, every update on the device (its random

@@ -57,6 +57,12 @@ impl From<ebm_cuda::Error> for CliError {
     }
 }
 
+impl From<ebm_train::kinds::KindError> for CliError {
+    fn from(e: ebm_train::kinds::KindError) -> Self {
+        Self::new(e.to_string())
+    }
+}
+
 impl From<ebm_data::Error> for CliError {
     fn from(e: ebm_data::Error) -> Self {
         Self::new(e.to_string())

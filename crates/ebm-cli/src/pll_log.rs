@@ -10,7 +10,7 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CliError, Result};
-use crate::models::{CliLayer, exact_log_partition};
+use crate::models::{UnitLayer, exact_log_partition};
 
 /// The columns of `<model>.pll.csv`.
 pub(crate) const PLL_COLUMNS: [&str; 7] = [
@@ -59,7 +59,7 @@ impl PllLog {
     }
 
     /// Computes and appends the row of `model` at `update` on `data` (one sample per column).
-    pub fn record<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    pub fn record<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
         &mut self,
         update: u64,
         model: &Rbm<V, H>,

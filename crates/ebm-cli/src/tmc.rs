@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::{DirectionArg, SampleArgs, SamplerArg, TmcOptions, TrainSettings, UnitArg};
 use crate::error::{CliError, Result, bail};
-use crate::models::{CliLayer, F64Task, check_chain_memory};
+use crate::models::{F64Task, UnitLayer, check_chain_memory};
 use crate::record::Context;
 
 /// The paper's tether strength.
@@ -367,7 +367,8 @@ pub(crate) struct SampleTmc<'a> {
 
 impl F64Task for SampleTmc<'_> {
     type Output = TmcRun;
-    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    type Error = CliError;
+    fn run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
         self,
         rbm: &Rbm<V, H>,
     ) -> Result<TmcRun> {

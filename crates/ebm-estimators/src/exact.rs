@@ -129,8 +129,13 @@ impl<F: Scalar> Start<RbmChains<F>> {
     /// are one Gibbs sweep at \\(\beta = 0\\), which is exact there (neither conditional
     /// depends on the other layer).
     ///
+    /// The layers need only be [`Layer`]s, so that code generic over unit kinds chosen at run
+    /// time can call it; a real-valued layer, which has no law at \\(\beta = 0\\) (its
+    /// cumulant generating function diverges), is an error.
+    ///
     /// # Errors
-    /// As [`Population::new`].
+    /// [`Error::InvalidParameter`] when a layer is not discrete
+    /// ([`Layer::discrete_configurations`] is `None`); as [`Population::new`].
     pub fn uniform<V, H>(
         rbm: &Rbm<V, H>,
         n_chains: usize,
@@ -138,9 +143,23 @@ impl<F: Scalar> Start<RbmChains<F>> {
         par: Par,
     ) -> ebm_core::Result<Self>
     where
-        V: DiscreteLayer<Scalar = F>,
-        H: DiscreteLayer<Scalar = F>,
+        V: Layer<Scalar = F>,
+        H: Layer<Scalar = F>,
     {
+        for (side, discrete) in [
+            (V::KIND, rbm.visible().discrete_configurations()),
+            (H::KIND, rbm.hidden().discrete_configurations()),
+        ] {
+            if discrete.is_none() {
+                return Err(Error::InvalidParameter {
+                    name: "beta".into(),
+                    reason: format!(
+                        "0 (the uniform start) needs discrete units, but {side} units have no \
+                         law at beta = 0"
+                    ),
+                });
+            }
+        }
         let mut population = Population::new(rbm.new_state(n_chains), seed)?;
         rbm.sample_hidden(
             &mut population.chains,

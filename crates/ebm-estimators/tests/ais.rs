@@ -430,3 +430,31 @@ fn f32_models_are_estimated_in_f64() {
     );
     assert_accurate(&run.estimate, exact, 0.1, "f32 model");
 }
+
+/// The uniform start is the law at beta = 0 only for discrete layers: with a real-valued
+/// layer it is an error naming the units, not draws of a law that does not exist; with
+/// discrete layers its log Z_0 is log(2^n_v 2^n_h).
+#[test]
+fn uniform_start_needs_discrete_layers() {
+    use ebm_models::Gaussian;
+    use nalgebra::DMatrix;
+    let rbm = Rbm::new(
+        Bernoulli::<f64>::zeros(3),
+        Gaussian::standard(2),
+        DMatrix::from_element(3, 2, 0.5),
+    )
+    .unwrap();
+    let err = Start::uniform(&rbm, 4, 1, PAR).unwrap_err().to_string();
+    assert!(
+        err.contains("gaussian units have no law at beta = 0"),
+        "{err}"
+    );
+    let binary = Rbm::new(
+        Bernoulli::<f64>::new(vec![0.3, -1.0, 2.0]),
+        Bernoulli::new(vec![0.5, 0.1]),
+        DMatrix::from_element(3, 2, 0.5),
+    )
+    .unwrap();
+    let start = Start::uniform(&binary, 4, 1, PAR).unwrap();
+    assert!((start.log_z.log_z - 5.0 * 2f64.ln()).abs() < 1e-12);
+}

@@ -19,6 +19,7 @@
 //! | [`Moments`], [`Gradient`] | sufficient statistics written once over the [`ebm_models::Layer`] trait; the (centred) gradient |
 //! | [`Optimizer`], [`LearningRate`], [`Penalty`] | SGD with momentum, Adam; constant, linear and exponential schedules; L1 / L2 on the weights |
 //! | [`TrainableLayer`] | data domains, visible-field initialisation from data frequencies, precision floors |
+//! | [`kinds`] | models whose unit kinds are known only at run time (read from a file): one generic task run on every pair of kinds, in `f64` or `f32`, each layer asked what it supports ([`kinds::UnitLayer`]) |
 //! | [`initial_model`], [`zero_sum_gauge`], [`independent_log_partition`] | model initialisation, the Potts gauge on all parameters, exact \\(\log Z\\) at \\(W = 0\\) |
 //! | [`observe`] | progress line, CSV and JSON-lines logs |
 //! | [`Shard`], [`Trainer::step_on_shard`] | one process of a data-parallel run (minibatch and chains sharded, gradient sums added in block order: the model of one process, bit for bit; `ebm-mpi` runs it) |
@@ -54,6 +55,7 @@ mod bridge;
 mod data;
 pub mod decorrelation;
 mod kernel_phase;
+pub mod kinds;
 mod layers;
 mod negative;
 pub mod observe;

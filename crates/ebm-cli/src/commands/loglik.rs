@@ -30,7 +30,7 @@ use crate::cli::{
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_outputs, load_dataset};
 use crate::models::{
-    CliLayer, Enumeration, KindsTask, ModelSummary, RbmTask, check_chain_memory, describe,
+    Enumeration, KindsTask, ModelSummary, RbmTask, UnitLayer, check_chain_memory, describe,
     exact_log_partition, exact_start, free_energies, uniform_start, visible_data,
     weighted_mean_and_error, with_kinds, with_model, zero_weights,
 };
@@ -121,8 +121,9 @@ struct ExactTask<'a> {
 
 impl RbmTask for ExactTask<'_> {
     type Output = (String, ExactResults);
+    type Error = CliError;
 
-    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    fn run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
         self,
         rbm: Rbm<V, H>,
         _file: &Path,
@@ -368,7 +369,7 @@ fn finite_likelihood(path: &Path, ll: f64) -> Result<f64> {
 }
 
 /// The mean log-likelihood of `ds` under `rbm` given \\(\log \hat Z \pm\\) `log_z_se`.
-fn likelihood<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+fn likelihood<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
     rbm: &Rbm<V, H>,
     ds: &Dataset,
     path: &Path,
@@ -391,7 +392,7 @@ fn likelihood<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
 }
 
 /// Checks every data file against the model's visible units.
-fn check_data<V: CliLayer>(
+fn check_data<V: UnitLayer>(
     layer: &V,
     data: Vec<Dataset>,
     paths: &[PathBuf],
@@ -641,7 +642,7 @@ struct AnnealingTask<'a> {
 }
 
 /// The path of `ais` and `reverse-ais`.
-enum AnnealPath<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> {
+enum AnnealPath<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>> {
     /// The model at inverse temperatures from 0.
     Temperature(TemperatureLadder<Rbm<V, H>>),
     /// Interpolated parameters from a zero-weight reference, built stretch by stretch.
@@ -669,11 +670,11 @@ fn segments(n: usize) -> Vec<(usize, usize)> {
 /// \\(\beta\Theta + (1 - \beta)\Theta_{\text{ref}}\\) at some of its \\(\beta\\)s, all at
 /// temperature 1 (the rungs of `ebm_samplers::tempering::ReferenceLadder`, which would hold
 /// the whole path at once).
-struct ReferenceSegment<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> {
+struct ReferenceSegment<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>> {
     models: Vec<Rbm<V, H>>,
 }
 
-impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> ReferenceSegment<V, H> {
+impl<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>> ReferenceSegment<V, H> {
     fn new(model: &Rbm<V, H>, reference: &Rbm<V, H>, betas: &[f64]) -> Result<Self> {
         let models = betas
             .iter()
@@ -683,7 +684,7 @@ impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> ReferenceSegment<V, H
     }
 }
 
-impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> Ladder for ReferenceSegment<V, H> {
+impl<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>> Ladder for ReferenceSegment<V, H> {
     type Model = Rbm<V, H>;
 
     fn n_rungs(&self) -> usize {
@@ -698,7 +699,7 @@ impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> Ladder for ReferenceS
     }
 }
 
-impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> DescribeLadder
+impl<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>> DescribeLadder
     for ReferenceSegment<V, H>
 {
     fn kind(&self) -> LadderKind {
@@ -714,7 +715,7 @@ fn set_totals(e: &mut LogZEstimate, kernel_steps_per_chain: u64, n_rungs_total: 
     }
 }
 
-impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> AnnealPath<V, H> {
+impl<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>> AnnealPath<V, H> {
     /// `temperature` or `reference`, as `--path` spells it.
     fn name(&self) -> &'static str {
         match self {
@@ -848,8 +849,9 @@ impl<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>> AnnealPath<V, H> {
 impl RbmTask for AnnealingTask<'_> {
     /// `None` on the ranks other than 0 of a sharded run.
     type Output = Option<(String, EstimateResults)>;
+    type Error = CliError;
 
-    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    fn run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
         self,
         rbm: Rbm<V, H>,
         file: &Path,
@@ -955,7 +957,7 @@ struct AnnealRun {
 
 /// The path of `--path`, with the description of a reference path's visible fields: the
 /// means of `--reference-data` (`reference_data`, its file) or the model's own.
-fn annealing_path<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+fn annealing_path<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
     p: &AnnealingPathArgs,
     rbm: &Rbm<V, H>,
     file: &Path,
@@ -1007,7 +1009,7 @@ fn annealing_path<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
 
 /// `ais`: forward AIS along `path` from `n_chains` draws of its start. `None` on the ranks
 /// other than 0 of a sharded run.
-fn forward_run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+fn forward_run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
     p: &AnnealingPathArgs,
     common: &EstimatorArgs,
     ctx: &Context,
@@ -1043,7 +1045,7 @@ fn forward_run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
 
 /// The samples of the model that `reverse-ais` starts from (`--start`), the burn-in they still
 /// need (`--start gibbs`), and what they are.
-fn reverse_population<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+fn reverse_population<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
     common: &EstimatorArgs,
     r: &ReverseAisArgs,
     (rbm, path): (&Rbm<V, H>, &AnnealPath<V, H>),
@@ -1060,7 +1062,7 @@ fn reverse_population<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
         }
         None | Some(ReverseStartArg::Exact) => {
             let start = exact_start(rbm, 1.0, n_chains, common.seed, Par::Rayon)
-                .map_err(|e| reverse_start_error(r.start, e))?;
+                .map_err(|e| reverse_start_error(r.start, e.into()))?;
             (start.population, None, EXACT_DRAWS.into())
         }
         Some(ReverseStartArg::Samples) => {
@@ -1095,7 +1097,7 @@ fn reverse_population<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
 /// `reverse-ais`: reverse AIS along `path` from samples of the model
 /// ([`reverse_population`]), then forward AIS on the same path with as many chains, and the
 /// sandwich check between the two. `None` on the ranks other than 0 of a sharded run.
-fn reverse_run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+fn reverse_run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
     p: &AnnealingPathArgs,
     common: &EstimatorArgs,
     r: &ReverseAisArgs,
@@ -1285,7 +1287,7 @@ fn ptt_plan(args: &PttArgs, k: usize, n_chains: usize) -> Result<PttPlan> {
 
 /// Exact draws of the first checkpoint and its exact \\(\log Z\\): in closed form when its
 /// weights are zero (training from scratch), by enumeration otherwise.
-fn first_checkpoint_start<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+fn first_checkpoint_start<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
     first: &Rbm<V, H>,
     n: usize,
     seed: u64,
@@ -1310,7 +1312,7 @@ fn first_checkpoint_start<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
 }
 
 /// Whether two RBMs of the same kinds have the same parameters.
-fn same_parameters<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+fn same_parameters<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
     args: &Rbm<V, H>,
     b: &Rbm<V, H>,
 ) -> bool {
@@ -1322,8 +1324,9 @@ fn same_parameters<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
 impl KindsTask for TrajectoryTask<'_> {
     /// `None` on the ranks other than 0 of a sharded tr-ais run.
     type Output = Option<(String, EstimateResults)>;
+    type Error = CliError;
 
-    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(self) -> Result<Self::Output> {
+    fn run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(self) -> Result<Self::Output> {
         let TrajectoryTask {
             t,
             common,
@@ -1404,7 +1407,7 @@ type TrajectoryRungs<V, H> = (Vec<Rbm<V, H>>, Vec<Option<u64>>);
 /// The rungs of `tr-ais` and `ptt`: the kept checkpoints of `--trajectory` (`--rungs`), then
 /// `--model` when it differs from the last, with the training update of each (`None` for the
 /// appended model); checks that the chains and records fit in memory.
-fn trajectory_rungs<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+fn trajectory_rungs<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
     t: &TrajectoryArgs,
     ptt: Option<&PttArgs>,
     n_chains: usize,
@@ -1483,7 +1486,7 @@ struct TrajectoryRun {
 
 /// `tr-ais`: AIS through the checkpoints of `ladder` from `start`. `None` on the ranks other
 /// than 0 of a sharded run.
-fn tr_ais_run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+fn tr_ais_run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
     common: &EstimatorArgs,
     ctx: &Context,
     ladder: &TrajectoryLadder<Rbm<V, H>>,
@@ -1512,7 +1515,7 @@ fn tr_ais_run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
 /// `ptt`: parallel trajectory tempering on `ladder`, every rung starting from `start`'s
 /// chains, and \\(\log Z\\) by BAR between neighbours ([`ptt_log_z`] with the plan of
 /// [`ptt_plan`]).
-fn ptt_run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+fn ptt_run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
     a: &PttArgs,
     common: &EstimatorArgs,
     ctx: &Context,
@@ -1570,7 +1573,7 @@ fn ptt_run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
 
 /// The mean log-likelihood of the data file `ds` (`path`) under every rung: its model, its
 /// \\(\log Z\\) and the training update of its checkpoint.
-fn likelihood_along<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+fn likelihood_along<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
     models: &[Rbm<V, H>],
     (profile, updates): (&[RungLogZ], &[Option<u64>]),
     ds: &Dataset,

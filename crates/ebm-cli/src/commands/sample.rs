@@ -21,7 +21,7 @@ use crate::cli::{InitArg, LatentAlgorithmArg, ModeRuleArg, SampleArgs, SamplerAr
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, load_dataset, write_samples};
 use crate::models::{
-    CliLayer, KindsTask, ModelSummary, Precision, check_chain_memory, describe, free_energies,
+    KindsTask, ModelSummary, Precision, UnitLayer, check_chain_memory, describe, free_energies,
     in_f64, visible_data, with_kinds_in, zero_weights,
 };
 use crate::progress::ProgressObserver;
@@ -53,7 +53,7 @@ fn check_options(args: &SampleArgs) -> Result<()> {
 
 /// What each sampler samples (a model, a trajectory or a stack) and in which precision.
 fn check_sampler_inputs(args: &SampleArgs, sampler: &str) -> Result<()> {
-    if args.precision == Precision::F32
+    if Precision::from(args.precision) == Precision::F32
         && matches!(args.sampler, SamplerArg::Tmc | SamplerArg::Stacked)
     {
         bail!(
@@ -306,17 +306,18 @@ fn sample_model(
         (info.visible, info.hidden, info.dtype)
     };
     // f32 parameters are widened exactly; f64 ones are rounded to nearest.
-    let rounded = (args.precision == Precision::F32 && dtype == f64::NAME).then(|| {
-        format!(
-            "{}: the model's f64 parameters are rounded to f32 (--precision f32)",
-            source.display()
-        )
-    });
+    let rounded =
+        (Precision::from(args.precision) == Precision::F32 && dtype == f64::NAME).then(|| {
+            format!(
+                "{}: the model's f64 parameters are rounded to f32 (--precision f32)",
+                source.display()
+            )
+        });
     if let Some(note) = &rounded {
         ctx.warn(note);
     }
     let task = SampleTask { args, ctx, data };
-    let outcome = with_kinds_in(args.precision, &visible, &hidden, source, task)?;
+    let outcome = with_kinds_in(args.precision.into(), &visible, &hidden, source, task)?;
     Ok(outcome.map(|mut o| {
         o.results.model_dtype = Some(dtype);
         o.results.rounded = rounded;
@@ -422,8 +423,9 @@ type Checkpoints<V, H> = (Vec<u64>, Vec<Rbm<V, H>>);
 impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
     /// `None` on the ranks other than 0 of a sharded run.
     type Output = Option<SampleOutcome>;
+    type Error = CliError;
 
-    fn run<V: CliLayer<Scalar = F>, H: CliLayer<Scalar = F>>(
+    fn run<V: UnitLayer<Scalar = F>, H: UnitLayer<Scalar = F>>(
         self,
     ) -> Result<Option<SampleOutcome>> {
         let SampleTask { args, ctx, data } = self;
@@ -499,7 +501,7 @@ type Loaded<'a, V, H> = (Rbm<V, H>, &'a Path, Option<Checkpoints<V, H>>);
 
 /// The model to sample (`--model`, or the last checkpoint of `--trajectory`), its file, and
 /// the trajectory's updates and checkpoints.
-fn load_target<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+fn load_target<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     args: &SampleArgs,
 ) -> Result<Loaded<'_, V, H>> {
     Ok(match (&args.model, &args.trajectory) {
@@ -518,7 +520,7 @@ fn load_target<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
 }
 
 /// Refuses a run whose chains (on every rung) and traces would not fit in memory.
-fn check_sampling_memory<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+fn check_sampling_memory<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     args: &SampleArgs,
     rbm: &Rbm<V, H>,
     checkpoints: Option<&Checkpoints<V, H>>,
@@ -558,7 +560,7 @@ fn check_sampling_memory<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
 
 /// `--sampler gibbs`: on the GPU (`--device cuda`), sharded over the processes of an MPI
 /// run (`None` on the ranks other than 0), or here with the tracer.
-fn gibbs<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+fn gibbs<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     args: &SampleArgs,
     ctx: &Context,
     rbm: &Rbm<V, H>,
@@ -618,7 +620,7 @@ type LadderRun<F> = Option<(SamplerRun<F>, Vec<String>)>;
 
 /// `--sampler pt`: the temperature ladder of `--betas` or the geometric one of `--beta-min`
 /// and `--rungs`; its last rung is the target.
-fn pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+fn pt<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     args: &SampleArgs,
     ctx: &Context,
     rbm: &Rbm<V, H>,
@@ -656,7 +658,7 @@ fn pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
 
 /// `--sampler pt-ref`: the ladder from the independent-site reference (visible fields from
 /// the data's means, or the model's own) to the model.
-fn pt_ref<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+fn pt_ref<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     args: &SampleArgs,
     ctx: &Context,
     rbm: &Rbm<V, H>,
@@ -686,7 +688,7 @@ fn pt_ref<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
 }
 
 /// `--sampler ptt`: tempering along the kept checkpoints of the trajectory.
-fn ptt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+fn ptt<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     args: &SampleArgs,
     ctx: &Context,
     (updates, models): Checkpoints<V, H>,
@@ -716,8 +718,8 @@ fn ladder_run<V, H, L>(
     describe: impl FnOnce(&mut PtSummary) -> (f64, String),
 ) -> Result<LadderRun<V::Scalar>>
 where
-    V: CliLayer,
-    H: CliLayer<Scalar = V::Scalar>,
+    V: UnitLayer,
+    H: UnitLayer<Scalar = V::Scalar>,
     L: Ladder<Model = Rbm<V, H>>,
 {
     let Some(TemperedRun {
@@ -772,7 +774,7 @@ impl<F: Scalar> SamplerRun<F> {
 /// The outcome of a run of `--sampler` on `rbm` (the target): the samples' mean free energy,
 /// the mode jumps and weights traced, and the warnings. The samples are written in `f64`
 /// (exact for `f32` chains).
-pub(super) fn outcome<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+pub(super) fn outcome<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     args: &SampleArgs,
     rbm: &Rbm<V, H>,
     run: SamplerRun<V::Scalar>,
@@ -815,7 +817,7 @@ pub(super) fn outcome<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
             chain: chain_summary,
             warnings,
             tmc: None,
-            precision: args.precision,
+            precision: args.precision.into(),
             model_dtype: None,
             rounded: None,
         },
@@ -849,7 +851,7 @@ const MIN_RUNG0_ACCEPTANCE: f64 = 0.1;
 /// The rounds and their warnings are those of [`ParallelTempering::run`]. Under `mpirun -n K` the rungs
 /// are sharded over the K processes ([`ebm_mpi::tempering_by_rung`]) and rank 0, which holds
 /// the target, returns what one process would; the other ranks return `None`.
-fn run_pt<V: CliLayer, H: CliLayer<Scalar = V::Scalar>, L: Ladder<Model = Rbm<V, H>>>(
+fn run_pt<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>, L: Ladder<Model = Rbm<V, H>>>(
     args: &SampleArgs,
     ctx: &Context,
     ladder: &L,
@@ -963,7 +965,7 @@ where
 
 /// The starting chains: every unit in its default state, or data samples drawn with the seed
 /// (from an auxiliary stream, so the chains' own streams are untouched).
-pub(super) fn initial_chains<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+pub(super) fn initial_chains<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     rbm: &Rbm<V, H>,
     a: &SampleArgs,
     data: Option<&Dataset>,

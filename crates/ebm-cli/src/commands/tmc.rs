@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::cli::{TmcCommand, TmcProfileArgs};
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_outputs, load_dataset};
-use crate::models::{CliLayer, ModelSummary, RbmTask, describe, visible_data, with_model};
+use crate::models::{ModelSummary, RbmTask, UnitLayer, describe, visible_data, with_model};
 use crate::record::{Context, record_path_for};
 use crate::tmc::{TmcSummary, check_data_use, not_discrete, plan, reject, reject_dimensions};
 use ebm_plot::{ImageFormat, Series, tethered_log_density};
@@ -35,8 +35,9 @@ struct ProfileTask<'a> {
 
 impl RbmTask for ProfileTask<'_> {
     type Output = (Measured, TmcSummary, String, ModelSummary);
+    type Error = CliError;
 
-    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    fn run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
         self,
         rbm: Rbm<V, H>,
         file: &Path,

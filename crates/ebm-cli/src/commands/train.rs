@@ -27,7 +27,7 @@ use crate::cli::{
 use crate::error::{CliError, Result, bail};
 use crate::files::{check_outputs, load_dataset};
 use crate::models::{
-    CliLayer, KindsTask, ModelSummary, Precision, describe, exact_log_partition, visible_data,
+    KindsTask, ModelSummary, Precision, UnitLayer, describe, exact_log_partition, visible_data,
     with_kinds_in,
 };
 use crate::pll_log::PllLog;
@@ -753,7 +753,7 @@ pub(super) fn execute(args: &TrainArgs, ctx: &Context) -> Result<Option<TrainRes
         Some(r) => r.config.clone(),
         None => resolve(
             &args.settings,
-            args.precision.unwrap_or_default(),
+            args.precision.map(Precision::from).unwrap_or_default(),
             args.updates,
             &data,
         )?,
@@ -899,7 +899,7 @@ fn read_resume<'a>(args: &'a TrainArgs, ctx: &Context) -> Result<Option<Resume<'
         .check()
         .map_err(|e| CliError::from(e.in_file(path)))?;
     let mut config = header.config;
-    if let Some(p) = args.precision
+    if let Some(p) = args.precision.map(Precision::from)
         && p != config.precision
     {
         bail!(
@@ -1062,15 +1062,18 @@ pub(super) fn potts_ready(ds: Dataset, q: Option<usize>, file: &Path) -> Result<
 
 /// The training data in the scalar of `layer` (the values of discrete domains are exact in
 /// `f32`; real values are rounded).
-fn training_data<V: CliLayer>(layer: &V, ds: &Dataset) -> Result<TrainingData<V::Scalar>> {
+fn training_data<V: UnitLayer>(layer: &V, ds: &Dataset) -> Result<TrainingData<V::Scalar>> {
     Ok(TrainingData::from_f64(layer, ds.data())?.with_weights(ds.weights().to_vec())?)
 }
 
 impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
     /// `None` on the ranks other than 0 of a data-parallel run.
     type Output = Option<TrainOutcome>;
+    type Error = CliError;
 
-    fn run<V: CliLayer<Scalar = F>, H: CliLayer<Scalar = F>>(self) -> Result<Option<TrainOutcome>> {
+    fn run<V: UnitLayer<Scalar = F>, H: UnitLayer<Scalar = F>>(
+        self,
+    ) -> Result<Option<TrainOutcome>> {
         let TrainTask {
             args,
             ctx,
@@ -1158,7 +1161,7 @@ impl<'a, F: Scalar> KindsTask<F> for TrainTask<'a> {
 /// The visible layer that the data file's values fit (`--visible` with the data's width,
 /// one-hot blocks for Potts units), with the training and test data checked against it; checks
 /// first that the run's chains, model and optimiser fit in memory.
-fn visible_training_data<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+fn visible_training_data<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     args: &TrainArgs,
     config: &TrainConfig,
     data: Dataset,
@@ -1213,7 +1216,7 @@ struct Recording {
 /// `--pll-every` (each followed by a PLL row) and of `--save-every` (each followed by a save of
 /// every output); sharded over the processes under `mpirun`. Returns the signal that
 /// interrupted the run, if one did.
-fn train_in_stretches<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+fn train_in_stretches<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     outputs: &Outputs<'_>,
     state: &mut CliState<V, H>,
     (train, test): (&TrainingData<V::Scalar>, Option<&TrainingData<V::Scalar>>),
@@ -1272,7 +1275,7 @@ type CliState<V, H> = TrainState<V, H, AnyNegativeState<<V as Layer>::Scalar>>;
 
 /// The state of `--resume`, `(file, content, fingerprint of its data)`, after checking that
 /// `fingerprint` (the data given) is its training data and that the state fits the run.
-fn resumed_state<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+fn resumed_state<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     args: &TrainArgs,
     config: &TrainConfig,
     (path, value, expected): (&Path, &serde_json::Value, &DataFingerprint),
@@ -1305,7 +1308,7 @@ fn resumed_state<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
 /// The state of a fresh run: the initial model (random weights, or `--pretrain`'s fit of
 /// `data`) with the negative phase's chains, the initial log Z of the online log-likelihood
 /// when it is known exactly, and the pretraining's summary.
-fn fresh_state<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+fn fresh_state<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     args: &TrainArgs,
     ctx: &Context,
     config: &TrainConfig,
@@ -1430,7 +1433,7 @@ impl Outputs<'_> {
     /// the log (`rows`: this invocation's CSV log), the PLL log and the run record of the
     /// state as one unit ([`ebm_io::output::StagedOutputs`]: the record never disagrees with
     /// the files it describes); returns the results and the record.
-    fn write<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    fn write<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
         &self,
         state: &TrainState<V, H, AnyNegativeState<V::Scalar>>,
         tracker: &Tracker,
@@ -1497,7 +1500,7 @@ impl Outputs<'_> {
     }
 
     /// What the run record reports of `state`.
-    fn results<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+    fn results<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
         &self,
         state: &TrainState<V, H, AnyNegativeState<V::Scalar>>,
         tracker: &Tracker,
@@ -1530,7 +1533,7 @@ impl Outputs<'_> {
 
 /// Whether the smaller discrete layer of `v`, `h` has at most [`MAX_INITIAL_ENUMERATION`]
 /// configurations.
-fn enumerable<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(v: &V, h: &H) -> bool {
+fn enumerable<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(v: &V, h: &H) -> bool {
     [v.discrete_configurations(), h.discrete_configurations()]
         .into_iter()
         .flatten()

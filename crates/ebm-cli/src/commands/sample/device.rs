@@ -8,7 +8,7 @@ use nalgebra::DMatrix;
 use crate::cli::{SampleArgs, SamplerArg};
 use crate::error::{Result, bail};
 use crate::gpu::{open, usable};
-use crate::models::CliLayer;
+use crate::models::UnitLayer;
 use crate::record::Context;
 
 /// Checks that `ebm sample --device cuda` asks for what the GPU runs: Gibbs sampling of
@@ -32,7 +32,7 @@ pub(super) fn check_sample(args: &SampleArgs, ctx: &Context) -> Result<()> {
 
 /// `sweeps` Gibbs sweeps at `beta` of every chain of `start` on the GPU of `device`; the final
 /// visible configurations.
-pub(super) fn sample<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+pub(super) fn sample<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     ctx: &Context,
     device: Device,
     rbm: &Rbm<V, H>,

@@ -11,7 +11,7 @@ use ebm_samplers::{Alternate, Gibbs, LatentGibbs, LatentInfo, StepInfo, run};
 use super::SamplerRun;
 use crate::cli::{LatentAlgorithmArg, SampleArgs};
 use crate::error::{Result, bail};
-use crate::models::{CliLayer, LatentTask};
+use crate::models::{LatentTask, UnitLayer};
 use crate::progress::ProgressObserver;
 use crate::record::Context;
 
@@ -39,8 +39,8 @@ pub(super) fn run_latent<V, H, O>(
     tracer: O,
 ) -> Result<SamplerRun<V::Scalar>>
 where
-    V: CliLayer,
-    H: CliLayer<Scalar = V::Scalar>,
+    V: UnitLayer,
+    H: UnitLayer<Scalar = V::Scalar>,
     O: Observer<RbmChains<V::Scalar>>,
 {
     let task = LatentRun {
@@ -57,7 +57,7 @@ where
     })
 }
 
-/// [`go`] as a task on the hidden layer's type ([`CliLayer::on_latent_hidden`]).
+/// [`go`] as a task on the hidden layer's type ([`UnitLayer::on_latent_hidden`]).
 struct LatentRun<'a, F: Scalar, O> {
     a: &'a SampleArgs,
     ctx: &'a Context,
@@ -65,10 +65,12 @@ struct LatentRun<'a, F: Scalar, O> {
     tracer: O,
 }
 
-impl<V: CliLayer, O: Observer<RbmChains<V::Scalar>>> LatentTask<V> for LatentRun<'_, V::Scalar, O> {
+impl<V: UnitLayer, O: Observer<RbmChains<V::Scalar>>> LatentTask<V>
+    for LatentRun<'_, V::Scalar, O>
+{
     type Output = Result<SamplerRun<V::Scalar>>;
 
-    fn run<H: CliLayer<Scalar = V::Scalar> + LatentUnits>(self, rbm: &Rbm<V, H>) -> Self::Output {
+    fn run<H: UnitLayer<Scalar = V::Scalar> + LatentUnits>(self, rbm: &Rbm<V, H>) -> Self::Output {
         go(rbm, self.a, self.ctx, self.chains, self.tracer)
     }
 }
@@ -81,8 +83,8 @@ fn go<V, H, O>(
     tracer: O,
 ) -> Result<SamplerRun<V::Scalar>>
 where
-    V: CliLayer,
-    H: CliLayer<Scalar = V::Scalar> + LatentUnits,
+    V: UnitLayer,
+    H: UnitLayer<Scalar = V::Scalar> + LatentUnits,
     O: Observer<RbmChains<V::Scalar>>,
 {
     let beta = a.beta.unwrap_or(1.0);

@@ -12,8 +12,9 @@ use ebm_samplers::tempering::{StackLadder, StackedTempering};
 
 use super::{SampleOutcome, SamplerRun, TemperedRun, initial_chains, outcome, tempering};
 use crate::cli::{SampleArgs, ScheduleArg};
+use crate::error::CliError;
 use crate::error::Result;
-use crate::models::{CliLayer, KindsTask, visible_data, with_kinds};
+use crate::models::{KindsTask, UnitLayer, visible_data, with_kinds};
 use crate::record::Context;
 use crate::tempering::{PtNames, schedule_of};
 use crate::trace::ModeTracer;
@@ -28,7 +29,8 @@ fn with_stack<T: StackTask>(path: &Path, task: T) -> Result<T::Output> {
     }
     impl<T: StackTask> KindsTask for Load<'_, T> {
         type Output = T::Output;
-        fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(self) -> Result<T::Output> {
+        type Error = CliError;
+        fn run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(self) -> Result<T::Output> {
             let stack: Stack<V, H> = ebm_io::load_stack(self.path)?;
             self.task.run(stack, self.path)
         }
@@ -41,7 +43,7 @@ fn with_stack<T: StackTask>(path: &Path, task: T) -> Result<T::Output> {
 /// Work to do with a loaded stack, generic over its unit types.
 trait StackTask {
     type Output;
-    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    fn run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
         self,
         stack: Stack<V, H>,
         path: &Path,
@@ -67,7 +69,7 @@ pub(super) fn sample(
     }
     impl StackTask for Run<'_> {
         type Output = Option<SampleOutcome>;
-        fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+        fn run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
             self,
             stack: Stack<V, H>,
             _path: &Path,

@@ -9,7 +9,7 @@ use super::TrainConfig;
 use crate::cli::TrainArgs;
 use crate::error::{Result, bail};
 use crate::gpu::{open, usable};
-use crate::models::CliLayer;
+use crate::models::UnitLayer;
 use crate::record::Context;
 
 /// The units the GPU trains.
@@ -87,7 +87,7 @@ pub(super) struct GpuTraining {
 /// model, the persistent chains and the update count of `state` are replaced by the GPU's.
 /// The GPU's random numbers are its own, seeded from the run's seed and the first update (so a
 /// resumed run does not repeat its numbers).
-pub(super) fn train<V: CliLayer, H: CliLayer<Scalar = V::Scalar>>(
+pub(super) fn train<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     ctx: &Context,
     device: Device,
     config: &TrainConfig,

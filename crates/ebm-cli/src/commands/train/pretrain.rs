@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::{PretrainArg, TrainSettings, UnitArg};
 use crate::error::{CliError, Result, bail};
-use crate::models::{CliLayer, exact_log_partition};
+use crate::models::{UnitLayer, exact_log_partition};
 use crate::record::Context;
 use crate::results::{PretrainReport, StaticCheckReport};
 use ebm_train::{AnyNegative, AnyNegativeState};
@@ -106,7 +106,7 @@ pub(super) fn resolve(
 /// ([`Rbm::to_scalar`]), whose exact \\(\log Z\\) is computed again when the hidden layer can be
 /// enumerated (the rounding moves it by about \\(10^{-7}\\) of the energies' scale, still more
 /// than the online estimate should inherit unseen).
-pub(super) struct Pretrained<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> {
+pub(super) struct Pretrained<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>> {
     model: Rbm<V, H>,
     report: PretrainReport,
     sampler: Box<dyn StaticSampler>,
@@ -141,7 +141,7 @@ impl<V: Layer<Scalar = f64>, H: Layer<Scalar = f64>> StaticSampler for Pretraine
     }
 }
 
-impl<V: CliLayer, H: CliLayer<Scalar = V::Scalar>> Pretrained<V, H> {
+impl<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>> Pretrained<V, H> {
     /// Fits the RCM on `data` in `f64` ([`Start::fit`], binary units only) and converts its
     /// model to the run's scalar.
     pub(super) fn fit(
@@ -298,8 +298,8 @@ struct FitArgs<'a> {
 
 impl<V, H> Start<V, H>
 where
-    V: CliLayer<Scalar = f64> + BinaryLayer,
-    H: CliLayer<Scalar = f64> + BinaryLayer,
+    V: UnitLayer<Scalar = f64> + BinaryLayer,
+    H: UnitLayer<Scalar = f64> + BinaryLayer,
 {
     /// Fits the RCM on `data` (one sample per column, in the visible units' states), pads the
     /// model to `hidden` units, reports and draws the figure `figure`.
@@ -438,7 +438,7 @@ where
     /// The run's initial model: the fitted one in the unit types and scalar of the run. In
     /// `f32` its exact \\(\log Z\\) (when the hidden layer can be enumerated) is computed again,
     /// in `f64` arithmetic on the rounded parameters, and said on stderr.
-    fn in_run<V2: CliLayer, H2: CliLayer<Scalar = V2::Scalar>>(
+    fn in_run<V2: UnitLayer, H2: UnitLayer<Scalar = V2::Scalar>>(
         mut self,
         ctx: &Context,
     ) -> Result<Pretrained<V2, H2>>

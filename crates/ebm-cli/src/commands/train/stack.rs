@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::cli::{OptimizerArg, TrainSettings, TrainStackArgs};
 use crate::error::{CliError, Result, bail};
 use crate::files::check_outputs;
-use crate::models::{CliLayer, KindsTask, ModelSummary, describe, visible_data, with_kinds};
+use crate::models::{KindsTask, ModelSummary, UnitLayer, describe, visible_data, with_kinds};
 use crate::progress::ProgressObserver;
 use crate::record::Context;
 use ebm_train::AnyNegative;
@@ -139,8 +139,9 @@ struct Train<'a> {
 
 impl KindsTask for Train<'_> {
     type Output = Vec<ModelSummary>;
+    type Error = CliError;
 
-    fn run<V: CliLayer<Scalar = f64>, H: CliLayer<Scalar = f64>>(
+    fn run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
         self,
     ) -> Result<Vec<ModelSummary>> {
         let Train {
