@@ -664,6 +664,18 @@ pub(crate) enum ModeRuleArg {
     Labels { file: PathBuf },
 }
 
+impl ModeRuleArg {
+    /// The option's value as written: `pc1`, `pc-plane:A,B,C`, `kmeans:K` or `labels:FILE`.
+    pub(crate) fn spec(&self) -> String {
+        match self {
+            ModeRuleArg::Pc1 => "pc1".into(),
+            ModeRuleArg::PcPlane { a, b, c } => format!("pc-plane:{a},{b},{c}"),
+            ModeRuleArg::Kmeans { k } => format!("kmeans:{k}"),
+            ModeRuleArg::Labels { file } => format!("labels:{}", file.display()),
+        }
+    }
+}
+
 /// Parses `--modes`.
 fn mode_rule(s: &str) -> Result<ModeRuleArg, String> {
     let (name, arg) = match s.split_once(':') {

@@ -11,7 +11,7 @@ use crate::models::{ModelSummary, Precision};
 use crate::pll_log::PllRow;
 use crate::tempering::PtSummary;
 use crate::tmc::TmcSummary;
-use crate::trace::JumpCurve;
+use ebm_samplers::JumpCurve;
 
 /// What `ebm sample` reports in its run record (read back by `ebm plot jumps | swaps`).
 #[derive(Serialize, Deserialize, Debug, Clone)]

@@ -17,6 +17,9 @@
 //!   (a [`Cycle`]) composes it with AGS.
 //! - [`EscapeTimes`]: first-passage times of many chains between modes, with error bars
 //!   (the exact Curie–Weiss reference is `ebm_models::barriers`).
+//! - [`ModeTracer`], [`ModeRule`]: mode jumps per chain against the cost and mode weights
+//!   with error bars, on modes fitted to the data's principal components (pc1, a plane,
+//!   k-means, labels)
 //! - [`ExactRefresh`]: independent exact draws for models with [`ebm_core::ExactSampling`].
 //! - [`run()`]: applies a kernel repeatedly to a [`ebm_core::ChainState`], reporting to an
 //!   [`ebm_core::Observer`].
@@ -37,6 +40,7 @@ mod gibbs;
 mod heat_bath;
 pub mod latent;
 mod metropolis;
+mod modes;
 mod refresh;
 mod run;
 mod single_site;
@@ -50,6 +54,7 @@ pub use gibbs::{Gibbs, GibbsInfo};
 pub use heat_bath::{FiniteAlphabet, HeatBathInfo, SingleSiteHeatBath};
 pub use latent::{Alternate, Block, Grid, LatentGibbs, LatentInfo, LatentUnits};
 pub use metropolis::{Metropolis, MetropolisInfo};
+pub use modes::{ChainRecording, JumpCurve, ModeRule, ModeTrace, ModeTracer};
 pub use refresh::ExactRefresh;
 pub use run::{StepInfo, run};
 pub use single_site::{LocalUpdate, Scan, SingleSiteMetropolis};

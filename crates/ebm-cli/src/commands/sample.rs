@@ -31,7 +31,8 @@ use crate::tempering::{
     DEFAULT_RUNGS, PtNames, PtSummary, check_ladder_sizes, kept_checkpoints, pt_summary,
     schedule_of, temperature_betas,
 };
-use crate::trace::{ChainRecording, JumpCurve, ModeTracer};
+use crate::trace;
+use ebm_samplers::{ChainRecording, JumpCurve, ModeTrace, ModeTracer};
 
 fn not_for(option: &str, sampler: &str, hint: &str) -> CliError {
     CliError::new(format!(
@@ -436,7 +437,7 @@ impl<F: Scalar> KindsTask<F> for SampleTask<'_> {
         };
         check_sampling_memory(args, &rbm, checkpoints.as_ref())?;
         let chains = initial_chains(&rbm, args, data.as_ref())?;
-        let mut tracer = ModeTracer::new(args, data.as_ref())?;
+        let mut tracer = trace::tracer(args, data.as_ref())?;
         let mut run_warnings = Vec::new();
         let mut tmc = None;
         // A tempering sampler's warnings go with its run.
@@ -790,7 +791,11 @@ pub(super) fn outcome<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>>(
     } = run;
     let f = free_energies(rbm, &samples, beta);
     let mean_free_energy = f.iter().sum::<f64>() / f.len().max(1) as f64;
-    let (mode_jumps, mut warnings, chain) = tracer.finish(sweeps_per_step)?;
+    let ModeTrace {
+        curve: mode_jumps,
+        mut warnings,
+        chain,
+    } = trace::finish(tracer, sweeps_per_step)?;
     warnings.extend(run_warnings);
     let chain_summary = chain
         .as_ref()

@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::models::{KindsTask, UnitLayer, visible_data, with_kinds};
 use crate::record::Context;
 use crate::tempering::{PtNames, schedule_of};
-use crate::trace::ModeTracer;
+use crate::trace;
 
 /// Loads the stack in `path` ([`ebm_io::load_stack`]) and runs `task` on it, with the unit
 /// types named in the bottom RBM's file (the upper RBMs must have the bottom's hidden kind on
@@ -87,7 +87,7 @@ pub(super) fn sample(
             let depth = stack.len();
             let ladder = StackLadder::new(stack);
             let state = st.init(&ladder, &start.visible, args.seed, Par::Rayon)?;
-            let mut tracer = ModeTracer::new(args, data.as_ref())?;
+            let mut tracer = trace::tracer(args, data.as_ref())?;
             tracer.record(0, &state.rungs()[depth - 1].visible)?;
             let engine = st.engine(&ladder);
             let names = PtNames {
