@@ -5,65 +5,74 @@
 
 use std::path::Path;
 
-use ebm_samplers::tempering::{PtReport, SwapSchedule, geometric_betas};
-use ebm_train::Tempered;
+use ebm_samplers::tempering::{self, PtReport, SwapSchedule, TemperatureSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::ScheduleArg;
-use crate::error::{CliError, Result, bail};
+use crate::error::{CliError, Result};
 
 /// Default number of rungs of `sample --sampler pt | pt-ref` and `train --negative pt`.
-pub(crate) const DEFAULT_RUNGS: usize = 10;
-/// Default smallest inverse temperature of their geometric ladder.
-pub(crate) const DEFAULT_BETA_MIN: f64 = 0.1;
+pub(crate) const DEFAULT_RUNGS: usize = TemperatureSpec::DEFAULT_RUNGS;
+
+/// The temperature ladder of `--betas`, or of `--rungs` (default
+/// [`TemperatureSpec::DEFAULT_RUNGS`]) geometric from `--beta-min` (default
+/// [`TemperatureSpec::DEFAULT_BETA_MIN`]) to 1.
+fn temperature_spec(
+    rungs: Option<usize>,
+    betas: Option<&[f64]>,
+    beta_min: Option<f64>,
+) -> TemperatureSpec {
+    match betas {
+        Some(b) => TemperatureSpec::Betas(b.to_vec()),
+        None => TemperatureSpec::Geometric {
+            rungs: rungs.unwrap_or(DEFAULT_RUNGS),
+            beta_min: beta_min.unwrap_or(TemperatureSpec::DEFAULT_BETA_MIN),
+        },
+    }
+}
+
+/// The option behind an error of [`TemperatureSpec::check`], as the user gave it.
+fn ladder_error(e: ebm_core::Error, rungs: Option<usize>, beta_min: Option<f64>) -> CliError {
+    match e {
+        ebm_core::Error::InvalidParameter { name, reason } => {
+            let option = match name.as_str() {
+                "rungs" => format!("--rungs {}", rungs.unwrap_or(DEFAULT_RUNGS)),
+                "beta_min" => format!(
+                    "--beta-min {}",
+                    beta_min.unwrap_or(TemperatureSpec::DEFAULT_BETA_MIN)
+                ),
+                _ => "--betas".into(),
+            };
+            CliError::new(format!("{option}: {reason}"))
+        }
+        e => e.into(),
+    }
+}
 
 /// Checks the ladder options of `sample --sampler pt | pt-ref | ptt` and `train --negative
-/// pt`: 2 to [`Tempered::MAX_RUNGS`] rungs (`--rungs`) or inverse temperatures (`--betas`), and
-/// `--beta-min` in \\((0, 1)\\). The values themselves are checked by the ladder.
+/// pt` ([`TemperatureSpec::check`]): 2 to [`TemperatureSpec::MAX_RUNGS`] rungs (`--rungs`) or
+/// inverse temperatures (`--betas`), and `--beta-min` in \\((0, 1)\\). The values themselves
+/// are checked by the ladder.
 pub(crate) fn check_ladder_sizes(
     rungs: Option<usize>,
     betas: Option<&[f64]>,
     beta_min: Option<f64>,
 ) -> Result<()> {
-    let max = Tempered::MAX_RUNGS;
-    if let Some(k) = rungs
-        && !(2..=max).contains(&k)
-    {
-        bail!("--rungs {k}: parallel tempering needs 2 to {max} rungs");
-    }
-    if let Some(b) = betas
-        && !(2..=max).contains(&b.len())
-    {
-        bail!(
-            "--betas: parallel tempering needs 2 to {max} inverse temperatures, got {}",
-            b.len()
-        );
-    }
-    if let Some(b) = beta_min
-        && !(b > 0.0 && b < 1.0)
-    {
-        bail!("--beta-min {b}: the smallest inverse temperature must be in (0, 1)");
-    }
-    Ok(())
+    temperature_spec(rungs, betas, beta_min)
+        .check()
+        .map_err(|e| ladder_error(e, rungs, beta_min))
 }
 
-/// The inverse temperatures of a temperature ladder: `--betas`, or `--rungs` (default
-/// [`DEFAULT_RUNGS`]) geometric from `--beta-min` (default [`DEFAULT_BETA_MIN`]) to 1
-/// ([`geometric_betas`]), after [`check_ladder_sizes`].
+/// The inverse temperatures of a temperature ladder: `--betas`, or `--rungs` geometric from
+/// `--beta-min` to 1 ([`TemperatureSpec::betas`]).
 pub(crate) fn temperature_betas(
     rungs: Option<usize>,
     betas: Option<&[f64]>,
     beta_min: Option<f64>,
 ) -> Result<Vec<f64>> {
-    check_ladder_sizes(rungs, betas, beta_min)?;
-    match betas {
-        Some(b) => Ok(b.to_vec()),
-        None => geometric_betas(
-            beta_min.unwrap_or(DEFAULT_BETA_MIN),
-            rungs.unwrap_or(DEFAULT_RUNGS),
-        )
-        .map_err(|e| CliError::new(format!("--beta-min: {e}"))),
-    }
+    temperature_spec(rungs, betas, beta_min)
+        .betas()
+        .map_err(|e| ladder_error(e, rungs, beta_min))
 }
 
 /// Parallel-tempering diagnostics of a run ([`PtReport`]).
@@ -151,23 +160,16 @@ pub(crate) fn pt_summary(report: &PtReport, names: PtNames<'_>) -> (PtSummary, V
     (summary, warnings)
 }
 
-/// The indices of the checkpoints kept as rungs: all of them, or `rungs` evenly spaced ones
-/// (rounded to the nearest index), always the first and the last.
+/// The indices of the checkpoints of `file` (`n` of them) kept as rungs: all of them, or
+/// `--rungs` evenly spaced ones ([`ebm_samplers::tempering::kept_checkpoints`]).
 pub(crate) fn kept_checkpoints(n: usize, rungs: Option<usize>, file: &Path) -> Result<Vec<usize>> {
-    if n < 2 {
-        bail!(
-            "{}: trajectory tempering needs at least 2 checkpoints, the file has {n}",
-            file.display()
-        );
-    }
-    let Some(k) = rungs else {
-        return Ok((0..n).collect());
-    };
-    if k > n {
-        bail!("--rungs {k}: {} has only {n} checkpoints", file.display());
-    }
-    // i (n - 1) / (k - 1), rounded; strictly increasing because k <= n.
-    Ok((0..k)
-        .map(|i| (2 * i * (n - 1) + (k - 1)) / (2 * (k - 1)))
-        .collect())
+    tempering::kept_checkpoints(n, rungs).map_err(|e| match (e, rungs) {
+        (ebm_core::Error::InvalidParameter { name, reason }, Some(k)) if name == "rungs" => {
+            CliError::new(format!("--rungs {k}: {}: {reason}", file.display()))
+        }
+        (ebm_core::Error::InvalidParameter { reason, .. }, _) => {
+            CliError::new(format!("{}: {reason}", file.display()))
+        }
+        (e, _) => e.into(),
+    })
 }

@@ -375,3 +375,42 @@ fn rung0_exact_refresh_redraws_the_bottom_rung() {
     assert!(run(true, 20) > 1e-4);
     assert!(run(false, 30) < 1e-6);
 }
+
+/// A ladder given by size is `geometric_betas`; the sizes are checked with the parameter named.
+#[test]
+fn temperature_specs_give_their_ladders_and_name_what_is_wrong() {
+    use ebm_samplers::tempering::{TemperatureSpec, geometric_betas};
+    let spec = TemperatureSpec::Geometric {
+        rungs: 7,
+        beta_min: 0.05,
+    };
+    assert_eq!(spec.betas().unwrap(), geometric_betas(0.05, 7).unwrap());
+    let given = TemperatureSpec::Betas(vec![0.3, 0.6, 1.0]);
+    assert_eq!(given.betas().unwrap(), vec![0.3, 0.6, 1.0]);
+    let name = |s: TemperatureSpec| match s.check().unwrap_err() {
+        ebm_core::Error::InvalidParameter { name, .. } => name,
+        e => panic!("{e}"),
+    };
+    let geometric = |rungs, beta_min| TemperatureSpec::Geometric { rungs, beta_min };
+    assert_eq!(name(geometric(1, 0.1)), "rungs");
+    assert_eq!(
+        name(geometric(TemperatureSpec::MAX_RUNGS + 1, 0.1)),
+        "rungs"
+    );
+    assert_eq!(name(geometric(5, 1.0)), "beta_min");
+    assert_eq!(name(geometric(5, 0.0)), "beta_min");
+    assert_eq!(name(TemperatureSpec::Betas(vec![1.0])), "betas");
+}
+
+/// Kept checkpoints are evenly spaced and keep both ends; too few checkpoints or rungs is an
+/// error, never a division by zero (one rung of many checkpoints).
+#[test]
+fn kept_checkpoints_are_evenly_spaced_with_both_ends() {
+    use ebm_samplers::tempering::kept_checkpoints;
+    assert_eq!(kept_checkpoints(11, Some(4)).unwrap(), vec![0, 3, 7, 10]);
+    assert_eq!(kept_checkpoints(5, Some(5)).unwrap(), vec![0, 1, 2, 3, 4]);
+    assert_eq!(kept_checkpoints(3, None).unwrap(), vec![0, 1, 2]);
+    assert!(kept_checkpoints(1, None).is_err());
+    assert!(kept_checkpoints(5, Some(6)).is_err());
+    assert!(kept_checkpoints(5, Some(1)).is_err());
+}

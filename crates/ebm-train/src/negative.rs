@@ -15,7 +15,8 @@ use ebm_estimators::{LogMeanExp, systematic_resampling};
 use ebm_models::{Layer, Rbm, RbmChains};
 use ebm_samplers::Gibbs;
 use ebm_samplers::tempering::{
-    Exchange, ParallelTempering, PtState, SwapSchedule, TemperatureLadder, validate_betas_to_one,
+    Exchange, ParallelTempering, PtState, SwapSchedule, TemperatureLadder, TemperatureSpec,
+    validate_betas_to_one,
 };
 use ebm_samplers::tethered::profile::TmcWarning;
 use nalgebra::DMatrix;
@@ -368,9 +369,8 @@ pub struct Tempered {
 }
 
 impl Tempered {
-    /// The largest number of rungs accepted: far beyond any useful ladder, it bounds the
-    /// memory of a ladder given by size.
-    pub const MAX_RUNGS: usize = 10_000;
+    /// The largest number of rungs accepted ([`TemperatureSpec::MAX_RUNGS`]).
+    pub const MAX_RUNGS: usize = TemperatureSpec::MAX_RUNGS;
 
     pub(crate) fn validate(&self) -> Result<()> {
         check_count("Tempered::sweeps", self.sweeps)?;

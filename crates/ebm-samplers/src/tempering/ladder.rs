@@ -550,6 +550,129 @@ pub fn even_betas(n: usize) -> ebm_core::Result<Vec<f64>> {
     Ok((0..n).map(|i| i as f64 / (n - 1) as f64).collect())
 }
 
+/// How a temperature ladder is given: its inverse temperatures, or a number of rungs spaced
+/// geometrically from `beta_min` to 1 ([`geometric_betas`]). The default, 10 rungs from 0.1,
+/// is the ladder of `ebm sample --sampler pt` and `ebm train --negative pt`.
+///
+/// ```
+/// use ebm_samplers::tempering::TemperatureSpec;
+/// let betas = TemperatureSpec::default().betas()?;
+/// assert_eq!((betas.len(), betas[0], betas[9]), (10, 0.1, 1.0));
+/// assert!(TemperatureSpec::Geometric { rungs: 1, beta_min: 0.1 }.check().is_err());
+/// # Ok::<(), ebm_core::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub enum TemperatureSpec {
+    /// `rungs` inverse temperatures from `beta_min` to 1, geometric.
+    Geometric {
+        /// Number of rungs, 2 to [`TemperatureSpec::MAX_RUNGS`].
+        rungs: usize,
+        /// The smallest inverse temperature, in \\((0, 1)\\).
+        beta_min: f64,
+    },
+    /// The inverse temperatures themselves, 2 to [`TemperatureSpec::MAX_RUNGS`] of them
+    /// (their values are checked by the ladder that takes them).
+    Betas(Vec<f64>),
+}
+
+impl Default for TemperatureSpec {
+    fn default() -> Self {
+        TemperatureSpec::Geometric {
+            rungs: Self::DEFAULT_RUNGS,
+            beta_min: Self::DEFAULT_BETA_MIN,
+        }
+    }
+}
+
+impl TemperatureSpec {
+    /// The default number of rungs.
+    pub const DEFAULT_RUNGS: usize = 10;
+    /// The default smallest inverse temperature.
+    pub const DEFAULT_BETA_MIN: f64 = 0.1;
+    /// The largest number of rungs accepted: far beyond any useful ladder, it bounds the
+    /// memory of a ladder given by size.
+    pub const MAX_RUNGS: usize = 10_000;
+
+    /// Checks the sizes: 2 to [`TemperatureSpec::MAX_RUNGS`] rungs, and `beta_min` in
+    /// \\((0, 1)\\).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] named `rungs`, `betas` or `beta_min`.
+    pub fn check(&self) -> ebm_core::Result<()> {
+        let max = Self::MAX_RUNGS;
+        match self {
+            TemperatureSpec::Geometric { rungs, beta_min } => {
+                if !(2..=max).contains(rungs) {
+                    return Err(Error::InvalidParameter {
+                        name: "rungs".into(),
+                        reason: format!("parallel tempering needs 2 to {max} rungs"),
+                    });
+                }
+                if !(*beta_min > 0.0 && *beta_min < 1.0) {
+                    return Err(Error::InvalidParameter {
+                        name: "beta_min".into(),
+                        reason: "the smallest inverse temperature must be in (0, 1)".into(),
+                    });
+                }
+                Ok(())
+            }
+            TemperatureSpec::Betas(b) if !(2..=max).contains(&b.len()) => Err(bad_betas(format!(
+                "parallel tempering needs 2 to {max} inverse temperatures, got {}",
+                b.len()
+            ))),
+            TemperatureSpec::Betas(_) => Ok(()),
+        }
+    }
+
+    /// The inverse temperatures, after [`TemperatureSpec::check`].
+    ///
+    /// # Errors
+    /// As [`TemperatureSpec::check`].
+    pub fn betas(&self) -> ebm_core::Result<Vec<f64>> {
+        self.check()?;
+        match self {
+            TemperatureSpec::Geometric { rungs, beta_min } => geometric_betas(*beta_min, *rungs),
+            TemperatureSpec::Betas(b) => Ok(b.clone()),
+        }
+    }
+}
+
+/// The indices of the checkpoints of a trajectory of `n` kept as the rungs of trajectory
+/// tempering: all of them, or `rungs` evenly spaced ones (index
+/// \\(\operatorname{round}(i (n-1)/(k-1))\\)), always the first and the last.
+///
+/// ```
+/// use ebm_samplers::tempering::kept_checkpoints;
+/// assert_eq!(kept_checkpoints(11, Some(3))?, vec![0, 5, 10]);
+/// assert_eq!(kept_checkpoints(4, None)?, vec![0, 1, 2, 3]);
+/// # Ok::<(), ebm_core::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidParameter`] named `checkpoints` for fewer than 2 checkpoints, named `rungs`
+/// for more rungs than checkpoints or fewer than 2.
+pub fn kept_checkpoints(n: usize, rungs: Option<usize>) -> ebm_core::Result<Vec<usize>> {
+    if n < 2 {
+        return Err(Error::InvalidParameter {
+            name: "checkpoints".into(),
+            reason: format!("trajectory tempering needs at least 2 checkpoints, the file has {n}"),
+        });
+    }
+    let Some(k) = rungs else {
+        return Ok((0..n).collect());
+    };
+    if k > n || k < 2 {
+        return Err(Error::InvalidParameter {
+            name: "rungs".into(),
+            reason: format!("{k} rungs of {n} checkpoints: keep 2 to {n}"),
+        });
+    }
+    // i (n - 1) / (k - 1), rounded; strictly increasing because k <= n.
+    Ok((0..k)
+        .map(|i| (2 * i * (n - 1) + (k - 1)) / (2 * (k - 1)))
+        .collect())
+}
+
 fn bad_betas(reason: String) -> Error {
     Error::InvalidParameter {
         name: "betas".into(),

@@ -14,8 +14,8 @@ mod stacked;
 pub use diagnostics::{IndexProcess, PtDiagnostics};
 pub use ladder::{
     Concat, Exchange, KeptProducts, Ladder, ReferenceLadder, Rung, SplitExchange,
-    TemperatureLadder, TrajectoryLadder, even_betas, geometric_betas, pair_log_accept,
-    validate_betas, validate_betas_to_one,
+    TemperatureLadder, TemperatureSpec, TrajectoryLadder, even_betas, geometric_betas,
+    kept_checkpoints, pair_log_accept, validate_betas, validate_betas_to_one,
 };
 pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, RungLink, Side, SwapSchedule};
