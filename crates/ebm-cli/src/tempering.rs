@@ -164,8 +164,14 @@ pub(crate) fn pt_summary(report: &PtReport, names: PtNames<'_>) -> (PtSummary, V
 /// `--rungs` evenly spaced ones ([`ebm_samplers::tempering::kept_checkpoints`]).
 pub(crate) fn kept_checkpoints(n: usize, rungs: Option<usize>, file: &Path) -> Result<Vec<usize>> {
     tempering::kept_checkpoints(n, rungs).map_err(|e| match (e, rungs) {
+        (ebm_core::Error::InvalidParameter { name, .. }, Some(k)) if name == "rungs" && k > n => {
+            CliError::new(format!(
+                "--rungs {k}: {} has only {n} checkpoints",
+                file.display()
+            ))
+        }
         (ebm_core::Error::InvalidParameter { name, reason }, Some(k)) if name == "rungs" => {
-            CliError::new(format!("--rungs {k}: {}: {reason}", file.display()))
+            CliError::new(format!("--rungs {k}: {reason}"))
         }
         (ebm_core::Error::InvalidParameter { reason, .. }, _) => {
             CliError::new(format!("{}: {reason}", file.display()))
