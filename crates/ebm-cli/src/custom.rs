@@ -33,7 +33,7 @@ use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, write_samples};
 use crate::progress::ProgressObserver;
 use crate::record::{Context, record_path_for};
-use crate::tempering::{PtNames, PtSummary, pt_summary, schedule_of};
+use crate::tempering::{PtNames, PtSummary, pt_summary, schedule_of, temperature_betas};
 
 /// The command line of a custom model.
 #[derive(Debug, Parser)]
@@ -65,7 +65,7 @@ struct ModelSampleArgs {
     /// Rounds of exploration (one kernel step per rung) and exchange.
     #[arg(long, default_value_t = 1000, value_parser = positive_u64)]
     rounds: u64,
-    /// Number of rungs of the geometric ladder, at least 2.
+    /// Number of rungs of the geometric ladder, 2 to 10000.
     #[arg(long, default_value_t = 8, value_parser = positive_usize)]
     rungs: usize,
     /// Smallest inverse temperature of the geometric ladder, in (0, 1).
@@ -185,17 +185,9 @@ where
     check_matrix_output(&a.out)?;
     let record = record_path_for(&a.out);
     check_outputs(&[a.out.as_path(), record.as_path()], &[])?;
-    if a.betas.is_none() && a.rungs < 2 {
-        bail!(
-            "--rungs {}: parallel tempering needs at least 2 rungs",
-            a.rungs
-        );
-    }
-    let ladder = match &a.betas {
-        Some(b) => TemperatureLadder::new(model, b.clone()),
-        None => TemperatureLadder::geometric(model, a.beta_min, a.rungs),
-    }
-    .map_err(|e| CliError::new(format!("the ladder: {e}")))?;
+    let betas = temperature_betas(Some(a.rungs), a.betas.as_deref(), Some(a.beta_min))?;
+    let ladder = TemperatureLadder::new(model, betas)
+        .map_err(|e| CliError::new(format!("the ladder: {e}")))?;
     let betas = ladder.betas().to_vec();
     let beta = betas[betas.len() - 1];
     let (schedule, schedule_name) = schedule_of(a.schedule);
