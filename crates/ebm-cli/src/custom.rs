@@ -17,6 +17,7 @@
 //!
 //! The book's "Adding it to the command line" page walks through a complete program.
 
+use ebm_samplers::tempering::PtSummary;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,7 +34,7 @@ use crate::error::{CliError, Result, bail};
 use crate::files::{check_matrix_output, check_outputs, write_samples};
 use crate::progress::ProgressObserver;
 use crate::record::{Context, record_path_for};
-use crate::tempering::{PtNames, PtSummary, pt_summary, schedule_of, temperature_betas};
+use crate::tempering::{schedule_of, temperature_betas};
 
 /// The command line of a custom model.
 #[derive(Debug, Parser)]
@@ -196,13 +197,8 @@ where
     let mut state = PtState::new(rungs.collect(), a.seed)?;
     let progress = ProgressObserver(ctx.progress(a.rounds, "pt"));
     let report = pt.run(&ladder, &mut state, a.rounds, Par::Rayon, progress)?;
-    let (mut summary, warnings) = pt_summary(
-        &report,
-        PtNames {
-            schedule: schedule_name,
-            rung0: "kernel",
-        },
-    );
+    let mut summary = report.summary(schedule_name, "kernel");
+    let warnings = report.warning_messages();
     summary.betas = betas;
     let target = state.into_rungs().pop().expect("at least one rung");
     let mut energies = vec![0.0; a.chains];

@@ -45,29 +45,26 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-impl From<ebm_core::Error> for CliError {
-    fn from(e: ebm_core::Error) -> Self {
-        Self::new(e.to_string())
-    }
+/// The library's errors become a command's error by their message, which already says what,
+/// where and what was expected.
+macro_rules! from_library_errors {
+    ($($error:ty),* $(,)?) => {$(
+        impl From<$error> for CliError {
+            fn from(e: $error) -> Self {
+                Self::new(e.to_string())
+            }
+        }
+    )*};
 }
 
-impl From<ebm_cuda::Error> for CliError {
-    fn from(e: ebm_cuda::Error) -> Self {
-        Self::new(e.to_string())
-    }
-}
-
-impl From<ebm_train::kinds::KindError> for CliError {
-    fn from(e: ebm_train::kinds::KindError) -> Self {
-        Self::new(e.to_string())
-    }
-}
-
-impl From<ebm_data::Error> for CliError {
-    fn from(e: ebm_data::Error) -> Self {
-        Self::new(e.to_string())
-    }
-}
+from_library_errors!(
+    ebm_core::Error,
+    ebm_cuda::Error,
+    ebm_data::Error,
+    ebm_mpi::NotOneProcess,
+    ebm_train::kinds::KindError,
+    ebm_train::kinds::DataError,
+);
 
 /// `Result` with [`CliError`].
 pub(crate) type Result<T, E = CliError> = std::result::Result<T, E>;

@@ -289,19 +289,6 @@ pub(crate) fn train_for_ptt(
     Ok(t_train)
 }
 
-/// A difference in standard errors, `difference / se`: 0 when the two values are equal with
-/// no spread at all (every draw of both in the same mode: they agree), infinite when they
-/// differ with none.
-pub(crate) fn standard_score(difference: f64, se: f64) -> f64 {
-    if se > 0.0 {
-        difference / se
-    } else if difference == 0.0 {
-        0.0
-    } else {
-        difference.signum() * f64::INFINITY
-    }
-}
-
 /// Fraction of the `samples` (one per column) whose projection on the first principal component of
 /// `data` (centred) is at least `threshold`: the same classification as `ebm sample
 /// --trace-every --mode-threshold`.

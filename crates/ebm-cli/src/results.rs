@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::models::{ModelSummary, Precision};
 use crate::pll_log::PllRow;
-use crate::tempering::PtSummary;
 use crate::tmc::TmcSummary;
 use ebm_samplers::JumpCurve;
+use ebm_samplers::tempering::PtSummary;
 
 /// What `ebm sample` reports in its run record (read back by `ebm plot jumps | swaps`).
 #[derive(Serialize, Deserialize, Debug, Clone)]

@@ -193,6 +193,107 @@ fn a_chain_is_recorded_over_time_and_drawn_as_a_strip() {
     );
 }
 
+/// Every output is checked before any work: one named twice (the same path written two ways)
+/// is refused, distinct outputs are not.
+#[test]
+fn an_output_written_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ebm_io::save_rbm(&small_rbm(), &d.join("m.safetensors")).unwrap();
+    let run = "sample --model m.safetensors --chains 3 --steps 4 --trace-every 2 --out s.npy";
+    fails(
+        d,
+        &format!("{run} --chain-out ./s.npy"),
+        1,
+        "s.npy would be written twice",
+    );
+    assert!(!d.join("s.npy").exists(), "an output was written");
+    ok(d, &format!("{run} --chain-out c.npy"));
+    assert!(d.join("s.npy").exists() && d.join("c.npy").exists());
+}
+
+/// The value parsers of the options refuse non-finite numbers and zero counts, naming the
+/// option, before reading any file.
+#[test]
+fn option_values_are_checked_when_parsed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (args, needle) in [
+        (
+            "sample --model m.json --beta nan --out s.npy",
+            "nan is not a finite number",
+        ),
+        (
+            "sample --model m.json --beta inf --out s.npy",
+            "inf is not a finite number",
+        ),
+        (
+            "sample --model m.json --beta x --out s.npy",
+            "\"x\" is not a number",
+        ),
+        (
+            "sample --model m.json --chains 0 --out s.npy",
+            "must be at least 1",
+        ),
+        (
+            "sample --model m.json --chains x --out s.npy",
+            "\"x\" is not a positive whole number",
+        ),
+        (
+            "train --data d.npy --updates 0 --out m.json",
+            "must be at least 1",
+        ),
+    ] {
+        let option = args.split_whitespace().nth(3).unwrap();
+        fails(d, args, 2, option);
+        fails(d, args, 2, needle);
+    }
+    // The control: a finite --beta and positive counts are parsed, and the run then stops at
+    // the missing model file.
+    fails(
+        d,
+        "sample --model m.json --beta 0.5 --chains 2 --out s.npy",
+        1,
+        "m.json",
+    );
+}
+
+/// A table that cannot be drawn says where: the line, the column and the cell.
+#[test]
+fn csv_tables_report_the_line_and_the_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("t.csv"), "# log\nupdate,train_ll\n0,-1.5\n\n10,x\n").unwrap();
+    fails(
+        d,
+        "plot loglik t.csv --y train_ll --out t.svg",
+        1,
+        "t.csv at line 5, column \"train_ll\": \"x\" is not a number",
+    );
+    std::fs::write(d.join("t.csv"), "update,train_ll\n0,inf\n").unwrap();
+    fails(
+        d,
+        "plot loglik t.csv --y train_ll --out t.svg",
+        1,
+        "non-finite value inf",
+    );
+    std::fs::write(d.join("t.csv"), "update,train_ll\n0\n").unwrap();
+    fails(
+        d,
+        "plot loglik t.csv --out t.svg",
+        1,
+        "line 2: 1 cells, the header has 2 columns",
+    );
+    std::fs::write(d.join("t.csv"), "update,train_ll\n0,-1.5\n10,-1.2\n").unwrap();
+    fails(
+        d,
+        "plot loglik t.csv --y test_ll --out t.svg",
+        1,
+        "its columns are update, train_ll",
+    );
+    ok(d, "plot loglik t.csv --y train_ll --out t.svg");
+}
+
 #[test]
 fn figure_labels_say_what_is_drawn() {
     let dir = tempfile::tempdir().unwrap();

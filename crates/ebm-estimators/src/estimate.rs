@@ -392,6 +392,64 @@ pub struct RungLogZ {
     pub std_err: f64,
 }
 
+/// A difference in standard errors, `difference / se`: 0 when two values are equal with no
+/// spread at all (e.g. every draw of both in the same mode: they agree), \(\pm\infty\) when
+/// they differ with none.
+pub fn standard_score(difference: f64, se: f64) -> f64 {
+    if se > 0.0 {
+        difference / se
+    } else if difference == 0.0 {
+        0.0
+    } else {
+        difference.signum() * f64::INFINITY
+    }
+}
+
+/// A weighted mean with its standard error, through Kish's effective sample size
+/// \(n_{\text{eff}} = (\sum w)^2 / \sum w^2\):
+/// \(\mathrm{se} = \sqrt{\widehat{\mathrm{Var}}_w / (n_{\text{eff}} - 1)}\) with the weighted
+/// (biased) variance \(\widehat{\mathrm{Var}}_w\), which is the usual \(s/\sqrt n\) for unit
+/// weights (a weighted dataset's mean log-likelihood, for instance).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WeightedMean {
+    /// \(\sum_i w_i x_i / \sum_i w_i\) (`NaN` when the weights do not sum to a positive value).
+    pub mean: f64,
+    /// Its standard error (`NaN` for \(n_{\text{eff}} \le 1\)).
+    pub std_err: f64,
+    /// Kish's \(n_{\text{eff}}\).
+    pub ess: f64,
+}
+
+impl WeightedMean {
+    /// The weighted mean of `x` with weights `w` (of the same length, non-negative).
+    pub fn of(x: &[f64], w: &[f64]) -> Self {
+        debug_assert_eq!(x.len(), w.len());
+        let sw: f64 = w.iter().sum();
+        let sw2: f64 = w.iter().map(|v| v * v).sum();
+        if sw <= 0.0 {
+            return Self {
+                mean: f64::NAN,
+                std_err: f64::NAN,
+                ess: 0.0,
+            };
+        }
+        let mean = x.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / sw;
+        let var = x
+            .iter()
+            .zip(w)
+            .map(|(a, b)| b * (a - mean).powi(2))
+            .sum::<f64>()
+            / sw;
+        let ess = sw * sw / sw2;
+        let std_err = if ess > 1.0 {
+            (var / (ess - 1.0)).sqrt()
+        } else {
+            f64::NAN
+        };
+        Self { mean, std_err, ess }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,5 +520,32 @@ mod tests {
         let x = LogZEstimate::exact(2.0, Method::IndependentSites);
         assert_eq!(x.z_score(2.0), 0.0);
         assert!(x.covers(2.0, 0.0));
+    }
+
+    #[test]
+    fn weighted_error_matches_the_unweighted_formula() {
+        let x = [1.0, 2.0, 4.0, 7.0];
+        let m = WeightedMean::of(&x, &[1.0; 4]);
+        assert_eq!((m.mean, m.ess), (3.5, 4.0));
+        let var = x.iter().map(|v| (v - 3.5f64).powi(2)).sum::<f64>() / 3.0;
+        assert!((m.std_err - (var / 4.0).sqrt()).abs() < 1e-12);
+        // Weights 2 are the same as every value twice, but the ESS (and the error) is Kish's.
+        let m2 = WeightedMean::of(&x, &[2.0; 4]);
+        assert_eq!((m2.mean, m2.std_err, m2.ess), (m.mean, m.std_err, m.ess));
+        // One value carries all the weight: its mean, no error bar.
+        let one = WeightedMean::of(&x, &[0.0, 0.0, 5.0, 0.0]);
+        assert_eq!((one.mean, one.ess), (4.0, 1.0));
+        assert!(one.std_err.is_nan());
+        assert!(WeightedMean::of(&x, &[0.0; 4]).mean.is_nan());
+    }
+
+    /// Equal values with no spread agree (0 standard errors); different ones with no spread
+    /// are infinitely far apart, with the sign of the difference.
+    #[test]
+    fn a_difference_without_spread_is_zero_or_infinite() {
+        assert_eq!(standard_score(1.0, 0.5), 2.0);
+        assert_eq!(standard_score(0.0, 0.0), 0.0);
+        assert_eq!(standard_score(0.1, 0.0), f64::INFINITY);
+        assert_eq!(standard_score(-0.1, 0.0), f64::NEG_INFINITY);
     }
 }

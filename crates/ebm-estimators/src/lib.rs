@@ -66,7 +66,7 @@ pub use ais::{
 pub use bar::{LadderEstimate, PairAccumulator, PairEstimate, bennett_acceptance_ratio};
 pub use estimate::{
     DescribeLadder, Direction, ErrorBar, LadderKind, LogMeanExp, LogZEstimate, Method, RungLogZ,
-    Side, bootstrap_std_err,
+    Side, WeightedMean, bootstrap_std_err, standard_score,
 };
 pub use exact::{Start, exact_log_partition};
 pub use likelihood::{LogLikelihood, log_likelihood};

@@ -76,6 +76,7 @@
 
 mod collective;
 mod drivers;
+mod launch;
 mod shard;
 // --- data-parallel training ---
 mod train;
@@ -87,9 +88,12 @@ pub use drivers::{
     PtOutcome, ais, ais_on_shard, gather_chains, parallel_tempering, reverse_ais,
     reverse_ais_on_shard, sample, shard_population,
 };
+pub use launch::{Launch, NotOneProcess, launch, launch_in, one_process};
 pub use shard::{ShardChains, chain_range};
 
 // --- Tempering sharded by rung ---
 mod rungs;
-pub use rungs::{RungNeighbours, RungRun, rung_range, tempering_by_rung, tempering_by_rung_from};
+pub use rungs::{
+    RungNeighbours, RungRun, rung_range, tempering, tempering_by_rung, tempering_by_rung_from,
+};
 // --- End of tempering sharded by rung ---

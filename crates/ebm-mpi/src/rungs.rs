@@ -3,9 +3,10 @@
 
 use std::ops::Range;
 
-use ebm_core::{Error, Kernel, Par, Result, RngStreams};
+use ebm_core::{Error, Kernel, Observer, Par, Result, RngStreams};
 use ebm_samplers::tempering::{
-    IndexProcess, ParallelTempering, PtDiagnostics, PtState, RungLink, Side, SplitExchange,
+    INDEX_SYSTEMS, IndexProcess, ParallelTempering, PtDiagnostics, PtReport, PtState, RungLink,
+    Side, SplitExchange,
 };
 
 use crate::{Collective, ShardChains};
@@ -155,6 +156,43 @@ where
     Error::check_len("rungs", ladder.n_exchange_rungs(), init.len())?;
     let start = PtState::new(init.to_vec(), seed)?;
     tempering_by_rung_from(c, pt, ladder, &start, rounds, index_systems, par, observe)
+}
+
+/// `rounds` rounds of `pt` on `ladder` from `state`, on the ranks of `c`: on one rank
+/// [`ParallelTempering::run`], on several [`tempering_by_rung_from`] (the rungs sharded over
+/// the ranks). Rank 0, which holds the target, shows its chains to `observer` after every
+/// round, returns the [`PtReport`] of the run and leaves in `state` the state of the whole run,
+/// bit for bit what one process leaves; the other ranks return `None`.
+///
+/// # Errors
+/// As [`ParallelTempering::run`] and [`tempering_by_rung_from`].
+pub fn tempering<C, L, K, B, O>(
+    c: &C,
+    pt: &ParallelTempering<K, B>,
+    ladder: &L,
+    state: &mut PtState<L::State>,
+    rounds: u64,
+    par: Par,
+    mut observer: O,
+) -> Result<Option<PtReport>>
+where
+    C: Collective + ?Sized,
+    L: SplitExchange,
+    L::State: ShardChains,
+    L::Part: ShardChains,
+    K: Kernel<L::RungModel>,
+    B: Kernel<L::RungModel>,
+    O: Observer<L::State>,
+{
+    if c.size() == 1 {
+        return pt.run(ladder, state, rounds, par, observer).map(Some);
+    }
+    let observe = |round: u64, target: &L::State| observer.observe(round, target);
+    let run = tempering_by_rung_from(c, pt, ladder, state, rounds, INDEX_SYSTEMS, par, observe)?;
+    Ok(run.map(|run| {
+        *state = run.state;
+        PtReport::new(run.diagnostics, run.index)
+    }))
 }
 
 /// [`tempering_by_rung`] from the state `start` of the whole run (which every rank passes),

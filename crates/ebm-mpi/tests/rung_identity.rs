@@ -157,6 +157,38 @@ fn pt_sharded_by_rung_equals_the_one_process_run_for_every_schedule() {
     }
 }
 
+/// The entry the command line calls, [`ebm_mpi::tempering`]: on one rank it is
+/// [`ParallelTempering::run`], on several the run sharded by rung; either way rank 0 returns
+/// the report of the one-process run (index process of the first
+/// [`ebm_samplers::tempering::INDEX_SYSTEMS`] systems) and leaves its state, the others `None`.
+#[test]
+fn tempering_on_any_number_of_ranks_reports_the_one_process_run() {
+    let ladder = TemperatureLadder::geometric(rbm(3.0), 0.2, 5).unwrap();
+    let pt = ParallelTempering::new(Gibbs::new(1), SwapSchedule::DeterministicEvenOdd);
+    let start = PtState::new(chains(5), SEED).unwrap();
+    let mut whole = start.clone();
+    let report = pt.run(&ladder, &mut whole, ROUNDS, Par::Rayon, ()).unwrap();
+    assert!(report.diagnostics.round_trips > 0);
+    for ranks in 1..=3 {
+        let results = on_all_ranks(ranks, |c| {
+            let mut state = start.clone();
+            let mut seen = 0;
+            let observer = ebm_core::FnObserver(|round: u64, _: &RbmChains<f64>| {
+                seen = round;
+                Ok(())
+            });
+            let run = ebm_mpi::tempering(c, &pt, &ladder, &mut state, ROUNDS, Par::Rayon, observer)
+                .unwrap();
+            assert_eq!(seen, if c.is_root() { ROUNDS } else { 0 });
+            run.map(|report| (report, state))
+        });
+        assert!(results[1..].iter().all(Option::is_none), "rank 0 gathers");
+        let (sharded, state) = results.into_iter().next().unwrap().expect("rank 0 gathers");
+        assert_eq!(sharded, report, "{ranks} ranks: report");
+        assert_eq!(state, whole, "{ranks} ranks: state");
+    }
+}
+
 /// PTT: distinct models on the rungs (each rank evaluates its states under both models of a
 /// boundary pair), rung 0 refreshed by its own kernel; and more ranks than rungs.
 #[test]

@@ -21,6 +21,9 @@
 //! ([`ebm_io::write_atomically`]). Every function validates its input first: no data, a
 //! non-finite value or an unknown extension is an [`Error`], never a panic.
 
+mod table;
+pub use table::Table;
+
 use std::ops::Range;
 use std::path::Path;
 use std::sync::OnceLock;

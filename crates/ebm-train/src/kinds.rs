@@ -6,7 +6,7 @@
 //! it supports instead of matching on names.
 //!
 //! ```
-//! use ebm_data::Domain;
+//! use ebm_data::{Dataset, Domain};
 //! use ebm_train::kinds::{KindsTask, UnitLayer, with_kinds};
 //! use std::path::Path;
 //!
@@ -34,7 +34,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use ebm_core::{ChainRng, EnergyModel, ExactSampling, Par, Scalar};
-use ebm_data::Domain;
+use ebm_data::{Dataset, Domain};
 use ebm_estimators::{LogZEstimate, Method, Population, PseudoLogLikelihood, Start};
 use ebm_models::{Bernoulli, DReLU, Gaussian, Layer, Potts, Rbm, RbmChains, ReLU, Spin, exact};
 use ebm_samplers::latent::LatentUnits;
@@ -53,6 +53,9 @@ use crate::TrainableLayer;
 /// data are loaded in `f64` and checked there ([`UnitLayer::check_values`]); everything on the
 /// model is in its own scalar.
 pub trait UnitLayer: TrainableLayer + NewLayer + 'static {
+    /// The same unit kind in `f64` (see [`in_f64`]).
+    type InF64: UnitLayer<Scalar = f64>;
+
     /// The value domain of this layer's configurations, as data must be given.
     fn data_domain(&self) -> Domain;
 
@@ -144,6 +147,7 @@ macro_rules! discrete_layer {
     ($ty:ident, $domain:expr, $from_means:expr $(, $latent:ident)?) => {
         impl<F: Scalar> UnitLayer for $ty<F> {
             $(latent_hidden!($latent);)?
+            type InF64 = $ty<f64>;
 
             fn data_domain(&self) -> Domain {
                 #[allow(clippy::redundant_closure_call)]
@@ -213,6 +217,7 @@ macro_rules! real_layer {
     ($ty:ident, $check:expr $(, $latent:ident)?) => {
         impl<F: Scalar> UnitLayer for $ty<F> {
             $(latent_hidden!($latent);)?
+            type InF64 = $ty<f64>;
 
             fn data_domain(&self) -> Domain {
                 Domain::Real
@@ -321,6 +326,84 @@ impl std::fmt::Display for Precision {
     }
 }
 
+/// Data that cannot be the visible configurations of a model ([`visible_data`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataError {
+    /// The data's file.
+    pub file: PathBuf,
+    /// What does not fit.
+    pub reason: String,
+}
+
+impl fmt::Display for DataError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file.display(), self.reason)
+    }
+}
+
+impl std::error::Error for DataError {}
+
+/// Checks that a dataset can be the visible configurations of `layer`: as many features as the
+/// layer has values per chain, and every value in the layer's domain. Loaded real numbers are
+/// re-labelled with the layer's domain after the check; data already in another discrete domain
+/// is converted when the conversion is defined (e.g. one-hot with the same `q`).
+///
+/// # Errors
+/// [`DataError`] naming `file`: another number of features, values outside the layer's
+/// domain, or values the layer refuses ([`UnitLayer::check_values`]).
+pub fn visible_data<V: UnitLayer>(
+    layer: &V,
+    ds: Dataset,
+    file: &Path,
+) -> Result<Dataset, DataError> {
+    let error = |reason: String| DataError {
+        file: file.to_path_buf(),
+        reason,
+    };
+    if ds.n_features() != layer.width() {
+        return Err(error(format!(
+            "{} features per sample, but the model's {} visible layer has {} values per \
+             configuration",
+            ds.n_features(),
+            V::KIND,
+            layer.width()
+        )));
+    }
+    let want = layer.data_domain();
+    let ds = if ds.domain() == want {
+        ds
+    } else if ds.domain() == Domain::Real {
+        ds.reinterpret(want).map_err(|e| {
+            error(format!(
+                "the data do not fit the model's {} visible units ({}): {e}",
+                V::KIND,
+                domain_name(want)
+            ))
+        })?
+    } else {
+        ds.to_domain(want).map_err(|e| {
+            error(format!(
+                "{} data cannot be given to {} visible units: {e}",
+                domain_name(ds.domain()),
+                V::KIND
+            ))
+        })?
+    };
+    layer.check_values(ds.data()).map_err(error)?;
+    Ok(ds)
+}
+
+/// A short name of a domain for messages and records.
+pub fn domain_name(d: Domain) -> String {
+    match d {
+        Domain::Binary01 => "values in {0,1}".into(),
+        Domain::Spin => "values in {-1,+1}".into(),
+        Domain::Categorical { q } => format!("categories 0..{}", q.saturating_sub(1)),
+        Domain::OneHot { q } => format!("one-hot blocks of {q} states"),
+        Domain::Real => "real values".into(),
+    }
+}
+
 /// Why a model's unit kinds cannot be run: a kind that is not one of [`KINDS`], or a pair
 /// of kinds outside [`F32_KINDS`] asked for in `f32`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -343,27 +426,35 @@ pub enum KindError {
     },
 }
 
-impl fmt::Display for KindError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl KindError {
+    /// The model's file.
+    pub fn file(&self) -> &Path {
         match self {
-            KindError::UnknownKind { kind, file } => write!(
-                f,
-                "{}: unit kind \"{kind}\" is not supported by this program (supported: {})",
-                file.display(),
+            KindError::UnknownKind { file, .. } | KindError::NotInF32 { file, .. } => file,
+        }
+    }
+
+    /// What is wrong, without the file's name.
+    pub fn reason(&self) -> String {
+        match self {
+            KindError::UnknownKind { kind, .. } => format!(
+                "unit kind \"{kind}\" is not supported by this program (supported: {})",
                 KINDS.join(", ")
             ),
             KindError::NotInF32 {
-                visible,
-                hidden,
-                file,
-            } => write!(
-                f,
-                "{}: --precision f32 runs {} units only, this model is {visible}-{hidden}: use \
+                visible, hidden, ..
+            } => format!(
+                "--precision f32 runs {} units only, this model is {visible}-{hidden}: use \
                  --precision f64",
-                file.display(),
                 F32_KINDS.join(" and ")
             ),
         }
+    }
+}
+
+impl fmt::Display for KindError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file().display(), self.reason())
     }
 }
 
@@ -377,13 +468,10 @@ impl<E: From<KindError> + From<ebm_core::Error>> TaskError for E {}
 
 impl From<KindError> for ebm_core::Error {
     fn from(e: KindError) -> Self {
-        let file = match &e {
-            KindError::UnknownKind { file, .. } | KindError::NotInF32 { file, .. } => file.clone(),
-        };
         ebm_core::Error::Format {
-            path: file,
+            path: e.file().to_path_buf(),
             location: "header".into(),
-            reason: e.to_string(),
+            reason: e.reason(),
         }
     }
 }
@@ -562,24 +650,12 @@ where
     H: UnitLayer<Scalar = V::Scalar>,
     T: F64Task,
 {
-    struct Go<'a, T> {
-        rbm: &'a dyn std::any::Any,
-        task: T,
-    }
-    impl<T: F64Task> KindsTask<f64> for Go<'_, T> {
-        type Output = Option<T::Output>;
-        type Error = T::Error;
-        fn run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
-            self,
-        ) -> Result<Option<T::Output>, T::Error> {
-            let rbm = self.rbm.downcast_ref::<Rbm<V, H>>();
-            rbm.map(|r| self.task.run(r)).transpose()
-        }
-    }
     if V::Scalar::NAME != f64::NAME {
         return Ok(None);
     }
-    with_kinds::<f64, _>(V::KIND, H::KIND, Path::new(V::KIND), Go { rbm, task })
+    // The same kinds in f64: a copy of the parameters, exact since the scalar is f64.
+    let rbm = rbm.to_scalar::<V::InF64, H::InF64>()?;
+    task.run(&rbm).map(Some)
 }
 
 /// Which layer exact \\(\log Z\\) enumerates, and how many configurations it has.
@@ -737,7 +813,7 @@ mod tests {
                     assert_eq!(
                         e,
                         format!(
-                            "malformed file m.json at header: m.json: --precision f32 runs \
+                            "malformed file m.json at header: --precision f32 runs \
                              bernoulli and spin units only, this model is {v}-{h}: use \
                              --precision f64"
                         )
@@ -750,7 +826,7 @@ mod tests {
     #[test]
     fn an_unknown_kind_is_an_error_naming_it_and_the_file() {
         let e = with_kinds::<f64, _>("bernoulli", "ising", Path::new("m.json"), Names).unwrap_err();
-        let expected = "m.json: unit kind \"ising\" is not supported by this program (supported: \
+        let expected = "unit kind \"ising\" is not supported by this program (supported: \
                         bernoulli, spin, potts, gaussian, relu, drelu)";
         assert_eq!(
             e.to_string(),
@@ -760,7 +836,7 @@ mod tests {
             kind: "ising".into(),
             file: "m.json".into(),
         };
-        assert_eq!(direct.to_string(), expected);
+        assert_eq!(direct.to_string(), format!("m.json: {expected}"));
     }
 
     #[test]
@@ -877,5 +953,27 @@ mod tests {
         assert_eq!(Potts::<f64>::with_units(2, Some(4)).unwrap().width(), 8);
         assert!(Potts::<f64>::with_units(2, Some(1)).is_err());
         assert!(Potts::<f64>::with_units(2, None).is_err());
+    }
+
+    #[test]
+    fn data_must_fit_the_visible_units() {
+        let layer = Bernoulli::<f64>::zeros(2);
+        let p = Path::new("d.npy");
+        let ok = Dataset::new(
+            DMatrix::from_row_slice(2, 2, &[0.0, 1.0, 1.0, 1.0]),
+            Domain::Real,
+        );
+        assert_eq!(
+            visible_data(&layer, ok.unwrap(), p).unwrap().domain(),
+            Domain::Binary01
+        );
+        let spins = Dataset::new(DMatrix::from_element(2, 3, -1.0), Domain::Real).unwrap();
+        let e = visible_data(&layer, spins, p).unwrap_err().to_string();
+        assert!(e.contains("bernoulli") && e.contains("{0,1}"), "{e}");
+        let wide = Dataset::new(DMatrix::zeros(3, 1), Domain::Real).unwrap();
+        assert!(visible_data(&layer, wide, p).is_err());
+        let neg = Dataset::new(DMatrix::from_element(1, 1, -0.5), Domain::Real).unwrap();
+        let e = visible_data(&ReLU::<f64>::standard(1), neg, p).unwrap_err();
+        assert!(e.to_string().contains("negative"), "{e}");
     }
 }

@@ -2,6 +2,7 @@
 //! command line it prints, so that every step can be rerun by hand), reads their run records
 //! and writes a short report with figures.
 
+use ebm_estimators::standard_score;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -12,9 +13,7 @@ use serde::Serialize;
 use crate::cli::DemoArgs;
 use crate::error::{CliError, Result, bail};
 use crate::files::load_dataset;
-use crate::pipeline::{
-    DemoPlan, Runner, exact_mode_plus, ising_and_training, mode_plus, standard_score,
-};
+use crate::pipeline::{DemoPlan, Runner, exact_mode_plus, ising_and_training, mode_plus};
 use crate::record::{Context, read_record};
 use crate::results::SampleResults;
 
@@ -742,19 +741,4 @@ fn write_figures_and_commands(s: &mut String, r: &DemoResults, dir: &Path) {
         let _ = writeln!(s, "{c}");
     }
     let _ = writeln!(s, "```");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::standard_score;
-
-    /// Equal values with no spread agree (0 standard errors); different ones with no spread
-    /// are infinitely far apart, with the sign of the difference.
-    #[test]
-    fn a_difference_without_spread_is_zero_or_infinite() {
-        assert_eq!(standard_score(1.0, 0.5), 2.0);
-        assert_eq!(standard_score(0.0, 0.0), 0.0);
-        assert_eq!(standard_score(0.1, 0.0), f64::INFINITY);
-        assert_eq!(standard_score(-0.1, 0.0), f64::NEG_INFINITY);
-    }
 }

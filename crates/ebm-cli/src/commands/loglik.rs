@@ -4,6 +4,7 @@
 //! Bennett's acceptance ratio (`ptt`). The estimators are those of `ebm-estimators`; this
 //! module loads, checks, dispatches and reports.
 
+use ebm_estimators::WeightedMean;
 use std::path::{Path, PathBuf};
 
 use ebm_core::{EnergyModel, Par, RngStreams, Scalar};
@@ -31,8 +32,8 @@ use crate::error::{CliError, Result, bail};
 use crate::files::{check_outputs, load_dataset};
 use crate::models::{
     Enumeration, KindsTask, ModelSummary, RbmTask, UnitLayer, check_chain_memory, describe,
-    exact_log_partition, exact_start, free_energies, uniform_start, visible_data,
-    weighted_mean_and_error, with_kinds, with_model, zero_weights,
+    exact_log_partition, exact_start, free_energies, uniform_start, visible_data, with_kinds,
+    with_model, zero_weights,
 };
 use crate::record::Context;
 use crate::tempering::{kept_checkpoints, schedule_of};
@@ -160,7 +161,11 @@ impl RbmTask for ExactTask<'_> {
             .map(|(ds, path)| {
                 let f = free_energies(&rbm, ds.data(), 1.0);
                 let neg: Vec<f64> = f.iter().map(|x| -x).collect();
-                let (mean_neg_f, se) = weighted_mean_and_error(&neg, ds.weights());
+                let WeightedMean {
+                    mean: mean_neg_f,
+                    std_err: se,
+                    ..
+                } = WeightedMean::of(&neg, ds.weights());
                 let mean_log_likelihood = finite_likelihood(path, mean_neg_f - log_z)?;
                 Ok(DatasetLikelihood {
                     path: path.clone(),
@@ -378,7 +383,11 @@ fn likelihood<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
 ) -> Result<EstimatedLikelihood> {
     let f = free_energies(rbm, ds.data(), 1.0);
     let neg: Vec<f64> = f.iter().map(|x| -x).collect();
-    let (mean_neg_f, se) = weighted_mean_and_error(&neg, ds.weights());
+    let WeightedMean {
+        mean: mean_neg_f,
+        std_err: se,
+        ..
+    } = WeightedMean::of(&neg, ds.weights());
     Ok(EstimatedLikelihood {
         path: path.to_path_buf(),
         n_samples: ds.n_samples(),

@@ -9,9 +9,10 @@ use serde::Serialize;
 use crate::cli::ImageOptions;
 use crate::cli::PlotCommand;
 use crate::error::{CliError, Result, bail};
-use crate::files::{Table, check_outputs, load_dataset};
+use crate::files::{check_outputs, load_dataset};
 use crate::record::{Context, read_record, record_path_for};
 use crate::results::SampleResults;
+use ebm_plot::Table;
 use ebm_plot::{self as plot, ImageFormat, ImagePanel, PixelValues, Series, SwapRun};
 
 /// What a plot's run record reports.
@@ -341,7 +342,10 @@ fn loglik_figure(
         None => 0,
     };
     let yk: Vec<usize> = match y {
-        Some(names) => names.iter().map(|n| t.column(n)).collect::<Result<_>>()?,
+        Some(names) => names
+            .iter()
+            .map(|n| t.column(n))
+            .collect::<ebm_core::Result<_>>()?,
         // The log of `ebm train`: its log-likelihood columns, not every diagnostic.
         None if t.columns.iter().any(|c| c == "train_ll") => (0..t.columns.len())
             .filter(|&k| {

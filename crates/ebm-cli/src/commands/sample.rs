@@ -4,14 +4,15 @@ mod device;
 mod latent;
 mod stacked;
 
+use ebm_samplers::tempering::PtSummary;
 use std::path::Path;
 
-use ebm_core::{ChainState, Kernel, Observer, Par, RngStreams, Scalar};
+use ebm_core::{ChainState, Kernel, Par, RngStreams, Scalar};
 use ebm_data::Dataset;
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
-    INDEX_SYSTEMS, Ladder, ParallelTempering, PtReport, PtState, ReferenceLadder, Rung0,
-    Rung0Limits, SplitExchange, TemperatureLadder, TrajectoryLadder, even_betas,
+    INDEX_SYSTEMS, Ladder, ParallelTempering, PtState, ReferenceLadder, Rung0, Rung0Limits,
+    SplitExchange, TemperatureLadder, TrajectoryLadder, even_betas,
 };
 use ebm_samplers::{Gibbs, run};
 use nalgebra::DMatrix;
@@ -28,8 +29,7 @@ use crate::progress::ProgressObserver;
 use crate::record::{Context, record_path_for};
 use crate::results::{ChainSummary, SampleResults};
 use crate::tempering::{
-    DEFAULT_RUNGS, PtNames, PtSummary, check_ladder_sizes, kept_checkpoints, pt_summary,
-    schedule_of, temperature_betas,
+    DEFAULT_RUNGS, PtNames, check_ladder_sizes, kept_checkpoints, schedule_of, temperature_betas,
 };
 use crate::trace;
 use ebm_samplers::{ChainRecording, JumpCurve, ModeTrace, ModeTracer};
@@ -914,8 +914,8 @@ fn run_pt<V: UnitLayer, H: UnitLayer<Scalar = V::Scalar>, L: Ladder<Model = Rbm<
 /// Runs `--steps` rounds of `pt` on `ladder` (a ladder or a stack) from `state`, whose last
 /// rung is the target; returns the target's chains, the diagnostics and the warnings of
 /// [`ParallelTempering::run`]. Under `mpirun -n K` the rungs are sharded over the K processes
-/// ([`ebm_mpi::tempering_by_rung_from`]) and rank 0, which holds the target, returns what one
-/// process would, bit for bit; the other ranks return `None`.
+/// ([`ebm_mpi::tempering`]) and rank 0, which holds the target, returns what one process
+/// would, bit for bit; the other ranks return `None`.
 pub(crate) fn tempering<F, L, K, B>(
     args: &SampleArgs,
     ctx: &Context,
@@ -932,34 +932,21 @@ where
     B: Kernel<L::RungModel>,
 {
     let progress = ProgressObserver(ctx.progress(args.steps, sampler_name(args.sampler)));
-    let world = ctx.world();
-    let report = if world.size() > 1 {
-        let mut observer = (progress, tracer);
-        let Some(run) = ebm_mpi::tempering_by_rung_from(
-            world,
-            pt,
-            ladder,
-            &state,
-            args.steps,
-            INDEX_SYSTEMS,
-            Par::Rayon,
-            |round, target| observer.observe(round, target),
-        )?
-        else {
-            return Ok(None);
-        };
-        state = run.state;
-        PtReport::new(run.diagnostics, run.index)
-    } else {
-        pt.run(
-            ladder,
-            &mut state,
-            args.steps,
-            Par::Rayon,
-            (progress, tracer),
-        )?
+    let observer = (progress, tracer);
+    let report = ebm_mpi::tempering(
+        ctx.world(),
+        pt,
+        ladder,
+        &mut state,
+        args.steps,
+        Par::Rayon,
+        observer,
+    )?;
+    let Some(report) = report else {
+        return Ok(None);
     };
-    let (summary, warnings) = pt_summary(&report, names);
+    let summary = report.summary(names.schedule, names.rung0);
+    let warnings = report.warning_messages();
     let target = state.into_rungs().pop().expect("at least two rungs");
     Ok(Some(TemperedRun {
         target,

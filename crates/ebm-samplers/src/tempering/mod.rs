@@ -19,7 +19,7 @@ pub use ladder::{
 };
 pub use mixed::MixedLadder;
 pub use pt::{ParallelTempering, PtInfo, PtState, RungLink, Side, SwapSchedule};
-pub use run::{INDEX_SYSTEMS, PtReport, PtWarning, THERMALISATION_TAU_EXP};
+pub use run::{INDEX_SYSTEMS, PtReport, PtSummary, PtWarning, THERMALISATION_TAU_EXP};
 pub use rung0::{Rung0, Rung0Limits};
 pub use selection::{
     CheckpointSelector, Selection, equalised_schedule, estimated_swap_acceptance, select_rungs,

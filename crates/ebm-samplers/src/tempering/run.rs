@@ -130,6 +130,80 @@ impl PtReport {
     pub fn is_trusted(&self) -> bool {
         self.warnings.is_empty()
     }
+
+    /// The run record's summary of this report: `schedule` names the swap schedule (`deo`,
+    /// `seo`, `sweep`, ...) and `rung0` what explores rung 0 (`gibbs`, `exact`, `static-mh`,
+    /// `kernel`); the ladder's fields (`betas`, `checkpoint_updates`, `reference`,
+    /// `rung0_acceptance`) are left empty for the caller, who knows the ladder.
+    pub fn summary(&self, schedule: &str, rung0: &str) -> PtSummary {
+        let finite = |x: f64| x.is_finite().then_some(x);
+        let diagnostics = &self.diagnostics;
+        PtSummary {
+            schedule: schedule.into(),
+            betas: Vec::new(),
+            checkpoint_updates: None,
+            reference: None,
+            acceptance_rates: diagnostics
+                .acceptance_rates()
+                .into_iter()
+                .map(finite)
+                .collect(),
+            communication_barrier: finite(diagnostics.communication_barrier()),
+            round_trips: diagnostics.round_trips,
+            round_trip_rate: diagnostics.round_trip_rate(),
+            ideal_deo_round_trip_rate: finite(diagnostics.ideal_deo_round_trip_rate()),
+            rung0: rung0.into(),
+            rung0_acceptance: None,
+            index_tau_exp: self.index_tau_exp,
+            index_tau_int: self.index_tau_int,
+        }
+    }
+
+    /// The warnings as the sentences a user reads.
+    pub fn warning_messages(&self) -> Vec<String> {
+        self.warnings.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// A PT run's diagnostics as its run record keeps them ([`PtReport::summary`]): the report's
+/// numbers (a non-finite value as `null`) with what names the run (its schedule, what explores
+/// rung 0, its ladder).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PtSummary {
+    /// `seo`, `deo`, `random-pair`, `lifted` or `sweep`.
+    pub schedule: String,
+    /// The ladder's inverse temperatures (pt), interpolation coefficients (pt-ref), 1 for
+    /// every checkpoint (ptt) and for every RBM of the stack (stacked tempering).
+    pub betas: Vec<f64>,
+    /// ptt: the training update of the checkpoint at each rung.
+    pub checkpoint_updates: Option<Vec<u64>>,
+    /// What rung 0 of pt-ref is: fields from data means or the model's own.
+    pub reference: Option<String>,
+    /// Mean swap acceptance probability of each neighbouring pair (null if never proposed).
+    pub acceptance_rates: Vec<Option<f64>>,
+    /// \\(\hat\Lambda = \sum_k (1 - \hat a_k)\\).
+    pub communication_barrier: Option<f64>,
+    /// Round trips completed, summed over systems.
+    pub round_trips: u64,
+    /// Round trips per system and round.
+    pub round_trip_rate: f64,
+    /// The DEO round-trip rate under perfect exploration given the acceptance rates.
+    pub ideal_deo_round_trip_rate: Option<f64>,
+    /// How rung 0 was explored: `gibbs`, `exact` (an independent exact draw every round,
+    /// the hidden layer of the first checkpoint enumerated: PTT as in paper 000), or
+    /// `static-mh` (a draw of the static sampler of a low-rank first checkpoint, accepted by
+    /// Metropolis-Hastings against the checkpoint's own law: exact at any size).
+    pub rung0: String,
+    /// `static-mh` only: the mean fraction of rung 0's chains that accepted their proposal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rung0_acceptance: Option<f64>,
+    /// Exponential autocorrelation time of the replica index process, in rounds (Béreux et
+    /// al., *Fast training and sampling of RBMs*), from the first [`INDEX_SYSTEMS`] systems;
+    /// null when it could not be estimated.
+    pub index_tau_exp: Option<f64>,
+    /// Integrated autocorrelation time of the replica index process, in rounds; null when it
+    /// could not be estimated.
+    pub index_tau_int: Option<f64>,
 }
 
 impl<K, B> ParallelTempering<K, B> {
@@ -265,6 +339,57 @@ mod tests {
         let stuck = pt.run(&ladder, &mut state, 500, Par::Seq, ()).unwrap();
         assert_eq!(stuck.diagnostics.round_trips, 0);
         assert_eq!(stuck.warnings, vec![PtWarning::NoRoundTrip { rounds: 500 }]);
+    }
+
+    /// The summary carries the report's numbers, a pair never proposed (the ideal DEO rate
+    /// without any rate) as `None`, the names given, and the ladder's fields empty.
+    #[test]
+    fn the_summary_carries_the_report() {
+        let pt = ParallelTempering::new(
+            SingleSiteMetropolis::new(1),
+            SwapSchedule::DeterministicEvenOdd,
+        );
+        let (ladder, mut state) = pt_on(vec![0.2, 0.6, 1.0]);
+        let report = pt.run(&ladder, &mut state, 200, Par::Seq, ()).unwrap();
+        let s = report.summary("deo", "gibbs");
+        let d = &report.diagnostics;
+        let rates: Vec<Option<f64>> = d.acceptance_rates().into_iter().map(Some).collect();
+        assert_eq!(s.acceptance_rates, rates);
+        assert_eq!(s.communication_barrier, Some(d.communication_barrier()));
+        assert_eq!(
+            (s.round_trips, s.round_trip_rate),
+            (d.round_trips, d.round_trip_rate())
+        );
+        assert_eq!(
+            (s.index_tau_exp, s.index_tau_int),
+            (report.index_tau_exp, report.index_tau_int)
+        );
+        assert_eq!((s.schedule.as_str(), s.rung0.as_str()), ("deo", "gibbs"));
+        assert!(s.betas.is_empty() && s.checkpoint_updates.is_none() && s.reference.is_none());
+
+        // One round of DEO proposes one of the two pairs: the other's rate is undefined, and
+        // so is the barrier.
+        let (ladder, mut state) = pt_on(vec![0.2, 0.6, 1.0]);
+        let none = pt.run(&ladder, &mut state, 1, Par::Seq, ()).unwrap();
+        let s = none.summary("deo", "gibbs");
+        assert_eq!(s.acceptance_rates.len(), 2);
+        assert_eq!(s.acceptance_rates.iter().filter(|r| r.is_none()).count(), 1);
+        assert_eq!(s.communication_barrier, None);
+        assert_eq!(
+            none.warning_messages(),
+            none.warnings
+                .iter()
+                .map(|w| w.to_string())
+                .collect::<Vec<_>>()
+        );
+        let stuck = PtReport {
+            warnings: vec![PtWarning::NoRoundTrip { rounds: 3 }],
+            ..none
+        };
+        assert_eq!(
+            stuck.warning_messages(),
+            vec![PtWarning::NoRoundTrip { rounds: 3 }.to_string()]
+        );
     }
 
     /// The warnings print the command line's sentences.

@@ -16,9 +16,10 @@ use super::output_dir;
 use crate::cli::ReproduceArgs;
 use crate::error::{CliError, Result, bail};
 use crate::models::ModelSummary;
-use crate::pipeline::{DemoPlan, Runner, ising_and_training, standard_score};
+use crate::pipeline::{DemoPlan, Runner, ising_and_training};
 use crate::record::{Context, read_record};
 use crate::results::{TrainOutputs, TrainResults};
+use ebm_estimators::standard_score;
 
 const PAPER_000_FIG3: &str = "Overall, the online Tr-AIS estimation consistently outperforms the \
     other methods, and only the PTT estimation yields similar results in offline analyses \

@@ -19,11 +19,11 @@ use crate::cli::ReproduceArgs;
 use crate::error::{CliError, Result, bail};
 use crate::files::{load_dataset, write_samples};
 use crate::pipeline::{
-    DemoPlan, Recipe, Runner, exact_mode_plus, ising_and_training, mode_plus, standard_score,
-    train_for_ptt,
+    DemoPlan, Recipe, Runner, exact_mode_plus, ising_and_training, mode_plus, train_for_ptt,
 };
 use crate::record::{Context, read_record};
 use crate::results::{SampleResults, TrainResults};
+use ebm_estimators::standard_score;
 
 /// One sampler of the mixing comparison, as measured.
 #[derive(Debug, Serialize, Clone)]
