@@ -44,7 +44,7 @@ pub use chains::{ChainState, Chains, swap_columns, swap_columns_where};
 pub use error::{Error, Result};
 pub use num_traits;
 pub use observe::{Every, FnObserver, Observer};
-pub use par::{CHAIN_CHUNK, Par, for_each_chain_chunk, for_each_chain_chunk2};
+pub use par::{CHAIN_CHUNK, Par, for_each_chain_chunk, for_each_chain_chunk2, for_each_item};
 /// The `rand` this crate uses (for macros such as [`exact_by_enumeration!`]).
 #[doc(hidden)]
 pub use rand;

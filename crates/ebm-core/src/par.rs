@@ -34,6 +34,14 @@ impl Par {
     /// once, a tempered training update's scaling from one thread to two went from a median
     /// 1.78x to 1.88x; `benches/README.md`).
     pub fn run<R: Send>(self, f: impl FnOnce() -> R + Send) -> R {
+        let (mut f, mut out) = (Some(f), None);
+        self.run_dyn(&mut || out = Some((f.take().expect("run calls f once"))()));
+        out.expect("run calls f")
+    }
+
+    /// [`Par::run`] with the work as a trait object: the pool's scope is compiled once, not
+    /// once per caller's closure.
+    fn run_dyn(self, f: &mut (dyn FnMut() + Send)) {
         match self {
             Par::Rayon if rayon::current_thread_index().is_none() => rayon::scope(|_| f()),
             _ => f(),
@@ -53,6 +61,26 @@ where
     R: Send,
     G: Fn(usize, &mut [T], &mut [R]) + Sync,
 {
+    chain_chunks(par, rows, out, rngs, &f);
+}
+
+/// The work on one chunk of chains, as [`for_each_chain_chunk`] calls it.
+type ChunkWork<'a, T, R> = dyn Fn(usize, &mut [T], &mut [R]) + Sync + 'a;
+
+/// The work on one chunk of chains, as [`for_each_chain_chunk2`] calls it.
+type ChunkWork2<'a, T, U, R> = dyn Fn(usize, &mut [T], &mut [U], &mut [R]) + Sync + 'a;
+
+/// The loop of [`for_each_chain_chunk`], with the work as a trait object: the loop (and the
+/// rayon machinery under it) is compiled once per buffer and stream type, not once per
+/// closure of every model type, which kept a large share of a release build in copies of
+/// rayon's job code. The indirect call is one per chunk of [`CHAIN_CHUNK`] chains.
+fn chain_chunks<T: Send, R: Send>(
+    par: Par,
+    rows: usize,
+    out: &mut [T],
+    rngs: &mut [R],
+    f: &ChunkWork<'_, T, R>,
+) {
     assert_eq!(
         out.len(),
         rows * rngs.len(),
@@ -90,8 +118,8 @@ where
 /// zero.
 pub fn for_each_chain_chunk2<T, U, R, G>(
     par: Par,
-    (rows, out): (usize, &mut [T]),
-    (rows2, out2): (usize, &mut [U]),
+    out: (usize, &mut [T]),
+    out2: (usize, &mut [U]),
     rngs: &mut [R],
     f: G,
 ) where
@@ -100,6 +128,18 @@ pub fn for_each_chain_chunk2<T, U, R, G>(
     R: Send,
     G: Fn(usize, &mut [T], &mut [U], &mut [R]) + Sync,
 {
+    chain_chunks2(par, out, out2, rngs, &f);
+}
+
+/// The loop of [`for_each_chain_chunk2`], with the work as a trait object (as
+/// [`for_each_chain_chunk`]'s).
+fn chain_chunks2<T: Send, U: Send, R: Send>(
+    par: Par,
+    (rows, out): (usize, &mut [T]),
+    (rows2, out2): (usize, &mut [U]),
+    rngs: &mut [R],
+    f: &ChunkWork2<'_, T, U, R>,
+) {
     assert!(rows > 0 && rows2 > 0, "for_each_chain_chunk2: zero rows");
     assert_eq!(
         out.len(),
@@ -125,6 +165,17 @@ pub fn for_each_chain_chunk2<T, U, R, G>(
             .zip(rngs.par_chunks_mut(CHAIN_CHUNK))
             .enumerate()
             .for_each(|(c, ((o, o2), r))| f(c * CHAIN_CHUNK, o, o2, r)),
+    }
+}
+
+/// Runs `f(i, &mut items[i])` for every item: one task per item on the current rayon pool
+/// under [`Par::Rayon`] (the pool balances them, and their own loops), in order under
+/// [`Par::Seq`]. For a few independent pieces of work, e.g. the rungs of a PT round. `f` is a
+/// trait object, so the loop is compiled once per item type rather than once per closure.
+pub fn for_each_item<I: Send>(par: Par, items: &mut [I], f: &(dyn Fn(usize, &mut I) + Sync)) {
+    match par {
+        Par::Seq => items.iter_mut().enumerate().for_each(|(i, x)| f(i, x)),
+        Par::Rayon => items.par_iter_mut().enumerate().for_each(|(i, x)| f(i, x)),
     }
 }
 

@@ -115,13 +115,25 @@ impl<F: GpuScalar> GpuPcd<F> {
         V: Layer,
         H: Layer<Scalar = V::Scalar>,
     {
+        let model = GpuRbm::upload(gpu, rbm)?;
+        Self::on_device(gpu, model, data, chains, settings)
+    }
+
+    /// [`GpuPcd::new`] once the model is on the device: generic over the scalar of the data
+    /// only, so that it is compiled once per scalar rather than once per pair of unit kinds.
+    fn on_device<S: ebm_core::Scalar>(
+        gpu: &Arc<Gpu>,
+        model: GpuRbm<F>,
+        data: &DMatrix<S>,
+        chains: &DMatrix<S>,
+        settings: PcdSettings,
+    ) -> Result<Self> {
         let PcdSettings {
             sweeps: k,
             batch_size,
             learning_rate,
             seed,
         } = settings;
-        let model = GpuRbm::upload(gpu, rbm)?;
         let (nv, nh) = model.shape();
         let n_data = data.ncols();
         if data.nrows() != nv {

@@ -166,6 +166,18 @@ pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
+    let mut write = Some(write);
+    write_atomically_with(path, &mut |w| {
+        (write.take().expect("the writer is called once"))(w)
+    })
+}
+
+/// [`write_atomically`] with the writer as a trait object: the body is compiled once, not
+/// once for every writer of every model type.
+fn write_atomically_with(
+    path: &Path,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let io = io_error(path);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),

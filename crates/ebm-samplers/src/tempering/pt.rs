@@ -1,7 +1,6 @@
 use super::ladder::{Exchange, KeptProducts, SplitExchange};
 use ebm_core::{CHAIN_CHUNK, Chains, Error, Kernel, Par, RngStreams, Scalar};
 use rand::{Rng, RngCore};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
@@ -789,35 +788,25 @@ impl<K, B> ParallelTempering<K, B> {
         // `Par::Rayon` as tasks of one parallel loop, whose chunks the pool balances across
         // rungs (one loop instead of one per rung and half-sweep, with no pool-wide wait in
         // between). The same draws as one rung after the other.
-        let explore_rung =
-            |(j, ((x, rngs), kept)): (usize, ((&mut L::State, &mut &mut [_]), &mut _))| {
-                let rung = ladder.explored(a + j);
-                match (&self.rung0_kernel, a + j) {
-                    (Some(bottom), 0) => {
-                        bottom.step(rung.model, rung.beta, x, rngs, par);
-                    }
-                    _ => {
-                        explore(&self.kernel, rung, x, kept, rngs, par);
-                    }
+        let mut rungs: Vec<_> = state
+            .rungs
+            .iter_mut()
+            .zip(streams.iter_mut())
+            .zip(kept.iter_mut())
+            .collect();
+        ebm_core::for_each_item(par, &mut rungs, &|j, ((x, rngs), kept)| {
+            let rung = ladder.explored(a + j);
+            match (&self.rung0_kernel, a + j) {
+                (Some(bottom), 0) => {
+                    bottom.step(rung.model, rung.beta, x, rngs, par);
                 }
-                kept.valid = false;
-            };
-        match par {
-            Par::Seq => state
-                .rungs
-                .iter_mut()
-                .zip(streams.iter_mut())
-                .zip(kept.iter_mut())
-                .enumerate()
-                .for_each(explore_rung),
-            Par::Rayon => state
-                .rungs
-                .par_iter_mut()
-                .zip(streams.par_iter_mut())
-                .zip(kept.par_iter_mut())
-                .enumerate()
-                .for_each(explore_rung),
-        }
+                _ => {
+                    explore(&self.kernel, rung, x, kept, rngs, par);
+                }
+            }
+            kept.valid = false;
+        });
+        drop(rungs);
         let n_pairs = n_rungs.saturating_sub(1);
         let mut info = PtInfo {
             round_trips: 0,
