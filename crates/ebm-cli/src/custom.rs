@@ -17,7 +17,6 @@
 //!
 //! The book's "Adding it to the command line" page walks through a complete program.
 
-use ebm_samplers::tempering::PtSummary;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,7 +24,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use ebm_core::{Kernel, Par, ProductCache, Tractable};
 use ebm_estimators::{Ais, Start, ais};
-use ebm_samplers::tempering::{ParallelTempering, PtState, TemperatureLadder};
+use ebm_samplers::tempering::{ParallelTempering, PtState, PtSummary, TemperatureLadder};
 use nalgebra::DMatrix;
 use serde::Serialize;
 

@@ -270,3 +270,20 @@ fn owner_record(output: &Path, ours: &[PathBuf]) -> Option<(PathBuf, String)> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_may_not_overwrite_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("run.json");
+        std::fs::write(&input, "{}").unwrap();
+        let same = dir.path().join(".").join("run.json");
+        assert!(check_outputs(&[&same], &[&input]).is_err());
+        let other = dir.path().join("fig.json");
+        assert!(check_outputs(&[&other], &[&input]).is_ok());
+        assert!(check_outputs(&[&other, &other], &[]).is_err());
+    }
+}

@@ -224,4 +224,29 @@ mod tests {
         let mut r = vec![(); 2];
         for_each_chain_chunk(Par::Seq, 3, &mut out, &mut r, |_, _, _| {});
     }
+
+    /// Every item is visited once with its own index, in order under `Seq`, with the same
+    /// result under `Rayon`.
+    #[test]
+    fn for_each_item_visits_every_item_once() {
+        for par in [Par::Seq, Par::Rayon] {
+            let mut items: Vec<(usize, u32)> = vec![(usize::MAX, 0); 37];
+            for_each_item(par, &mut items, &|i, x| {
+                x.0 = i;
+                x.1 += 1;
+            });
+            assert!(
+                items
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &(j, n))| i == j && n == 1),
+                "{par:?}: {items:?}"
+            );
+        }
+        let order = std::sync::Mutex::new(Vec::new());
+        for_each_item(Par::Seq, &mut [(); 5], &|i, _| {
+            order.lock().unwrap().push(i)
+        });
+        assert_eq!(order.into_inner().unwrap(), [0, 1, 2, 3, 4]);
+    }
 }

@@ -6,7 +6,7 @@
 //! it supports instead of matching on names.
 //!
 //! ```
-//! use ebm_data::{Dataset, Domain};
+//! use ebm_data::Domain;
 //! use ebm_train::kinds::{KindsTask, UnitLayer, with_kinds};
 //! use std::path::Path;
 //!
@@ -640,7 +640,9 @@ pub trait F64Task {
     ) -> Result<Self::Output, Self::Error>;
 }
 
-/// Runs `task` on `rbm` if its scalar is `f64`; `None` (nothing run) for an `f32` model.
+/// Runs `task` on `rbm` if its scalar is `f64`; `None` (nothing run) for an `f32` model. The
+/// task sees a copy of the model with its kinds named in `f64` ([`UnitLayer::InF64`], through
+/// [`Rbm::to_scalar`]): the same parameters bit for bit.
 ///
 /// # Errors
 /// The task's.
@@ -883,6 +885,32 @@ mod tests {
         assert_eq!(in_f64(&r64, Sum).unwrap(), Some(0.5));
         let r32 = Rbm::new(Bernoulli::<f32>::zeros(2), Spin::zeros(1), w.cast()).unwrap();
         assert_eq!(in_f64(&r32, Sum).unwrap(), None);
+
+        // The task sees the model's kinds and every parameter as they are.
+        struct Same<'a>(&'a Rbm<Potts<f64>, ReLU<f64>>);
+        impl F64Task for Same<'_> {
+            type Output = bool;
+            type Error = ebm_core::Error;
+            fn run<V: UnitLayer<Scalar = f64>, H: UnitLayer<Scalar = f64>>(
+                self,
+                rbm: &Rbm<V, H>,
+            ) -> ebm_core::Result<bool> {
+                Ok((V::KIND, H::KIND) == ("potts", "relu")
+                    && rbm.weights() == self.0.weights()
+                    && rbm.visible().tensors() == self.0.visible().tensors()
+                    && rbm.hidden().tensors() == self.0.hidden().tensors())
+            }
+        }
+        let v = Potts::new(3, vec![0.5, -0.25, 0.125, 0.0, 1.5, -2.0]).unwrap();
+        let h = ReLU::new(vec![1.5, 0.75], vec![-0.5, 0.25]).unwrap();
+        let (nv, nh) = (v.width(), h.width());
+        let rbm = Rbm::new(
+            v,
+            h,
+            DMatrix::from_fn(nv, nh, |i, j| 0.1 * i as f64 - 0.3 * j as f64),
+        )
+        .unwrap();
+        assert_eq!(in_f64(&rbm, Same(&rbm)).unwrap(), Some(true));
     }
 
     /// A 4 x 2 model whose smaller layer is the hidden one.

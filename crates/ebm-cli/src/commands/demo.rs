@@ -2,11 +2,11 @@
 //! command line it prints, so that every step can be rerun by hand), reads their run records
 //! and writes a short report with figures.
 
-use ebm_estimators::standard_score;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use ebm_estimators::standard_score;
 use ebm_models::Spin;
 use serde::Serialize;
 

@@ -4,7 +4,6 @@
 //! Bennett's acceptance ratio (`ptt`). The estimators are those of `ebm-estimators`; this
 //! module loads, checks, dispatches and reports.
 
-use ebm_estimators::WeightedMean;
 use std::path::{Path, PathBuf};
 
 use ebm_core::{EnergyModel, Par, RngStreams, Scalar};
@@ -12,7 +11,7 @@ use ebm_data::Dataset;
 use ebm_estimators::trust::{self, Sandwich, SandwichCheck};
 use ebm_estimators::{
     Ais, Annealer, DescribeLadder, LadderKind, LogZEstimate, Method, PairEstimate, Population,
-    PttPlan, RungLogZ, Start, TransitionInfo, Warning, ptt_log_z,
+    PttPlan, RungLogZ, Start, TransitionInfo, Warning, WeightedMean, ptt_log_z,
 };
 use ebm_models::{Rbm, RbmChains};
 use ebm_mpi::Collective;

@@ -4,15 +4,14 @@ mod device;
 mod latent;
 mod stacked;
 
-use ebm_samplers::tempering::PtSummary;
 use std::path::Path;
 
 use ebm_core::{ChainState, Kernel, Par, RngStreams, Scalar};
 use ebm_data::Dataset;
 use ebm_models::{Rbm, RbmChains};
 use ebm_samplers::tempering::{
-    INDEX_SYSTEMS, Ladder, ParallelTempering, PtState, ReferenceLadder, Rung0, Rung0Limits,
-    SplitExchange, TemperatureLadder, TrajectoryLadder, even_betas,
+    INDEX_SYSTEMS, Ladder, ParallelTempering, PtState, PtSummary, ReferenceLadder, Rung0,
+    Rung0Limits, SplitExchange, TemperatureLadder, TrajectoryLadder, even_betas,
 };
 use ebm_samplers::{Gibbs, run};
 use nalgebra::DMatrix;

@@ -806,7 +806,6 @@ impl<K, B> ParallelTempering<K, B> {
             }
             kept.valid = false;
         });
-        drop(rungs);
         let n_pairs = n_rungs.saturating_sub(1);
         let mut info = PtInfo {
             round_trips: 0,

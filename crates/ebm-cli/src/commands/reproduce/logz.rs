@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use ebm_estimators::standard_score;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -19,7 +20,6 @@ use crate::models::ModelSummary;
 use crate::pipeline::{DemoPlan, Runner, ising_and_training};
 use crate::record::{Context, read_record};
 use crate::results::{TrainOutputs, TrainResults};
-use ebm_estimators::standard_score;
 
 const PAPER_000_FIG3: &str = "Overall, the online Tr-AIS estimation consistently outperforms the \
     other methods, and only the PTT estimation yields similar results in offline analyses \

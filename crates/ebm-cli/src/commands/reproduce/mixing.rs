@@ -13,6 +13,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use ebm_data::{Centering, Dataset};
+use ebm_estimators::standard_score;
 use ebm_models::{Bernoulli, Spin};
 
 use crate::cli::ReproduceArgs;
@@ -23,7 +24,6 @@ use crate::pipeline::{
 };
 use crate::record::{Context, read_record};
 use crate::results::{SampleResults, TrainResults};
-use ebm_estimators::standard_score;
 
 /// One sampler of the mixing comparison, as measured.
 #[derive(Debug, Serialize, Clone)]
